@@ -1,0 +1,73 @@
+"""The project's one exception hierarchy.
+
+Every error a user can cause (bad input, bad configuration, an unknown model)
+is a :class:`NavigatorError` whose message is one line that says what went
+wrong and what to do next. The CLIs print ``str(exc)`` to stderr and exit
+non-zero; activities turn them into non-retryable ``ApplicationError``s.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "NavigatorError",
+    "ConfigError",
+    "RepoError",
+    "FlightPlanError",
+    "BudgetError",
+    "ModelError",
+    "ArtifactError",
+    "PathEscapeError",
+]
+
+
+class NavigatorError(Exception):
+    """Base class: a user-facing, one-line, actionable error."""
+
+    #: stable machine-readable kind, used as ``ApplicationError.type``
+    kind: str = "NavigatorError"
+
+    def __init__(self, message: str) -> None:
+        # One line: collapse anything a caller passed with newlines.
+        super().__init__(" ".join(str(message).split()))
+
+
+class ConfigError(NavigatorError):
+    """Invalid configuration (navigator.yaml, environment, pricing override, jobs file)."""
+
+    kind = "ConfigError"
+
+
+class RepoError(NavigatorError):
+    """The repository path is missing, not a directory, unreadable or empty."""
+
+    kind = "RepoError"
+
+
+class FlightPlanError(NavigatorError):
+    """A flight plan (YAML or update) failed validation."""
+
+    kind = "FlightPlanError"
+
+
+class BudgetError(NavigatorError):
+    """A budget is zero/negative or a model has no known price."""
+
+    kind = "BudgetError"
+
+
+class ModelError(NavigatorError):
+    """Unknown model name, missing credentials, or a non-retryable provider error."""
+
+    kind = "ModelError"
+
+
+class ArtifactError(NavigatorError):
+    """An artifact reference could not be resolved or failed its integrity check."""
+
+    kind = "ArtifactError"
+
+
+class PathEscapeError(NavigatorError):
+    """A path resolves outside the repository root (``..``, absolute path or symlink)."""
+
+    kind = "PathEscapeError"

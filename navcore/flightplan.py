@@ -1,0 +1,176 @@
+"""The flight plan: what the navigator tunes turn by turn.
+
+A :class:`FlightPlan` tells the repo-map engine how verbose to be per path,
+what to focus on and how many tokens the rendered map may use. It is small,
+typed and deterministic, so it lives in workflow state and in history.
+
+Semantics (the engine in ``repomap/`` implements them):
+
+* ``rules`` are ordered ``glob -> level`` pairs; for each file the **last**
+  matching rule wins (like ``.gitignore``), so appending a rule refines.
+* A file no rule matches gets ``default_level``; ``None`` means *auto*: the
+  engine assigns levels by task relevance to fill the budget.
+* ``exclude`` globs hide files entirely (level 0) and beat every rule.
+* ``focus_paths`` / ``focus_symbols`` raise ranking weight; focused content is
+  degraded last when the budget forces degradation. A focus symbol with
+  ``expand=True`` is shown in full inside a file rendered at level 2 or 3.
+* The rendered map never exceeds ``token_budget``.
+
+Globs use ``fnmatch``-style matching on POSIX relative paths where ``**``
+matches across directories and a bare directory prefix such as ``src/budget``
+or ``src/budget/`` matches everything below it.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "Level",
+    "VerbosityRule",
+    "FocusPath",
+    "FocusSymbol",
+    "FlightPlan",
+    "FlightPlanUpdate",
+    "MAX_TOKEN_BUDGET",
+]
+
+MAX_TOKEN_BUDGET = 2_000_000
+
+
+class Level(IntEnum):
+    """Verbosity of one file in the rendered map."""
+
+    HIDDEN = 0  #: not shown
+    PATH = 1  #: path (+ size)
+    OUTLINE = 2  #: symbol outline: signatures with line numbers
+    DOCS = 3  #: outline + docstrings
+    FULL = 4  #: full source
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+Glob = Annotated[str, Field(min_length=1, max_length=512)]
+Weight = Annotated[float, Field(gt=0.0, le=100.0)]
+
+
+def _check_glob(value: str) -> str:
+    value = value.strip()
+    if not value:
+        raise ValueError("glob must not be empty")
+    if value.startswith("/") or value.startswith("\\") or (len(value) > 1 and value[1] == ":"):
+        raise ValueError("glob must be relative to the repository root (no leading '/')")
+    if ".." in value.replace("\\", "/").split("/"):
+        raise ValueError("glob must not contain '..' segments")
+    return value.replace("\\", "/")
+
+
+class VerbosityRule(_Strict):
+    """``glob -> level``; the last matching rule in a plan wins."""
+
+    glob: Glob
+    level: Level
+
+    _v = field_validator("glob")(classmethod(lambda cls, v: _check_glob(v)))
+
+
+class FocusPath(_Strict):
+    """A path or glob whose files get extra ranking weight."""
+
+    glob: Glob
+    weight: Weight = 1.0
+
+    _v = field_validator("glob")(classmethod(lambda cls, v: _check_glob(v)))
+
+
+class FocusSymbol(_Strict):
+    """A symbol to emphasise: a qualified id ``path::Class.method`` or a bare name."""
+
+    symbol: Annotated[str, Field(min_length=1, max_length=512)]
+    weight: Weight = 1.0
+    #: show this symbol's full source even when its file renders at level 2 or 3
+    expand: bool = True
+
+
+class FlightPlan(_Strict):
+    """Per-path verbosity, focus and token budget for one map render."""
+
+    token_budget: Annotated[int, Field(gt=0, le=MAX_TOKEN_BUDGET)] = 4096
+    default_level: Level | None = None
+    rules: Annotated[list[VerbosityRule], Field(max_length=256)] = []
+    focus_paths: Annotated[list[FocusPath], Field(max_length=128)] = []
+    focus_symbols: Annotated[list[FocusSymbol], Field(max_length=128)] = []
+    goal: Annotated[str | None, Field(max_length=8000)] = None
+    exclude: Annotated[list[Glob], Field(max_length=128)] = []
+    #: attach a short "why" (top ranking signals) to each file line
+    show_why: bool = True
+
+    @field_validator("exclude")
+    @classmethod
+    def _exclude_globs(cls, v: list[str]) -> list[str]:
+        return [_check_glob(g) for g in v]
+
+    def apply(self, update: "FlightPlanUpdate") -> "FlightPlan":
+        """Return a new plan with ``update`` merged in (validated deep merge).
+
+        Rules are keyed by glob: an update to an existing glob moves it to the
+        end with its new level (so it wins); focus entries are keyed by glob /
+        symbol and replaced; removals name the key.
+        """
+        rules = [r for r in self.rules if r.glob not in set(update.remove_rules)]
+        for new in update.set_rules:
+            rules = [r for r in rules if r.glob != new.glob] + [new]
+        focus_paths = [f for f in self.focus_paths if f.glob not in set(update.remove_focus_paths)]
+        for new in update.add_focus_paths:
+            focus_paths = [f for f in focus_paths if f.glob != new.glob] + [new]
+        focus_symbols = [
+            f for f in self.focus_symbols if f.symbol not in set(update.remove_focus_symbols)
+        ]
+        for new in update.add_focus_symbols:
+            focus_symbols = [f for f in focus_symbols if f.symbol != new.symbol] + [new]
+        exclude = [g for g in self.exclude if g not in set(update.remove_exclude)]
+        exclude += [g for g in update.add_exclude if g not in exclude]
+        data = self.model_dump()
+        data.update(
+            rules=[r.model_dump() for r in rules],
+            focus_paths=[f.model_dump() for f in focus_paths],
+            focus_symbols=[f.model_dump() for f in focus_symbols],
+            exclude=exclude,
+        )
+        if update.token_budget is not None:
+            data["token_budget"] = update.token_budget
+        if update.default_level is not None:
+            data["default_level"] = update.default_level
+        if update.goal is not None:
+            data["goal"] = update.goal
+        return FlightPlan.model_validate(data)
+
+
+class FlightPlanUpdate(_Strict):
+    """The ``updates`` argument of the model's ``update_flight_plan`` call."""
+
+    token_budget: Annotated[int | None, Field(gt=0, le=MAX_TOKEN_BUDGET)] = None
+    default_level: Level | None = None
+    set_rules: Annotated[list[VerbosityRule], Field(max_length=64)] = []
+    remove_rules: Annotated[list[Glob], Field(max_length=64)] = []
+    add_focus_paths: Annotated[list[FocusPath], Field(max_length=64)] = []
+    remove_focus_paths: Annotated[list[Glob], Field(max_length=64)] = []
+    add_focus_symbols: Annotated[list[FocusSymbol], Field(max_length=64)] = []
+    remove_focus_symbols: Annotated[list[str], Field(max_length=64)] = []
+    add_exclude: Annotated[list[Glob], Field(max_length=64)] = []
+    remove_exclude: Annotated[list[Glob], Field(max_length=64)] = []
+    goal: Annotated[str | None, Field(max_length=8000)] = None
+
+    @field_validator("add_exclude")
+    @classmethod
+    def _exclude_globs(cls, v: list[str]) -> list[str]:
+        return [_check_glob(g) for g in v]
+
+    def is_empty(self) -> bool:
+        """True when applying this update would change nothing."""
+        return self == FlightPlanUpdate()
