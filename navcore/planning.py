@@ -1,0 +1,336 @@
+"""Planning phase and stages: models and pure plan operations.
+
+Integration note (for ``workflows/navigator.py``)
+-------------------------------------------------
+The planning phase is three activities (``activities/planning.py``), each
+taking one input model from this module and returning one result model that
+carries the :class:`~navcore.decision.TokenUsage` of its model calls, so the
+budget ledger is reconciled exactly like for ``navigator.decide``:
+
+1. ``planning.analyze`` (:class:`AnalyzeInput` -> :class:`AnalyzeResult`):
+   ``result.analysis.direct`` -> skip planning, run one implicit stage
+   (:func:`direct_plan`).
+2. ``planning.review`` (:class:`ReviewInput` -> :class:`ReviewResult`), only
+   when ``analysis.reflect`` and the run profile enables review.
+3. ``planning.plan`` (:class:`PlanInput` -> :class:`PlanResult`): the
+   :class:`StagePlan` (1..8 stages, hard cap, compound steps split).
+
+Per stage the workflow runs iterations until the stage's ``max_iterations``
+(see :mod:`navcore.guardrails` for the caps), then calls
+``stages.check_criteria`` (:class:`CriteriaInput` -> :class:`CriteriaResult`)
+and, if some criterion is unmet or more stages remain, ``stages.reflect``
+(:class:`ReflectInput` -> :class:`ReflectResult`); :func:`apply_reflection`
+rewrites the remaining stages. :func:`plan_markdown` renders the plan and the
+criteria status for the Web UI details, the CLI and the context pack.
+
+Everything here is pure pydantic + stdlib: safe in the workflow sandbox.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from navcore.decision import TokenUsage
+from navcore.errors import ModelError
+from navcore.flightplan import FlightPlan
+from navcore.mapmeta import MapMetadata
+
+__all__ = [
+    "PlanParseError",
+    "PlanningConfig",
+    "Stage",
+    "StagePlan",
+    "PlanningAnalysis",
+    "PlanReview",
+    "CriterionStatus",
+    "CriteriaCheck",
+    "Reflection",
+    "AnalyzeInput",
+    "AnalyzeResult",
+    "ReviewInput",
+    "ReviewResult",
+    "PlanInput",
+    "PlanResult",
+    "CriteriaInput",
+    "CriteriaResult",
+    "ReflectInput",
+    "ReflectResult",
+    "direct_plan",
+    "apply_reflection",
+    "plan_markdown",
+]
+
+#: absolute ceiling on stages, whatever a profile says (the issue's hard cap)
+HARD_MAX_STAGES = 8
+
+
+class PlanParseError(ModelError):
+    """A model's planning text could not be parsed; the message says what was expected."""
+
+    kind = "PlanParseError"
+
+
+class PlanningConfig(BaseModel):
+    """Knobs of the planning phase (part of the run profile)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: run the planning phase at all (off -> one implicit stage)
+    enabled: bool = True
+    #: run the critic/pragmatist/detailer review when the analysis asks for it
+    review: bool = False
+    max_stages: int = Field(HARD_MAX_STAGES, ge=1, le=HARD_MAX_STAGES)
+    #: iterations a stage gets when the plan does not say
+    default_stage_iterations: int = Field(5, ge=1, le=100)
+    #: ceiling for a stage's own ``max_iterations`` request
+    max_stage_iterations: int = Field(10, ge=1, le=100)
+    max_criteria_per_stage: int = Field(5, ge=1, le=20)
+    #: output token cap of each planning call (also what the ledger reserves)
+    max_output_tokens: int = Field(2048, ge=64, le=65_536)
+    #: characters of the goal-relevant map excerpt put into planning prompts
+    map_excerpt_chars: int = Field(12_000, ge=500, le=400_000)
+
+
+_Text = Annotated[str, Field(min_length=1, max_length=2000)]
+
+
+class Stage(BaseModel):
+    """One stage: an objective, checkable success criteria, an iteration cap."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    objective: _Text
+    success_criteria: Annotated[list[_Text], Field(min_length=1, max_length=20)]
+    max_iterations: int = Field(5, ge=1, le=100)
+
+
+class StagePlan(BaseModel):
+    """The ordered stages of one exploration (1..8)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stages: Annotated[list[Stage], Field(min_length=1, max_length=HARD_MAX_STAGES)]
+    #: True when the analysis said DIRECT and this is the implicit single stage
+    direct: bool = False
+    #: stages dropped by the hard cap (visible, never silent)
+    dropped_stages: int = Field(0, ge=0)
+    #: compound objectives that were split into several stages
+    split_stages: int = Field(0, ge=0)
+
+
+class PlanningAnalysis(BaseModel):
+    """Result of the analysis step: DIRECT, or an analysis ending ``REFLECT: yes|no``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    direct: bool
+    analysis: str = Field("", max_length=20_000)
+    reflect: bool = False
+
+
+class PlanReview(BaseModel):
+    """The three-voice review of an analysis, plus the adjustments it implies."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    critic: str = Field(max_length=8000)
+    pragmatist: str = Field(max_length=8000)
+    detailer: str = Field(max_length=8000)
+    adjustments: list[Annotated[str, Field(max_length=2000)]] = []
+
+
+class CriterionStatus(BaseModel):
+    """Whether one success criterion is met, with evidence from the current map."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    criterion: str
+    met: bool
+    evidence: str = Field("", max_length=2000)
+
+
+class CriteriaCheck(BaseModel):
+    """Criteria status of one stage after its iterations."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    stage_index: int = Field(ge=0)
+    results: list[CriterionStatus]
+
+    @property
+    def all_met(self) -> bool:
+        """True when every criterion of the stage is met."""
+        return all(r.met for r in self.results)
+
+    @property
+    def unmet(self) -> list[str]:
+        """The criteria not met, in plan order."""
+        return [r.criterion for r in self.results if not r.met]
+
+
+class Reflection(BaseModel):
+    """Keep the remaining stages, or rewrite them."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    action: Literal["keep", "rewrite"]
+    reasoning: str = Field("", max_length=8000)
+    #: the new remaining stages (``rewrite`` only; may be empty = stop after this stage)
+    remaining_stages: list[Stage] = []
+
+
+# --------------------------------------------------------------------------- activity I/O
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    goal: Annotated[str, Field(min_length=1, max_length=8000)]
+    model: str
+    #: repository root as the worker sees it (the engine is opened there)
+    repo_root: str
+    config: PlanningConfig = PlanningConfig()
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    usage: TokenUsage = TokenUsage()
+    #: provider calls made (1 + corrective re-asks)
+    calls: int = Field(1, ge=0)
+
+
+class AnalyzeInput(_Input):
+    """Input of ``planning.analyze``."""
+
+    map_metadata: MapMetadata | None = None
+
+
+class AnalyzeResult(_Result):
+    """Output of ``planning.analyze``."""
+
+    analysis: PlanningAnalysis
+
+
+class ReviewInput(_Input):
+    """Input of ``planning.review``."""
+
+    analysis: PlanningAnalysis
+    map_metadata: MapMetadata | None = None
+
+
+class ReviewResult(_Result):
+    """Output of ``planning.review``."""
+
+    review: PlanReview
+
+
+class PlanInput(_Input):
+    """Input of ``planning.plan``."""
+
+    analysis: PlanningAnalysis
+    review: PlanReview | None = None
+    map_metadata: MapMetadata | None = None
+    flight_plan: FlightPlan | None = None
+
+
+class PlanResult(_Result):
+    """Output of ``planning.plan``."""
+
+    plan: StagePlan
+
+
+class CriteriaInput(_Input):
+    """Input of ``stages.check_criteria``: the stage and the map it ended with."""
+
+    stage_index: int = Field(ge=0)
+    stage: Stage
+    flight_plan: FlightPlan
+    map_metadata: MapMetadata | None = None
+
+
+class CriteriaResult(_Result):
+    """Output of ``stages.check_criteria``."""
+
+    check: CriteriaCheck
+
+
+class ReflectInput(_Input):
+    """Input of ``stages.reflect``."""
+
+    plan: StagePlan
+    completed_index: int = Field(ge=0)
+    check: CriteriaCheck
+    map_metadata: MapMetadata | None = None
+
+
+class ReflectResult(_Result):
+    """Output of ``stages.reflect``."""
+
+    reflection: Reflection
+
+
+# --------------------------------------------------------------------------- plan operations
+
+
+def direct_plan(goal: str, config: PlanningConfig = PlanningConfig()) -> StagePlan:
+    """The implicit single stage of a DIRECT goal (or of a run with planning off)."""
+    stage = Stage(
+        objective=_clip(f"Answer the goal directly: {goal}"),
+        success_criteria=["The map shows the code that answers the goal in detail (level 2 or more)."],
+        max_iterations=config.max_stage_iterations,
+    )
+    return StagePlan(stages=[stage], direct=True)
+
+
+def apply_reflection(
+    plan: StagePlan, completed_index: int, reflection: Reflection, config: PlanningConfig
+) -> StagePlan:
+    """Return ``plan`` with the stages after ``completed_index`` rewritten.
+
+    Completed stages are history and never change; the rewritten tail is cut
+    so the whole plan stays within ``config.max_stages`` (the cut is counted in
+    ``dropped_stages``).
+    """
+    if not 0 <= completed_index < len(plan.stages):
+        raise ValueError(f"completed_index {completed_index} outside plan of {len(plan.stages)} stages")
+    if reflection.action == "keep":
+        return plan
+    done = list(plan.stages[: completed_index + 1])
+    room = max(0, config.max_stages - len(done))
+    tail = list(reflection.remaining_stages)
+    kept = tail[:room]
+    return StagePlan(
+        stages=done + kept,
+        direct=False,
+        dropped_stages=plan.dropped_stages + (len(tail) - len(kept)),
+        split_stages=plan.split_stages,
+    )
+
+
+def plan_markdown(
+    plan: StagePlan, checks: dict[int, CriteriaCheck] | None = None, current: int | None = None
+) -> str:
+    """Markdown of the plan with criteria status, for the Web UI, the CLI and the context pack."""
+    checks = checks or {}
+    lines = ["### Plan" + (" (direct)" if plan.direct else f" ({len(plan.stages)} stages)")]
+    for i, stage in enumerate(plan.stages):
+        marker = " ← current" if current == i else ""
+        lines.append(f"{i + 1}. **{stage.objective}** (max {stage.max_iterations} iterations){marker}")
+        status = {r.criterion: r for r in checks[i].results} if i in checks else {}
+        for crit in stage.success_criteria:
+            r = status.get(crit)
+            box = "[ ]" if r is None else ("[x]" if r.met else "[!]")
+            ev = f" — {r.evidence}" if r is not None and r.evidence else ""
+            lines.append(f"   - {box} {crit}{ev}")
+    if plan.dropped_stages:
+        lines.append(f"_{plan.dropped_stages} stage(s) dropped by the stage cap._")
+    return "\n".join(lines)
+
+
+def _clip(text: str, limit: int = 2000) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
