@@ -1,0 +1,321 @@
+"""The navigator's activities: every side effect of one exploration.
+
+Built once per worker as :class:`NavigatorActivities` with its dependencies
+(artifact store, provider factory, pricing, repo-map opener) injected. It
+caches one opened ``repomap.RepoMap`` per repository root *on the instance*
+(never at class level: the sandbox re-imports modules and tests build many
+instances). Names are stable public API: ``navigator.scan``,
+``navigator.render_map``, ``navigator.build_prompt``, ``navigator.decide``,
+``navigator.write_result``.
+
+Usage accounting across attempts (``navigator.decide``): each attempt adds its
+own consumption to an :class:`~navcore.activity_io.AttemptUsage` carried in
+heartbeat details, which Temporal hands to the next attempt
+(``activity.info().heartbeat_details``). A successful attempt returns the
+total of every attempt; a failed attempt raises an ``ApplicationError`` whose
+details carry the running total (the workflow charges it when retries are
+exhausted); a crashed worker leaves the last heartbeat, which the workflow
+reads from the timeout failure. A provider that fails after spending tokens
+reports them by setting ``usage`` (a ``TokenUsage``) on its exception; usage
+a provider does not report cannot be counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.artifacts import ArtifactStore, atomic_write_bytes
+from activities.models.base import DecideCall, ModelProvider
+from activities.models.registry import Pricer, build_provider
+from navcore.activity_io import (
+    AttemptUsage,
+    DecideInput,
+    DecideOutput,
+    PromptInput,
+    PromptOutput,
+    RenderInput,
+    RenderOutput,
+    ScanInput,
+    ScanOutput,
+    WriteResultInput,
+    WriteResultOutput,
+)
+from navcore.artifacts import ArtifactRef
+from navcore.decision import ModelDecision, TokenUsage
+from navcore.errors import NavigatorError, RepoError
+from navcore.flightplan import FlightPlan
+from navcore.mapmeta import MapMetadata
+from navcore.prompt import SYSTEM_PROMPT, PromptParts, build_user_prompt
+
+__all__ = ["NavigatorActivities", "ActivityLimits", "EngineFactory", "ProviderFactory", "to_application_error"]
+
+EngineFactory = Callable[[Path], Any]
+ProviderFactory = Callable[[str], ModelProvider]
+T = TypeVar("T")
+
+MEDIA_MARKDOWN = "text/markdown; charset=utf-8"
+MEDIA_JSON = "application/json"
+MEDIA_TEXT = "text/plain; charset=utf-8"
+
+
+class ActivityLimits(BaseModel):
+    """Size limits that keep activity results (and so history) small."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: top files kept in the MapMetadata returned to the workflow
+    history_top_files: int = Field(5, ge=0, le=50)
+    #: reasoning characters kept in the decision returned to the workflow
+    history_reasoning_chars: int = Field(1200, ge=0)
+    #: finalize summary characters kept in history (full text in the artifact)
+    history_summary_chars: int = Field(2000, ge=0)
+
+
+def to_application_error(exc: NavigatorError, details: list[Any] | None = None) -> ApplicationError:
+    """A domain error as a non-retryable ``ApplicationError`` (it cannot succeed on retry)."""
+    return ApplicationError(str(exc), *(details or []), type=exc.kind, non_retryable=True)
+
+
+def _trimmed_metadata(meta: MapMetadata, top: int) -> MapMetadata:
+    return meta.model_copy(
+        update={
+            "top_files": [f.model_copy(update={"why": f.why[:2]}) for f in meta.top_files[:top]],
+            "timings_ms": {},
+        }
+    )
+
+
+class NavigatorActivities:
+    """The navigator's activities with their injected dependencies."""
+
+    def __init__(
+        self,
+        store: ArtifactStore,
+        *,
+        pricer: Pricer,
+        provider_factory: ProviderFactory = build_provider,
+        engine_factory: EngineFactory | None = None,
+        limits: ActivityLimits | None = None,
+    ) -> None:
+        self.store = store
+        self.pricer = pricer
+        self.provider_factory = provider_factory
+        self.engine_factory = engine_factory or _open_repomap
+        self.limits = limits or ActivityLimits()
+        self._engines: dict[Path, Any] = {}
+        self._engine_lock = asyncio.Lock()
+        self._providers: dict[str, ModelProvider] = {}
+
+    # -- helpers ---------------------------------------------------------
+
+    async def engine(self, repo_root: str | Path) -> Any:
+        """The cached ``RepoMap`` of ``repo_root`` (opened once per worker)."""
+        root = Path(repo_root).expanduser().resolve()
+        async with self._engine_lock:
+            if root not in self._engines:
+                if not root.is_dir():
+                    raise RepoError(f"repository {root} does not exist or is not a directory; pass a repo path")
+                self._engines[root] = await asyncio.to_thread(self.engine_factory, root)
+            return self._engines[root]
+
+    def provider(self, model: str) -> ModelProvider:
+        """The provider of ``model`` (built once per worker and model)."""
+        if model not in self._providers:
+            self._providers[model] = self.provider_factory(model)
+        return self._providers[model]
+
+    def _put_text(self, text: str, media_type: str, summary: str) -> ArtifactRef:
+        return self.store.put_bytes(text.encode("utf-8"), media_type, summary)
+
+    def _get_text(self, ref: ArtifactRef) -> str:
+        return self.store.get_bytes(ref).decode("utf-8")
+
+    async def _guard(self, work: Awaitable[T]) -> T:
+        try:
+            return await work
+        except NavigatorError as exc:
+            raise to_application_error(exc) from exc
+
+    async def _render(self, repo_root: str, plan: FlightPlan, label: str) -> RenderOutput:
+        engine = await self.engine(repo_root)
+        result = await asyncio.to_thread(engine.render, plan)
+        meta: MapMetadata = result.metadata
+        map_ref = self._put_text(
+            result.text, MEDIA_MARKDOWN, f"{label}: map {meta.tokens_used}/{meta.token_budget} tokens"
+        )
+        meta_ref = self._put_text(meta.model_dump_json(), MEDIA_JSON, f"{label}: map metadata")
+        return RenderOutput(
+            map_ref=map_ref,
+            metadata_ref=meta_ref,
+            metadata=_trimmed_metadata(meta, self.limits.history_top_files),
+        )
+
+    # -- activities ------------------------------------------------------
+
+    @activity.defn(name="navigator.scan")
+    async def scan(self, inp: ScanInput) -> ScanOutput:
+        """Check the model, index the repository (cached) and render the first map."""
+
+        async def work() -> ScanOutput:
+            self.provider(inp.model)  # unknown model → ModelError before any spend
+            self.pricer.estimate(inp.model, 1, 1)  # a model without a price is refused now
+            engine = await self.engine(inp.repo_root)
+            render = await self._render(inp.repo_root, inp.flight_plan, "scan")
+            return ScanOutput(
+                repo_root=str(engine.root),
+                index_version=str(engine.index_version),
+                files_total=len(engine.files),
+                render=render,
+            )
+
+        return await self._guard(work())
+
+    @activity.defn(name="navigator.render_map")
+    async def render_map(self, inp: RenderInput) -> RenderOutput:
+        """Render the map under a flight plan and store it as an artifact."""
+        return await self._guard(self._render(inp.repo_root, inp.flight_plan, f"step {inp.step}"))
+
+    @activity.defn(name="navigator.build_prompt")
+    async def build_prompt(self, inp: PromptInput) -> PromptOutput:
+        """Build and store the prompt; return its exact token count and cost estimate."""
+
+        async def work() -> PromptOutput:
+            from repomap.tokens import count_tokens
+
+            meta = MapMetadata.model_validate_json(self._get_text(inp.metadata_ref))
+            parts = PromptParts(
+                goal=inp.goal,
+                step=inp.step,
+                max_iterations=inp.max_iterations,
+                flight_plan=inp.flight_plan,
+                map_text=self._get_text(inp.map_ref),
+                metadata=meta,
+                spent_micros=inp.spent_micros,
+                max_micros=inp.max_micros,
+                recent=[(r.step, r.action, r.reasoning, r.diff_lines, r.verdict) for r in inp.recent],
+                feedback=inp.feedback,
+            )
+            user = build_user_prompt(parts)
+            tokens = count_tokens(SYSTEM_PROMPT) + count_tokens(user)
+            estimate = self.pricer.estimate(inp.model, tokens, inp.max_output_tokens)
+            return PromptOutput(
+                system_ref=self._put_text(SYSTEM_PROMPT, MEDIA_TEXT, "navigator system prompt"),
+                prompt_ref=self._put_text(user, MEDIA_MARKDOWN, f"step {inp.step} prompt, {tokens} tokens"),
+                prompt_tokens=tokens,
+                estimate_micros=estimate,
+            )
+
+        return await self._guard(work())
+
+    @activity.defn(name="navigator.decide")
+    async def decide(self, inp: DecideInput) -> DecideOutput:
+        """Ask the model for one decision; heartbeats while it streams."""
+        info = activity.info()
+        prior = AttemptUsage.model_validate(info.heartbeat_details[0]) if info.heartbeat_details else AttemptUsage()
+        activity.heartbeat(prior.model_dump(mode="json"), "starting")
+        try:
+            call = await self._decide_call(inp, prior)
+            decision = await self.provider(inp.model).decide(call)
+        except Exception as exc:
+            raise self._failed_attempt(inp.model, prior, exc) from exc
+        cost = self.pricer.cost(inp.model, decision.usage, decision.calls)
+        spent = prior.plus(decision.usage, cost, decision.calls)
+        activity.heartbeat(spent.model_dump(mode="json"), "decided")
+        ref = self._put_text(
+            decision.model_dump_json(), MEDIA_JSON, f"step {inp.step} decision: {decision.action}"
+        )
+        return DecideOutput(decision=self._trimmed_decision(decision), decision_ref=ref, spent=spent)
+
+    async def _decide_call(self, inp: DecideInput, prior: AttemptUsage) -> DecideCall:
+        meta = (
+            MapMetadata.model_validate_json(self._get_text(inp.metadata_ref)) if inp.metadata_ref else None
+        )
+        return DecideCall(
+            model=inp.model,
+            system_prompt=self._get_text(inp.system_ref),
+            user_prompt=self._get_text(inp.prompt_ref),
+            max_output_tokens=inp.max_output_tokens,
+            goal=inp.goal,
+            flight_plan=inp.flight_plan,
+            iteration=inp.step,
+            max_iterations=inp.max_iterations,
+            repo_root=Path(inp.repo_root),
+            map_metadata=meta,
+            feedback=inp.feedback,
+            recent_decisions=tuple((r.action, r.reasoning) for r in inp.recent),
+            engine=await self.engine(inp.repo_root),
+            heartbeat=lambda note: activity.heartbeat(prior.model_dump(mode="json"), note),
+        )
+
+    def _failed_attempt(self, model: str, prior: AttemptUsage, exc: BaseException) -> ApplicationError:
+        usage = getattr(exc, "usage", None)
+        usage = usage if isinstance(usage, TokenUsage) else TokenUsage()
+        calls = 1 if usage != TokenUsage() else 0
+        spent = prior.plus(usage, self.pricer.cost(model, usage, calls), calls)
+        details = spent.model_dump(mode="json")
+        # Recorded as the last heartbeat so the next attempt starts from it.
+        activity.heartbeat(details, "attempt failed")
+        if isinstance(exc, NavigatorError):
+            return to_application_error(exc, [details])
+        if isinstance(exc, ApplicationError):
+            return ApplicationError(
+                str(exc), details, type=exc.type, non_retryable=exc.non_retryable, next_retry_delay=exc.next_retry_delay
+            )
+        return ApplicationError(f"{type(exc).__name__}: {exc}", details, type=type(exc).__name__)
+
+    def _trimmed_decision(self, decision: ModelDecision) -> ModelDecision:
+        lim = self.limits
+        summary = decision.summary[: lim.history_summary_chars] if decision.summary else decision.summary
+        return decision.model_copy(
+            update={"reasoning": decision.reasoning[: lim.history_reasoning_chars], "summary": summary}
+        )
+
+    @activity.defn(name="navigator.write_result")
+    async def write_result(self, inp: WriteResultInput) -> WriteResultOutput:
+        """Write ``context.md`` and ``report.json`` into ``<out_dir>/<workflow_id>/`` atomically."""
+
+        async def work() -> WriteResultOutput:
+            out = Path(inp.out_dir).expanduser().resolve() / inp.workflow_id
+            map_text = self._get_text(inp.map_ref) if inp.map_ref else "(no map was rendered)\n"
+            context = _context_markdown(inp, map_text)
+            context_ref = self._put_text(context, MEDIA_MARKDOWN, f"context pack for {inp.workflow_id}")
+            report_text = json.dumps(json.loads(inp.report_json), indent=2, sort_keys=True) + "\n"
+            report_ref = self._put_text(report_text, MEDIA_JSON, f"report for {inp.workflow_id}")
+            await asyncio.to_thread(atomic_write_bytes, out / "context.md", context.encode("utf-8"))
+            await asyncio.to_thread(atomic_write_bytes, out / "report.json", report_text.encode("utf-8"))
+            return WriteResultOutput(
+                context_path=str(out / "context.md"),
+                report_path=str(out / "report.json"),
+                context_ref=context_ref,
+                report_ref=report_ref,
+            )
+
+        return await self._guard(work())
+
+    def all(self) -> list[Callable[..., Any]]:
+        """Every activity of this instance, for worker registration."""
+        return [self.scan, self.render_map, self.build_prompt, self.decide, self.write_result]
+
+
+def _context_markdown(inp: WriteResultInput, map_text: str) -> str:
+    summary = (inp.summary or "").strip() or "(the navigator stopped before writing a summary)"
+    return (
+        f"# Context: {inp.goal.strip()}\n\n"
+        f"Repository: `{inp.repo_root}`\n\n"
+        f"## Summary\n\n{summary}\n\n"
+        f"## Repository map\n\n{map_text.rstrip()}\n"
+    )
+
+
+def _open_repomap(root: Path) -> Any:
+    from repomap import RepoMap
+
+    return RepoMap.open(root)

@@ -1,0 +1,172 @@
+"""Inputs and outputs of the navigator activities (small: artifacts by reference)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from navcore.artifacts import ArtifactRef
+from navcore.decision import ModelDecision, TokenUsage
+from navcore.flightplan import FlightPlan
+from navcore.mapmeta import MapMetadata
+from navcore.state import ExecutionMode
+
+__all__ = [
+    "ScanInput",
+    "ScanOutput",
+    "RenderInput",
+    "RenderOutput",
+    "RecentDecision",
+    "PromptInput",
+    "PromptOutput",
+    "DecideInput",
+    "DecideOutput",
+    "AttemptUsage",
+    "WriteResultInput",
+    "WriteResultOutput",
+]
+
+
+class _IO(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RenderInput(_IO):
+    """Render the map of ``repo_root`` under ``flight_plan``."""
+
+    repo_root: str
+    flight_plan: FlightPlan
+    step: int = 0
+
+
+class RenderOutput(_IO):
+    """A rendered map by reference, with trimmed metadata for history."""
+
+    map_ref: ArtifactRef
+    #: the full metadata (all top files, timings) as JSON in the artifact store
+    metadata_ref: ArtifactRef
+    #: metadata with top_files trimmed (see ActivityLimits.history_top_files)
+    metadata: MapMetadata
+
+
+class ScanInput(_IO):
+    """Open (index) the repository and render the first coarse map."""
+
+    repo_root: str
+    flight_plan: FlightPlan
+    model: str
+
+
+class ScanOutput(_IO):
+    """The indexed repository and its first map."""
+
+    repo_root: str  #: resolved absolute root
+    index_version: str
+    files_total: int
+    render: RenderOutput
+
+
+class RecentDecision(_IO):
+    """A past decision quoted in the prompt (reasoning already shortened)."""
+
+    step: int
+    action: str
+    reasoning: str = ""
+    diff_lines: list[str] = []
+    verdict: str | None = None
+
+
+class PromptInput(_IO):
+    """Everything the prompt builder needs; the map itself comes by reference."""
+
+    step: int
+    goal: str
+    model: str
+    mode: ExecutionMode
+    max_iterations: int
+    max_output_tokens: int
+    flight_plan: FlightPlan
+    map_ref: ArtifactRef
+    metadata_ref: ArtifactRef
+    spent_micros: int
+    max_micros: int
+    recent: list[RecentDecision] = []
+    feedback: str | None = None
+
+
+class PromptOutput(_IO):
+    """The stored prompt, its exact token count and the cost estimate of sending it."""
+
+    system_ref: ArtifactRef
+    prompt_ref: ArtifactRef
+    prompt_tokens: int = Field(ge=0)
+    #: input at the model's input rate + max_output_tokens at its output rate
+    estimate_micros: int = Field(ge=0)
+
+
+class DecideInput(_IO):
+    """Ask the model for one decision."""
+
+    step: int
+    model: str
+    repo_root: str
+    goal: str
+    system_ref: ArtifactRef
+    prompt_ref: ArtifactRef
+    metadata_ref: ArtifactRef | None = None
+    max_output_tokens: int
+    max_iterations: int
+    flight_plan: FlightPlan
+    recent: list[RecentDecision] = []
+    feedback: str | None = None
+
+
+class AttemptUsage(_IO):
+    """Usage of the attempts of one decide activity so far.
+
+    Carried in heartbeat details (so a retry or the workflow can see what a
+    crashed or failed attempt consumed) and in a failure's details.
+    """
+
+    usage: TokenUsage = TokenUsage()
+    cost_micros: int = 0
+    calls: int = 0
+    attempts: int = 0
+
+    def plus(self, usage: TokenUsage, cost_micros: int, calls: int) -> "AttemptUsage":
+        """This record with one more attempt's consumption added."""
+        return AttemptUsage(
+            usage=self.usage + usage,
+            cost_micros=self.cost_micros + cost_micros,
+            calls=self.calls + calls,
+            attempts=self.attempts + 1,
+        )
+
+
+class DecideOutput(_IO):
+    """The decision (reasoning shortened for history) and the cost of all attempts."""
+
+    decision: ModelDecision
+    decision_ref: ArtifactRef
+    spent: AttemptUsage
+
+
+class WriteResultInput(_IO):
+    """Write context.md + report.json for a finished exploration."""
+
+    out_dir: str
+    workflow_id: str
+    goal: str
+    repo_root: str
+    map_ref: ArtifactRef | None
+    #: the report JSON (state summary) is built by the workflow, stored by the activity
+    report_json: str
+    summary: str | None = None
+
+
+class WriteResultOutput(_IO):
+    """Where the results were written."""
+
+    context_path: str
+    report_path: str
+    context_ref: ArtifactRef
+    report_ref: ArtifactRef

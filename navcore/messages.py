@@ -1,0 +1,102 @@
+"""Signal, query and update payloads of ``NavigatorWorkflow``: one model each.
+
+Every message says who sent it; verdicts also name the turn they answer, so a
+stale or duplicated verdict (an old turn, a second click) is ignored and logged.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from navcore.flightplan import FlightPlan, FlightPlanUpdate
+from navcore.state import ExecutionMode
+
+__all__ = [
+    "ApproveInput",
+    "RejectInput",
+    "StopInput",
+    "SetModeInput",
+    "RaiseBudgetInput",
+    "EditFlightPlanInput",
+    "SIGNAL_APPROVE",
+    "SIGNAL_REJECT",
+    "SIGNAL_STOP",
+    "SIGNAL_SET_MODE",
+    "SIGNAL_RAISE_BUDGET",
+    "QUERY_STATUS",
+    "QUERY_DECISION_LOG",
+    "QUERY_FLIGHT_PLAN",
+    "UPDATE_EDIT_FLIGHT_PLAN",
+]
+
+# Stable message names: public API, never renamed.
+SIGNAL_APPROVE = "approve"
+SIGNAL_REJECT = "reject"
+SIGNAL_STOP = "stop"
+SIGNAL_SET_MODE = "set_mode"
+SIGNAL_RAISE_BUDGET = "raise_budget"
+QUERY_STATUS = "get_status"
+QUERY_DECISION_LOG = "get_decision_log"
+QUERY_FLIGHT_PLAN = "get_flight_plan"
+UPDATE_EDIT_FLIGHT_PLAN = "edit_flight_plan"
+
+Sender = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class _Msg(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sender: Sender = "cli"
+
+
+class ApproveInput(_Msg):
+    """Accept the proposed turn ``turn``."""
+
+    turn: int = Field(ge=1)
+
+
+class RejectInput(_Msg):
+    """Undo the proposed turn ``turn``; ``feedback`` is shown to the model next turn."""
+
+    turn: int = Field(ge=1)
+    feedback: Annotated[str, Field(max_length=4000)] = ""
+
+
+class StopInput(_Msg):
+    """Finalize now with the best map so far (not a cancel)."""
+
+    reason: Annotated[str, Field(max_length=500)] = "stopped by user"
+    #: the turn the sender saw; informational (a stop is never stale)
+    turn: int | None = None
+
+
+class SetModeInput(_Msg):
+    """Switch between autonomous and interactive."""
+
+    mode: ExecutionMode
+
+
+class RaiseBudgetInput(_Msg):
+    """Add ``add_usd`` to the run's USD limit (also answers a budget park)."""
+
+    add_usd: Annotated[Decimal, Field(gt=0, le=100_000)]
+
+
+class EditFlightPlanInput(_Msg):
+    """Amend the proposed plan of turn ``turn`` before approving it.
+
+    Give either ``update`` (merged into the proposed plan) or a whole ``plan``.
+    """
+
+    turn: int = Field(ge=1)
+    update: FlightPlanUpdate | None = None
+    plan: FlightPlan | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> "EditFlightPlanInput":
+        if (self.update is None) == (self.plan is None):
+            raise ValueError("give exactly one of 'update' or 'plan'")
+        return self

@@ -1,0 +1,163 @@
+"""Turn reports (the ``get_status`` query, Web UI details) and plan diffs."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from navcore.budget import format_usd
+from navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
+from navcore.state import DecisionLogEntry, MessageNote, NavigatorState
+
+__all__ = [
+    "TurnReport",
+    "DecisionLogView",
+    "update_diff_lines",
+    "plan_diff_lines",
+    "build_turn_report",
+    "turn_report_markdown",
+    "short_action_label",
+    "shorten",
+]
+
+#: turn-report reasoning is a preview; the full text is in the decision artifact
+REPORT_REASONING_CHARS = 600
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters with a visible marker."""
+    text = text.strip()
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+def update_diff_lines(update: FlightPlanUpdate) -> list[str]:
+    """Readable lines for an update, e.g. ``+ rule src/budget/** → L4``."""
+    lines: list[str] = []
+    lines += [f"+ rule {r.glob} → L{int(r.level)}" for r in update.set_rules]
+    lines += [f"- rule {g}" for g in update.remove_rules]
+    lines += [f"+ focus {f.glob} ×{f.weight:g}" for f in update.add_focus_paths]
+    lines += [f"- focus {g}" for g in update.remove_focus_paths]
+    lines += [f"+ symbol {f.symbol}" for f in update.add_focus_symbols]
+    lines += [f"- symbol {s}" for s in update.remove_focus_symbols]
+    lines += [f"+ exclude {g}" for g in update.add_exclude]
+    lines += [f"- exclude {g}" for g in update.remove_exclude]
+    if update.token_budget is not None:
+        lines.append(f"~ token_budget {update.token_budget}")
+    if update.default_level is not None:
+        lines.append(f"~ default_level L{int(update.default_level)}")
+    if update.goal is not None:
+        lines.append("~ goal")
+    return lines
+
+
+def plan_diff_lines(old: FlightPlan, new: FlightPlan) -> list[str]:
+    """Readable lines for the difference between two whole plans."""
+    lines: list[str] = []
+    old_rules = {r.glob: r.level for r in old.rules}
+    new_rules = {r.glob: r.level for r in new.rules}
+    lines += [f"+ rule {g} → L{int(lv)}" for g, lv in new_rules.items() if old_rules.get(g) != lv]
+    lines += [f"- rule {g}" for g in old_rules if g not in new_rules]
+    old_focus = {f.glob for f in old.focus_paths}
+    new_focus = {f.glob for f in new.focus_paths}
+    lines += [f"+ focus {g}" for g in sorted(new_focus - old_focus)]
+    lines += [f"- focus {g}" for g in sorted(old_focus - new_focus)]
+    old_sym = {f.symbol for f in old.focus_symbols}
+    new_sym = {f.symbol for f in new.focus_symbols}
+    lines += [f"+ symbol {s}" for s in sorted(new_sym - old_sym)]
+    lines += [f"- symbol {s}" for s in sorted(old_sym - new_sym)]
+    lines += [f"+ exclude {g}" for g in new.exclude if g not in old.exclude]
+    lines += [f"- exclude {g}" for g in old.exclude if g not in new.exclude]
+    if old.token_budget != new.token_budget:
+        lines.append(f"~ token_budget {old.token_budget} → {new.token_budget}")
+    if old.default_level != new.default_level:
+        lines.append(f"~ default_level {_lv(old.default_level)} → {_lv(new.default_level)}")
+    return lines
+
+
+def _lv(level: Level | None) -> str:
+    return "auto" if level is None else f"L{int(level)}"
+
+
+def short_action_label(action: str, diff_lines: list[str], limit: int = 2) -> str:
+    """A compact label for activity summaries, e.g. ``zoom in src/budget/** → L4``."""
+    if action == "finalize_context":
+        return "finalize"
+    if not diff_lines:
+        return action.replace("_", " ")
+    first = [line.replace("+ rule ", "zoom ").replace("+ focus ", "focus ") for line in diff_lines]
+    more = f" (+{len(first) - limit})" if len(first) > limit else ""
+    return "; ".join(first[:limit]) + more
+
+
+class TurnReport(BaseModel):
+    """What the current turn looks like: the answer of ``get_status``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step: int
+    status: str
+    mode: str
+    stop_reason: str | None = None
+    cost_this_turn_usd: str
+    cost_total_usd: str
+    budget_usd: str
+    map_tokens: int
+    map_token_budget: int
+    focus_areas: list[str]
+    reasoning: str
+    proposed_diff: list[str]
+    awaiting_turn: int | None = None
+    decisions: int
+
+
+class DecisionLogView(BaseModel):
+    """The answer of ``get_decision_log``: every entry plus recent message notes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    entries: list[DecisionLogEntry]
+    notes: list[MessageNote] = []
+
+
+def build_turn_report(state: NavigatorState) -> TurnReport:
+    """Summarize ``state`` for queries and the Web UI."""
+    meta = state.map_metadata
+    plan = state.pending.proposed_plan if state.pending else state.flight_plan
+    return TurnReport(
+        step=state.iteration,
+        status=state.status.value,
+        mode=state.mode.value,
+        stop_reason=state.stop_reason.value if state.stop_reason else None,
+        cost_this_turn_usd=format_usd(state.last_cost_micros),
+        cost_total_usd=format_usd(state.ledger.spent_micros),
+        budget_usd=format_usd(state.ledger.max_micros),
+        map_tokens=meta.tokens_used if meta else 0,
+        map_token_budget=plan.token_budget,
+        focus_areas=[f.glob for f in plan.focus_paths] + [f.symbol for f in plan.focus_symbols],
+        reasoning=shorten(state.last_reasoning, REPORT_REASONING_CHARS),
+        proposed_diff=list(state.last_diff_lines),
+        awaiting_turn=state.pending.turn if state.pending else None,
+        decisions=len(state.decision_log),
+    )
+
+
+def turn_report_markdown(report: TurnReport, goal: str) -> str:
+    """The report as markdown for ``workflow.set_current_details``."""
+    lines = [
+        f"### Navigator · step {report.step} · {report.status}",
+        f"**Goal:** {shorten(goal, 200)}",
+        f"**Cost:** {report.cost_total_usd} of {report.budget_usd} "
+        f"(last turn {report.cost_this_turn_usd}) · **Map:** "
+        f"{report.map_tokens}/{report.map_token_budget} tokens · **Mode:** {report.mode}",
+    ]
+    if report.stop_reason:
+        lines.append(f"**Stopped:** {report.stop_reason}")
+    if report.awaiting_turn is not None:
+        lines.append(f"**Awaiting verdict for turn {report.awaiting_turn}** (approve / reject / stop)")
+    if report.focus_areas:
+        lines.append("**Focus:** " + ", ".join(f"`{f}`" for f in report.focus_areas[:10]))
+    if report.proposed_diff:
+        lines.append("**Plan change:**")
+        lines += [f"- `{d}`" for d in report.proposed_diff[:12]]
+    if report.reasoning:
+        lines.append(f"**Reasoning:** {report.reasoning}")
+    return "\n".join(lines)

@@ -1,0 +1,93 @@
+"""What a caller sends to start an exploration, and what it gets back."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from navcore.artifacts import ArtifactRef
+from navcore.decision import TokenUsage
+from navcore.flightplan import MAX_TOKEN_BUDGET, FlightPlan
+from navcore.mapmeta import MapMetadata
+from navcore.state import ExecutionMode, NavigatorState, StopReason, Verdict
+
+__all__ = ["ApprovalConfig", "DecideRetryConfig", "ExplorationRequest", "ExplorationResult"]
+
+
+class ApprovalConfig(BaseModel):
+    """How long an interactive turn waits for a human, and what happens then."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout_s: float = Field(3600.0, gt=0)
+    #: verdict applied on timeout; "stop" ends the run with reason approval_timeout
+    default_verdict: Verdict = "stop"
+
+
+class DecideRetryConfig(BaseModel):
+    """Timeouts and Temporal retry policy of the ``navigator.decide`` activity."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    start_to_close_s: float = Field(300.0, gt=0)
+    #: a model stream silent for this long is considered dead
+    heartbeat_s: float = Field(60.0, gt=0)
+    max_attempts: int = Field(4, ge=1, le=20)
+    initial_interval_s: float = Field(2.0, gt=0)
+    backoff: float = Field(2.0, ge=1.0)
+    max_interval_s: float = Field(60.0, gt=0)
+
+
+class ExplorationRequest(BaseModel):
+    """Input of ``NavigatorWorkflow`` (also its continue-as-new input)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    repo_path: Annotated[str, Field(min_length=1, max_length=4096)]
+    goal: Annotated[str, Field(min_length=1, max_length=8000)]
+    mode: ExecutionMode = ExecutionMode.AUTONOMOUS
+    budget_usd: Annotated[Decimal, Field(gt=0, le=100_000)] = Decimal("0.50")
+    token_budget: Annotated[int, Field(gt=0, le=MAX_TOKEN_BUDGET)] = 4096
+    model: Annotated[str, Field(min_length=1, max_length=200)] = "offline"
+    max_iterations: Annotated[int, Field(ge=1, le=10_000)] = 12
+    max_output_tokens: Annotated[int, Field(ge=64, le=65_536)] = 2048
+    out_dir: Annotated[str, Field(min_length=1, max_length=4096)] = "navigator-out"
+    approval: ApprovalConfig = ApprovalConfig()
+    decide_retry: DecideRetryConfig = DecideRetryConfig()
+    #: continue-as-new when history reaches this many events (or the server suggests it)
+    continue_as_new_events: Annotated[int, Field(ge=50, le=50_000)] = 8000
+    #: decisions (most recent) quoted in each prompt
+    prompt_recent_decisions: Annotated[int, Field(ge=0, le=50)] = 6
+    initial_plan: FlightPlan | None = None
+    #: set only by the workflow itself when it continues as new
+    carried_state: NavigatorState | None = None
+
+    def first_plan(self) -> FlightPlan:
+        """The plan of iteration 0: the given one, or a coarse default for the goal."""
+        if self.initial_plan is not None:
+            return self.initial_plan
+        return FlightPlan(token_budget=self.token_budget, goal=self.goal)
+
+
+class ExplorationResult(BaseModel):
+    """Output of ``NavigatorWorkflow``: where the context pack is and what it cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    workflow_id: str
+    stop_reason: StopReason
+    stop_detail: str | None = None
+    iterations: int
+    decisions: int
+    cost_micros: int
+    cost_usd: Decimal
+    max_usd: Decimal
+    usage: TokenUsage
+    model_attempts: int
+    map_metadata: MapMetadata | None = None
+    context_path: str | None = None
+    report_path: str | None = None
+    context_ref: ArtifactRef | None = None
+    continued_runs: int = 0

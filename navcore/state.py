@@ -1,0 +1,157 @@
+"""The navigator's whole workflow state: one object, carried through continue-as-new."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from navcore.artifacts import ArtifactRef
+from navcore.budget import BudgetLedger
+from navcore.flightplan import FlightPlan, FlightPlanUpdate
+from navcore.mapmeta import MapMetadata
+
+__all__ = [
+    "ExecutionMode",
+    "Status",
+    "StopReason",
+    "Verdict",
+    "DecisionLogEntry",
+    "PendingTurn",
+    "MessageNote",
+    "NavigatorState",
+]
+
+
+class ExecutionMode(str, Enum):
+    """Whether a human approves each turn."""
+
+    AUTONOMOUS = "autonomous"
+    INTERACTIVE = "interactive"
+
+
+class Status(str, Enum):
+    """Where an exploration is; also the ``NavigatorStatus`` search attribute."""
+
+    STARTING = "starting"
+    SCANNING = "scanning"
+    THINKING = "thinking"
+    RENDERING = "rendering"
+    AWAITING_APPROVAL = "awaiting_approval"
+    AWAITING_BUDGET = "awaiting_budget"
+    FINALIZING = "finalizing"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class StopReason(str, Enum):
+    """Why an exploration ended (always explicit)."""
+
+    FINALIZED = "finalized"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    MAX_ITERATIONS = "max_iterations"
+    STOPPED = "stopped"
+    APPROVAL_TIMEOUT = "approval_timeout"
+    FAILED = "failed"
+
+
+Verdict = Literal["approve", "reject", "stop"]
+
+#: entries of the note list kept in state (older ones are dropped)
+MAX_MESSAGE_NOTES = 50
+
+
+class DecisionLogEntry(BaseModel):
+    """One logged navigator step."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step: int = Field(ge=0)
+    action: str  #: update_flight_plan | finalize_context | invalid | rejected | budget_refused
+    reasoning: str = ""
+    #: the validated update that was applied (None for finalize / invalid)
+    config_diff: FlightPlanUpdate | None = None
+    #: human-readable diff lines, e.g. "+ rule src/budget/** → L4"
+    diff_lines: list[str] = []
+    cost_micros: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    attempts: int = 1
+    map_tokens_before: int = 0
+    map_tokens_after: int = 0
+    at: datetime
+    verdict: str | None = None
+    feedback: str | None = None
+    error: str | None = None
+    #: full decision (untruncated reasoning) in the artifact store
+    decision_ref: ArtifactRef | None = None
+
+
+class PendingTurn(BaseModel):
+    """A proposed turn waiting for a human verdict (interactive mode)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int
+    previous_plan: FlightPlan
+    previous_map_ref: ArtifactRef | None = None
+    previous_metadata: MapMetadata | None = None
+    previous_metadata_ref: ArtifactRef | None = None
+    proposed_plan: FlightPlan
+    edited: bool = False
+    verdict: Verdict | None = None
+    verdict_sender: str | None = None
+    feedback: str | None = None
+
+
+class MessageNote(BaseModel):
+    """A message the workflow received and ignored (stale, duplicate) or applied."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str
+    sender: str
+    turn: int | None = None
+    note: str
+
+
+class NavigatorState(BaseModel):
+    """Everything the navigator workflow knows; small enough for history."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    goal: str
+    repo_root: str
+    model: str
+    mode: ExecutionMode = ExecutionMode.AUTONOMOUS
+    ledger: BudgetLedger
+    flight_plan: FlightPlan
+    decision_log: list[DecisionLogEntry] = []
+    map_metadata: MapMetadata | None = None
+    map_ref: ArtifactRef | None = None
+    map_metadata_ref: ArtifactRef | None = None
+    index_version: str = ""
+    status: Status = Status.STARTING
+    stop_reason: StopReason | None = None
+    stop_detail: str | None = None
+    pending: PendingTurn | None = None
+    #: decisions made (model calls that returned), 0 before the first
+    iteration: int = 0
+    #: feedback of the last rejected turn, shown to the model next prompt
+    feedback: str | None = None
+    stop_requested: str | None = None
+    stop_sender: str | None = None
+    notes: list[MessageNote] = []
+    continued_runs: int = 0
+    #: the model's finalize summary (shortened), written into context.md
+    final_summary: str | None = None
+    last_cost_micros: int = 0
+    last_reasoning: str = ""
+    last_diff_lines: list[str] = []
+
+    def note(self, kind: str, sender: str, turn: int | None, note: str) -> None:
+        """Remember a message outcome, keeping only the most recent ones."""
+        self.notes.append(MessageNote(kind=kind, sender=sender, turn=turn, note=note))
+        del self.notes[:-MAX_MESSAGE_NOTES]

@@ -1,0 +1,91 @@
+"""Build the navigator worker: workflows + activities on one task queue.
+
+``build_worker`` is wiring only: the activities instance (with its artifact
+store, pricing and model providers) is built here or injected by tests and by
+``navigator worker``. The client passed in must use :data:`DATA_CONVERTER`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.artifacts import LocalArtifactStore
+from activities.models.registry import TablePricer
+from activities.navigator import NavigatorActivities
+from navcore.errors import NavigatorError
+from workflows.navigator import NavigatorWorkflow
+from workers.converter import DATA_CONVERTER
+
+__all__ = [
+    "DEFAULT_TASK_QUEUE",
+    "WORKFLOWS",
+    "WORKFLOW_FAILURE_EXCEPTION_TYPES",
+    "default_artifact_dir",
+    "build_activities",
+    "build_worker",
+]
+
+DEFAULT_TASK_QUEUE = "navigator"
+#: every workflow class this worker serves
+WORKFLOWS: list[type] = [NavigatorWorkflow]
+#: raised from workflow code these can never succeed on a task retry: fail the workflow
+WORKFLOW_FAILURE_EXCEPTION_TYPES: list[type[BaseException]] = [NavigatorError]
+
+
+def default_artifact_dir() -> Path:
+    """Where the local artifact store lives by default (user cache directory)."""
+    return Path(platformdirs.user_cache_dir("durable-navigator")) / "artifacts"
+
+
+def build_activities(artifact_dir: Path | None = None) -> NavigatorActivities:
+    """The production activities: local artifact store + shipped pricing + real providers."""
+    store = LocalArtifactStore(artifact_dir or default_artifact_dir())
+    return NavigatorActivities(store, pricer=TablePricer.load())
+
+
+def build_worker(
+    client: Client,
+    task_queue: str = DEFAULT_TASK_QUEUE,
+    *,
+    activities: NavigatorActivities | None = None,
+    extra_activities: Sequence[Callable[..., Any]] = (),
+    extra_workflows: Sequence[type] = (),
+    activity_executor: Executor | None = None,
+    max_concurrent_activities: int | None = None,
+) -> Worker:
+    """A worker for ``task_queue`` serving the navigator workflow and its activities.
+
+    ``extra_activities`` registered under a name already used replace the
+    instance's activity of that name (how tests fake one activity).
+    """
+    if client.data_converter.payload_converter_class is not DATA_CONVERTER.payload_converter_class:
+        raise NavigatorError("the Temporal client must use workers.converter.DATA_CONVERTER; reconnect with it")
+    acts = activities or build_activities()
+    by_name: dict[str, Callable[..., Any]] = {}
+    for fn in [*acts.all(), *extra_activities]:
+        by_name[_activity_name(fn)] = fn
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[*WORKFLOWS, *extra_workflows],
+        activities=list(by_name.values()),
+        activity_executor=activity_executor,
+        workflow_failure_exception_types=WORKFLOW_FAILURE_EXCEPTION_TYPES,
+        **({"max_concurrent_activities": max_concurrent_activities} if max_concurrent_activities else {}),
+    )
+
+
+def _activity_name(fn: Callable[..., Any]) -> str:
+    from temporalio.activity import _Definition
+
+    defn = _Definition.from_callable(fn)
+    if defn is None or defn.name is None:
+        raise NavigatorError(f"{fn!r} is not a named Temporal activity; decorate it with @activity.defn(name=...)")
+    return defn.name

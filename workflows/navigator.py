@@ -1,0 +1,643 @@
+"""``NavigatorWorkflow``: one durable, budgeted, inspectable exploration.
+
+Loop: scan → per iteration: build prompt (stored as an artifact, exact token
+count) → reserve the estimated cost (refused past the budget) → decide →
+reconcile the ledger with the usage of every attempt → apply the update
+(validated deep merge; an invalid one is logged, not fatal) → render → log →
+in interactive mode wait for a verdict → … until the model finalizes or a stop
+reason applies; every stop still writes the best map so far.
+
+Only references to maps and prompts enter history. The workflow continues as
+new when the server suggests it or at ``continue_as_new_events``, carrying its
+whole state, after every message handler has finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from typing import Any
+
+from pydantic import ValidationError
+from temporalio import workflow
+from temporalio.common import RetryPolicy, SearchAttributeKey
+from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
+
+with workflow.unsafe.imports_passed_through():
+    from navcore.activity_io import (
+        AttemptUsage,
+        DecideInput,
+        DecideOutput,
+        PromptInput,
+        PromptOutput,
+        RecentDecision,
+        RenderInput,
+        RenderOutput,
+        ScanInput,
+        ScanOutput,
+        WriteResultInput,
+        WriteResultOutput,
+    )
+    from navcore.budget import format_usd, micros_to_usd, usd_to_micros
+    from navcore.errors import BudgetError
+    from navcore.flightplan import FlightPlan
+    from navcore.messages import (
+        ApproveInput,
+        EditFlightPlanInput,
+        RaiseBudgetInput,
+        RejectInput,
+        SetModeInput,
+        StopInput,
+    )
+    from navcore.prompt import RECENT_REASONING_CHARS
+    from navcore.report import (
+        DecisionLogView,
+        TurnReport,
+        build_turn_report,
+        plan_diff_lines,
+        short_action_label,
+        shorten,
+        turn_report_markdown,
+        update_diff_lines,
+    )
+    from navcore.requests import ExplorationRequest, ExplorationResult
+    from navcore.state import (
+        DecisionLogEntry,
+        ExecutionMode,
+        NavigatorState,
+        PendingTurn,
+        Status,
+        StopReason,
+    )
+    from navcore.budget import BudgetLedger
+
+__all__ = [
+    "NavigatorWorkflow",
+    "SA_REPO",
+    "SA_STATUS",
+    "SA_COST_USD",
+    "SA_ITERATION",
+    "NAVIGATOR_SEARCH_ATTRIBUTES",
+]
+
+SA_REPO = SearchAttributeKey.for_keyword("NavigatorRepo")
+SA_STATUS = SearchAttributeKey.for_keyword("NavigatorStatus")
+SA_COST_USD = SearchAttributeKey.for_float("NavigatorCostUsd")
+SA_ITERATION = SearchAttributeKey.for_int("NavigatorIteration")
+#: register these on the server (dev server ``search_attributes=``) before starting runs
+NAVIGATOR_SEARCH_ATTRIBUTES = [SA_REPO, SA_STATUS, SA_COST_USD, SA_ITERATION]
+
+#: short activities: repo-map, prompt and result writing (retry transient I/O failures)
+_SHORT_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=["NavigatorError"])
+_SHORT_TIMEOUT = timedelta(minutes=2)
+#: indexing a large repository on a cold cache takes a while
+_SCAN_TIMEOUT = timedelta(minutes=15)
+#: final summary kept in state (the full one is in the decision artifact)
+_SUMMARY_CHARS = 2000
+#: reasoning kept per decision-log entry (full text in the decision artifact)
+_LOG_REASONING_CHARS = 1200
+
+
+@workflow.defn(name="NavigatorWorkflow")
+class NavigatorWorkflow:
+    """A durable exploration of one repository for one goal."""
+
+    @workflow.init
+    def __init__(self, req: ExplorationRequest) -> None:
+        self.req = req
+        self.state: NavigatorState = req.carried_state or NavigatorState(
+            goal=req.goal,
+            repo_root=req.repo_path,
+            model=req.model,
+            mode=req.mode,
+            ledger=BudgetLedger(max_micros=usd_to_micros(req.budget_usd)),
+            flight_plan=req.first_plan(),
+        )
+        self._published: tuple[Any, ...] = ()
+
+    # -- run -------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, req: ExplorationRequest) -> ExplorationResult:
+        """Explore until a stop reason applies, then write the result."""
+        s = self.state
+        if s.map_ref is None:
+            await self._scan()
+        while s.stop_reason is None:
+            try:
+                await self._iteration()
+            except ActivityError as err:
+                # prompt/render failures end the run, but the best map so far is still written
+                self._stop(StopReason.FAILED, _cause_message(err))
+            if s.stop_reason is None and self._should_continue_as_new():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                s.continued_runs += 1
+                workflow.logger.info("continuing as new after step %d", s.iteration)
+                workflow.continue_as_new(req.model_copy(update={"carried_state": s}))
+        return await self._finalize()
+
+    async def _scan(self) -> None:
+        s = self.state
+        s.status = Status.SCANNING
+        self._publish()
+        try:
+            out: ScanOutput = await workflow.execute_activity(
+                "navigator.scan",
+                ScanInput(repo_root=s.repo_root, flight_plan=s.flight_plan, model=s.model),
+                result_type=ScanOutput,
+                start_to_close_timeout=_SCAN_TIMEOUT,
+                retry_policy=_SHORT_RETRY,
+                summary=f"scan {shorten(s.repo_root, 80)} · {s.model}",
+            )
+        except ActivityError as err:
+            s.status, s.stop_reason = Status.FAILED, StopReason.FAILED
+            s.stop_detail = _cause_message(err)
+            self._publish()
+            raise ApplicationError(f"scan failed: {s.stop_detail}", type="ScanFailed", non_retryable=True) from err
+        s.repo_root, s.index_version = out.repo_root, out.index_version
+        self._take_render(out.render)
+
+    def _should_continue_as_new(self) -> bool:
+        info = workflow.info()
+        return info.is_continue_as_new_suggested() or (
+            info.get_current_history_length() >= self.req.continue_as_new_events
+        )
+
+    # -- one iteration ---------------------------------------------------
+
+    async def _iteration(self) -> None:
+        s = self.state
+        if s.stop_requested is not None:
+            self._stop(StopReason.STOPPED, f"{s.stop_requested} (by {s.stop_sender})")
+            return
+        if s.iteration >= self.req.max_iterations:
+            self._stop(StopReason.MAX_ITERATIONS, f"reached {self.req.max_iterations} iterations")
+            return
+        step = s.iteration + 1
+        prompt = await self._build_prompt(step)
+        try:
+            reservation = s.ledger.reserve(s.model, prompt.estimate_micros, step)
+        except BudgetError as exc:
+            await self._out_of_budget(str(exc))
+            return
+        s.status = Status.THINKING
+        self._publish()
+        try:
+            out = await self._decide(step, prompt)
+        except ActivityError as err:
+            spent = _spent_from_failure(err)
+            s.ledger.reconcile(reservation, spent.usage, spent.cost_micros, spent.calls, max(spent.attempts, 1))
+            self._log(step, "failed", "", cost=spent.cost_micros, attempts=spent.attempts, error=_cause_message(err))
+            self._stop(StopReason.FAILED, _cause_message(err))
+            return
+        spent = out.spent
+        s.ledger.reconcile(reservation, spent.usage, spent.cost_micros, spent.calls, spent.attempts)
+        s.iteration, s.last_cost_micros, s.feedback = step, spent.cost_micros, None
+        await self._apply(step, out)
+
+    async def _build_prompt(self, step: int) -> PromptOutput:
+        s = self.state
+        assert s.map_ref is not None and s.map_metadata_ref is not None
+        return await workflow.execute_activity(
+            "navigator.build_prompt",
+            PromptInput(
+                step=step,
+                goal=s.goal,
+                model=s.model,
+                mode=s.mode,
+                max_iterations=self.req.max_iterations,
+                max_output_tokens=self.req.max_output_tokens,
+                flight_plan=s.flight_plan,
+                map_ref=s.map_ref,
+                metadata_ref=s.map_metadata_ref,
+                spent_micros=s.ledger.spent_micros,
+                max_micros=s.ledger.max_micros,
+                recent=self._recent(),
+                feedback=s.feedback,
+            ),
+            result_type=PromptOutput,
+            start_to_close_timeout=_SHORT_TIMEOUT,
+            retry_policy=_SHORT_RETRY,
+            summary=f"iter {step} · prompt",
+        )
+
+    async def _decide(self, step: int, prompt: PromptOutput) -> DecideOutput:
+        s, cfg = self.state, self.req.decide_retry
+        return await workflow.execute_activity(
+            "navigator.decide",
+            DecideInput(
+                step=step,
+                model=s.model,
+                repo_root=s.repo_root,
+                goal=s.goal,
+                system_ref=prompt.system_ref,
+                prompt_ref=prompt.prompt_ref,
+                metadata_ref=s.map_metadata_ref,
+                max_output_tokens=self.req.max_output_tokens,
+                max_iterations=self.req.max_iterations,
+                flight_plan=s.flight_plan,
+                recent=self._recent(),
+                feedback=s.feedback,
+            ),
+            result_type=DecideOutput,
+            start_to_close_timeout=timedelta(seconds=cfg.start_to_close_s),
+            heartbeat_timeout=timedelta(seconds=cfg.heartbeat_s),
+            retry_policy=RetryPolicy(
+                maximum_attempts=cfg.max_attempts,
+                initial_interval=timedelta(seconds=cfg.initial_interval_s),
+                backoff_coefficient=cfg.backoff,
+                maximum_interval=timedelta(seconds=cfg.max_interval_s),
+                non_retryable_error_types=["ModelError", "BudgetError", "ConfigError", "ArtifactError"],
+            ),
+            summary=f"iter {step} · decide · {s.model} · ≤{format_usd(prompt.estimate_micros)}",
+        )
+
+    async def _apply(self, step: int, out: DecideOutput) -> None:
+        s, decision = self.state, out.decision
+        if decision.action == "finalize_context":
+            s.final_summary = shorten(decision.summary or decision.reasoning, _SUMMARY_CHARS)
+            self._log(step, decision.action, decision.reasoning, out=out)
+            self._stop(StopReason.FINALIZED, "the model finalized the context")
+            return
+        if decision.action != "update_flight_plan" or decision.updates is None:
+            self._log(step, "invalid", decision.reasoning, out=out, error=decision.error or "no usable update")
+            return
+        try:
+            proposed = s.flight_plan.apply(decision.updates)
+        except (ValidationError, ValueError) as exc:
+            self._log(step, "invalid", decision.reasoning, out=out, error=f"update rejected: {_one_line(exc)}")
+            return
+        previous = _Snapshot.of(s)
+        before = s.map_metadata.tokens_used if s.map_metadata else 0
+        diff = update_diff_lines(decision.updates)
+        await self._render(step, proposed, short_action_label(decision.action, diff))
+        entry = self._log(step, decision.action, decision.reasoning, out=out, before=before, diff=diff)
+        entry.config_diff = decision.updates
+        if s.mode is ExecutionMode.INTERACTIVE:
+            s.pending = PendingTurn(
+                turn=step,
+                previous_plan=previous.plan,
+                previous_map_ref=previous.map_ref,
+                previous_metadata=previous.metadata,
+                previous_metadata_ref=previous.metadata_ref,
+                proposed_plan=proposed,
+            )
+            await self._await_verdict(entry)
+
+    async def _render(self, step: int, plan: FlightPlan, label: str) -> None:
+        s = self.state
+        s.status = Status.RENDERING
+        self._publish()
+        out: RenderOutput = await workflow.execute_activity(
+            "navigator.render_map",
+            RenderInput(repo_root=s.repo_root, flight_plan=plan, step=step),
+            result_type=RenderOutput,
+            start_to_close_timeout=_SHORT_TIMEOUT,
+            retry_policy=_SHORT_RETRY,
+            summary=f"iter {step} · {shorten(label, 90)} · {format_usd(s.last_cost_micros)}",
+        )
+        s.flight_plan = plan
+        self._take_render(out)
+
+    def _take_render(self, out: RenderOutput) -> None:
+        s = self.state
+        s.map_ref, s.map_metadata_ref, s.map_metadata = out.map_ref, out.metadata_ref, out.metadata
+
+    # -- interactive -----------------------------------------------------
+
+    async def _await_verdict(self, entry: DecisionLogEntry) -> None:
+        s = self.state
+        pending = s.pending
+        assert pending is not None
+        s.status = Status.AWAITING_APPROVAL
+        self._publish()
+        timed_out = False
+        try:
+            await workflow.wait_condition(
+                lambda: pending.verdict is not None
+                or s.stop_requested is not None
+                or s.mode is ExecutionMode.AUTONOMOUS,
+                timeout=timedelta(seconds=self.req.approval.timeout_s),
+                timeout_summary=f"approval of turn {pending.turn}",
+            )
+        except asyncio.TimeoutError:
+            timed_out = True
+            pending.verdict, pending.verdict_sender = self.req.approval.default_verdict, "approval-timeout"
+        verdict = pending.verdict or ("stop" if s.stop_requested is not None else "approve")
+        entry.verdict, entry.feedback = verdict, pending.feedback
+        s.pending = None
+        if verdict == "approve":
+            if pending.edited:
+                await self._render(pending.turn, s.flight_plan, "edited plan")
+                entry.diff_lines = plan_diff_lines(pending.previous_plan, s.flight_plan)
+                entry.map_tokens_after = s.map_metadata.tokens_used if s.map_metadata else 0
+            return
+        self._restore(pending)
+        if verdict == "reject":
+            s.feedback = pending.feedback or "The user rejected the last proposal without feedback."
+        elif timed_out:
+            self._stop(StopReason.APPROVAL_TIMEOUT, f"no verdict for turn {pending.turn} in time")
+        else:
+            self._stop(StopReason.STOPPED, f"{s.stop_requested or 'stopped'} (by {s.stop_sender or pending.verdict_sender})")
+
+    def _restore(self, pending: PendingTurn) -> None:
+        s = self.state
+        s.flight_plan = pending.previous_plan
+        s.map_ref, s.map_metadata_ref = pending.previous_map_ref, pending.previous_metadata_ref
+        s.map_metadata = pending.previous_metadata
+
+    async def _out_of_budget(self, message: str) -> None:
+        s = self.state
+        self._log(s.iteration + 1, "budget_refused", "", error=message, step_taken=False)
+        if s.mode is not ExecutionMode.INTERACTIVE:
+            self._stop(StopReason.BUDGET_EXHAUSTED, message)
+            return
+        s.status = Status.AWAITING_BUDGET
+        self._publish()
+        limit = s.ledger.max_micros
+        try:
+            await workflow.wait_condition(
+                lambda: s.ledger.max_micros > limit
+                or s.stop_requested is not None
+                or s.mode is ExecutionMode.AUTONOMOUS,
+                timeout=timedelta(seconds=self.req.approval.timeout_s),
+                timeout_summary="budget decision",
+            )
+        except asyncio.TimeoutError:
+            self._stop(StopReason.BUDGET_EXHAUSTED, f"{message}; nobody raised the budget in time")
+            return
+        if s.ledger.max_micros > limit:
+            return  # the loop re-prices the next call under the new limit
+        self._stop(StopReason.BUDGET_EXHAUSTED, message)
+
+    # -- finalize --------------------------------------------------------
+
+    async def _finalize(self) -> ExplorationResult:
+        s = self.state
+        s.status = Status.FINALIZING
+        self._publish()
+        info = workflow.info()
+        written: WriteResultOutput = await workflow.execute_activity(
+            "navigator.write_result",
+            WriteResultInput(
+                out_dir=self.req.out_dir,
+                workflow_id=info.workflow_id,
+                goal=s.goal,
+                repo_root=s.repo_root,
+                map_ref=s.map_ref,
+                report_json=self._report_json(),
+                summary=s.final_summary,
+            ),
+            result_type=WriteResultOutput,
+            start_to_close_timeout=_SHORT_TIMEOUT,
+            retry_policy=_SHORT_RETRY,
+            summary=f"write result · {s.stop_reason.value if s.stop_reason else '?'} · "
+            f"{format_usd(s.ledger.spent_micros)}",
+        )
+        s.status = Status.COMPLETED if s.stop_reason is not StopReason.FAILED else Status.FAILED
+        self._publish()
+        assert s.stop_reason is not None
+        return ExplorationResult(
+            workflow_id=info.workflow_id,
+            stop_reason=s.stop_reason,
+            stop_detail=s.stop_detail,
+            iterations=s.iteration,
+            decisions=len(s.decision_log),
+            cost_micros=s.ledger.spent_micros,
+            cost_usd=micros_to_usd(s.ledger.spent_micros),
+            max_usd=micros_to_usd(s.ledger.max_micros),
+            usage=s.ledger.total_usage(),
+            model_attempts=s.ledger.attempts,
+            map_metadata=s.map_metadata,
+            context_path=written.context_path,
+            report_path=written.report_path,
+            context_ref=written.context_ref,
+            continued_runs=s.continued_runs,
+        )
+
+    def _report_json(self) -> str:
+        s = self.state
+        report = {
+            "goal": s.goal,
+            "repo_root": s.repo_root,
+            "model": s.model,
+            "workflow_id": workflow.info().workflow_id,
+            "stop_reason": s.stop_reason.value if s.stop_reason else None,
+            "stop_detail": s.stop_detail,
+            "iterations": s.iteration,
+            "cost_usd": str(micros_to_usd(s.ledger.spent_micros)),
+            "max_usd": str(micros_to_usd(s.ledger.max_micros)),
+            "ledger": s.ledger.model_dump(mode="json"),
+            "tokens": s.ledger.total_usage().model_dump(mode="json"),
+            "flight_plan": s.flight_plan.model_dump(mode="json"),
+            "map_metadata": s.map_metadata.model_dump(mode="json") if s.map_metadata else None,
+            "decisions": [e.model_dump(mode="json") for e in s.decision_log],
+            "continued_runs": s.continued_runs,
+            "index_version": s.index_version,
+        }
+        return json.dumps(report, sort_keys=True)
+
+    # -- bookkeeping -----------------------------------------------------
+
+    def _stop(self, reason: StopReason, detail: str) -> None:
+        s = self.state
+        if s.stop_reason is None:
+            s.stop_reason, s.stop_detail = reason, detail
+            workflow.logger.info("navigator stopping: %s (%s)", reason.value, detail)
+
+    def _log(
+        self,
+        step: int,
+        action: str,
+        reasoning: str,
+        *,
+        out: DecideOutput | None = None,
+        cost: int = 0,
+        attempts: int = 0,
+        before: int | None = None,
+        diff: list[str] | None = None,
+        error: str | None = None,
+        step_taken: bool = True,
+    ) -> DecisionLogEntry:
+        s = self.state
+        tokens = s.map_metadata.tokens_used if s.map_metadata else 0
+        spent = out.spent if out else None
+        entry = DecisionLogEntry(
+            step=step,
+            action=action,
+            reasoning=shorten(reasoning, _LOG_REASONING_CHARS),
+            diff_lines=diff or [],
+            cost_micros=spent.cost_micros if spent else cost,
+            input_tokens=spent.usage.input_tokens if spent else 0,
+            output_tokens=spent.usage.output_tokens if spent else 0,
+            attempts=spent.attempts if spent else attempts,
+            map_tokens_before=tokens if before is None else before,
+            map_tokens_after=tokens,
+            at=workflow.now(),
+            error=error,
+            decision_ref=out.decision_ref if out else None,
+        )
+        s.decision_log.append(entry)
+        if step_taken:
+            s.last_reasoning, s.last_diff_lines = entry.reasoning, entry.diff_lines
+        self._publish()
+        return entry
+
+    def _recent(self) -> list[RecentDecision]:
+        n = self.req.prompt_recent_decisions
+        entries = [e for e in self.state.decision_log if e.action != "budget_refused"][-n:] if n else []
+        return [
+            RecentDecision(
+                step=e.step,
+                action=e.action,
+                reasoning=shorten(e.reasoning, RECENT_REASONING_CHARS),
+                diff_lines=e.diff_lines[:8],
+                verdict=e.verdict,
+            )
+            for e in entries
+        ]
+
+    def _publish(self) -> None:
+        """Search attributes (only when changed) and the Web UI details."""
+        s = self.state
+        values = (s.repo_root, s.status.value, s.ledger.spent_micros, s.iteration)
+        if values != self._published:
+            self._published = values
+            workflow.upsert_search_attributes(
+                [
+                    SA_REPO.value_set(shorten(s.repo_root, 250)),
+                    SA_STATUS.value_set(s.status.value),
+                    SA_COST_USD.value_set(float(micros_to_usd(s.ledger.spent_micros))),
+                    SA_ITERATION.value_set(s.iteration),
+                ]
+            )
+        workflow.set_current_details(turn_report_markdown(build_turn_report(s), s.goal))
+
+    # -- messages --------------------------------------------------------
+
+    @workflow.signal(name="approve")
+    def approve(self, inp: ApproveInput) -> None:
+        """Accept the pending turn."""
+        self._verdict("approve", inp.turn, inp.sender, None)
+
+    @workflow.signal(name="reject")
+    def reject(self, inp: RejectInput) -> None:
+        """Undo the pending turn; the feedback goes into the next prompt."""
+        self._verdict("reject", inp.turn, inp.sender, inp.feedback)
+
+    def _verdict(self, verdict: str, turn: int, sender: str, feedback: str | None) -> None:
+        s = self.state
+        pending = s.pending
+        if pending is None or pending.turn != turn:
+            now = pending.turn if pending else None
+            s.note(verdict, sender, turn, f"ignored: stale verdict (pending turn: {now})")
+            workflow.logger.info("ignored stale %s for turn %d from %s", verdict, turn, sender)
+            return
+        if pending.verdict is not None:
+            s.note(verdict, sender, turn, f"ignored: duplicate (already {pending.verdict})")
+            workflow.logger.info("ignored duplicate %s for turn %d from %s", verdict, turn, sender)
+            return
+        pending.verdict, pending.verdict_sender, pending.feedback = verdict, sender, feedback  # type: ignore[assignment]
+        s.note(verdict, sender, turn, "applied")
+
+    @workflow.signal(name="stop")
+    def stop(self, inp: StopInput) -> None:
+        """Finalize now with the best map so far."""
+        s = self.state
+        if s.stop_requested is None:
+            s.stop_requested, s.stop_sender = inp.reason, inp.sender
+            s.note("stop", inp.sender, inp.turn, "applied")
+        else:
+            s.note("stop", inp.sender, inp.turn, "ignored: duplicate stop")
+
+    @workflow.signal(name="set_mode")
+    def set_mode(self, inp: SetModeInput) -> None:
+        """Switch between autonomous and interactive."""
+        self.state.mode = inp.mode
+        self.state.note("set_mode", inp.sender, None, f"mode → {inp.mode.value}")
+
+    @workflow.signal(name="raise_budget")
+    def raise_budget(self, inp: RaiseBudgetInput) -> None:
+        """Raise the USD limit (also answers a budget park)."""
+        self.state.ledger.raise_limit(usd_to_micros(inp.add_usd))
+        self.state.note("raise_budget", inp.sender, None, f"+{format_usd(usd_to_micros(inp.add_usd))}")
+
+    @workflow.query(name="get_status")
+    def get_status(self) -> TurnReport:
+        """The current turn report."""
+        return build_turn_report(self.state)
+
+    @workflow.query(name="get_decision_log")
+    def get_decision_log(self) -> DecisionLogView:
+        """Every logged decision so far."""
+        return DecisionLogView(entries=self.state.decision_log, notes=self.state.notes)
+
+    @workflow.query(name="get_flight_plan")
+    def get_flight_plan(self) -> FlightPlan:
+        """The current (or proposed, while awaiting approval) flight plan."""
+        return self.state.flight_plan
+
+    @workflow.update(name="edit_flight_plan")
+    def edit_flight_plan(self, inp: EditFlightPlanInput) -> FlightPlan:
+        """Amend the proposed plan of the pending turn; returns the plan now proposed."""
+        s = self.state
+        assert s.pending is not None
+        plan = self._edited(inp)
+        s.pending.proposed_plan, s.pending.edited, s.flight_plan = plan, True, plan
+        s.last_diff_lines = plan_diff_lines(s.pending.previous_plan, plan)
+        s.note("edit_flight_plan", inp.sender, inp.turn, "applied")
+        return plan
+
+    @edit_flight_plan.validator
+    def _validate_edit(self, inp: EditFlightPlanInput) -> None:
+        pending = self.state.pending
+        if pending is None or pending.verdict is not None:
+            raise ValueError("no turn is awaiting approval; edit the plan while a turn is pending")
+        if inp.turn != pending.turn:
+            raise ValueError(f"turn {inp.turn} is not the pending turn {pending.turn}; refresh the status")
+        self._edited(inp)
+
+    def _edited(self, inp: EditFlightPlanInput) -> FlightPlan:
+        pending = self.state.pending
+        assert pending is not None
+        if inp.plan is not None:
+            return FlightPlan.model_validate(inp.plan.model_dump())
+        assert inp.update is not None
+        return pending.proposed_plan.apply(inp.update)
+
+
+class _Snapshot:
+    """The committed plan + map before a proposal (restored on reject)."""
+
+    def __init__(self, plan: FlightPlan, map_ref: Any, metadata: Any, metadata_ref: Any) -> None:
+        self.plan, self.map_ref, self.metadata, self.metadata_ref = plan, map_ref, metadata, metadata_ref
+
+    @classmethod
+    def of(cls, s: NavigatorState) -> "_Snapshot":
+        return cls(s.flight_plan, s.map_ref, s.map_metadata, s.map_metadata_ref)
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:500]
+
+
+def _cause_message(err: ActivityError) -> str:
+    cause = err.cause
+    return _one_line(cause) if cause is not None else _one_line(err)
+
+
+def _spent_from_failure(err: ActivityError) -> AttemptUsage:
+    """Usage of every attempt of a failed decide (failure details or the last heartbeat)."""
+    cause = err.cause
+    details: Any = ()
+    if isinstance(cause, ApplicationError):
+        details = cause.details
+    elif isinstance(cause, TimeoutError):
+        details = cause.last_heartbeat_details
+    for item in details or ():
+        try:
+            return AttemptUsage.model_validate(item)
+        except ValidationError:
+            continue
+    return AttemptUsage(attempts=1)
