@@ -1,0 +1,78 @@
+"""Load the pricing table: the shipped ``navcore/pricing.yaml`` plus a user override.
+
+This is the I/O half of pricing (file reads, YAML parsing, the environment);
+the pure half — models, validation, cost math — is :mod:`navcore.pricing`, so
+workflow code can price usage without touching the filesystem. The CLI calls
+:func:`load_pricing_table` before starting a workflow (an unknown model is
+refused up front), and the worker calls it once at start-up.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from navcore.errors import ConfigError
+from navcore.pricing import PRICING_FILE_ENV, PricingTable
+
+__all__ = ["SHIPPED_PRICING_RESOURCE", "load_pricing_table", "load_shipped_pricing", "parse_yaml"]
+
+#: the shipped table, as package data of ``navcore`` (see pyproject package-data)
+SHIPPED_PRICING_RESOURCE = ("navcore", "pricing.yaml")
+
+#: refuse absurdly large override files before parsing them
+_MAX_OVERRIDE_BYTES = 1_000_000
+
+
+def parse_yaml(text: str, origin: str) -> Any:
+    """Parse YAML (JSON is YAML too); ``ConfigError`` with the line on a syntax error."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise ConfigError(f"{origin}:{where}: {problem}; fix the YAML syntax") from None
+
+
+def load_shipped_pricing() -> PricingTable:
+    """The table shipped with the package."""
+    package, name = SHIPPED_PRICING_RESOURCE
+    text = resources.files(package).joinpath(name).read_text(encoding="utf-8")
+    return PricingTable.from_mapping(parse_yaml(text, f"shipped {name}"), f"shipped {name}")
+
+
+def _read_override(path: Path) -> Any:
+    origin = f"pricing override {path}"
+    if not path.is_file():
+        raise ConfigError(f"{origin}: no such file; pass an existing YAML/JSON file to --pricing")
+    if path.stat().st_size > _MAX_OVERRIDE_BYTES:
+        raise ConfigError(f"{origin}: larger than {_MAX_OVERRIDE_BYTES} bytes; is it the right file?")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{origin}: cannot read it ({exc.__class__.__name__}); check the file") from None
+    return parse_yaml(text, origin)
+
+
+def load_pricing_table(
+    override: str | Path | None = None, env: Mapping[str, str] | None = None
+) -> PricingTable:
+    """The shipped table merged with the override file, if any.
+
+    ``override`` wins over the ``NAVIGATOR_PRICING_FILE`` environment variable;
+    with neither, the shipped table is returned as is. Every problem is a
+    one-line ``ConfigError`` naming the file and the offending fields.
+    """
+    environ = os.environ if env is None else env
+    table = load_shipped_pricing()
+    chosen = override if override is not None else environ.get(PRICING_FILE_ENV) or None
+    if chosen is None:
+        return table
+    path = Path(chosen).expanduser()
+    return table.merged(_read_override(path), f"pricing override {path}")
