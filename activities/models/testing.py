@@ -34,6 +34,7 @@ __all__ = [
     "text_reply",
     "empty_reply",
     "error_reply",
+    "connection_error_reply",
 ]
 
 #: the canonical reason text of the statuses tests script
@@ -51,7 +52,10 @@ _STATUS_NAMES = {
 
 @dataclass(frozen=True)
 class ScriptedReply:
-    """One HTTP reply: a status and a JSON body, or SSE chunks for streamed calls."""
+    """One HTTP reply: a status and a JSON body, or SSE chunks for streamed calls.
+
+    ``status`` 0 means no reply: the connection fails.
+    """
 
     status: int
     body: dict[str, Any]
@@ -146,6 +150,11 @@ def error_reply(status: int, message: str = "scripted error", reason: str | None
     return ScriptedReply(status, {"error": error})
 
 
+def connection_error_reply() -> ScriptedReply:
+    """No HTTP reply at all: the transport raises ``httpx.ConnectError``."""
+    return ScriptedReply(0, {})
+
+
 @dataclass
 class ScriptedGemini:
     """Serves queued replies to the SDK and records every request."""
@@ -181,6 +190,8 @@ class ScriptedGemini:
                 f"({recorded.path}); queue another reply"
             )
         reply = self.replies.pop(0)
+        if reply.status == 0:
+            raise httpx.ConnectError("scripted connection failure", request=request)
         headers = {"content-type": "application/json"}
         if reply.status != 200 or not recorded.streamed:
             return httpx.Response(reply.status, json=reply.body, headers=headers)
