@@ -133,9 +133,6 @@ class WorkerSettings(_Section):
     """Concurrency of ``navigator worker``."""
 
     max_concurrent_activities: int = Field(8, gt=0, le=1000)
-    max_concurrent_workflow_tasks: int = Field(8, gt=0, le=1000)
-    #: seconds in-flight activities get to finish after SIGTERM
-    graceful_shutdown_s: float = Field(30.0, ge=0)
 
 
 class LogSettings(_Section):

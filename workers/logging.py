@@ -109,7 +109,11 @@ def configure_logging(
     renderer: Any = (
         structlog.processors.JSONRenderer()
         if json_output
-        else structlog.dev.ConsoleRenderer(colors=stream is None and sys.stderr.isatty())
+        else structlog.dev.ConsoleRenderer(
+            colors=stream is None and sys.stderr.isatty(),
+            # rich tracebacks print locals: too long, and locals may hold request payloads
+            exception_formatter=structlog.dev.plain_traceback,
+        )
     )
     formatter = structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=shared,

@@ -1,0 +1,95 @@
+"""The ``navigator`` typer app: one ``typer.Typer()`` per command group, mounted here.
+
+Groups: ``serve`` (server, worker), ``explore`` (explore), ``signals``
+(approve, reject, stop, mode, budget), ``reads`` (status, log, result, ls, ui),
+``config`` (show) and, when its module is installed, ``batch``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cli.common import GlobalOptions, config_of, print_json, stdout
+from cli.errors import EXIT_CODE_DOC, handles_errors
+from cli.explore import explore_app
+from cli.reads import reads_app
+from cli.serve import serve_app
+from cli.signals import signals_app
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="navigator",
+    help=(
+        "Durable navigator: an LLM explores a repository through a budgeted repo map inside a "
+        f"Temporal workflow and hands over the best context window. {EXIT_CODE_DOC}"
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+config_app = typer.Typer(help="Inspect the configuration.")
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", help="navigator.yaml to use (default ./navigator.yaml, then the user config dir).",
+                     envvar="NAVIGATOR_CONFIG"),
+    ] = None,
+    log_json: Annotated[
+        bool | None, typer.Option("--log-json/--log-console", help="Log as JSON lines (default: readable console).")
+    ] = None,
+    log_level: Annotated[str | None, typer.Option("--log-level", help="debug, info, warning or error.")] = None,
+) -> None:
+    """Global options, stored for the commands (config is loaded lazily, errors reported by them)."""
+    ctx.obj = GlobalOptions(config_path=config, log_json=log_json, log_level=log_level)
+
+
+@config_app.command("show")
+@handles_errors
+def config_show(
+    ctx: typer.Context,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Print the effective configuration (credentials shown only as set / unset)."""
+    config = config_of(ctx)
+    data = config.public_dict()
+    if json_out:
+        print_json(data)
+        return
+    stdout.print(f"config file: {config.source or '(none: defaults + environment)'}", markup=False)
+    stdout.print(f"temporal: {config.temporal.address or 'embedded ' + config.embedded.ip + ':' + str(config.embedded.port)}"
+                 f" · namespace {config.temporal.namespace} · task queue {config.temporal.task_queue}", markup=False)
+    stdout.print(f"TEMPORAL_API_KEY: {'set' if config.temporal.api_key else 'unset'} · "
+                 f"GEMINI/GOOGLE key: {'set' if config.gemini_key_present else 'unset'}")
+    stdout.print(f"model: {config.model} · pricing override: {config.pricing_file or 'none'}", markup=False)
+
+
+app.add_typer(serve_app)
+app.add_typer(explore_app)
+app.add_typer(signals_app)
+app.add_typer(reads_app)
+app.add_typer(config_app, name="config")
+
+
+def _mount_batch() -> None:
+    """Mount ``navigator batch`` if ``cli/batch.py`` (another module of this package) exists."""
+    if importlib.util.find_spec("cli.batch") is None:
+        return
+    # imported only when present; an ImportError inside it is a real bug and must surface
+    module = importlib.import_module("cli.batch")
+    app.add_typer(module.batch_app, name="batch")
+
+
+_mount_batch()
+
+
+def main() -> None:
+    """Console-script entry point (``navigator``)."""
+    app()

@@ -1,0 +1,90 @@
+"""Shared plumbing of the command groups: global options, config, asyncio, JSON output."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from pydantic import BaseModel
+from rich.console import Console
+
+from cli.config import NavigatorConfig, load_config
+from workers.logging import configure_logging
+
+__all__ = [
+    "GlobalOptions",
+    "JsonOpt",
+    "WorkflowIdArg",
+    "stdout",
+    "config_of",
+    "run_async",
+    "print_json",
+    "to_jsonable",
+]
+
+T = TypeVar("T")
+
+#: stdout console: human output; --json output bypasses rich entirely
+stdout = Console(highlight=False, soft_wrap=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON to stdout.")]
+WorkflowIdArg = Annotated[str, typer.Argument(help="Workflow id of the run (printed by `explore`, listed by `ls`).")]
+
+
+@dataclass
+class GlobalOptions:
+    """Options of the root callback, kept on ``ctx.obj``."""
+
+    config_path: Path | None = None
+    log_json: bool | None = None
+    log_level: str | None = None
+    _config: NavigatorConfig | None = None
+
+
+def config_of(ctx: typer.Context) -> NavigatorConfig:
+    """Load (once) and return the configuration; also configures logging once."""
+    opts = ctx.find_root().obj
+    if not isinstance(opts, GlobalOptions):
+        opts = GlobalOptions()
+        ctx.find_root().obj = opts
+    if opts._config is None:
+        config = load_config(opts.config_path)
+        json_output = opts.log_json if opts.log_json is not None else config.log.json_output
+        level = opts.log_level or config.log.level
+        # CLI logs are diagnostics: warnings and up unless asked, so progress stays readable
+        configure_logging(json_output=json_output, level=level if opts.log_level else "warning")
+        if not opts.log_level:
+            # the in-process worker logs every failed activity attempt with a traceback; the
+            # command reports the run's failure itself, so keep the terminal readable
+            logging.getLogger("temporalio").setLevel(logging.ERROR)
+        opts._config = config
+    return opts._config
+
+
+def run_async(coro: Coroutine[Any, Any, T]) -> T:
+    """Run one command's coroutine (sync typer commands wrap ``asyncio.run``)."""
+    return asyncio.run(coro)
+
+
+def to_jsonable(value: Any) -> Any:
+    """pydantic models / lists / dicts → plain JSON types."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def print_json(value: Any) -> None:
+    """Write ``value`` as indented JSON to stdout (sorted keys for stable scripts)."""
+    typer.echo(json.dumps(to_jsonable(value), indent=2, sort_keys=True, default=str))

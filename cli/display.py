@@ -1,0 +1,126 @@
+"""Rich renderings of turn reports, decision logs, results and run lists."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from navcore.budget import format_usd
+from navcore.report import TurnReport
+from navcore.requests import ExplorationResult
+from navcore.state import DecisionLogEntry
+
+__all__ = [
+    "progress_line",
+    "turn_panel",
+    "decision_table",
+    "result_panel",
+    "runs_table",
+    "RunRow",
+]
+
+#: interactive panels show this many diff lines; the rest is summarized
+MAX_DIFF_LINES = 20
+#: decision-log table cell width for reasoning
+REASONING_COLUMN_CHARS = 80
+
+RunRow = dict[str, Any]
+
+
+def progress_line(report: TurnReport) -> Text:
+    """One line of live progress, e.g. ``step 3 · thinking · $0.0012/$1.0000 · map 3120/8192``."""
+    line = Text()
+    line.append(f"step {report.step}", style="bold")
+    line.append(f" · {report.status}", style="cyan")
+    line.append(f" · {report.cost_total_usd}/{report.budget_usd}")
+    line.append(f" · map {report.map_tokens}/{report.map_token_budget} tok")
+    line.append(f" · {report.decisions} decisions")
+    if report.focus_areas:
+        line.append(" · focus " + ", ".join(report.focus_areas[:3]), style="dim")
+    return line
+
+
+def turn_panel(report: TurnReport, title: str | None = None) -> Panel:
+    """The full turn report, with the proposed flight-plan diff, for interactive mode."""
+    body: list[RenderableType] = [progress_line(report)]
+    if report.reasoning:
+        body.append(Text("\nReasoning: ", style="bold") + Text(report.reasoning))
+    if report.proposed_diff:
+        diff = Text("\nProposed flight-plan change:\n", style="bold")
+        for line in report.proposed_diff[:MAX_DIFF_LINES]:
+            style = "green" if line.startswith("+") else "red" if line.startswith("-") else "yellow"
+            diff.append(f"  {line}\n", style=style)
+        if len(report.proposed_diff) > MAX_DIFF_LINES:
+            diff.append(f"  … {len(report.proposed_diff) - MAX_DIFF_LINES} more\n", style="dim")
+        body.append(diff)
+    else:
+        body.append(Text("\n(no flight-plan change proposed)", style="dim"))
+    return Panel(Group(*body), title=title or f"turn {report.awaiting_turn or report.step}", expand=False)
+
+
+def decision_table(entries: Sequence[DecisionLogEntry]) -> Table:
+    """The decision log as a table."""
+    table = Table(title="decision log", show_lines=False)
+    for column in ("step", "action", "verdict", "cost", "map tok", "change", "reasoning"):
+        table.add_column(column, overflow="fold")
+    for e in entries:
+        reasoning = e.reasoning.replace("\n", " ")
+        if len(reasoning) > REASONING_COLUMN_CHARS:
+            reasoning = reasoning[: REASONING_COLUMN_CHARS - 1] + "…"
+        table.add_row(
+            str(e.step),
+            e.action,
+            e.verdict or "",
+            format_usd(e.cost_micros),
+            f"{e.map_tokens_before}→{e.map_tokens_after}",
+            "; ".join(e.diff_lines[:3]) + (" …" if len(e.diff_lines) > 3 else ""),
+            reasoning,
+        )
+    return table
+
+
+def result_panel(result: ExplorationResult, ui_link: str | None) -> Panel:
+    """What a finished run produced and cost."""
+    usage = result.usage
+    lines = [
+        f"stop reason: [bold]{result.stop_reason.value}[/bold]"
+        + (f" ({result.stop_detail})" if result.stop_detail else ""),
+        f"iterations: {result.iterations} · decisions: {result.decisions}",
+        f"cost: ${result.cost_usd:.4f} of ${result.max_usd:.4f} · tokens in {usage.input_tokens} "
+        f"/ out {usage.output_tokens} / thinking {usage.thinking_tokens} / cached {usage.cached_tokens}",
+    ]
+    if result.map_metadata is not None:
+        meta = result.map_metadata
+        lines.append(f"final map: {meta.tokens_used}/{meta.token_budget} tokens, {meta.files_total} files")
+    if result.context_path:
+        lines.append(f"context pack: [bold green]{result.context_path}[/bold green]")
+    if result.report_path:
+        lines.append(f"report: {result.report_path}")
+    if ui_link:
+        lines.append(f"Web UI: {ui_link}")
+    return Panel("\n".join(lines), title=result.workflow_id, expand=False)
+
+
+def runs_table(rows: Sequence[RunRow]) -> Table:
+    """``navigator ls`` output."""
+    table = Table(title="navigator runs")
+    for column in ("workflow id", "status", "nav status", "repo", "iter", "cost $", "started", "goal"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        cost = row.get("cost_usd")
+        table.add_row(
+            row["workflow_id"],
+            row["status"],
+            row.get("navigator_status") or "",
+            row.get("repo") or "",
+            "" if row.get("iteration") is None else str(row["iteration"]),
+            "" if cost is None else f"{cost:.4f}",
+            (row.get("start_time") or "")[:19],
+            (row.get("goal") or "")[:60],
+        )
+    return table

@@ -1,0 +1,175 @@
+"""``navigator explore REPO GOAL``: start an exploration and follow it to its context pack."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+
+from activities.models.registry import KNOWN_PREFIXES
+from activities.pricing_loader import load_pricing_table
+from cli.common import config_of, print_json, run_async, stdout
+from cli.config import NavigatorConfig
+from cli.connect import TemporalSession, open_session
+from cli.display import result_panel
+from cli.errors import CliError, ExitCode, RunFailedError, handles_errors, stderr
+from cli.follow import follow_run
+from cli.handles import WORKFLOW_TYPE
+from cli.reads import exit_code_for_result
+from navcore.errors import BudgetError, ModelError, RepoError
+from navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult
+from navcore.state import ExecutionMode
+
+__all__ = ["explore_app", "build_request", "new_workflow_id", "validate_model"]
+
+explore_app = typer.Typer(help="Run explorations.")
+
+#: workflow ids: ``nav-<repo name>-<8 hex>``; the slug keeps ids readable in the Web UI
+_SLUG = re.compile(r"[^a-z0-9]+")
+_SLUG_CHARS = 32
+
+
+def new_workflow_id(repo: Path) -> str:
+    """A fresh, readable workflow id for an exploration of ``repo``."""
+    slug = _SLUG.sub("-", repo.name.lower()).strip("-")[:_SLUG_CHARS] or "repo"
+    return f"nav-{slug}-{uuid.uuid4().hex[:8]}"
+
+
+def validate_model(model: str, config: NavigatorConfig, local_worker: bool) -> None:
+    """Refuse an unknown or unpriced model (and a keyless Gemini run on a local worker) up front."""
+    name = model.strip()
+    if not any(name == p or name.startswith(p if p.endswith("-") else p + ":") for p in KNOWN_PREFIXES):
+        raise ModelError(f"unknown model {model!r}; use 'offline', 'scripted:<file>' or a 'gemini-*' model name")
+    load_pricing_table(config.pricing_file).rates_for(name)  # BudgetError names how to add a price
+    if name.startswith("gemini-") and local_worker and not config.gemini_key_present:
+        raise ModelError(f"model {model!r} needs GEMINI_API_KEY or GOOGLE_API_KEY in the environment; "
+                         "set one, or use --model offline")
+
+
+def build_request(
+    repo: Path,
+    goal: str,
+    *,
+    config: NavigatorConfig,
+    interactive: bool,
+    budget_usd: str | None,
+    tokens: int | None,
+    model: str | None,
+    max_iterations: int | None,
+    out: Path | None,
+) -> ExplorationRequest:
+    """Validate the inputs and build the workflow input (no credentials in it, ever)."""
+    root = repo.expanduser()
+    if not root.exists():
+        raise RepoError(f"repository {repo} does not exist; pass the path of a checked-out repository")
+    if not root.is_dir():
+        raise RepoError(f"{repo} is not a directory; pass the repository's root folder")
+    if not goal.strip():
+        raise CliError("GOAL is empty; say what the context is for, e.g. \"how is the budget enforced?\"")
+    try:
+        budget = Decimal(budget_usd) if budget_usd is not None else Decimal(str(config.defaults.budget_usd))
+    except InvalidOperation:
+        raise BudgetError(f"--budget-usd must be a number of dollars such as 0.50, got {budget_usd!r}") from None
+    if budget <= 0:
+        raise BudgetError("--budget-usd must be above 0; a run cannot spend nothing")
+    try:
+        return ExplorationRequest(
+            repo_path=str(root.resolve()),
+            goal=goal.strip(),
+            mode=ExecutionMode.INTERACTIVE if interactive else ExecutionMode.AUTONOMOUS,
+            budget_usd=budget,
+            token_budget=tokens or config.defaults.token_budget,
+            model=(model or config.model).strip(),
+            max_iterations=max_iterations or config.defaults.max_iterations,
+            out_dir=str((out or config.defaults.out_dir).expanduser().resolve()),
+            approval=ApprovalConfig(timeout_s=config.defaults.approval_timeout_s),
+        )
+    except ValidationError as exc:
+        first = exc.errors(include_input=False)[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise CliError(f"invalid {field}: {first['msg']}") from None
+
+
+@explore_app.command()
+@handles_errors
+def explore(
+    ctx: typer.Context,
+    repo: Annotated[Path, typer.Argument(help="Repository to explore.")],
+    goal: Annotated[str, typer.Argument(help="What the context window is for.")],
+    interactive: Annotated[bool, typer.Option("--interactive", "-i", help="Approve / reject / edit / stop each turn.")] = False,
+    budget_usd: Annotated[str | None, typer.Option("--budget-usd", help="USD limit of the run (default from config).")] = None,
+    tokens: Annotated[int | None, typer.Option("--tokens", min=1, help="Token budget of the context map.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="offline | scripted:<file> | gemini-*.", envvar="NAVIGATOR_MODEL")] = None,
+    max_iterations: Annotated[int | None, typer.Option("--max-iterations", min=1, help="Iteration cap.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default ./navigator-out).")] = None,
+    detach: Annotated[bool, typer.Option("--detach", help="Start the run on a running server and return at once.")] = False,
+    workflow_id: Annotated[str | None, typer.Option("--id", help="Workflow id (default nav-<repo>-<random>).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result (or the started id) as JSON.")] = False,
+) -> None:
+    """Explore REPO for GOAL; prints the Web UI link and where context.md was written."""
+    config = config_of(ctx)
+    request = build_request(
+        repo, goal, config=config, interactive=interactive, budget_usd=budget_usd, tokens=tokens,
+        model=model, max_iterations=max_iterations, out=out,
+    )  # fmt: skip
+    local_worker = config.temporal.address is None and not detach
+    validate_model(request.model, config, local_worker)
+    wid = workflow_id or new_workflow_id(Path(request.repo_path))
+    code = run_async(_explore(config, request, wid, detach=detach, json_out=json_out))
+    raise typer.Exit(int(code))
+
+
+async def _start(session: TemporalSession, request: ExplorationRequest, wid: str) -> WorkflowHandle:
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    try:
+        return await session.client.start_workflow(
+            WORKFLOW_TYPE,
+            request,
+            id=wid,
+            task_queue=session.task_queue,
+            result_type=ExplorationResult,
+            memo={"goal": request.goal, "repo": request.repo_path},
+        )
+    except WorkflowAlreadyStartedError:
+        raise CliError(f"a run with id {wid} already exists; pick another --id") from None
+
+
+async def _explore(
+    config: NavigatorConfig, request: ExplorationRequest, wid: str, *, detach: bool, json_out: bool
+) -> ExitCode:
+    async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
+        if session.embedded is not None:
+            stderr.print(f"embedded Temporal started: gRPC {session.address} · Web UI {session.ui_base}")
+        handle = await _start(session, request, wid)
+        link = session.ui_link(wid)
+        stderr.print(f"started [bold]{wid}[/bold] ({request.model}, {request.mode.value})")
+        if link:
+            stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        if detach:
+            if json_out:
+                print_json({"workflow_id": wid, "ui_url": link, "task_queue": session.task_queue})
+            else:
+                stdout.print(wid)
+            return ExitCode.OK
+        await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE)
+        try:
+            result = await handle.result()
+        except WorkflowFailureError as exc:
+            cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
+            raise RunFailedError(f"run {wid} failed: {cause}; see the Web UI for the history") from None
+        if json_out:
+            print_json({**result.model_dump(mode="json"), "ui_url": link})
+        else:
+            stdout.print(result_panel(result, link))
+            if result.context_path:
+                stdout.print(f"context written to {result.context_path}", markup=False, soft_wrap=True)
+        if session.embedded is not None:
+            stderr.print("the embedded server stops now; its history is kept — `navigator server` shows it again")
+        return exit_code_for_result(result)

@@ -1,0 +1,198 @@
+"""Follow a run from the terminal: live progress, and the interactive turn loop.
+
+Progress comes from polling the ``get_status`` query (the workflow's
+``TurnReport``). In interactive mode, each turn waiting for a verdict is shown
+with its proposed flight-plan diff, and the user answers approve / reject
+(with feedback) / edit / stop; a run parked on its budget asks raise /
+finalize / abort. Verdicts carry the turn number, so answering twice (here
+and from another terminal) is harmless: the workflow ignores stale ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from rich.live import Live
+
+from cli.connect import TemporalSession
+from cli.display import progress_line, turn_panel
+from cli.errors import CliError, TemporalUnreachableError, stderr
+from cli.handles import query_run, signal_run, update_run
+from cli.signals import default_sender
+from navcore.flightplan import FlightPlan, FlightPlanUpdate
+from navcore.messages import (
+    QUERY_STATUS,
+    SIGNAL_APPROVE,
+    SIGNAL_RAISE_BUDGET,
+    SIGNAL_REJECT,
+    SIGNAL_STOP,
+    UPDATE_EDIT_FLIGHT_PLAN,
+    ApproveInput,
+    EditFlightPlanInput,
+    RaiseBudgetInput,
+    RejectInput,
+    StopInput,
+)
+from navcore.report import TurnReport
+
+__all__ = ["follow_run", "POLL_INTERVAL_S", "VERDICT_PROMPT", "BUDGET_PROMPT"]
+
+POLL_INTERVAL_S = 0.5
+#: queries fail while the first workflow task is still pending; tolerate that long
+MAX_QUERY_FAILURES = 40
+VERDICT_PROMPT = "[a]pprove  [r]eject  [e]dit  [s]top > "
+BUDGET_PROMPT = "budget exhausted: [r]aise  [f]inalize  [a]bort > "
+EDIT_HELP = (
+    "Flight-plan update as one line of YAML, e.g. "
+    "{set_rules: [{glob: 'src/**', level: 4}], add_focus_paths: [{glob: src/budget}]}"
+)
+
+
+async def _ask(prompt: str) -> str:
+    """One line from the terminal without blocking the event loop."""
+    try:
+        return (await asyncio.to_thread(stderr.input, prompt)).strip()
+    except EOFError:
+        raise CliError(
+            "stdin closed while the run waits for a verdict; answer from another terminal with "
+            "`navigator approve|reject|stop ID`"
+        ) from None
+
+
+async def _wait_closed(handle: Any) -> None:
+    try:
+        await handle.result()
+    except Exception:  # noqa: BLE001 - the caller reads (and reports) the result itself
+        return
+
+
+class _Follower:
+    """State of one follow loop (what was answered, the live display)."""
+
+    def __init__(self, session: TemporalSession, handle: Any, interactive: bool) -> None:
+        self.session = session
+        self.handle = handle
+        self.interactive = interactive
+        self.answered: set[int] = set()
+        self.budget_asked_at: int | None = None
+        self.live = Live(console=stderr, auto_refresh=False, transient=True) if stderr.is_terminal else None
+        self.last_step: int | None = None
+
+    def show(self, report: TurnReport) -> None:
+        if self.live is not None:
+            if not self.live.is_started:
+                self.live.start()
+            self.live.update(progress_line(report), refresh=True)
+        elif report.step != self.last_step:
+            stderr.print(progress_line(report))
+        self.last_step = report.step
+
+    def pause(self) -> None:
+        if self.live is not None and self.live.is_started:
+            self.live.stop()
+
+    async def signal(self, name: str, payload: Any) -> None:
+        await signal_run(self.session.client, self.handle.id, name, payload)
+
+    async def verdict(self, report: TurnReport) -> None:
+        turn = report.awaiting_turn
+        assert turn is not None
+        self.pause()
+        stderr.print(turn_panel(report, title=f"turn {turn} · awaiting your verdict"))
+        sender = default_sender()
+        while True:
+            answer = (await _ask(VERDICT_PROMPT)).lower()[:1]
+            if answer == "a":
+                await self.signal(SIGNAL_APPROVE, ApproveInput(turn=turn, sender=sender))
+            elif answer == "r":
+                feedback = await _ask("feedback for the model > ")
+                await self.signal(SIGNAL_REJECT, RejectInput(turn=turn, feedback=feedback[:4000], sender=sender))
+            elif answer == "s":
+                reason = await _ask("reason (enter for 'stopped by user') > ") or "stopped by user"
+                await self.signal(SIGNAL_STOP, StopInput(reason=reason[:500], turn=turn, sender=sender))
+            elif answer == "e":
+                await self.edit(turn, sender)
+                continue
+            else:
+                stderr.print("please answer a, r, e or s")
+                continue
+            self.answered.add(turn)
+            stderr.print(f"sent {dict(a='approve', r='reject', s='stop')[answer]} for turn {turn}")
+            return
+
+    async def edit(self, turn: int, sender: str) -> None:
+        stderr.print(EDIT_HELP, markup=False)
+        text = await _ask("update > ")
+        try:
+            update = FlightPlanUpdate.model_validate(yaml.safe_load(text) or {})
+        except (yaml.YAMLError, ValidationError) as exc:
+            stderr.print(f"not a valid flight-plan update: {str(exc).splitlines()[0]}", markup=False)
+            return
+        try:
+            await update_run(
+                self.session.client, self.handle.id, UPDATE_EDIT_FLIGHT_PLAN,
+                EditFlightPlanInput(turn=turn, update=update, sender=sender), FlightPlan,
+            )  # fmt: skip
+        except CliError as exc:
+            stderr.print(str(exc), markup=False)
+            return
+        report = await query_run(self.handle, QUERY_STATUS, TurnReport)
+        stderr.print(turn_panel(report, title=f"turn {turn} · edited plan"))
+
+    async def budget(self, report: TurnReport) -> None:
+        self.pause()
+        stderr.print(progress_line(report))
+        sender = default_sender()
+        while True:
+            answer = (await _ask(BUDGET_PROMPT)).lower()[:1]
+            if answer == "r":
+                amount = await _ask("add how many USD? > ")
+                try:
+                    payload = RaiseBudgetInput(add_usd=Decimal(amount), sender=sender)
+                except (InvalidOperation, ValidationError):
+                    stderr.print("enter a positive number of dollars, e.g. 0.25")
+                    continue
+                await self.signal(SIGNAL_RAISE_BUDGET, payload)
+            elif answer == "f":
+                await self.signal(SIGNAL_STOP, StopInput(reason="finalize on budget exhaustion", sender=sender))
+            elif answer == "a":
+                await self.handle.cancel()
+            else:
+                stderr.print("please answer r, f or a")
+                continue
+            self.budget_asked_at = report.decisions
+            return
+
+
+async def follow_run(session: TemporalSession, handle: Any, *, interactive: bool) -> None:
+    """Show progress until the run closes; in interactive mode, ask for verdicts."""
+    follower = _Follower(session, handle, interactive)
+    closed = asyncio.create_task(_wait_closed(handle))
+    failures = 0
+    try:
+        while not closed.done():
+            try:
+                report = await query_run(handle, QUERY_STATUS, TurnReport)
+                failures = 0
+            except (TemporalUnreachableError, CliError):
+                failures += 1
+                if closed.done():
+                    break
+                if failures >= MAX_QUERY_FAILURES:
+                    raise
+                await asyncio.wait({closed}, timeout=POLL_INTERVAL_S)
+                continue
+            follower.show(report)
+            if interactive and report.awaiting_turn is not None and report.awaiting_turn not in follower.answered:
+                await follower.verdict(report)
+            elif interactive and report.status == "awaiting_budget" and follower.budget_asked_at != report.decisions:
+                await follower.budget(report)
+            await asyncio.wait({closed}, timeout=POLL_INTERVAL_S)
+    finally:
+        follower.pause()
+        if not closed.done():
+            closed.cancel()
