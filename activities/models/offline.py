@@ -1,0 +1,82 @@
+"""The ``offline`` model: the embedded default navigator when no API key is set.
+
+A deterministic policy over the repo-map index (lexical BM25 + reference-graph
+ranking from ``repomap``, plus BM25 over symbol bodies) that makes real zoom-in /
+zoom-out decisions with human-readable reasons and finalizes when the budget is
+well used and the ranking is stable. No network; same inputs -> same decision.
+It costs nothing (model ``offline`` is priced at 0): usage is zero tokens and
+``calls=1``. The policy itself lives in ``offline_policy`` / ``offline_diff`` /
+``offline_symbols``; how feedback is obeyed is in ``offline_feedback``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from activities.models.base import DecideCall
+from activities.models.offline_feedback import feedback_update
+from activities.models.offline_policy import OfflinePolicyConfig, PolicyOutcome, plan_turn
+from activities.models.offline_terms import parse_feedback
+from navcore.decision import ModelDecision, TokenUsage
+from navcore.errors import ModelError
+
+__all__ = ["OFFLINE_MODEL", "OfflineProvider"]
+
+OFFLINE_MODEL = "offline"
+
+
+class OfflineProvider:
+    """``ModelProvider`` for the model name ``offline``."""
+
+    def __init__(self, config: OfflinePolicyConfig | None = None) -> None:
+        self.config = config or OfflinePolicyConfig()
+
+    def handles(self, model: str) -> bool:
+        """Only the exact name ``offline``."""
+        return model == OFFLINE_MODEL
+
+    async def decide(self, call: DecideCall) -> ModelDecision:
+        """One decision; the index work runs in a thread so the activity can heartbeat."""
+        call.heartbeat("offline policy: ranking")
+        decision = await asyncio.to_thread(self.decide_sync, call)
+        call.heartbeat(f"offline policy: {decision.action}")
+        return decision
+
+    def decide_sync(self, call: DecideCall) -> ModelDecision:
+        """The same decision, synchronously (used by the benchmark loop)."""
+        if call.engine is None:
+            raise ModelError(
+                "the offline model needs the repo-map engine: open repomap.RepoMap on the repository "
+                "and pass it as DecideCall.engine"
+            )
+        from repomap.tokens import estimate_tokens
+
+        outcome = self._outcome(call, estimate_tokens)
+        if outcome.finalize:
+            return ModelDecision(
+                action="finalize_context", reasoning=outcome.reasoning,
+                summary=outcome.summary or outcome.reasoning, model=OFFLINE_MODEL,
+                usage=TokenUsage(), calls=1,
+            )
+        return ModelDecision(
+            action="update_flight_plan", reasoning=outcome.reasoning, updates=outcome.update,
+            model=OFFLINE_MODEL, usage=TokenUsage(), calls=1,
+        )
+
+    def _outcome(self, call: DecideCall, estimate: object) -> PolicyOutcome:
+        from activities.models.offline_diff import finalize_summary
+
+        intent = parse_feedback(call.feedback)
+        if intent.finalize and not (intent.mentions or intent.ignores or intent.less or intent.more):
+            return PolicyOutcome(
+                True, f"finalize: the feedback asks to ({call.feedback!r})",
+                summary=finalize_summary(call.flight_plan, call.map_metadata),
+            )
+        if call.feedback and call.feedback.strip():
+            update, notes = feedback_update(call.engine, call.flight_plan, intent, self.config)
+            if not update.is_empty():
+                return PolicyOutcome(False, "follow feedback: " + "; ".join(notes), update)
+            turn = plan_turn(call.engine, call, self.config, estimate)
+            turn.reasoning = "; ".join(notes + [turn.reasoning]) if notes else turn.reasoning
+            return turn
+        return plan_turn(call.engine, call, self.config, estimate)

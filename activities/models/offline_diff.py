@@ -1,0 +1,103 @@
+"""Turn an offline-policy allocation into a flight-plan update; fill moves; summaries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from activities.models.offline_policy import Allocation, OfflinePolicyConfig, why
+from navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
+from navcore.mapmeta import MapMetadata
+
+__all__ = ["diff_allocation", "fill_move", "finalize_summary"]
+
+
+def diff_allocation(
+    plan: FlightPlan, alloc: Allocation, ranked: list[Any], cfg: OfflinePolicyConfig
+) -> tuple[FlightPlanUpdate, list[str]]:
+    """The update that moves ``plan`` to ``alloc``; empty when the plan already matches it.
+
+    Focus entries the policy owns are recognised by their configured weights,
+    so focus a human added through feedback (``feedback_weight``) is never removed.
+    """
+    rank_of = {r.path: i + 1 for i, r in enumerate(ranked)}
+    current = {r.glob: r.level for r in plan.rules}
+    notes: list[str] = []
+    rules = [VerbosityRule(glob=p, level=lv) for p, lv in alloc.levels.items() if current.get(p) != lv]
+    for glob, level in current.items():
+        # only exact-file rules are the policy's; globs (dirs) came from a human
+        if level >= Level.OUTLINE and glob not in alloc.levels and not any(c in glob for c in "*?["):
+            if _policy_owned_rule(glob, plan, cfg):
+                rules.append(VerbosityRule(glob=glob, level=Level.PATH))
+                where = f"now ranks #{rank_of[glob]}" if glob in rank_of else "no longer matches the goal"
+                notes.append(f"zoom out to L1: {glob} ({where})")
+    want_syms = {s.symbol_id for s in alloc.expand}
+    have_syms = {f.symbol for f in plan.focus_symbols}
+    owned_syms = {f.symbol for f in plan.focus_symbols if f.weight == cfg.symbol_focus_weight}
+    add_syms = [
+        FocusSymbol(symbol=s.symbol_id, weight=cfg.symbol_focus_weight, expand=True)
+        for s in alloc.expand if s.symbol_id not in have_syms
+    ]
+    remove_syms = sorted(owned_syms - want_syms)
+    if remove_syms:
+        notes.append(f"collapse {', '.join(remove_syms)} (no longer among the best-matching symbols)")
+    want_paths = {p: cfg.file_focus_weight for p, lv in alloc.levels.items() if lv == Level.FULL}
+    for p in alloc.neighbours:
+        want_paths.setdefault(p, cfg.neighbour_weight)
+    have_paths = {f.glob: f.weight for f in plan.focus_paths}
+    add_paths = [FocusPath(glob=p, weight=w) for p, w in want_paths.items() if have_paths.get(p) != w]
+    owned = {cfg.file_focus_weight, cfg.neighbour_weight}
+    remove_paths = sorted(g for g, w in have_paths.items() if w in owned and g not in want_paths)
+    update = FlightPlanUpdate(
+        set_rules=rules, add_focus_symbols=add_syms, remove_focus_symbols=remove_syms,
+        add_focus_paths=add_paths, remove_focus_paths=remove_paths,
+    )
+    return update, notes
+
+
+def _policy_owned_rule(glob: str, plan: FlightPlan, cfg: OfflinePolicyConfig) -> bool:
+    """Rules on globs a human asked to focus (feedback focus) are left alone."""
+    return not any(f.glob == glob and f.weight == cfg.feedback_weight for f in plan.focus_paths)
+
+
+def fill_move(
+    plan: FlightPlan, ranked: list[Any], meta: MapMetadata | None, cfg: OfflinePolicyConfig
+) -> tuple[FlightPlanUpdate, str] | None:
+    """When the plan is stable but the map is under-used: zoom the best file one level in."""
+    if meta is None:
+        return None
+    remaining = meta.token_budget - meta.tokens_used
+    current = {r.glob: r.level for r in plan.rules}
+    for i, r in enumerate(ranked[: cfg.survey_files * 2]):
+        level = current.get(r.path, Level.PATH)
+        if level >= Level.FULL:
+            continue
+        nxt = Level(level + 1)
+        if nxt == Level.FULL and r.level_tokens[Level.FULL] > cfg.full_file_share * meta.token_budget:
+            continue
+        delta = r.level_tokens[nxt] - r.level_tokens[level]
+        if 0 < delta <= remaining:
+            reason = (
+                f"fill: zoom in {r.path} to L{int(nxt)} (ranks #{i + 1}, {why(r)}; +{delta} tokens, "
+                f"map at {meta.tokens_used / meta.token_budget:.0%} of the budget)"
+            )
+            return FlightPlanUpdate(set_rules=[VerbosityRule(glob=r.path, level=nxt)]), reason
+    return None
+
+
+def finalize_summary(plan: FlightPlan, meta: MapMetadata | None) -> str:
+    """A short human-readable account of the final context."""
+    full = [r.glob for r in plan.rules if r.level == Level.FULL]
+    outl = [r.glob for r in plan.rules if r.level in (Level.OUTLINE, Level.DOCS)]
+    syms = [f.symbol for f in plan.focus_symbols if f.expand]
+    parts = [f"goal: {plan.goal}"] if plan.goal else []
+    if full:
+        parts.append("in full: " + ", ".join(full))
+    if outl:
+        parts.append("outlined: " + ", ".join(outl[:12]) + (" …" if len(outl) > 12 else ""))
+    if syms:
+        parts.append("expanded symbols: " + ", ".join(syms))
+    if plan.exclude:
+        parts.append("excluded: " + ", ".join(plan.exclude))
+    if meta is not None:
+        parts.append(f"map: {meta.tokens_used}/{meta.token_budget} tokens")
+    return "; ".join(parts)

@@ -1,0 +1,285 @@
+"""The offline navigator policy: deterministic zoom-in / zoom-out decisions.
+
+No network and no randomness: the decision is a function of the goal, the
+current flight plan, the iteration, the last map's metadata, the feedback and
+the repository index (``repomap.RepoMap``). It is stateless between turns; the
+plan itself carries what earlier turns decided.
+
+Turn shape:
+
+1. **survey** (the plan has no goal yet): set the goal, exclude noise areas
+   (tests, docs, examples, vendored code, CI) unless the goal mentions them,
+   focus the directories holding most of the top-ranked files and zoom the
+   top files in to outline level (L2, the very top ones L3).
+2. **allocate** (every later turn): re-rank with the focus in place, score the
+   symbols of the top files against the goal, then plan the budget: the
+   strongest file(s) in full (L4) when they fit, outlines for the runners-up,
+   ``expand`` focus on the best-matching symbols elsewhere, and focus on the
+   reference-graph neighbours (callers / callees) of the top symbols. Files the
+   survey zoomed into that now rank low are zoomed back out to L1.
+3. **finalize** when the new allocation equals the current plan (the ranking
+   is stable across two turns) and the last map used >= 85% of the budget, or
+   when no move is left (nothing more fits), or at the iteration cap.
+
+Feedback is obeyed first: see :mod:`activities.models.offline_feedback`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from activities.models.base import DecideCall
+from activities.models.offline_symbols import ScoredSymbol, SymbolScoreConfig, score_symbols
+from activities.models.offline_terms import NOISE_AREAS, goal_terms, mentioned_noise
+from navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
+
+__all__ = ["OfflinePolicyConfig", "Allocation", "PolicyOutcome", "survey", "allocate", "plan_turn", "glob_matches"]
+
+
+class OfflinePolicyConfig(BaseModel):
+    """Thresholds and weights of the offline policy (no inline magic numbers)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: finalize once the rendered map uses at least this share of the token budget
+    finalize_budget_use: float = 0.85
+    #: share of the budget the policy plans explicitly; the engine's auto levels fill the rest
+    explicit_share: float = 0.80
+    #: a file is shown in full only if that costs at most this share of the budget
+    full_file_share: float = 0.45
+    #: at most this many files in full
+    max_full_files: int = 2
+    #: a runner-up goes full only if its score is at least this share of the top score
+    full_file_min_rel_score: float = 0.5
+    #: a file's outline gets docstrings (L3) when that costs at most this share
+    docs_level_share: float = 0.10
+    survey_files: int = 8
+    survey_dirs: int = 2
+    #: a directory is focused only if it holds at least this share of the top files' score
+    dir_min_share: float = 0.25
+    #: ...and only if it is a narrowing: it holds at most this share of the repository's files
+    dir_max_repo_share: float = 0.5
+    symbol_files: int = 6
+    max_expand: int = 6
+    #: expand a symbol only if it scores at least this share of the best symbol
+    expand_min_rel_score: float = 0.15
+    neighbour_symbols: int = 2
+    max_neighbours: int = 4
+    dir_focus_weight: float = 1.5
+    file_focus_weight: float = 2.0
+    neighbour_weight: float = 0.5
+    symbol_focus_weight: float = 3.0
+    #: weight of focus the human asked for in feedback (never removed by the policy)
+    feedback_weight: float = 4.0
+    symbols: SymbolScoreConfig = SymbolScoreConfig()
+
+
+def glob_matches(glob: str, path: str) -> bool:
+    """The flight-plan glob semantics: ``**`` spans directories, a bare dir prefix matches below it."""
+    import re
+
+    if not any(ch in glob for ch in "*?["):
+        prefix = glob.rstrip("/")
+        return path == prefix or path.startswith(prefix + "/")
+    out, i = [], 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return re.fullmatch("".join(out), path) is not None
+
+
+def why(ranked: Any) -> str:
+    """The two strongest ranking signals of a ranked file, e.g. ``bm25 3.1, pagerank 0.02``."""
+    top = sorted(ranked.signals.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[:2]
+    return ", ".join(f"{k} {v:.3g}" for k, v in top) or f"score {ranked.score:.3g}"
+
+
+@dataclass
+class Allocation:
+    """The per-file levels and symbol expansions the policy wants, with its estimated cost."""
+
+    levels: dict[str, Level] = field(default_factory=dict)
+    expand: list[ScoredSymbol] = field(default_factory=list)
+    neighbours: list[str] = field(default_factory=list)
+    cost: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PolicyOutcome:
+    """What one turn decided: an update (possibly empty) or finalize, with reasons."""
+
+    finalize: bool
+    reasoning: str
+    update: FlightPlanUpdate = field(default_factory=FlightPlanUpdate)
+    summary: str | None = None
+
+
+def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig) -> PolicyOutcome:
+    """First turn: set the goal, zoom out noise, zoom in on the top directories and files."""
+    wanted = mentioned_noise(goal)
+    files = engine.files
+    noise: list[str] = []
+    for g, _ in NOISE_AREAS:
+        hits = [f for f in files if glob_matches(g, f)]
+        # skip globs that add nothing over the ones already chosen (tests/** vs **/tests/**)
+        if g not in wanted and g not in plan.exclude and any(
+            not any(glob_matches(n, f) for n in noise) for f in hits
+        ):
+            noise.append(g)
+    # never exclude everything: a repo made only of "noise" keeps it
+    if noise and all(any(glob_matches(g, f) for g in noise) for f in files):
+        noise = []
+    draft = plan.apply(FlightPlanUpdate(goal=goal, add_exclude=noise))
+    ranked = [r for r in engine.rank(draft) if r.score > 0]
+    notes = [f"goal terms: {', '.join(goal_terms(goal)[:8]) or '(none)'}"]
+    if noise:
+        notes.append(f"zoom out {', '.join(noise)} (the goal does not mention them)")
+    top = ranked[: cfg.survey_files]
+    dirs: dict[str, float] = {}
+    for r in top:
+        if "/" in r.path:
+            d = r.path.rsplit("/", 1)[0]
+            dirs[d] = dirs.get(d, 0.0) + r.score
+    total = sum(r.score for r in top) or 1.0
+    focus_dirs = [
+        d for d, s in sorted(dirs.items(), key=lambda kv: (-kv[1], kv[0]))[: cfg.survey_dirs]
+        if s / total >= cfg.dir_min_share
+        and sum(1 for f in files if f.startswith(d + "/")) <= cfg.dir_max_repo_share * len(files)
+    ]
+    focus = [FocusPath(glob=f"{d}/**", weight=cfg.dir_focus_weight) for d in focus_dirs]
+    if focus_dirs:
+        notes.append("zoom in on " + ", ".join(f"{d}/ ({dirs[d] / total:.0%} of top-file score)" for d in focus_dirs))
+    rules, cost, cap = [], 0, plan.token_budget * cfg.explicit_share
+    for i, r in enumerate(top):
+        level = Level.DOCS if i < 3 and r.level_tokens[3] <= cfg.docs_level_share * plan.token_budget else Level.OUTLINE
+        if cost + r.level_tokens[level] > cap:
+            continue
+        cost += r.level_tokens[level]
+        rules.append(VerbosityRule(glob=r.path, level=level))
+        notes.append(f"L{int(level)}: {r.path} ranks #{i + 1} ({why(r)})")
+    if not ranked:
+        notes.append("no file matches the goal lexically; leaving levels to the engine")
+    update = FlightPlanUpdate(goal=goal, add_exclude=noise, add_focus_paths=focus, set_rules=rules)
+    return PolicyOutcome(False, "survey: " + "; ".join(notes), update)
+
+
+def _pick_full_files(ranked: list[Any], budget: int, cfg: OfflinePolicyConfig, alloc: Allocation, cap: float) -> None:
+    best = ranked[0].score if ranked else 0.0
+    for i, r in enumerate(ranked[: cfg.max_full_files]):
+        if i and r.score < cfg.full_file_min_rel_score * best:
+            break
+        full = r.level_tokens[Level.FULL]
+        if full <= cfg.full_file_share * budget and alloc.cost + full <= cap:
+            alloc.levels[r.path] = Level.FULL
+            alloc.cost += full
+            alloc.notes.append(f"zoom in to L4: {r.path} ranks #{i + 1} ({why(r)}), {full} tokens in full")
+
+
+def _outline(r: Any, budget: int, cfg: OfflinePolicyConfig) -> Level:
+    return Level.DOCS if r.level_tokens[Level.DOCS] <= cfg.docs_level_share * budget else Level.OUTLINE
+
+
+def _contains(a: ScoredSymbol, b: ScoredSymbol) -> bool:
+    return a.path == b.path and a.start_line <= b.start_line and b.end_line <= a.end_line
+
+
+def _pick_symbols(symbols: list[ScoredSymbol], by_path: dict[str, Any], budget: int,
+                  cfg: OfflinePolicyConfig, alloc: Allocation, cap: float) -> None:
+    best = symbols[0].score if symbols else 0.0
+    for s in symbols:
+        if len(alloc.expand) >= cfg.max_expand or s.score < cfg.expand_min_rel_score * best:
+            break
+        if alloc.levels.get(s.path) == Level.FULL or any(_contains(e, s) or _contains(s, e) for e in alloc.expand):
+            continue
+        extra = s.tokens
+        r = by_path.get(s.path)
+        if s.path not in alloc.levels and r is not None:
+            extra += r.level_tokens[_outline(r, budget, cfg)]
+        if alloc.cost + extra > cap:
+            continue
+        if s.path not in alloc.levels and r is not None:
+            alloc.levels[s.path] = _outline(r, budget, cfg)
+        alloc.cost += extra
+        alloc.expand.append(s)
+        alloc.notes.append(
+            f"expand {s.symbol_id} (symbol score {s.score:.3g}; matches {', '.join(s.matched) or 'name'}; {s.tokens} tokens)"
+        )
+
+
+def allocate(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig, estimate: Any) -> tuple[Allocation, list[Any]]:
+    """Plan levels, expansions and neighbour focus for the current ranking."""
+    ranked = [r for r in engine.rank(plan) if r.score > 0]
+    by_path = {r.path: r for r in ranked}
+    budget = plan.token_budget
+    cap = budget * cfg.explicit_share
+    alloc = Allocation()
+    _pick_full_files(ranked, budget, cfg, alloc, cap)
+    head = ranked[: cfg.symbol_files]
+    symbols = score_symbols(engine, [(r.path, r.score) for r in head], goal, estimate, cfg.symbols)
+    for r in head[:3]:
+        if r.path not in alloc.levels and alloc.cost + r.level_tokens[_outline(r, budget, cfg)] <= cap:
+            alloc.levels[r.path] = _outline(r, budget, cfg)
+            alloc.cost += r.level_tokens[alloc.levels[r.path]]
+    _pick_symbols(symbols, by_path, budget, cfg, alloc, cap)
+    for i, r in enumerate(ranked[: cfg.survey_files]):
+        if r.path not in alloc.levels and alloc.cost + r.level_tokens[Level.OUTLINE] <= cap:
+            alloc.levels[r.path] = Level.OUTLINE
+            alloc.cost += r.level_tokens[Level.OUTLINE]
+            alloc.notes.append(f"L2: {r.path} ranks #{i + 1} ({why(r)})")
+    _neighbours(engine, symbols[: cfg.neighbour_symbols], alloc, cfg)
+    return alloc, ranked
+
+
+def _neighbours(engine: Any, top: list[ScoredSymbol], alloc: Allocation, cfg: OfflinePolicyConfig) -> None:
+    seen: dict[str, str] = {}
+    for s in top:
+        refs = [("caller", r) for r in engine.callers(s.symbol_id)] + [("callee", r) for r in engine.callees(s.symbol_id)]
+        for role, ref in sorted(refs, key=lambda x: (x[1].path, x[1].line, x[0])):
+            if ref.path != s.path and ref.path not in alloc.levels and ref.path not in seen:
+                seen[ref.path] = f"{role} of {s.name} ({ref.symbol_id})"
+    for path, how in list(seen.items())[: cfg.max_neighbours]:
+        alloc.neighbours.append(path)
+        alloc.notes.append(f"focus neighbour {path}: {how}")
+
+
+def plan_turn(engine: Any, call: DecideCall, cfg: OfflinePolicyConfig, estimate: Any) -> PolicyOutcome:
+    """One turn without feedback: survey, or allocate and diff, or finalize."""
+    from activities.models.offline_diff import diff_allocation, fill_move, finalize_summary
+
+    plan, goal = call.flight_plan, call.goal or call.flight_plan.goal or ""
+    untouched = not (plan.rules or plan.focus_paths or plan.focus_symbols or plan.exclude)
+    if plan.goal != goal or untouched:
+        return survey(engine, plan, goal, cfg)
+    alloc, ranked = allocate(engine, plan, goal, cfg, estimate)
+    update, notes = diff_allocation(plan, alloc, ranked, cfg)
+    meta = call.map_metadata
+    usage = meta.tokens_used / meta.token_budget if meta else 0.0
+    if call.iteration >= call.max_iterations:
+        return PolicyOutcome(True, f"finalize: iteration cap {call.max_iterations} reached", summary=finalize_summary(plan, meta))
+    if update.is_empty():
+        if usage >= cfg.finalize_budget_use or meta is None:
+            reason = f"finalize: ranking stable (allocation unchanged) and the map uses {usage:.0%} of the budget"
+            return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))
+        move = fill_move(plan, ranked, meta, cfg)
+        if move is None:
+            reason = f"finalize: ranking stable and no further zoom-in fits ({usage:.0%} of the budget used)"
+            return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))
+        return PolicyOutcome(False, move[1], move[0])
+    return PolicyOutcome(False, "zoom: " + "; ".join(notes + alloc.notes), update)

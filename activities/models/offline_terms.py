@@ -1,0 +1,133 @@
+"""Text helpers of the offline policy: goal terms and user-feedback parsing.
+
+Pure and deterministic (stdlib only), so the same goal and feedback always give
+the same terms and the same steering.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+__all__ = [
+    "STOPWORDS",
+    "NOISE_AREAS",
+    "split_identifier",
+    "goal_terms",
+    "mentioned_noise",
+    "FeedbackIntent",
+    "parse_feedback",
+]
+
+#: English and commit-message filler that says nothing about *where* code lives
+STOPWORDS = frozenset(
+    """a an the and or not no nor but if then else when while of in on at to for from by with
+    without into onto over under is are was were be been being it its this that these those
+    there here as so than too very can could should would will shall may might must do does
+    did done has have had having i we you they he she them our your their my me us
+    all any some each every more most less least other such only own same just also now
+    new old add adds added adding fix fixes fixed fixing make makes made use uses used using
+    allow allows allowed support supports supported update updates updated improve improves
+    improved change changes changed remove removes removed get gets set sets instead
+    which what why how where who whom whose because about after before again against
+    between both during few further once out up down off via per e g ie eg etc""".split()
+)
+
+#: areas a goal rarely wants unless it says so: (glob, words that re-enable it)
+NOISE_AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("tests/**", ("test", "tests", "testing", "pytest", "fixture", "fixtures")),
+    ("test/**", ("test", "tests", "testing")),
+    ("**/tests/**", ("test", "tests", "testing")),
+    ("docs/**", ("doc", "docs", "documentation", "sphinx", "readme")),
+    ("doc/**", ("doc", "docs", "documentation")),
+    ("docs_src/**", ("doc", "docs", "documentation", "example", "examples", "tutorial")),
+    ("examples/**", ("example", "examples", "demo", "sample")),
+    ("benchmarks/**", ("benchmark", "benchmarks", "bench", "performance", "perf")),
+    ("bench/**", ("benchmark", "benchmarks", "bench")),
+    ("vendor/**", ("vendor", "vendored", "vendoring")),
+    ("**/_vendor/**", ("vendor", "vendored", "vendoring")),
+    ("third_party/**", ("third", "vendor", "vendored")),
+    ("node_modules/**", ("node", "npm")),
+    (".github/**", ("ci", "github", "workflow", "actions")),
+)
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+
+def split_identifier(word: str) -> list[str]:
+    """``TimedSerializer`` / ``load_payload`` -> lower-case parts (>= 2 chars)."""
+    parts: list[str] = []
+    for chunk in word.split("_"):
+        parts.extend(p.lower() for p in _CAMEL.findall(chunk))
+    return [p for p in parts if len(p) >= 2]
+
+
+def goal_terms(text: str) -> list[str]:
+    """Distinct content terms of ``text`` in first-seen order.
+
+    Identifiers count both whole (``load_payload``) and split (``load``,
+    ``payload``), because code matches either form.
+    """
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text):
+        whole = word.lower().strip("_")
+        candidates = [whole] if ("_" in word or word != word.lower()) else []
+        candidates += split_identifier(word)
+        for term in candidates:
+            if len(term) >= 2 and term not in STOPWORDS:
+                seen.setdefault(term, None)
+    return list(seen)
+
+
+def mentioned_noise(goal: str) -> set[str]:
+    """Noise globs the goal itself asks for (e.g. "tests" in the goal keeps tests/**)."""
+    words = {w.lower() for w in _WORD.findall(goal)}
+    return {glob for glob, triggers in NOISE_AREAS if words.intersection(triggers)}
+
+
+_LESS = re.compile(r"\b(zoom(ed)? out|less|fewer|smaller|shorter|too (much|long|big|verbose)|coarser)\b", re.I)
+_MORE = re.compile(r"\b(zoom(ed)? in|more detail|deeper|expand|show (me )?(more|the code)|full source)\b", re.I)
+_DONE = re.compile(r"\b(finali[sz]e|done|good enough|that'?s it|stop)\b", re.I)
+_IGNORE = re.compile(r"\b(?:ignore|exclude|skip|drop|hide|not)\s+([\w./*-]+)", re.I)
+_TOKEN = re.compile(r"[\w./*-]+")
+
+
+@dataclass(frozen=True)
+class FeedbackIntent:
+    """What a human's free-text feedback asks for, read deterministically."""
+
+    less: bool = False
+    more: bool = False
+    finalize: bool = False
+    #: words that look like paths, globs or symbol names to focus
+    mentions: tuple[str, ...] = ()
+    #: words after "ignore/exclude/skip/drop/hide/not"
+    ignores: tuple[str, ...] = ()
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_feedback(text: str | None) -> FeedbackIntent:
+    """Read feedback: zoom direction words, finalize words, mentioned and ignored names.
+
+    Mentions are every token with a path separator, a dot, an underscore or a
+    CamelCase hump; the policy then keeps only those that exist in the
+    repository (as a path, a directory or a symbol).
+    """
+    if not text or not text.strip():
+        return FeedbackIntent()
+    ignores = tuple(dict.fromkeys(m.group(1).strip("./") for m in _IGNORE.finditer(text)))
+    mentions: dict[str, None] = {}
+    for tok in _TOKEN.findall(text):
+        tok = tok.strip(".,;:")
+        if not tok or tok in ignores:
+            continue
+        if "/" in tok or "." in tok or "_" in tok or re.search(r"[a-z][A-Z]", tok) or tok[:1].isupper():
+            mentions.setdefault(tok, None)
+    return FeedbackIntent(
+        less=bool(_LESS.search(text)),
+        more=bool(_MORE.search(text)),
+        finalize=bool(_DONE.search(text)),
+        mentions=tuple(mentions),
+        ignores=ignores,
+    )

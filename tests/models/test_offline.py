@@ -1,0 +1,211 @@
+"""The offline navigator policy against the real repo-map engine on a small repository."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from activities.models.base import DecideCall, ModelProvider
+from activities.models.offline import OfflineProvider
+from activities.models.offline_policy import glob_matches
+from activities.models.offline_terms import goal_terms, parse_feedback
+from navcore.decision import ModelDecision
+from navcore.errors import ModelError
+from navcore.flightplan import FlightPlan, Level
+
+import repomap  # noqa: E402  (the real engine; no fake)
+
+GOAL = "why are tokens double-counted when the ledger records usage?"
+
+FILES = {
+    "src/shop/budget/ledger.py": '''
+        """Token ledger for the budget plugin."""
+
+
+        class Ledger:
+            """Keeps token counts per model."""
+
+            def __init__(self) -> None:
+                self.tokens = {}
+
+            def record_usage(self, model: str, tokens: int) -> None:
+                """Record tokens used by one call."""
+                self.tokens[model] = self.tokens.get(model, 0) + tokens
+                self.tokens[model] = self.tokens.get(model, 0) + tokens
+
+            def total(self) -> int:
+                return sum(self.tokens.values())
+        ''',
+    "src/shop/budget/enforce.py": '''
+        from shop.budget.ledger import Ledger
+
+
+        def enforce(ledger: Ledger, limit: int) -> bool:
+            """True while the ledger total stays under the limit."""
+            return ledger.total() <= limit
+
+
+        def charge(ledger: Ledger, model: str, tokens: int) -> None:
+            ledger.record_usage(model, tokens)
+        ''',
+    "src/shop/cart.py": '''
+        class Cart:
+            """A shopping cart of items and prices."""
+
+            def __init__(self) -> None:
+                self.items = []
+
+            def add_item(self, name: str, price: float) -> None:
+                self.items.append((name, price))
+
+            def price(self) -> float:
+                return sum(p for _, p in self.items)
+        ''',
+    "src/shop/render.py": '''
+        def render_receipt(items: list) -> str:
+            """Format a receipt."""
+            return "\\n".join(f"{n}: {p}" for n, p in items)
+        ''',
+    "tests/test_ledger.py": '''
+        from shop.budget.ledger import Ledger
+
+
+        def test_ledger_records_tokens():
+            ledger = Ledger()
+            ledger.record_usage("m", 3)
+            assert ledger.total() == 3
+        ''',
+    "docs/usage.md": "# Usage\n\nThe ledger records tokens per model.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("offline-repo")
+    for rel, text in FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    return root
+
+
+@pytest.fixture(scope="module")
+def engine(repo: Path, tmp_path_factory: pytest.TempPathFactory):
+    return repomap.RepoMap.open(repo, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+def _call(engine, plan: FlightPlan, iteration: int, meta=None, feedback=None, goal=GOAL) -> DecideCall:
+    return DecideCall(
+        model="offline", system_prompt="", user_prompt="", max_output_tokens=0, goal=goal,
+        flight_plan=plan, iteration=iteration, max_iterations=8, repo_root=engine.root,
+        map_metadata=meta, feedback=feedback, engine=engine,
+    )
+
+
+def _run(engine, budget: int = 2000) -> tuple[FlightPlan, list[ModelDecision]]:
+    provider = OfflineProvider()
+    plan = FlightPlan(token_budget=budget)
+    meta = engine.render(plan).metadata
+    decisions = []
+    for it in range(1, 9):
+        d = provider.decide_sync(_call(engine, plan, it, meta))
+        decisions.append(d)
+        if d.action == "finalize_context":
+            break
+        plan = plan.apply(d.updates)
+        meta = engine.render(plan).metadata
+    return plan, decisions
+
+
+def test_provider_protocol_and_name() -> None:
+    provider = OfflineProvider()
+    assert isinstance(provider, ModelProvider)
+    assert provider.handles("offline")
+    assert not provider.handles("gemini-2.5-flash")
+
+
+async def test_missing_engine_is_a_clear_error(engine) -> None:
+    call = _call(engine, FlightPlan(), 1)
+    call = DecideCall(**{**call.__dict__, "engine": None})
+    with pytest.raises(ModelError, match="repo-map engine"):
+        await OfflineProvider().decide(call)
+
+
+async def test_first_turn_surveys_goal_noise_and_top_files(engine) -> None:
+    d = await OfflineProvider().decide(_call(engine, FlightPlan(token_budget=2000), 1))
+    assert d.action == "update_flight_plan" and d.model == "offline"
+    assert d.usage.input_tokens == 0 and d.usage.output_tokens == 0 and d.calls == 1
+    u = d.updates
+    assert u.goal == GOAL
+    assert "tests/**" in u.add_exclude and "docs/**" in u.add_exclude
+    zoomed = {r.glob: r.level for r in u.set_rules}
+    assert zoomed.get("src/shop/budget/ledger.py", 0) >= Level.OUTLINE
+    assert "src/shop/budget/ledger.py ranks #" in d.reasoning
+    assert any(f.glob == "src/shop/budget/**" for f in u.add_focus_paths)
+
+
+def test_goal_that_mentions_tests_keeps_them(engine) -> None:
+    d = OfflineProvider().decide_sync(_call(engine, FlightPlan(), 1, goal="fix the failing ledger tests"))
+    assert "tests/**" not in d.updates.add_exclude
+    assert "docs/**" in d.updates.add_exclude
+
+
+def test_loop_zooms_in_expands_and_finalizes_within_budget(engine) -> None:
+    plan, decisions = _run(engine, budget=600)
+    assert decisions[-1].action == "finalize_context", [d.reasoning for d in decisions]
+    assert 2 <= len(decisions) <= 8
+    assert "finalize" in decisions[-1].reasoning and decisions[-1].summary
+    levels = {r.glob: r.level for r in plan.rules}
+    expanded = {f.symbol for f in plan.focus_symbols if f.expand}
+    assert levels.get("src/shop/budget/ledger.py") == Level.FULL or any("record_usage" in s for s in expanded)
+    assert levels.get("src/shop/cart.py", Level.PATH) <= Level.OUTLINE
+    rendered = engine.render(plan)
+    assert rendered.metadata.tokens_used <= 600
+    assert "self.tokens[model] = self.tokens.get(model, 0) + tokens" in rendered.text
+    zoom = next(d for d in decisions[1:] if d.action == "update_flight_plan")
+    assert zoom.reasoning.startswith("zoom:")
+
+
+def test_same_inputs_same_decisions(engine, repo: Path, tmp_path: Path) -> None:
+    first = [d.model_dump() for d in _run(engine)[1]]
+    fresh = repomap.RepoMap.open(repo, cache_dir=tmp_path)
+    second = [d.model_dump() for d in _run(fresh)[1]]
+    assert first == second
+
+
+def test_feedback_mentions_get_focus_and_less_zooms_out(engine) -> None:
+    provider = OfflineProvider()
+    plan, _ = _run(engine)
+    d = provider.decide_sync(_call(engine, plan, 5, feedback="also look at src/shop/render.py and Cart.price"))
+    assert d.action == "update_flight_plan"
+    assert {r.glob: r.level for r in d.updates.set_rules}["src/shop/render.py"] == Level.DOCS
+    assert any(f.glob == "src/shop/render.py" for f in d.updates.add_focus_paths)
+    assert any(f.symbol.endswith("Cart.price") for f in d.updates.add_focus_symbols)
+    assert "follow feedback" in d.reasoning
+    less = provider.decide_sync(_call(engine, plan, 5, feedback="too much, zoom out please"))
+    before = {r.glob: r.level for r in plan.rules}
+    after = {r.glob: r.level for r in less.updates.set_rules}
+    assert after and all(after[g] == before[g] - 1 for g in after)
+
+
+def test_feedback_ignore_unknown_and_finalize(engine) -> None:
+    provider = OfflineProvider()
+    plan, _ = _run(engine)
+    d = provider.decide_sync(_call(engine, plan, 5, feedback="ignore src/shop/cart.py, and see nowhere/thing.py"))
+    assert "src/shop/cart.py" in d.updates.add_exclude
+    assert "nowhere/thing.py" in d.reasoning and "ignored" in d.reasoning
+    done = provider.decide_sync(_call(engine, plan, 5, feedback="good enough, finalize"))
+    assert done.action == "finalize_context"
+
+
+def test_terms_and_feedback_parsing() -> None:
+    assert goal_terms("Make TimedSerializer.loads() accept return_timestamp") == [
+        "timedserializer", "timed", "serializer", "loads", "accept", "return_timestamp", "return", "timestamp",
+    ]
+    intent = parse_feedback("zoom out of docs, exclude vendor/ and focus src/app.py")
+    assert intent.less and not intent.more and intent.ignores == ("vendor",)
+    assert "src/app.py" in intent.mentions
+    assert glob_matches("src/**", "src/a/b.py") and glob_matches("src/budget", "src/budget/x.py")
+    assert not glob_matches("tests/**", "src/tests_x.py") and glob_matches("**/tests/**", "a/tests/t.py")
