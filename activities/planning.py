@@ -90,7 +90,8 @@ def load_run_profile(path_or_text: str | Path) -> RunProfile:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{source}{where}: not valid YAML; fix the syntax") from exc
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise ConfigError(f"{source}{where}: not valid YAML ({problem}); fix the syntax") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: a run profile must be a mapping of settings")
     try:

@@ -27,6 +27,7 @@ Pure pydantic + stdlib: safe in the workflow sandbox.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -204,6 +205,16 @@ def build_summary_request(
     )
 
 
+def _first_step(entry: BaseModel) -> int:
+    """The first step an entry covers (a summary's coverage is in its first diff line)."""
+    if getattr(entry, "action", "") in SUMMARY_ACTIONS:
+        lines = getattr(entry, "diff_lines", [])
+        m = re.match(r"covers steps (\d+)", lines[0]) if lines else None
+        if m:
+            return int(m.group(1))
+    return int(getattr(entry, "step"))
+
+
 def _folded_fields(replaced: Sequence[BaseModel], action: str, text: str, cap: int) -> dict[str, Any]:
     def total(name: str) -> int:
         return sum(int(getattr(e, name, 0) or 0) for e in replaced)
@@ -212,7 +223,7 @@ def _folded_fields(replaced: Sequence[BaseModel], action: str, text: str, cap: i
         "step": getattr(replaced[-1], "step"),
         "action": action,
         "reasoning": truncate_text(text.strip(), cap),
-        "diff_lines": [f"covers steps {getattr(replaced[0], 'step')}–{getattr(replaced[-1], 'step')}"],
+        "diff_lines": [f"covers steps {_first_step(replaced[0])}–{getattr(replaced[-1], 'step')}"],
         "cost_micros": total("cost_micros"),
         "input_tokens": total("input_tokens"),
         "output_tokens": total("output_tokens"),

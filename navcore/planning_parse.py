@@ -186,7 +186,8 @@ def _add_line(draft: _Draft, raw: str) -> None:
             draft.criteria.extend(c.strip() for c in rest.split(";") if c.strip())
         return
     b = _BULLET.match(raw)
-    item = _clean(b.group(1) if b else raw)
+    # Keep backticks: they mark paths/identifiers the criteria checker looks up.
+    item = (b.group(1) if b else raw).strip().strip("*_").strip()
     if not item:
         return
     if b or draft.objective:

@@ -1,0 +1,122 @@
+"""Compression keeps the decision log (and the prompt quoting it) bounded over long runs."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from temporalio.testing import ActivityEnvironment
+
+from activities.planning import PlanningActivities
+from navcore.compression import (
+    CompressInput,
+    CompressionConfig,
+    LogEntry,
+    build_summary_request,
+    enforce_hard_cap,
+    merge_summary,
+    needs_compression,
+    render_log,
+    truncate_entries,
+    truncate_text,
+)
+from navcore.prompt import SYSTEM_PROMPT
+from navcore.state import DecisionLogEntry
+
+GOAL = "why are tokens double-counted in budget enforcement?"
+ITERATIONS = 200
+
+
+def _entry(step: int) -> DecisionLogEntry:
+    # Deterministic, varied sizes; every 17th reasoning is far over the entry cap.
+    size = 6000 if step % 17 == 0 else 150 + (step * 37) % 900
+    words = (f"step{step} zoom into src/area{step % 7}/module.py because budget tokens " * 200)[:size]
+    return DecisionLogEntry(
+        step=step,
+        action="update_flight_plan" if step % 5 else "invalid",
+        reasoning=words,
+        diff_lines=[f"+ rule src/area{step % 7}/** → L{2 + step % 3}", f"+ focus area{step % 7}"],
+        cost_micros=100 + step,
+        input_tokens=1000 + step,
+        output_tokens=50,
+        at=datetime(2026, 1, 1, tzinfo=timezone.utc),
+    )
+
+
+def _build(fields: dict[str, Any]) -> DecisionLogEntry:
+    return DecisionLogEntry(**fields, at=datetime(2026, 1, 1, tzinfo=timezone.utc))
+
+
+def test_truncate_text_marks_and_respects_cap() -> None:
+    out = truncate_text("x" * 5000, 300)
+    assert len(out) <= 300 and out.endswith("chars]") and "truncated 47" in out
+    assert truncate_text("short", 300) == "short"
+
+
+def test_decision_log_entry_maps_onto_log_entry() -> None:
+    e = _entry(3)
+    mapped = LogEntry.model_validate(e.model_dump())
+    assert (mapped.step, mapped.action, mapped.cost_micros, mapped.diff_lines) == (3, e.action, e.cost_micros, e.diff_lines)
+
+
+async def test_prompt_bounded_over_200_iterations() -> None:
+    cfg = CompressionConfig()  # threshold 30, keep last 10
+    acts = PlanningActivities()  # navigator.compress needs no repo engine
+    env = ActivityEnvironment()
+    entries: list[DecisionLogEntry] = []
+    uncompressed_chars = 0
+    sizes: list[int] = []
+    compressions = 0
+    total_cost = 0
+    for step in range(1, ITERATIONS + 1):
+        new = _entry(step)
+        total_cost += new.cost_micros
+        uncompressed_chars += len(new.reasoning) + sum(map(len, new.diff_lines))
+        entries = truncate_entries([*entries, new], cfg)
+        if needs_compression(entries, cfg):
+            req = build_summary_request(entries, GOAL, cfg)
+            res = await env.run(acts.compress, CompressInput(model="offline", goal=GOAL, request=req))
+            assert res.usage.output_tokens > 0 and res.calls == 1
+            entries = merge_summary(entries, req, res.summary, _build, cfg)
+            compressions += 1
+        entries = enforce_hard_cap(entries, cfg, _build)
+        assert len(entries) <= cfg.threshold
+        sizes.append(len(SYSTEM_PROMPT) + len(render_log(entries)))
+    state_bytes = len(json.dumps([e.model_dump(mode="json") for e in entries]))
+    print(
+        f"\n[compression] {ITERATIONS} iterations, {compressions} compressions: max prompt log part "
+        f"{max(sizes)} chars (final {sizes[-1]}), uncompressed log would be {uncompressed_chars} chars; "
+        f"final log {len(entries)} entries, {state_bytes} bytes of state"
+    )
+    assert compressions >= 8
+    # Bounded: the second half of the run is no bigger than the first half's peak plus one summary.
+    assert max(sizes[100:]) <= max(sizes[:100]) + cfg.summary_text_cap
+    assert max(sizes) < uncompressed_chars / 5
+    # Cost is conserved by summaries; the summary chain keeps the earliest steps.
+    assert sum(e.cost_micros for e in entries) == total_cost
+    assert entries[0].action == "summary" and entries[0].diff_lines[0].startswith("covers steps 1–")
+    assert [e.step for e in entries[-cfg.keep_last:]] == list(range(ITERATIONS - cfg.keep_last + 1, ITERATIONS + 1))
+
+
+def test_hard_cap_trims_visibly_and_keeps_tail() -> None:
+    cfg = CompressionConfig(hard_cap_entries=12, hard_cap_chars=5000, keep_last=5, threshold=30)
+    entries = truncate_entries([_entry(i) for i in range(1, 30)], cfg)
+    capped = enforce_hard_cap(entries, cfg, _build)
+    assert len(capped) <= 12
+    assert capped[0].action == "trimmed" and "trimmed by the hard cap" in capped[0].reasoning
+    assert [e.step for e in capped[-5:]] == [25, 26, 27, 28, 29]
+    assert sum(e.cost_micros for e in capped) == sum(e.cost_micros for e in entries)
+
+
+def test_merge_refuses_stale_request_and_empty_summary() -> None:
+    cfg = CompressionConfig()
+    entries = [_entry(i) for i in range(1, 35)]
+    req = build_summary_request(entries, GOAL, cfg)
+    with pytest.raises(ValueError, match="empty summary"):
+        merge_summary(entries, req, "  ", _build, cfg)
+    with pytest.raises(ValueError, match="changed under"):
+        merge_summary(entries[1:], req, "summary", _build, cfg)
+    merged = merge_summary([*entries, _entry(35)], req, "summary", _build, cfg)
+    assert [e.step for e in merged[-11:]] == list(range(25, 36))  # entries logged meanwhile kept
