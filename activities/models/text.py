@@ -78,6 +78,8 @@ class ScriptedTextModel:
         self._source = source or "the script"
         self._responses = {k: list(v) for k, v in responses.items()}
         self._used: dict[str, int] = {}
+        #: (kind, system, user) of every call, for tests and demos to inspect
+        self.requests: list[tuple[str, str, str]] = []
 
     @classmethod
     def from_file(cls, path: Path) -> "ScriptedTextModel":
@@ -106,6 +108,7 @@ class ScriptedTextModel:
         data: Mapping[str, Any] | None = None,
     ) -> tuple[str, TokenUsage]:
         """The next scripted response for ``kind``."""
+        self.requests.append((kind, system, user))
         queue = self._responses.get(kind)
         i = self._used.get(kind, 0)
         if not queue or i >= len(queue):
