@@ -103,12 +103,14 @@ class NavigatorActivities:
         pricer: Pricer,
         provider_factory: ProviderFactory = build_provider,
         engine_factory: EngineFactory | None = None,
+        token_counter: Callable[[str], int] | None = None,
         limits: ActivityLimits | None = None,
     ) -> None:
         self.store = store
         self.pricer = pricer
         self.provider_factory = provider_factory
         self.engine_factory = engine_factory or _open_repomap
+        self.count_tokens = token_counter or _repomap_count_tokens
         self.limits = limits or ActivityLimits()
         self._engines: dict[Path, Any] = {}
         self._engine_lock = asyncio.Lock()
@@ -188,8 +190,6 @@ class NavigatorActivities:
         """Build and store the prompt; return its exact token count and cost estimate."""
 
         async def work() -> PromptOutput:
-            from repomap.tokens import count_tokens
-
             meta = MapMetadata.model_validate_json(self._get_text(inp.metadata_ref))
             parts = PromptParts(
                 goal=inp.goal,
@@ -204,7 +204,7 @@ class NavigatorActivities:
                 feedback=inp.feedback,
             )
             user = build_user_prompt(parts)
-            tokens = count_tokens(SYSTEM_PROMPT) + count_tokens(user)
+            tokens = self.count_tokens(SYSTEM_PROMPT) + self.count_tokens(user)
             estimate = self.pricer.estimate(inp.model, tokens, inp.max_output_tokens)
             return PromptOutput(
                 system_ref=self._put_text(SYSTEM_PROMPT, MEDIA_TEXT, "navigator system prompt"),
@@ -319,3 +319,9 @@ def _open_repomap(root: Path) -> Any:
     from repomap import RepoMap
 
     return RepoMap.open(root)
+
+
+def _repomap_count_tokens(text: str) -> int:
+    from repomap.tokens import count_tokens
+
+    return int(count_tokens(text))

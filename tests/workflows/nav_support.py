@@ -1,0 +1,212 @@
+"""Test helpers for the navigator workflow tests.
+
+* :class:`StubRepoMap` — a small engine honouring the ``repomap.RepoMap``
+  render contract (levels by last matching rule, exclude, budget cap), used
+  only while the real engine is not importable; :func:`engine_factory` picks
+  the real one when it is.
+* :class:`ScriptProvider` — a ``ModelProvider`` that returns scripted
+  decisions per step, can fail an attempt after spending tokens, and can be
+  slow (for kill tests). It is a model stand-in, not a Temporal mock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from activities.models.base import DecideCall
+from activities.models.registry import TablePricer
+from navcore.decision import ModelDecision, TokenUsage
+from navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
+from navcore.mapmeta import FileSummary, MapMetadata
+from navcore.pricing import PricingTable
+
+FIXTURE_REPO = Path(__file__).resolve().parents[1] / "fixtures" / "navigator_repo"
+
+#: test prices: $1 / $2 per million tokens → 1 / 2 micro-dollars per token
+TEST_PRICING = PricingTable.from_mapping(
+    {"models": {"test-model": {"input": Decimal("1"), "output": Decimal("2")}}}, "tests"
+)
+
+
+def make_pricer() -> TablePricer:
+    """A pricer with easy numbers for ``test-model``."""
+    return TablePricer(TEST_PRICING)
+
+
+def count_words(text: str) -> int:
+    """A cheap deterministic token counter for the stub engine."""
+    return len(text.split())
+
+
+def _matches(path: str, glob: str) -> bool:
+    g = glob.rstrip("/")
+    return fnmatch.fnmatch(path, g) or path.startswith(g + "/") or fnmatch.fnmatch(path, g.replace("**/", ""))
+
+
+@dataclass
+class _Rendered:
+    text: str
+    metadata: MapMetadata
+    files: list[FileSummary]
+
+
+class StubRepoMap:
+    """Just enough of ``repomap.RepoMap`` for workflow tests (render only)."""
+
+    def __init__(self, root: Path, pad_lines: int = 0) -> None:
+        self.root = root
+        self.files = sorted(
+            p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts
+        )
+        self.index_version = f"stub:{len(self.files)}"
+        self.pad_lines = pad_lines
+
+    def _level(self, path: str, plan: FlightPlan) -> int:
+        if any(_matches(path, g) for g in plan.exclude):
+            return 0
+        level = int(plan.default_level) if plan.default_level is not None else int(Level.PATH)
+        for rule in plan.rules:
+            if _matches(path, rule.glob):
+                level = int(rule.level)
+        return level
+
+    def _block(self, path: str, level: int) -> str:
+        text = (self.root / path).read_text(errors="replace")
+        if level >= 4:
+            body = text
+        elif level >= 2:
+            body = "\n".join(l for l in text.splitlines() if l.lstrip().startswith(("def ", "class ")))
+        else:
+            body = ""
+        pad = "\n".join(f"# filler {path} {i}" for i in range(self.pad_lines)) if level >= 2 else ""
+        return f"## {path} (L{level})\n{body}\n{pad}".rstrip() + "\n"
+
+    def render(self, plan: FlightPlan) -> _Rendered:
+        parts: list[str] = []
+        summaries: list[FileSummary] = []
+        used = 0
+        for path in self.files:
+            level = self._level(path, plan)
+            if level == 0:
+                continue
+            block = self._block(path, level)
+            tokens = count_words(block)
+            if used + tokens > plan.token_budget:
+                block, level, tokens = f"## {path} (L1)\n", 1, 3
+                if used + tokens > plan.token_budget:
+                    continue
+            used += tokens
+            parts.append(block)
+            summaries.append(FileSummary(path=path, level=level, requested_level=level, tokens=tokens))
+        per_level: dict[str, int] = {}
+        for s in summaries:
+            per_level[str(s.level)] = per_level.get(str(s.level), 0) + 1
+        meta = MapMetadata(
+            tokens_used=used,
+            token_budget=plan.token_budget,
+            files_total=len(self.files),
+            files_per_level=per_level,
+            index_version=self.index_version,
+            top_files=summaries[:20],
+            token_counter="words",
+        )
+        return _Rendered(text="".join(parts), metadata=meta, files=summaries)
+
+
+def engine_factory(pad_lines: int = 0) -> Any:
+    """The real ``RepoMap.open`` when available, else the stub."""
+    if pad_lines == 0:
+        try:
+            from repomap import RepoMap  # noqa: F401
+
+            return None  # NavigatorActivities opens the real engine itself
+        except ImportError:
+            pass
+    return lambda root: StubRepoMap(root, pad_lines)
+
+
+def token_counter() -> Any:
+    """The real token counter when the engine is available, else word counts."""
+    try:
+        from repomap.tokens import count_tokens  # noqa: F401
+
+        return None
+    except ImportError:
+        return count_words
+
+
+def update(**kw: Any) -> FlightPlanUpdate:
+    """A FlightPlanUpdate from keyword arguments."""
+    return FlightPlanUpdate.model_validate(kw)
+
+
+ZOOM_BUDGET = update(set_rules=[{"glob": "src/budgetkit/**", "level": 4}], add_focus_paths=[{"glob": "src/budgetkit"}])
+ZOOM_OUT_CLI = update(set_rules=[{"glob": "src/budgetkit/cli.py", "level": 1}])
+
+
+@dataclass
+class ScriptProvider:
+    """Scripted decisions by step; ``None`` past the script means finalize.
+
+    ``fail_first_attempt`` maps a step to the usage a failing first attempt
+    consumed (raised as an exception carrying ``usage``).
+    """
+
+    steps: list[FlightPlanUpdate | str] = field(default_factory=list)
+    usage: TokenUsage = field(default_factory=lambda: TokenUsage(input_tokens=1000, output_tokens=100))
+    fail_first_attempt: dict[int, TokenUsage] = field(default_factory=dict)
+    delay_s: float = 0.0
+    prompts: list[str] = field(default_factory=list)
+    _failed: set[int] = field(default_factory=set)
+
+    def handles(self, model: str) -> bool:
+        return True
+
+    async def decide(self, call: DecideCall) -> ModelDecision:
+        self.prompts.append(call.user_prompt)
+        step = call.iteration
+        call.heartbeat(f"thinking about step {step}")
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        if step in self.fail_first_attempt and step not in self._failed:
+            self._failed.add(step)
+            raise StreamBroke(self.fail_first_attempt[step])
+        item = self.steps[step - 1] if step <= len(self.steps) else "finalize"
+        if item == "finalize":
+            return ModelDecision(
+                action="finalize_context", reasoning=f"step {step}: enough", summary="The budget plugin double-counts.",
+                model=call.model, usage=self.usage,
+            )
+        if item == "invalid":
+            return ModelDecision(action="invalid", reasoning="no call", model=call.model, usage=self.usage, error="missing call")
+        assert isinstance(item, FlightPlanUpdate)
+        return ModelDecision(
+            action="update_flight_plan", reasoning=f"step {step}: zoom", updates=item, model=call.model, usage=self.usage
+        )
+
+
+class StreamBroke(RuntimeError):
+    """A retryable provider failure after tokens were spent."""
+
+    def __init__(self, usage: TokenUsage) -> None:
+        super().__init__("stream broke after tokens were spent")
+        self.usage = usage
+
+
+async def wait_for(handle: Any, predicate: Any, timeout_s: float = 30.0) -> Any:
+    """Poll ``get_status`` until ``predicate(report)`` holds; return the report."""
+    from navcore.report import TurnReport
+
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        report = await handle.query("get_status", result_type=TurnReport)
+        if predicate(report):
+            return report
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not reached; last status: {report}")
+        await asyncio.sleep(0.1)
