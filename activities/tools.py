@@ -152,9 +152,10 @@ class CodeToolActivities:
                 f"{args.path} is not an indexed file (missing, a folder, ignored, binary or oversized); "
                 "use list_directory or search_codebase to find files",
             )
-        total = _resolve_inside(root, rel).read_bytes().count(b"\n") + 1
+        data = _resolve_inside(root, rel).read_bytes()
+        total = data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
         start = args.start_line
-        if start > total:
+        if start > max(total, 1):
             return _fail("read_file", f"{rel} has {total} lines; start_line {start} is past the end")
         want_end = min(args.end_line or total, total)
         if want_end < start:
