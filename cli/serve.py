@@ -14,7 +14,7 @@ from cli.connect import open_session
 from cli.errors import ExitCode, handles_errors, stderr
 from cli.health import HealthState, monitor_frontend, serve_health
 from workers.devserver import SEARCH_ATTRIBUTES, DevServer, DevServerConfig, default_state_dir
-from workers.logging import bind_ids, get_logger
+from workers.logging import bind_ids, configure_logging, get_logger
 
 __all__ = ["serve_app", "FRONTEND_CHECK_INTERVAL_S"]
 
@@ -109,6 +109,13 @@ def worker(
 ) -> None:
     """Run a navigator worker until SIGTERM / Ctrl-C (in-flight work is drained)."""
     config = config_of(ctx)
+    opts = ctx.find_root().obj
+    # a worker is a service: its own level (info by default) and JSON if configured
+    configure_logging(
+        json_output=opts.log_json if opts.log_json is not None else config.log.json_output,
+        level=opts.log_level or config.log.level,
+        force=True,
+    )
     slots = max_concurrent_activities or config.worker.max_concurrent_activities
     run_async(_work(ctx, slots, health_port, health_host))
 

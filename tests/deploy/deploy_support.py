@@ -1,0 +1,63 @@
+"""Helpers shared by the deploy tests: the typer command tree and the workflow's search attributes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer.main
+import yaml
+
+from cli.app import app
+from cli.config import ENV_VARS, SECRET_ENV_VARS
+
+ROOT = Path(__file__).resolve().parents[2]
+#: variables set for the runtime itself (platformdirs honours XDG), not navigator settings
+RUNTIME_ENV = {"XDG_CACHE_HOME", "XDG_STATE_HOME"}
+KNOWN_ENV = set(ENV_VARS) | set(SECRET_ENV_VARS) | RUNTIME_ENV
+
+#: SearchAttributeKey value type → the name `temporal operator search-attribute create --type` takes
+SA_TYPE_NAMES = {"KEYWORD": "Keyword", "DOUBLE": "Double", "INT": "Int", "TEXT": "Text", "BOOL": "Bool"}
+
+
+def load_yaml_docs(path: Path) -> list[Any]:
+    """Every document of a YAML file."""
+    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+
+
+def check_navigator_argv(argv: list[str]) -> dict[str, str]:
+    """Assert ``argv`` (after the ``navigator`` entry point) names a real command and options.
+
+    Returns the options with values, e.g. ``{"--health-port": "8080"}``.
+    """
+    group = typer.main.get_command(app)
+    name, *rest = argv
+    assert name in group.commands, f"{name!r} is not a navigator command"  # type: ignore[attr-defined]
+    command = group.commands[name]  # type: ignore[attr-defined]
+    options: dict[str, Any] = {}
+    for param in command.params:
+        for opt in param.opts:
+            options[opt] = param
+    values: dict[str, str] = {}
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        assert token.startswith("--"), f"unexpected argument {token!r} for {name}"
+        assert token in options, f"{token} is not an option of `navigator {name}`"
+        if options[token].is_flag:
+            values[token] = "true"
+            i += 1
+        else:
+            values[token] = rest[i + 1]
+            i += 2
+    return values
+
+
+def workflow_search_attributes() -> dict[str, str]:
+    """Name → type of the search attributes the workflow upserts."""
+    from workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES
+
+    return {
+        key.name: SA_TYPE_NAMES[key.indexed_value_type.name.removeprefix("INDEXED_VALUE_TYPE_")]
+        for key in NAVIGATOR_SEARCH_ATTRIBUTES
+    }

@@ -1,0 +1,90 @@
+"""Kubernetes manifests and the Dockerfile agree with the code."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from typing import Any
+
+import pytest
+from deploy_support import KNOWN_ENV, ROOT, check_navigator_argv, load_yaml_docs
+
+from cli.config import ENV_VARS, SECRET_ENV_VARS
+from cli.health import HEALTH_PATHS
+
+K8S = ROOT / "deploy" / "k8s"
+
+
+@pytest.fixture(scope="module")
+def manifests() -> dict[str, dict[str, Any]]:
+    docs: dict[str, dict[str, Any]] = {}
+    for path in sorted(K8S.glob("*.yaml")):
+        for doc in load_yaml_docs(path):
+            docs[f"{doc['kind']}/{doc.get('metadata', {}).get('name', path.stem)}"] = doc
+    return docs
+
+
+def _container(manifests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    deployment = manifests["Deployment/navigator-worker"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def test_kustomization_lists_existing_files() -> None:
+    (kust,) = load_yaml_docs(K8S / "kustomization.yaml")
+    for resource in kust["resources"]:
+        assert (K8S / resource).is_file()
+
+
+def test_deployment_runs_a_real_worker_command_with_probes(manifests: dict[str, dict[str, Any]]) -> None:
+    container = _container(manifests)
+    options = check_navigator_argv(container["args"])
+    port = int(options["--health-port"])
+    named = {p["name"]: p["containerPort"] for p in container["ports"]}
+    for probe in ("livenessProbe", "readinessProbe"):
+        http = container[probe]["httpGet"]
+        assert http["path"] in HEALTH_PATHS
+        assert named[http["port"]] == port
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    for kind in ("requests", "limits"):
+        assert {"cpu", "memory"} <= set(container["resources"][kind])
+    spec = manifests["Deployment/navigator-worker"]["spec"]["template"]["spec"]
+    assert spec["terminationGracePeriodSeconds"] > 0
+
+
+def test_env_comes_from_configmap_and_secret_refs(manifests: dict[str, dict[str, Any]]) -> None:
+    container = _container(manifests)
+    (env_from,) = container["envFrom"]
+    config_map = manifests[f"ConfigMap/{env_from['configMapRef']['name']}"]
+    assert set(config_map["data"]) <= set(ENV_VARS), set(config_map["data"]) - set(ENV_VARS)
+    secret_names = {doc["metadata"]["name"] for key, doc in manifests.items() if key.startswith("Secret/")}
+    for item in container["env"]:
+        assert item["name"] in KNOWN_ENV
+        ref = item.get("valueFrom", {}).get("secretKeyRef")
+        if ref:
+            assert item["name"] in SECRET_ENV_VARS and ref["key"] == item["name"]
+            assert ref["name"] in secret_names
+    # the example Secret holds no real credential
+    for key, doc in manifests.items():
+        if key.startswith("Secret/"):
+            assert all(value == "" for value in doc["stringData"].values())
+
+
+def test_dockerfile_matches_package_and_manifests(manifests: dict[str, dict[str, Any]]) -> None:
+    text = (ROOT / "deploy" / "Dockerfile").read_text()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    entry = json.loads(re.search(r"^ENTRYPOINT (\[.*\])$", text, re.M).group(1))  # type: ignore[union-attr]
+    assert entry == ["navigator"] and "navigator" in project["project"]["scripts"]
+    cmd = json.loads(re.search(r"^CMD (\[.*\])$", text, re.M).group(1))  # type: ignore[union-attr]
+    port = check_navigator_argv(cmd)["--health-port"]
+    assert re.search(rf"^EXPOSE {port}$", text, re.M)
+    packages = {p.rstrip("*") for p in project["tool"]["setuptools"]["packages"]["find"]["include"]}
+    copied = set(re.findall(r"^COPY (\w+) \./\1$", text, re.M))
+    assert copied == packages
+    uid = int(re.search(r"useradd .*--uid (\d+)", text).group(1))  # type: ignore[union-attr]
+    pod = manifests["Deployment/navigator-worker"]["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsUser"] == uid
+    py = re.search(r"^FROM python:(\d+\.\d+)", text, re.M).group(1)  # type: ignore[union-attr]
+    assert project["project"]["requires-python"] == f">={py}"
