@@ -5,7 +5,7 @@ Integration note (for ``workers/`` and ``workflows/navigator.py``)
 Build one :class:`PlanningActivities` per worker and register its bound
 methods::
 
-    acts = PlanningActivities(engine_for=open_engine)   # repo_root -> repomap.RepoMap (cached)
+    acts = PlanningActivities(engine_for=nav_acts.engine)  # repo_root -> repomap.RepoMap (cached)
     Worker(..., activities=[*acts.all(), ...])
 
 Stable activity names (public API, never rename): ``planning.analyze``,
@@ -25,6 +25,8 @@ back (e.g. :func:`navcore.planning.direct_plan`). Project errors
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -69,10 +71,18 @@ from navcore.planning_prompts import (
     review_prompt,
 )
 
-__all__ = ["PlanningActivities", "load_run_profile"]
+__all__ = ["PlanningActivities", "load_run_profile", "open_engine"]
 
 T = TypeVar("T")
+#: repo_root -> opened ``repomap.RepoMap``; sync or async (e.g. ``NavigatorActivities.engine``)
 EngineFor = Callable[[str], Any]
+
+
+async def open_engine(engine_for: EngineFor, repo_root: str) -> Any:
+    """Call ``engine_for`` without blocking the event loop (indexing can take seconds)."""
+    if inspect.iscoroutinefunction(engine_for):
+        return await engine_for(repo_root)
+    return await asyncio.to_thread(engine_for, repo_root)
 
 
 def load_run_profile(path_or_text: str | Path) -> RunProfile:
@@ -135,8 +145,8 @@ class PlanningActivities:
             self._models[name] = self._text_model_for(name)
         return self._models[name]
 
-    def _engine(self, repo_root: str) -> Any | None:
-        return self._engine_for(repo_root) if self._engine_for is not None else None
+    async def _engine(self, repo_root: str) -> Any | None:
+        return await open_engine(self._engine_for, repo_root) if self._engine_for is not None else None
 
     async def _ask(
         self,
@@ -170,8 +180,8 @@ class PlanningActivities:
             non_retryable=True,
         )
 
-    def _render(self, engine: Any, plan: FlightPlan) -> Any:
-        return engine.render(plan) if engine is not None else None
+    async def _render(self, engine: Any, plan: FlightPlan) -> Any:
+        return await asyncio.to_thread(engine.render, plan) if engine is not None else None
 
     async def _run(self, fn: Callable[[], Awaitable[T]]) -> T:
         try:
@@ -186,8 +196,8 @@ class PlanningActivities:
         """DIRECT, or an analysis ending REFLECT: yes|no."""
 
         async def go() -> AnalyzeResult:
-            engine = self._engine(inp.repo_root)
-            rendered = self._render(engine, FlightPlan(goal=inp.goal))
+            engine = await self._engine(inp.repo_root)
+            rendered = await self._render(engine, FlightPlan(goal=inp.goal))
             excerpt = rendered.text[: inp.config.map_excerpt_chars] if rendered is not None else ""
             meta = inp.map_metadata or (rendered.metadata if rendered is not None else None)
             data = {"goal": inp.goal, "engine": engine}
@@ -204,7 +214,7 @@ class PlanningActivities:
         """Critic, pragmatist, detailer and plan adjustments."""
 
         async def go() -> ReviewResult:
-            data = {"goal": inp.goal, "engine": self._engine(inp.repo_root), "analysis": inp.analysis}
+            data = {"goal": inp.goal, "engine": await self._engine(inp.repo_root), "analysis": inp.analysis}
             review, usage, calls = await self._ask(
                 "planning.review", inp.model, review_prompt(inp.goal, inp.analysis, inp.map_metadata),
                 inp.config.max_output_tokens, data, parse_review,
@@ -218,7 +228,7 @@ class PlanningActivities:
         """The stage plan (1..max_stages stages, compound steps split)."""
 
         async def go() -> PlanResult:
-            data = {"goal": inp.goal, "engine": self._engine(inp.repo_root), "config": inp.config}
+            data = {"goal": inp.goal, "engine": await self._engine(inp.repo_root), "config": inp.config}
             prompt = plan_prompt(inp.goal, inp.analysis, inp.review, inp.map_metadata, inp.config)
             plan, usage, calls = await self._ask(
                 "planning.plan", inp.model, prompt, inp.config.max_output_tokens, data,
@@ -233,7 +243,7 @@ class PlanningActivities:
         """Which of the stage's criteria the current map meets, with evidence."""
 
         async def go() -> CriteriaResult:
-            rendered = self._render(self._engine(inp.repo_root), inp.flight_plan)
+            rendered = await self._render(await self._engine(inp.repo_root), inp.flight_plan)
             map_text = rendered.text if rendered is not None else ""
             meta = rendered.metadata if rendered is not None else inp.map_metadata
             files = list(rendered.files) if rendered is not None else list(meta.top_files if meta else [])

@@ -5,7 +5,7 @@ Integration note (for ``workers/`` and ``workflows/navigator.py``)
 Build one :class:`CodeToolActivities` per worker with the engine opener the
 other activities use and the artifact store, and register :meth:`all`::
 
-    tools = CodeToolActivities(engine_for=open_engine, store=artifact_store)
+    tools = CodeToolActivities(engine_for=nav_acts.engine, store=artifact_store)
 
 Activity names are ``navcore.tools.TOOL_ACTIVITY[name]`` (``tools.search_codebase``,
 ``tools.read_file``, ``tools.list_directory``, ``tools.get_callers``,
@@ -23,6 +23,7 @@ a capped preview plus ``artifact_ref``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -30,6 +31,7 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 from temporalio import activity
 
+from activities.planning import EngineFor, open_engine
 from navcore.artifacts import ArtifactRef
 from navcore.compression import truncate_text
 from navcore.errors import NavigatorError, PathEscapeError
@@ -46,9 +48,6 @@ from navcore.tools import (
 )
 
 __all__ = ["CodeToolActivities", "BytesStore"]
-
-EngineFor = Callable[[str], Any]
-
 
 class BytesStore(Protocol):
     """The part of ``activities.artifacts.ArtifactStore`` the tools need."""
@@ -123,8 +122,8 @@ class CodeToolActivities:
             errs = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()[:3])
             return _fail(name, f"bad arguments for {name}: {errs}")
         try:
-            engine = self._engine_for(req.repo_root)
-            return body(engine, Path(engine.root), args)
+            engine = await open_engine(self._engine_for, req.repo_root)
+            return await asyncio.to_thread(body, engine, Path(engine.root), args)
         except PathEscapeError as exc:
             return _fail(name, f"refused: {exc}")
         except NavigatorError as exc:

@@ -18,6 +18,7 @@ structured inputs from ``data`` (see :mod:`activities.planning`):
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -146,7 +147,8 @@ class OfflineTextModel:
         }.get(kind)
         if handler is None:
             raise ModelError(f"the offline text model has no behaviour for {kind!r}; use a known activity")
-        text = handler(dict(data or {}))
+        # Ranking/rendering is CPU work: keep the activity's event loop free.
+        text = await asyncio.to_thread(handler, dict(data or {}))
         return text, TokenUsage(input_tokens=approx_tokens(system + user), output_tokens=approx_tokens(text))
 
     def _analyze(self, d: dict[str, Any]) -> str:
