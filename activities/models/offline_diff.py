@@ -11,24 +11,45 @@ from navcore.mapmeta import MapMetadata
 __all__ = ["diff_allocation", "fill_move", "finalize_summary"]
 
 
+def _degraded(meta: MapMetadata | None) -> bool:
+    """True when the last render had to show files below their requested level."""
+    if meta is None:
+        return False
+    return meta.degraded > 0 or any(f.level < f.requested_level for f in meta.top_files)
+
+
 def diff_allocation(
-    plan: FlightPlan, alloc: Allocation, ranked: list[Any], cfg: OfflinePolicyConfig
+    plan: FlightPlan, alloc: Allocation, ranked: list[Any], cfg: OfflinePolicyConfig,
+    meta: MapMetadata | None = None,
 ) -> tuple[FlightPlanUpdate, list[str]]:
     """The update that moves ``plan`` to ``alloc``; empty when the plan already matches it.
 
+    Hysteresis: while the last map fitted without degradation, levels are only
+    raised, never lowered, and files still in the top ``survey_files`` keep
+    theirs; otherwise a fill move and the next allocation would undo each other.
     Focus entries the policy owns are recognised by their configured weights,
     so focus a human added through feedback (``feedback_weight``) is never removed.
     """
     rank_of = {r.path: i + 1 for i, r in enumerate(ranked)}
     current = {r.glob: r.level for r in plan.rules}
+    shrink = meta is None or _degraded(meta)
     notes: list[str] = []
-    rules = [VerbosityRule(glob=p, level=lv) for p, lv in alloc.levels.items() if current.get(p) != lv]
+    rules = [
+        VerbosityRule(glob=p, level=lv) for p, lv in alloc.levels.items()
+        if current.get(p) != lv and (shrink or lv > current.get(p, Level.HIDDEN))
+    ]
     for glob, level in current.items():
+        keep = not shrink and rank_of.get(glob, 10**9) <= cfg.survey_files
         # only exact-file rules are the policy's; globs (dirs) came from a human
-        if level >= Level.OUTLINE and glob not in alloc.levels and not any(c in glob for c in "*?["):
+        if keep or any(c in glob for c in "*?["):
+            continue
+        if level >= Level.OUTLINE and glob not in alloc.levels:
             if _policy_owned_rule(glob, plan, cfg):
                 rules.append(VerbosityRule(glob=glob, level=Level.PATH))
-                where = f"now ranks #{rank_of[glob]}" if glob in rank_of else "no longer matches the goal"
+                where = (
+                    f"ranks #{rank_of[glob]}, no room left after the stronger files"
+                    if glob in rank_of else "no longer matches the goal"
+                )
                 notes.append(f"zoom out to L1: {glob} ({where})")
     want_syms = {s.symbol_id for s in alloc.expand}
     have_syms = {f.symbol for f in plan.focus_symbols}
@@ -62,26 +83,33 @@ def _policy_owned_rule(glob: str, plan: FlightPlan, cfg: OfflinePolicyConfig) ->
 def fill_move(
     plan: FlightPlan, ranked: list[Any], meta: MapMetadata | None, cfg: OfflinePolicyConfig
 ) -> tuple[FlightPlanUpdate, str] | None:
-    """When the plan is stable but the map is under-used: zoom the best file one level in."""
+    """When the plan is stable but the map is under-used: zoom the best files one level in.
+
+    Greedy in rank order over the tokens the last map left unused; one level
+    per file per turn, so the next render shows what the raise really cost.
+    """
     if meta is None:
         return None
     remaining = meta.token_budget - meta.tokens_used
     current = {r.glob: r.level for r in plan.rules}
+    rules: list[VerbosityRule] = []
+    notes: list[str] = []
     for i, r in enumerate(ranked[: cfg.survey_files * 2]):
         level = current.get(r.path, Level.PATH)
         if level >= Level.FULL:
             continue
         nxt = Level(level + 1)
-        if nxt == Level.FULL and r.level_tokens[Level.FULL] > cfg.full_file_share * meta.token_budget:
-            continue
+        # the allocation keeps big files below L4 to leave room for others; here the
+        # room is what the last map really left over, so any raise that fits is fair
         delta = r.level_tokens[nxt] - r.level_tokens[level]
         if 0 < delta <= remaining:
-            reason = (
-                f"fill: zoom in {r.path} to L{int(nxt)} (ranks #{i + 1}, {why(r)}; +{delta} tokens, "
-                f"map at {meta.tokens_used / meta.token_budget:.0%} of the budget)"
-            )
-            return FlightPlanUpdate(set_rules=[VerbosityRule(glob=r.path, level=nxt)]), reason
-    return None
+            remaining -= delta
+            rules.append(VerbosityRule(glob=r.path, level=nxt))
+            notes.append(f"{r.path} to L{int(nxt)} (ranks #{i + 1}, {why(r)}; +{delta} tokens)")
+    if not rules:
+        return None
+    used = meta.tokens_used / meta.token_budget
+    return FlightPlanUpdate(set_rules=rules), f"fill (map at {used:.0%} of the budget): zoom in " + "; ".join(notes)
 
 
 def finalize_summary(plan: FlightPlan, meta: MapMetadata | None) -> str:

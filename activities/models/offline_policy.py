@@ -36,7 +36,7 @@ from activities.models.offline_symbols import ScoredSymbol, SymbolScoreConfig, s
 from activities.models.offline_terms import NOISE_AREAS, goal_terms, mentioned_noise
 from navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
 
-__all__ = ["OfflinePolicyConfig", "Allocation", "PolicyOutcome", "survey", "allocate", "plan_turn", "glob_matches"]
+__all__ = ["OfflinePolicyConfig", "Allocation", "PolicyOutcome", "survey", "allocate", "base_plan", "plan_turn", "glob_matches"]
 
 
 class OfflinePolicyConfig(BaseModel):
@@ -158,10 +158,11 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig) -
             d = r.path.rsplit("/", 1)[0]
             dirs[d] = dirs.get(d, 0.0) + r.score
     total = sum(r.score for r in top) or 1.0
+    pool = [f for f in files if not any(glob_matches(n, f) for n in noise)]
     focus_dirs = [
         d for d, s in sorted(dirs.items(), key=lambda kv: (-kv[1], kv[0]))[: cfg.survey_dirs]
         if s / total >= cfg.dir_min_share
-        and sum(1 for f in files if f.startswith(d + "/")) <= cfg.dir_max_repo_share * len(files)
+        and sum(1 for f in pool if f.startswith(d + "/")) <= cfg.dir_max_repo_share * len(pool)
     ]
     focus = [FocusPath(glob=f"{d}/**", weight=cfg.dir_focus_weight) for d in focus_dirs]
     if focus_dirs:
@@ -223,9 +224,26 @@ def _pick_symbols(symbols: list[ScoredSymbol], by_path: dict[str, Any], budget: 
         )
 
 
+def base_plan(plan: FlightPlan, cfg: OfflinePolicyConfig) -> FlightPlan:
+    """``plan`` without the focus the policy itself added in the allocate step.
+
+    Allocating from a ranking that the policy's own file/symbol focus already
+    boosted would feed back on itself (focus a file -> it ranks higher -> focus
+    it more) and oscillate; the survey's directory focus and a human's
+    feedback focus stay, because they are evidence, not echoes.
+    """
+    owned = {cfg.file_focus_weight, cfg.neighbour_weight}
+    return plan.model_copy(
+        update={
+            "focus_paths": [f for f in plan.focus_paths if f.weight not in owned],
+            "focus_symbols": [f for f in plan.focus_symbols if f.weight != cfg.symbol_focus_weight],
+        }
+    )
+
+
 def allocate(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig, estimate: Any) -> tuple[Allocation, list[Any]]:
     """Plan levels, expansions and neighbour focus for the current ranking."""
-    ranked = [r for r in engine.rank(plan) if r.score > 0]
+    ranked = [r for r in engine.rank(base_plan(plan, cfg)) if r.score > 0]
     by_path = {r.path: r for r in ranked}
     budget = plan.token_budget
     cap = budget * cfg.explicit_share
@@ -268,8 +286,8 @@ def plan_turn(engine: Any, call: DecideCall, cfg: OfflinePolicyConfig, estimate:
     if plan.goal != goal or untouched:
         return survey(engine, plan, goal, cfg)
     alloc, ranked = allocate(engine, plan, goal, cfg, estimate)
-    update, notes = diff_allocation(plan, alloc, ranked, cfg)
     meta = call.map_metadata
+    update, notes = diff_allocation(plan, alloc, ranked, cfg, meta)
     usage = meta.tokens_used / meta.token_budget if meta else 0.0
     if call.iteration >= call.max_iterations:
         return PolicyOutcome(True, f"finalize: iteration cap {call.max_iterations} reached", summary=finalize_summary(plan, meta))
@@ -282,4 +300,14 @@ def plan_turn(engine: Any, call: DecideCall, cfg: OfflinePolicyConfig, estimate:
             reason = f"finalize: ranking stable and no further zoom-in fits ({usage:.0%} of the budget used)"
             return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))
         return PolicyOutcome(False, move[1], move[0])
-    return PolicyOutcome(False, "zoom: " + "; ".join(notes + alloc.notes), update)
+    notes += [n for n in alloc.notes if _note_applies(n, update)]
+    if not notes:
+        notes.append("re-apply the focus of the current allocation")
+    return PolicyOutcome(False, "zoom: " + "; ".join(notes), update)
+
+
+def _note_applies(note: str, update: FlightPlanUpdate) -> bool:
+    """Keep only the allocation notes about things this update actually changes."""
+    touched = [r.glob for r in update.set_rules] + [f.symbol for f in update.add_focus_symbols]
+    touched += [f.glob for f in update.add_focus_paths]
+    return any(t in note for t in touched)
