@@ -39,9 +39,11 @@ SERVICES = 40
 PACKAGES_PER_SERVICE = 12
 ZIPF_EXPONENT = 1.1
 
+# No word may be a keyword in any generated language: words become package,
+# module and file names ("import", "match" would break Python / Rust paths).
 WORDS = (
     "account budget token ledger cache index query parser render plan flight "
-    "focus rank score graph node edge symbol reference import module package "
+    "focus rank score graph node edge symbol reference imports module package "
     "config loader writer reader stream buffer batch worker queue task job "
     "schedule retry policy limit quota usage price model client server request "
     "response session user auth oauth secret vault store blob artifact hash "
@@ -51,7 +53,7 @@ WORDS = (
     "detail status state machine transition guard check verify validate "
     "encode decode serialize format template layout widget panel view table "
     "column row cell value field key map list set item order invoice payment "
-    "refund customer vendor product catalog search match ranker embed vector"
+    "refund customer vendor product catalog search matcher ranker embed vector"
 ).split()
 
 
