@@ -84,9 +84,11 @@ def _map_rpc(exc: RPCError, workflow_id: str, what: str) -> CliError:
     return TemporalUnreachableError(f"Temporal refused the {what} for {workflow_id}: {exc.message[:200]}")
 
 
-async def describe_run(client: Client, workflow_id: str) -> tuple[WorkflowHandle[Any, Any], WorkflowExecutionDescription]:
-    """The handle and description of the latest run of ``workflow_id``."""
-    handle = client.get_workflow_handle(workflow_id)
+async def describe_run(
+    client: Client, workflow_id: str, result_type: type | None = None
+) -> tuple[WorkflowHandle[Any, Any], WorkflowExecutionDescription]:
+    """The handle (typed by ``result_type``) and description of the latest run of ``workflow_id``."""
+    handle = client.get_workflow_handle(workflow_id, result_type=result_type)
     try:
         return handle, await handle.describe()
     except RPCError as exc:

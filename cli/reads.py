@@ -166,11 +166,11 @@ def result(
 
     async def go() -> tuple[ExplorationResult, str | None]:
         async with open_session(config_of(ctx)) as session:
-            handle, desc = await describe_run(session.client, workflow_id)
+            handle, desc = await describe_run(session.client, workflow_id, ExplorationResult)
             if is_running(desc) and not wait:
                 raise CliError(f"run {workflow_id} is still running; pass --wait or check `navigator status`")
             try:
-                res = await handle.result(result_type=ExplorationResult)
+                res = await handle.result()
             except WorkflowFailureError as exc:
                 cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
                 raise RunFailedError(f"run {workflow_id} failed: {cause}") from None

@@ -1,0 +1,145 @@
+"""Every run command against a real dev server and a real worker (scripted decisions).
+
+The CLI talks to the session's dev server through ``TEMPORAL_ADDRESS``; the
+worker runs in the test's event loop with the production activities, a
+scripted model provider (a model stand-in, not a Temporal mock) and the
+engine the workflow tests use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from conftest import FIXTURE_REPO, ainvoke, json_of
+from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, engine_factory, token_counter
+from temporalio.client import Client
+
+from activities.artifacts import LocalArtifactStore
+from activities.models.registry import TablePricer
+from activities.navigator import NavigatorActivities
+from workers.worker import build_worker
+
+#: scripted decisions: zoom in, zoom out, zoom in again, ... then finalize
+STEPS = [ZOOM_BUDGET, ZOOM_OUT_CLI, ZOOM_BUDGET, ZOOM_OUT_CLI, ZOOM_BUDGET]
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def cli_env(client: Client, task_queue: str, tmp_path: Path) -> AsyncIterator[dict[str, str]]:
+    """A running worker on a fresh task queue, and the env that points the CLI at it."""
+    activities = NavigatorActivities(
+        LocalArtifactStore(tmp_path / "artifacts"),
+        pricer=TablePricer.load(),
+        provider_factory=lambda model: ScriptProvider(steps=list(STEPS)),
+        engine_factory=engine_factory(),
+        token_counter=token_counter(),
+    )
+    cfg = tmp_path / "navigator.yaml"
+    cfg.write_text("temporal:\n  ui_url: http://127.0.0.1:8233\n")
+    env = {
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "NAVIGATOR_TASK_QUEUE": task_queue,
+        "NAVIGATOR_CONFIG": str(cfg),
+        "NAVIGATOR_SENDER": "tester@cli",
+    }
+    async with build_worker(client, task_queue, activities=activities):
+        yield env
+
+
+async def _start(env: dict[str, str], tmp_path: Path, *extra: str) -> str:
+    result = await ainvoke(
+        ["explore", str(FIXTURE_REPO), "why are tokens double-counted?", "--model", "scripted:inline",
+         "--detach", "--json", "--out", str(tmp_path / "out"), *extra],
+        env,
+    )
+    data = json_of(result)
+    assert set(data) == {"workflow_id", "ui_url", "task_queue"}
+    assert data["workflow_id"].startswith("nav-navigator-repo-")
+    assert data["ui_url"] == f"http://127.0.0.1:8233/namespaces/default/workflows/{data['workflow_id']}"
+    return str(data["workflow_id"])
+
+
+async def _status_until(env: dict[str, str], wid: str, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    for _ in range(150):
+        row = json_of(await ainvoke(["status", wid, "--json"], env))
+        if predicate(row):
+            return row
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"status of {wid} never matched; last: {row}")
+
+
+def _awaiting(turn: int) -> Callable[[dict[str, Any]], bool]:
+    return lambda row: bool(row["report"]) and row["report"]["awaiting_turn"] == turn
+
+
+async def test_interactive_run_driven_by_signal_commands(cli_env: dict[str, str], tmp_path: Path) -> None:
+    env = cli_env
+    wid = await _start(env, tmp_path, "--interactive")
+    row = await _status_until(env, wid, _awaiting(1))
+    assert {"workflow_id", "run_id", "status", "navigator_status", "repo", "cost_usd", "iteration",
+            "start_time", "close_time", "goal", "ui_url", "report"} <= set(row)
+    assert row["status"] == "running" and row["goal"] == "why are tokens double-counted?"
+    assert row["report"]["proposed_diff"], row["report"]
+
+    approved = await ainvoke(["approve", wid], env)
+    assert approved.exit_code == 0 and f"sent approve to {wid}" in approved.stdout
+    await _status_until(env, wid, _awaiting(2))
+    rejected = json_of(await ainvoke(["reject", wid, "-f", "look at the ledger instead", "--json"], env))
+    assert rejected["payload"] == {"turn": 2, "feedback": "look at the ledger instead", "sender": "tester@cli"}
+    await _status_until(env, wid, _awaiting(3))
+
+    log = json_of(await ainvoke(["log", wid, "--json"], env))
+    verdicts = [e["verdict"] for e in log["entries"] if e["verdict"]]
+    assert verdicts[:2] == ["approve", "reject"], log["entries"]
+    assert any(e["feedback"] == "look at the ledger instead" for e in log["entries"])
+    table = await ainvoke(["log", wid], env)
+    assert table.exit_code == 0 and "decision log" in table.stdout
+
+    stopped = await ainvoke(["stop", wid, "--reason", "enough for the test"], env)
+    assert stopped.exit_code == 0
+    result = json_of(await ainvoke(["result", wid, "--wait", "--json"], env))
+    assert result["stop_reason"] == "stopped" and result["workflow_id"] == wid
+    assert Path(result["context_path"]).is_file() and Path(result["report_path"]).is_file()
+    assert result["ui_url"].endswith(wid)
+    human = await ainvoke(["result", wid], env)
+    assert human.exit_code == 0 and "context pack:" in human.stdout
+
+    closed = json_of(await ainvoke(["status", wid, "--json"], env))
+    assert closed["status"] == "completed" and closed["report"] is None
+    late = await ainvoke(["approve", wid, "--turn", "3"], env)
+    assert late.exit_code == 4 and "already closed" in late.stderr
+
+    rows: list[dict[str, Any]] = []
+    for _ in range(50):  # visibility is eventually consistent
+        rows = json_of(await ainvoke(["ls", "--json", "--repo", str(FIXTURE_REPO)], env))
+        if any(r["workflow_id"] == wid and r["navigator_status"] == "completed" for r in rows):
+            break
+        await asyncio.sleep(0.2)
+    mine = next(r for r in rows if r["workflow_id"] == wid)
+    assert mine["repo"] == str(FIXTURE_REPO) and mine["status"] == "completed"
+    filtered = json_of(await ainvoke(["ls", "--json", "--status", "completed", "--limit", "5"], env))
+    assert all(r["navigator_status"] == "completed" for r in filtered)
+
+
+async def test_mode_and_budget_signals_and_unknown_ids(cli_env: dict[str, str], tmp_path: Path) -> None:
+    env = cli_env
+    wid = await _start(env, tmp_path, "--interactive", "--budget-usd", "0.10")
+    await _status_until(env, wid, _awaiting(1))
+    raised = json_of(await ainvoke(["budget", wid, "0.25", "--json"], env))
+    assert raised["signal"] == "raise_budget" and raised["payload"]["add_usd"] == "0.25"
+    await _status_until(env, wid, lambda row: bool(row["report"]) and row["report"]["budget_usd"] == "$0.3500")
+    switched = await ainvoke(["mode", wid, "autonomous"], env)
+    assert switched.exit_code == 0
+    await ainvoke(["approve", wid], env)  # the pending turn; autonomous from here on
+    result = await ainvoke(["result", wid, "--wait"], env)
+    assert result.exit_code == 0, result.stderr
+    assert "finalized" in result.stdout
+
+    missing = await ainvoke(["status", "nav-does-not-exist"], env)
+    assert missing.exit_code == 4 and "no run with id nav-does-not-exist" in missing.stderr
+    no_verdict = await ainvoke(["approve", wid], env)
+    assert no_verdict.exit_code == 2 and "is not running" in no_verdict.stderr

@@ -1,0 +1,106 @@
+"""Exit codes and error texts of commands that fail before (or without) a server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from conftest import FIXTURE_REPO, invoke, json_of
+
+from workers.devserver import free_port
+
+
+def test_help_lists_every_command() -> None:
+    result = invoke(["--help"])
+    assert result.exit_code == 0
+    for name in ("server", "worker", "explore", "approve", "reject", "stop", "mode", "budget",
+                 "status", "log", "result", "ls", "ui"):
+        assert name in result.stdout
+    assert "Exit codes" in result.stdout
+
+
+def test_unreachable_address_exits_3(isolated_config: Callable[..., dict[str, str]]) -> None:
+    env = isolated_config(TEMPORAL_ADDRESS=f"127.0.0.1:{free_port()}")
+    result = invoke(["status", "nav-x"], env)
+    assert result.exit_code == 3
+    assert result.stderr.startswith("Error: cannot reach Temporal at 127.0.0.1:")
+    assert result.stderr.count("\n") == 1 and result.stdout == ""
+
+
+def test_nothing_on_embedded_port_exits_3(isolated_config: Callable[..., dict[str, str]]) -> None:
+    env = isolated_config()
+    for args in (["log", "nav-x"], ["approve", "nav-x", "--turn", "1"], ["ls"],
+                 ["explore", str(FIXTURE_REPO), "goal", "--detach"]):
+        result = invoke(args, env)
+        assert result.exit_code == 3, (args, result.stderr)
+        assert "nothing listens on 127.0.0.1:" in result.stderr and "navigator server" in result.stderr
+
+
+def test_explore_refuses_bad_input_before_any_server(isolated_config: Callable[..., dict[str, str]], tmp_path: Path) -> None:
+    env = isolated_config()
+    repo = str(FIXTURE_REPO)
+    cases = [
+        ([str(tmp_path / "missing"), "goal"], "does not exist"),
+        ([str(FIXTURE_REPO / "README.md"), "goal"], "is not a directory"),
+        ([repo, "   "], "GOAL is empty"),
+        ([repo, "goal", "--budget-usd", "0"], "must be above 0"),
+        ([repo, "goal", "--budget-usd", "lots"], "must be a number of dollars"),
+        ([repo, "goal", "--model", "gpt-9"], "unknown model 'gpt-9'"),
+        ([repo, "goal", "--model", "gemini-9-ultra"], "has no price"),
+        ([repo, "goal", "--tokens", "99999999"], "invalid token_budget"),
+    ]
+    for args, message in cases:
+        result = invoke(["explore", *args], env)
+        assert result.exit_code == 2, (args, result.stderr)
+        assert message in result.stderr, (args, result.stderr)
+        assert result.stderr.startswith("Error: ")
+    assert not (tmp_path / "temporal.db").exists()  # nothing started, nothing half-written
+
+
+def test_gemini_without_key_is_refused_for_a_local_worker(isolated_config: Callable[..., dict[str, str]]) -> None:
+    env = isolated_config(GEMINI_API_KEY="", GOOGLE_API_KEY="")
+    result = invoke(["explore", str(FIXTURE_REPO), "goal", "--model", "gemini-2.5-flash"], env)
+    assert result.exit_code == 2
+    assert "needs GEMINI_API_KEY or GOOGLE_API_KEY" in result.stderr
+
+
+def test_invalid_config_is_printed_field_by_field(tmp_path: Path) -> None:
+    cfg = tmp_path / "navigator.yaml"
+    cfg.write_text("defaults:\n  budget_usd: -1\ntemporal:\n  namespace: ''\n")
+    result = invoke(["ls"], {"NAVIGATOR_CONFIG": str(cfg)})
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0] == "Error: 2 configuration problem(s):"
+    assert sorted(line.split(":")[0].strip() for line in lines[1:]) == ["- defaults.budget_usd", "- temporal.namespace"]
+
+
+def test_usage_errors_exit_2(isolated_config: Callable[..., dict[str, str]]) -> None:
+    env = isolated_config()
+    assert invoke(["ls", "--status", "bogus"], env).exit_code == 2
+    result = invoke(["budget", "nav-x", "abc"], env)
+    assert result.exit_code == 2 and "ADD_USD must be a number" in result.stderr
+    assert invoke(["mode", "nav-x", "sideways"], env).exit_code == 2
+    assert invoke(["explore"], env).exit_code == 2
+
+
+def test_ui_link_needs_no_server(isolated_config: Callable[..., dict[str, str]]) -> None:
+    env = isolated_config()
+    result = invoke(["ui", "nav-abc"], env)
+    assert result.exit_code == 0
+    assert result.stdout.strip().endswith("/namespaces/default/workflows/nav-abc")
+    data = json_of(invoke(["ui", "nav-abc", "--json"], env))
+    assert set(data) == {"workflow_id", "url"} and data["url"].startswith("http://127.0.0.1:")
+    remote = invoke(["ui", "nav-abc"], {**env, "TEMPORAL_ADDRESS": "temporal.internal:7233"})
+    assert remote.exit_code == 2 and "TEMPORAL_UI_URL" in remote.stderr
+    cloud = invoke(["ui", "nav-abc"], {**env, "TEMPORAL_ADDRESS": "ns.acct.tmprl.cloud:7233", "TEMPORAL_NAMESPACE": "ns.acct"})
+    assert cloud.stdout.strip() == "https://cloud.temporal.io/namespaces/ns.acct/workflows/nav-abc"
+
+
+def test_config_show_never_prints_credentials(isolated_config: Callable[..., dict[str, str]]) -> None:
+    env = isolated_config(TEMPORAL_API_KEY="tmprl-very-secret-1", GEMINI_API_KEY="gem-very-secret-2")
+    for args in (["config", "show"], ["config", "show", "--json"]):
+        result = invoke(args, env)
+        assert result.exit_code == 0
+        assert "very-secret" not in result.stdout + result.stderr
+    data = json_of(invoke(["config", "show", "--json"], env))
+    assert data["temporal"]["api_key_set"] is True and data["gemini_key_present"] is True
