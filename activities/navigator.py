@@ -37,10 +37,12 @@ from activities.models.base import DecideCall, ModelProvider
 from activities.models.registry import Pricer, build_provider
 from navcore.activity_io import (
     AttemptUsage,
+    DecideContext,
     DecideInput,
     DecideOutput,
     PromptInput,
     PromptOutput,
+    RecentDecision,
     RenderInput,
     RenderOutput,
     ScanInput,
@@ -53,7 +55,8 @@ from navcore.decision import ModelDecision, TokenUsage
 from navcore.errors import NavigatorError, RepoError
 from navcore.flightplan import FlightPlan
 from navcore.mapmeta import MapMetadata
-from navcore.prompt import SYSTEM_PROMPT, PromptParts, build_user_prompt
+from navcore.prompt import RECENT_DIFF_LINES, RECENT_REASONING_CHARS, SYSTEM_PROMPT, PromptParts, build_user_prompt
+from navcore.report import shorten, update_diff_lines
 
 __all__ = ["NavigatorActivities", "ActivityLimits", "EngineFactory", "ProviderFactory", "to_application_error"]
 
@@ -72,9 +75,9 @@ class ActivityLimits(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: top files kept in the MapMetadata returned to the workflow
-    history_top_files: int = Field(5, ge=0, le=50)
+    history_top_files: int = Field(3, ge=0, le=50)
     #: reasoning characters kept in the decision returned to the workflow
-    history_reasoning_chars: int = Field(1200, ge=0)
+    history_reasoning_chars: int = Field(400, ge=0)
     #: finalize summary characters kept in history (full text in the artifact)
     history_summary_chars: int = Field(2000, ge=0)
 
@@ -87,7 +90,7 @@ def to_application_error(exc: NavigatorError, details: list[Any] | None = None) 
 def _trimmed_metadata(meta: MapMetadata, top: int) -> MapMetadata:
     return meta.model_copy(
         update={
-            "top_files": [f.model_copy(update={"why": f.why[:2]}) for f in meta.top_files[:top]],
+            "top_files": [f.model_copy(update={"why": []}) for f in meta.top_files[:top]],
             "timings_ms": {},
         }
     )
@@ -135,6 +138,7 @@ class NavigatorActivities:
         return self._providers[model]
 
     def _put_text(self, text: str, media_type: str, summary: str) -> ArtifactRef:
+        # an empty summary stays empty (the store's own default would quote the text)
         return self.store.put_bytes(text.encode("utf-8"), media_type, summary)
 
     def _get_text(self, ref: ArtifactRef) -> str:
@@ -150,13 +154,14 @@ class NavigatorActivities:
         engine = await self.engine(repo_root)
         result = await asyncio.to_thread(engine.render, plan)
         meta: MapMetadata = result.metadata
-        map_ref = self._put_text(
-            result.text, MEDIA_MARKDOWN, f"{label}: map {meta.tokens_used}/{meta.token_budget} tokens"
-        )
-        meta_ref = self._put_text(meta.model_dump_json(), MEDIA_JSON, f"{label}: map metadata")
+        # Internal refs carry no summary: they travel through history every iteration.
+        map_ref = self._put_text(result.text, MEDIA_MARKDOWN, "")
+        meta_ref = self._put_text(meta.model_dump_json(), MEDIA_JSON, "")
+        plan_ref = self._put_text(plan.model_dump_json(), MEDIA_JSON, "")
         return RenderOutput(
             map_ref=map_ref,
             metadata_ref=meta_ref,
+            plan_ref=plan_ref,
             metadata=_trimmed_metadata(meta, self.limits.history_top_files),
         )
 
@@ -191,29 +196,45 @@ class NavigatorActivities:
 
         async def work() -> PromptOutput:
             meta = MapMetadata.model_validate_json(self._get_text(inp.metadata_ref))
+            plan = FlightPlan.model_validate_json(self._get_text(inp.plan_ref))
+            recent = [self._expand(r) for r in inp.recent]
             parts = PromptParts(
                 goal=inp.goal,
                 step=inp.step,
                 max_iterations=inp.max_iterations,
-                flight_plan=inp.flight_plan,
+                flight_plan=plan,
                 map_text=self._get_text(inp.map_ref),
                 metadata=meta,
                 spent_micros=inp.spent_micros,
                 max_micros=inp.max_micros,
-                recent=[(r.step, r.action, r.reasoning, r.diff_lines, r.verdict) for r in inp.recent],
+                recent=[(r.step, r.action, r.reasoning, r.diff_lines, r.verdict) for r in recent],
                 feedback=inp.feedback,
             )
             user = build_user_prompt(parts)
             tokens = self.count_tokens(SYSTEM_PROMPT) + self.count_tokens(user)
             estimate = self.pricer.estimate(inp.model, tokens, inp.max_output_tokens)
+            context = DecideContext(
+                goal=inp.goal, flight_plan=plan, recent=recent, feedback=inp.feedback
+            )
             return PromptOutput(
-                system_ref=self._put_text(SYSTEM_PROMPT, MEDIA_TEXT, "navigator system prompt"),
-                prompt_ref=self._put_text(user, MEDIA_MARKDOWN, f"step {inp.step} prompt, {tokens} tokens"),
+                system_ref=self._put_text(SYSTEM_PROMPT, MEDIA_TEXT, ""),
+                prompt_ref=self._put_text(user, MEDIA_MARKDOWN, ""),
+                context_ref=self._put_text(context.model_dump_json(), MEDIA_JSON, ""),
                 prompt_tokens=tokens,
                 estimate_micros=estimate,
             )
 
         return await self._guard(work())
+
+    def _expand(self, recent: RecentDecision) -> RecentDecision:
+        """Fill a quoted decision's reasoning and diff from its artifact."""
+        if recent.decision_ref is None:
+            return recent
+        decision = ModelDecision.model_validate_json(self._get_text(recent.decision_ref))
+        diff = recent.diff_lines or (update_diff_lines(decision.updates) if decision.updates else [])
+        return recent.model_copy(
+            update={"reasoning": shorten(decision.reasoning, RECENT_REASONING_CHARS), "diff_lines": diff[:RECENT_DIFF_LINES]}
+        )
 
     @activity.defn(name="navigator.decide")
     async def decide(self, inp: DecideInput) -> DecideOutput:
@@ -229,28 +250,27 @@ class NavigatorActivities:
         cost = self.pricer.cost(inp.model, decision.usage, decision.calls)
         spent = prior.plus(decision.usage, cost, decision.calls)
         activity.heartbeat(spent.model_dump(mode="json"), "decided")
-        ref = self._put_text(
-            decision.model_dump_json(), MEDIA_JSON, f"step {inp.step} decision: {decision.action}"
-        )
+        ref = self._put_text(decision.model_dump_json(), MEDIA_JSON, "")
         return DecideOutput(decision=self._trimmed_decision(decision), decision_ref=ref, spent=spent)
 
     async def _decide_call(self, inp: DecideInput, prior: AttemptUsage) -> DecideCall:
         meta = (
             MapMetadata.model_validate_json(self._get_text(inp.metadata_ref)) if inp.metadata_ref else None
         )
+        ctx = DecideContext.model_validate_json(self._get_text(inp.context_ref))
         return DecideCall(
             model=inp.model,
             system_prompt=self._get_text(inp.system_ref),
             user_prompt=self._get_text(inp.prompt_ref),
             max_output_tokens=inp.max_output_tokens,
-            goal=inp.goal,
-            flight_plan=inp.flight_plan,
+            goal=ctx.goal,
+            flight_plan=ctx.flight_plan,
             iteration=inp.step,
             max_iterations=inp.max_iterations,
             repo_root=Path(inp.repo_root),
             map_metadata=meta,
-            feedback=inp.feedback,
-            recent_decisions=tuple((r.action, r.reasoning) for r in inp.recent),
+            feedback=ctx.feedback,
+            recent_decisions=tuple((r.action, r.reasoning) for r in ctx.recent),
             engine=await self.engine(inp.repo_root),
             heartbeat=lambda note: activity.heartbeat(prior.model_dump(mode="json"), note),
         )

@@ -18,6 +18,7 @@ __all__ = [
     "RecentDecision",
     "PromptInput",
     "PromptOutput",
+    "DecideContext",
     "DecideInput",
     "DecideOutput",
     "AttemptUsage",
@@ -44,6 +45,8 @@ class RenderOutput(_IO):
     map_ref: ArtifactRef
     #: the full metadata (all top files, timings) as JSON in the artifact store
     metadata_ref: ArtifactRef
+    #: the flight plan this map was rendered under, as JSON
+    plan_ref: ArtifactRef
     #: metadata with top_files trimmed (see ActivityLimits.history_top_files)
     metadata: MapMetadata
 
@@ -66,13 +69,19 @@ class ScanOutput(_IO):
 
 
 class RecentDecision(_IO):
-    """A past decision quoted in the prompt (reasoning already shortened)."""
+    """A past decision quoted in the prompt.
+
+    The workflow sends only ``decision_ref`` (history stays small); the prompt
+    activity fills ``reasoning`` and ``diff_lines`` from that artifact. Entries
+    without a decision (a failed call) carry a short note as ``reasoning``.
+    """
 
     step: int
     action: str
     reasoning: str = ""
     diff_lines: list[str] = []
     verdict: str | None = None
+    decision_ref: ArtifactRef | None = None
 
 
 class PromptInput(_IO):
@@ -84,11 +93,25 @@ class PromptInput(_IO):
     mode: ExecutionMode
     max_iterations: int
     max_output_tokens: int
-    flight_plan: FlightPlan
+    #: the current flight plan (the one ``map_ref`` was rendered under), as JSON
+    plan_ref: ArtifactRef
     map_ref: ArtifactRef
     metadata_ref: ArtifactRef
     spent_micros: int
     max_micros: int
+    recent: list[RecentDecision] = []
+    feedback: str | None = None
+
+
+class DecideContext(_IO):
+    """The structured side of one prompt, stored as JSON next to it.
+
+    Prompt-free providers (the offline policy) read these fields; keeping them
+    in an artifact means they enter history once (prompt input), not twice.
+    """
+
+    goal: str
+    flight_plan: FlightPlan
     recent: list[RecentDecision] = []
     feedback: str | None = None
 
@@ -98,6 +121,8 @@ class PromptOutput(_IO):
 
     system_ref: ArtifactRef
     prompt_ref: ArtifactRef
+    #: a :class:`DecideContext` as JSON
+    context_ref: ArtifactRef
     prompt_tokens: int = Field(ge=0)
     #: input at the model's input rate + max_output_tokens at its output rate
     estimate_micros: int = Field(ge=0)
@@ -109,15 +134,12 @@ class DecideInput(_IO):
     step: int
     model: str
     repo_root: str
-    goal: str
     system_ref: ArtifactRef
     prompt_ref: ArtifactRef
+    context_ref: ArtifactRef
     metadata_ref: ArtifactRef | None = None
     max_output_tokens: int
     max_iterations: int
-    flight_plan: FlightPlan
-    recent: list[RecentDecision] = []
-    feedback: str | None = None
 
 
 class AttemptUsage(_IO):

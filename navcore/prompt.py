@@ -16,10 +16,12 @@ from navcore.budget import format_usd
 from navcore.flightplan import FlightPlan
 from navcore.mapmeta import MapMetadata
 
-__all__ = ["PromptParts", "SYSTEM_PROMPT", "build_user_prompt", "RECENT_REASONING_CHARS"]
+__all__ = ["PromptParts", "SYSTEM_PROMPT", "build_user_prompt", "RECENT_REASONING_CHARS", "RECENT_DIFF_LINES"]
 
 #: each quoted past decision's reasoning is cut to this many characters
-RECENT_REASONING_CHARS = 400
+RECENT_REASONING_CHARS = 240
+#: diff lines quoted per past decision
+RECENT_DIFF_LINES = 4
 
 SYSTEM_PROMPT = """\
 You are the navigator: you build the best context window of a code repository for a goal.
@@ -64,7 +66,7 @@ def _recent_block(parts: PromptParts) -> list[str]:
             text = text[: RECENT_REASONING_CHARS - 1] + "…"
         tail = f" [{verdict}]" if verdict else ""
         lines.append(f"- step {step}: {action}{tail}: {text}")
-        lines += [f"    {d}" for d in diff[:8]]
+        lines += [f"    {d}" for d in diff[:RECENT_DIFF_LINES]]
     return lines
 
 

@@ -59,7 +59,7 @@ class ExplorationRequest(BaseModel):
     #: continue-as-new when history reaches this many events (or the server suggests it)
     continue_as_new_events: Annotated[int, Field(ge=50, le=50_000)] = 8000
     #: decisions (most recent) quoted in each prompt
-    prompt_recent_decisions: Annotated[int, Field(ge=0, le=50)] = 6
+    prompt_recent_decisions: Annotated[int, Field(ge=0, le=50)] = 3
     initial_plan: FlightPlan | None = None
     #: set only by the workflow itself when it continues as new
     carried_state: NavigatorState | None = None
@@ -90,4 +90,6 @@ class ExplorationResult(BaseModel):
     context_path: str | None = None
     report_path: str | None = None
     context_ref: ArtifactRef | None = None
+    #: the final map in the artifact store
+    map_ref: ArtifactRef | None = None
     continued_runs: int = 0

@@ -99,6 +99,7 @@ class PendingTurn(BaseModel):
     previous_map_ref: ArtifactRef | None = None
     previous_metadata: MapMetadata | None = None
     previous_metadata_ref: ArtifactRef | None = None
+    previous_plan_ref: ArtifactRef | None = None
     proposed_plan: FlightPlan
     edited: bool = False
     verdict: Verdict | None = None
@@ -132,6 +133,8 @@ class NavigatorState(BaseModel):
     map_metadata: MapMetadata | None = None
     map_ref: ArtifactRef | None = None
     map_metadata_ref: ArtifactRef | None = None
+    #: ``flight_plan`` as stored next to the map it rendered
+    map_plan_ref: ArtifactRef | None = None
     index_version: str = ""
     status: Status = Status.STARTING
     stop_reason: StopReason | None = None

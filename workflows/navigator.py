@@ -93,6 +93,8 @@ _SHORT_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=["Navig
 _SHORT_TIMEOUT = timedelta(minutes=2)
 #: indexing a large repository on a cold cache takes a while
 _SCAN_TIMEOUT = timedelta(minutes=15)
+#: statuses shown in the Web UI details but not upserted as search attributes
+_TRANSIENT = frozenset({Status.THINKING, Status.RENDERING})
 #: final summary kept in state (the full one is in the decision artifact)
 _SUMMARY_CHARS = 2000
 #: reasoning kept per decision-log entry (full text in the decision artifact)
@@ -198,7 +200,7 @@ class NavigatorWorkflow:
 
     async def _build_prompt(self, step: int) -> PromptOutput:
         s = self.state
-        assert s.map_ref is not None and s.map_metadata_ref is not None
+        assert s.map_ref is not None and s.map_metadata_ref is not None and s.map_plan_ref is not None
         return await workflow.execute_activity(
             "navigator.build_prompt",
             PromptInput(
@@ -208,7 +210,7 @@ class NavigatorWorkflow:
                 mode=s.mode,
                 max_iterations=self.req.max_iterations,
                 max_output_tokens=self.req.max_output_tokens,
-                flight_plan=s.flight_plan,
+                plan_ref=s.map_plan_ref,
                 map_ref=s.map_ref,
                 metadata_ref=s.map_metadata_ref,
                 spent_micros=s.ledger.spent_micros,
@@ -230,15 +232,12 @@ class NavigatorWorkflow:
                 step=step,
                 model=s.model,
                 repo_root=s.repo_root,
-                goal=s.goal,
                 system_ref=prompt.system_ref,
                 prompt_ref=prompt.prompt_ref,
+                context_ref=prompt.context_ref,
                 metadata_ref=s.map_metadata_ref,
                 max_output_tokens=self.req.max_output_tokens,
                 max_iterations=self.req.max_iterations,
-                flight_plan=s.flight_plan,
-                recent=self._recent(),
-                feedback=s.feedback,
             ),
             result_type=DecideOutput,
             start_to_close_timeout=timedelta(seconds=cfg.start_to_close_s),
@@ -281,6 +280,7 @@ class NavigatorWorkflow:
                 previous_map_ref=previous.map_ref,
                 previous_metadata=previous.metadata,
                 previous_metadata_ref=previous.metadata_ref,
+                previous_plan_ref=previous.plan_ref,
                 proposed_plan=proposed,
             )
             await self._await_verdict(entry)
@@ -303,6 +303,7 @@ class NavigatorWorkflow:
     def _take_render(self, out: RenderOutput) -> None:
         s = self.state
         s.map_ref, s.map_metadata_ref, s.map_metadata = out.map_ref, out.metadata_ref, out.metadata
+        s.map_plan_ref = out.plan_ref
 
     # -- interactive -----------------------------------------------------
 
@@ -345,7 +346,7 @@ class NavigatorWorkflow:
         s = self.state
         s.flight_plan = pending.previous_plan
         s.map_ref, s.map_metadata_ref = pending.previous_map_ref, pending.previous_metadata_ref
-        s.map_metadata = pending.previous_metadata
+        s.map_metadata, s.map_plan_ref = pending.previous_metadata, pending.previous_plan_ref
 
     async def _out_of_budget(self, message: str) -> None:
         s = self.state
@@ -413,6 +414,7 @@ class NavigatorWorkflow:
             context_path=written.context_path,
             report_path=written.report_path,
             context_ref=written.context_ref,
+            map_ref=s.map_ref,
             continued_runs=s.continued_runs,
         )
 
@@ -491,23 +493,29 @@ class NavigatorWorkflow:
             RecentDecision(
                 step=e.step,
                 action=e.action,
-                reasoning=shorten(e.reasoning, RECENT_REASONING_CHARS),
-                diff_lines=e.diff_lines[:8],
+                # the prompt activity reads reasoning and diff from the decision artifact
+                reasoning="" if e.decision_ref else shorten(e.error or "", RECENT_REASONING_CHARS),
                 verdict=e.verdict,
+                decision_ref=e.decision_ref,
             )
             for e in entries
         ]
 
     def _publish(self) -> None:
-        """Search attributes (only when changed) and the Web UI details."""
+        """Search attributes (only when changed) and the Web UI details.
+
+        Transient statuses (thinking, rendering) are not upserted: each upsert
+        is a history event, and the Web UI details show them anyway.
+        """
         s = self.state
-        values = (s.repo_root, s.status.value, s.ledger.spent_micros, s.iteration)
+        status = s.status if s.status not in _TRANSIENT else Status.THINKING
+        values = (s.repo_root, status.value, s.ledger.spent_micros, s.iteration)
         if values != self._published:
             self._published = values
             workflow.upsert_search_attributes(
                 [
                     SA_REPO.value_set(shorten(s.repo_root, 250)),
-                    SA_STATUS.value_set(s.status.value),
+                    SA_STATUS.value_set(status.value),
                     SA_COST_USD.value_set(float(micros_to_usd(s.ledger.spent_micros))),
                     SA_ITERATION.value_set(s.iteration),
                 ]
@@ -610,12 +618,13 @@ class NavigatorWorkflow:
 class _Snapshot:
     """The committed plan + map before a proposal (restored on reject)."""
 
-    def __init__(self, plan: FlightPlan, map_ref: Any, metadata: Any, metadata_ref: Any) -> None:
-        self.plan, self.map_ref, self.metadata, self.metadata_ref = plan, map_ref, metadata, metadata_ref
+    def __init__(self, s: NavigatorState) -> None:
+        self.plan, self.map_ref, self.metadata = s.flight_plan, s.map_ref, s.map_metadata
+        self.metadata_ref, self.plan_ref = s.map_metadata_ref, s.map_plan_ref
 
     @classmethod
     def of(cls, s: NavigatorState) -> "_Snapshot":
-        return cls(s.flight_plan, s.map_ref, s.map_metadata, s.map_metadata_ref)
+        return cls(s)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -149,6 +149,16 @@ ZOOM_BUDGET = update(set_rules=[{"glob": "src/budgetkit/**", "level": 4}], add_f
 ZOOM_OUT_CLI = update(set_rules=[{"glob": "src/budgetkit/cli.py", "level": 1}])
 
 
+#: a realistic model explanation (~500 characters), so history measurements are honest
+REASONING = (
+    "The goal asks why tokens are double-counted. The plugin records usage in after_call and the "
+    "streaming path calls on_stream_end, which calls after_call again with the final usage, so a "
+    "streamed call can be recorded once per chunk and once more at the end. I zoom in on the plugin "
+    "and the ledger at full source, keep pricing at outline level because price_of only multiplies "
+    "rates, and zoom out of the CLI, which only prints the remaining budget and never records usage."
+)
+
+
 @dataclass
 class ScriptProvider:
     """Scripted decisions by step; ``None`` past the script means finalize.
@@ -186,7 +196,7 @@ class ScriptProvider:
             return ModelDecision(action="invalid", reasoning="no call", model=call.model, usage=self.usage, error="missing call")
         assert isinstance(item, FlightPlanUpdate)
         return ModelDecision(
-            action="update_flight_plan", reasoning=f"step {step}: zoom", updates=item, model=call.model, usage=self.usage
+            action="update_flight_plan", reasoning=f"step {step}: zoom. {REASONING}", updates=item, model=call.model, usage=self.usage
         )
 
 

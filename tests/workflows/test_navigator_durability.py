@@ -1,0 +1,127 @@
+"""Durability and history hygiene: worker SIGKILL + restart, credentials, history size."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from datetime import timedelta
+from pathlib import Path
+
+from nav_support import ZOOM_BUDGET, ScriptProvider, update, wait_for
+from test_navigator import make_activities, make_request
+
+from navcore.requests import DecideRetryConfig, ExplorationResult
+from navcore.state import StopReason
+from workflows.navigator import NavigatorWorkflow
+
+WORKER_PROC = Path(__file__).with_name("worker_proc.py")
+FAKE_KEY = "AIzaFAKE-test-credential-0123456789abcdef"
+#: the issue's bar: history growth per iteration whatever the map size
+MAX_HISTORY_BYTES_PER_ITERATION = 8 * 1024
+
+
+def _spawn_worker(target: str, task_queue: str, artifact_dir: Path) -> subprocess.Popen[bytes]:
+    env = dict(os.environ, GEMINI_API_KEY=FAKE_KEY, GOOGLE_API_KEY=FAKE_KEY)
+    proc = subprocess.Popen(
+        [sys.executable, str(WORKER_PROC), target, task_queue, str(artifact_dir), "0.4"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline().decode()
+    assert "worker ready" in line, line
+    return proc
+
+
+async def test_worker_sigkill_and_restart_completes_without_lost_or_duplicated_steps(
+    client, task_queue, tmp_path
+) -> None:
+    target = client.service_client.config.target_host
+    artifacts = tmp_path / "artifacts"
+    req = make_request(
+        tmp_path,
+        max_iterations=8,
+        decide_retry=DecideRetryConfig(max_attempts=3, heartbeat_s=2, start_to_close_s=20, initial_interval_s=0.2),
+    )
+    wf_id = f"nav-kill-{uuid.uuid4()}"
+    first = await asyncio.to_thread(_spawn_worker, target, task_queue, artifacts)
+    try:
+        handle = await client.start_workflow(
+            NavigatorWorkflow.run, req, id=wf_id, task_queue=task_queue, execution_timeout=timedelta(seconds=120)
+        )
+        await wait_for(handle, lambda r: r.step >= 2 and r.status == "thinking")
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    await asyncio.sleep(1.0)
+    second = await asyncio.to_thread(_spawn_worker, target, task_queue, artifacts)
+    try:
+        result: ExplorationResult = await handle.result()
+        log = await handle.query(NavigatorWorkflow.get_decision_log)
+        history = await handle.fetch_history()
+    finally:
+        second.send_signal(signal.SIGKILL)
+        second.wait()
+    assert result.stop_reason is StopReason.FINALIZED
+    assert [e.step for e in log.entries] == list(range(1, result.iterations + 1)) == list(range(1, 8))
+    # the ledger equals the sum of the usage recorded per decision
+    assert result.cost_micros == sum(e.cost_micros for e in log.entries)
+    assert result.usage.input_tokens == sum(e.input_tokens for e in log.entries)
+    # the key was in the worker's environment, never in history
+    assert FAKE_KEY not in history.to_json()
+    assert "AIza" not in history.to_json()
+
+
+def _iteration_bytes(history) -> list[int]:
+    """Server-counted (protobuf) bytes of the events of each iteration.
+
+    An iteration runs from one ``navigator.build_prompt`` schedule to the next.
+    """
+    sizes: list[int] = []
+    current: int | None = None
+    for event in history.events:
+        attrs = event.activity_task_scheduled_event_attributes
+        if event.HasField("activity_task_scheduled_event_attributes") and attrs.activity_type.name in (
+            "navigator.build_prompt",
+            "navigator.write_result",
+        ):
+            if current is not None:
+                sizes.append(current)
+            current = 0
+        if current is not None:
+            current += event.ByteSize()
+    return sizes
+
+
+async def test_history_bytes_per_iteration_on_a_large_map(client, task_queue, start_worker, tmp_path) -> None:
+    steps = [update(set_rules=[{"glob": f"src/budgetkit/{n}", "level": 4}]) for n in
+             ("ledger.py", "plugin.py", "pricing.py", "cli.py", "__init__.py")]
+    provider = ScriptProvider(steps=steps)
+    # ~3,000 filler lines per file at level >= 2: a map of about half a megabyte per iteration
+    acts = make_activities(tmp_path, provider, pad_lines=3000)
+    req = make_request(tmp_path, token_budget=1_000_000, max_iterations=10)
+    wf_id = f"nav-size-{uuid.uuid4()}"
+    async with start_worker(acts):
+        result = await client.execute_workflow(
+            NavigatorWorkflow.run, req, id=wf_id, task_queue=task_queue, execution_timeout=timedelta(seconds=60)
+        )
+        history = await client.get_workflow_handle(wf_id).fetch_history()
+    assert result.map_metadata is not None
+    assert result.map_ref is not None
+    map_bytes = len(acts.store.get_bytes(result.map_ref))
+    total = sum(e.ByteSize() for e in history.events)
+    per_iteration = _iteration_bytes(history)
+    print(
+        f"\nmap {map_bytes} B; history {total} B (protobuf) / {len(history.to_json())} B (JSON) over "
+        f"{result.iterations} iterations; per iteration {per_iteration} B, max {max(per_iteration)} B"
+    )
+    assert map_bytes > 400_000
+    assert len(per_iteration) == result.iterations
+    assert max(per_iteration) <= MAX_HISTORY_BYTES_PER_ITERATION
+    assert "filler" not in history.to_json()
+

@@ -1,0 +1,43 @@
+"""A navigator worker in its own process, for kill/restart tests.
+
+Usage: ``python worker_proc.py TARGET TASK_QUEUE ARTIFACT_DIR DELAY_S``. It
+runs until killed; the scripted model zooms in each step and finalizes at 6.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, engine_factory, make_pricer, token_counter  # noqa: E402
+from temporalio.client import Client  # noqa: E402
+
+from activities.artifacts import LocalArtifactStore  # noqa: E402
+from activities.navigator import NavigatorActivities  # noqa: E402
+from workers.converter import DATA_CONVERTER  # noqa: E402
+from workers.worker import build_worker  # noqa: E402
+
+KILL_TEST_STEPS = [ZOOM_BUDGET, ZOOM_OUT_CLI] * 3
+
+
+async def main(target: str, task_queue: str, artifact_dir: str, delay_s: float) -> None:
+    client = await Client.connect(target, data_converter=DATA_CONVERTER)
+    provider = ScriptProvider(steps=KILL_TEST_STEPS, delay_s=delay_s)
+    acts = NavigatorActivities(
+        LocalArtifactStore(artifact_dir),
+        pricer=make_pricer(),
+        provider_factory=lambda model: provider,
+        engine_factory=engine_factory(),
+        token_counter=token_counter(),
+    )
+    worker = build_worker(client, task_queue, activities=acts)
+    print("worker ready", flush=True)
+    await worker.run()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])))
