@@ -1,37 +1,13 @@
-"""CLI test helpers: run the typer app in a thread (commands call ``asyncio.run``)."""
+"""Fixtures of the CLI tests (helpers live in ``cli_support.py``)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
 
-from cli.app import app
 from workers.devserver import free_port
-
-FIXTURE_REPO = Path(__file__).resolve().parents[1] / "fixtures" / "navigator_repo"
-RUNNER = CliRunner()
-
-
-def invoke(args: list[str], env: Mapping[str, str] | None = None) -> Result:
-    """Run ``navigator ARGS`` in-process; exceptions other than exits propagate."""
-    return RUNNER.invoke(app, args, env=dict(env or {}), catch_exceptions=False)
-
-
-async def ainvoke(args: list[str], env: Mapping[str, str] | None = None) -> Result:
-    """:func:`invoke` from async tests: a thread, so the command gets its own event loop."""
-    return await asyncio.to_thread(invoke, args, env)
-
-
-def json_of(result: Result) -> Any:
-    """The command's stdout parsed as JSON (fails with the output on error)."""
-    assert result.exit_code == 0, (result.exit_code, result.stdout, result.stderr)
-    return json.loads(result.stdout)
 
 
 @pytest.fixture

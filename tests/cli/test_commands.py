@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from conftest import FIXTURE_REPO, ainvoke, json_of
+from cli_support import FIXTURE_REPO, ainvoke, json_of
 from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, engine_factory, token_counter
 from temporalio.client import Client
 

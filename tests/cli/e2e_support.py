@@ -1,0 +1,47 @@
+"""Running the real ``navigator`` console script as a subprocess, on its own embedded server."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from workers.devserver import free_port
+
+NAVIGATOR = Path(sys.executable).parent / "navigator"
+
+
+@dataclass
+class Sandbox:
+    """A private cwd, config (free embedded ports, tmp db) and XDG dirs for one CLI process."""
+
+    root: Path
+    port: int
+    ui_port: int
+
+    @classmethod
+    def create(cls, root: Path) -> "Sandbox":
+        box = cls(root, free_port(), free_port())
+        (root / "navigator.yaml").write_text(
+            f"embedded:\n  port: {box.port}\n  ui_port: {box.ui_port}\n"
+            f"  db_filename: {root / 'state' / 'temporal.db'}\n"
+        )
+        return box
+
+    def env(self) -> dict[str, str]:
+        """The process environment: no TEMPORAL_ADDRESS, no keys, everything under ``root``."""
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("TEMPORAL_", "NAVIGATOR_", "GEMINI_", "GOOGLE_"))}
+        env.update(
+            NAVIGATOR_CONFIG=str(self.root / "navigator.yaml"),
+            XDG_STATE_HOME=str(self.root / "xdg-state"),
+            XDG_CACHE_HOME=str(self.root / "xdg-cache"),
+            COLUMNS="200",
+        )
+        return env
+
+    @property
+    def ui_prefix(self) -> str:
+        """What the printed Web UI links start with."""
+        return f"http://127.0.0.1:{self.ui_port}/namespaces/default/workflows/nav-"

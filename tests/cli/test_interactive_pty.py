@@ -1,0 +1,127 @@
+"""An interactive exploration driven through a pseudo-terminal: approve, reject with feedback, edit, stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import subprocess
+import time
+from pathlib import Path
+
+from cli_support import FIXTURE_REPO
+from e2e_support import NAVIGATOR, Sandbox
+
+SCRIPT = """
+decisions:
+  - action: update_flight_plan
+    reasoning: zoom into the ledger
+    updates: {set_rules: [{glob: "src/budgetkit/ledger.py", level: 4}]}
+  - action: update_flight_plan
+    reasoning: zoom into the cli
+    updates: {set_rules: [{glob: "src/budgetkit/cli.py", level: 4}]}
+  - action: update_flight_plan
+    reasoning: zoom into the plugin
+    updates: {set_rules: [{glob: "src/budgetkit/plugin.py", level: 4}]}
+  - action: finalize_context
+    summary: never reached, the user stops first
+"""
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+
+
+class Terminal:
+    """The master side of a pty running one process; ``expect`` reads until a pattern shows up."""
+
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
+        master, slave = pty.openpty()
+        self.proc = subprocess.Popen(args, cwd=cwd, env={**env, "TERM": "xterm"}, stdin=slave, stdout=slave,
+                                     stderr=slave, start_new_session=True, close_fds=True)
+        os.close(slave)
+        self.master = master
+        self.seen = ""
+        self.cursor = 0
+
+    def expect(self, pattern: str, timeout_s: float = 120.0) -> str:
+        deadline = time.monotonic() + timeout_s
+        regex = re.compile(pattern)
+        while True:
+            match = regex.search(self.seen, self.cursor)
+            if match:
+                self.cursor = match.end()
+                return match.group(0)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self.proc.poll() is not None and not self._read(0.2):
+                raise AssertionError(f"never saw {pattern!r}; output so far:\n{self.seen[-4000:]}")
+            self._read(min(remaining, 0.5))
+
+    def _read(self, timeout_s: float) -> bool:
+        ready, _, _ = select.select([self.master], [], [], timeout_s)
+        if not ready:
+            return False
+        try:
+            data = os.read(self.master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            return False
+        self.seen += ANSI.sub("", data.decode("utf-8", "replace"))
+        return bool(data)
+
+    def send(self, line: str) -> None:
+        os.write(self.master, (line + "\n").encode())
+
+    def close(self) -> int:
+        try:
+            return self.proc.wait(timeout=60)
+        finally:
+            while self._read(0.1):
+                pass
+            os.close(self.master)
+
+
+def test_interactive_session_through_a_pty(tmp_path: Path) -> None:
+    box = Sandbox.create(tmp_path)
+    script = tmp_path / "decisions.yaml"
+    script.write_text(SCRIPT)
+    term = Terminal(
+        [str(NAVIGATOR), "explore", str(FIXTURE_REPO), "why are tokens double-counted?", "--interactive",
+         "--model", f"scripted:{script}", "--out", str(tmp_path / "out")],
+        tmp_path, box.env(),
+    )
+    try:
+        term.expect(r"Web UI: http://127\.0\.0\.1:\d+/namespaces/default/workflows/nav-\S+")
+        term.expect(r"turn 1 · awaiting your verdict")
+        term.expect(r"\+ rule src/budgetkit/ledger\.py → L4")
+        term.expect(r"\[a\]pprove +\[r\]eject +\[e\]dit +\[s\]top >")
+        term.send("a")
+        term.expect(r"sent approve for turn 1")
+
+        term.expect(r"turn 2 · awaiting your verdict")
+        term.expect(r"\+ rule src/budgetkit/cli\.py → L4")
+        term.expect(r"\[s\]top >")
+        term.send("r")
+        term.expect(r"feedback for the model >")
+        term.send("focus on the ledger, not the cli")
+        term.expect(r"sent reject for turn 2")
+
+        term.expect(r"turn 3 · awaiting your verdict")
+        term.expect(r"\[s\]top >")
+        term.send("e")
+        term.expect(r"update >")
+        term.send("{set_rules: [{glob: 'src/budgetkit/pricing.py', level: 3}]}")
+        term.expect(r"turn 3 · edited plan")
+        term.expect(r"\+ rule src/budgetkit/pricing\.py → L3")
+        term.expect(r"\[s\]top >")
+        term.send("s")
+        term.expect(r"reason \(enter for 'stopped by user'\) >")
+        term.send("")
+        term.expect(r"sent stop for turn 3")
+        context = term.expect(r"context written to \S+context\.md").split("to ", 1)[1]
+    finally:
+        code = term.close()
+    assert code == 0, term.seen[-3000:]
+    report_text = (Path(context).parent / "report.json").read_text()
+    report = json.loads(report_text)
+    assert "stopped" in json.dumps(report)
+    assert "focus on the ledger, not the cli" in report_text
+    assert Path(context).read_text().strip()
