@@ -126,20 +126,24 @@ def _norm(line: str) -> str:
     return re.sub(r"\s+", "", line).rstrip(":")
 
 
+_HEADER = re.compile(r"^(?:### )?(\S+)(?: \[L\d[^\]]*\].*)?\n?$")
+
+
 def sections(text: str, paths: list[str]) -> dict[str, str]:
-    """Split a context into per-file sections: a section starts at the line naming the file."""
+    """Split a context into per-file sections.
+
+    A section starts at a file's header line: ``path [L2 4.2K 120L] ...`` (the
+    repo-map layout) or ``### path`` (the BM25 contexts built here).
+    """
     starts: list[tuple[int, str]] = []
     pathset = set(paths)
     offset = 0
     for line in text.splitlines(keepends=True):
-        for tok in re.findall(r"[\w./@+-]+", line)[:4]:
-            tok = tok.rstrip(":")
-            if tok in pathset:
-                starts.append((offset, tok))
-                pathset.discard(tok)
-                break
+        m = _HEADER.match(line)
+        if m and m.group(1) in pathset:
+            starts.append((offset, m.group(1)))
+            pathset.discard(m.group(1))
         offset += len(line)
-    starts.sort()
     out: dict[str, str] = {}
     for i, (pos, path) in enumerate(starts):
         end = starts[i + 1][0] if i + 1 < len(starts) else len(text)
