@@ -17,10 +17,12 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 
 from activities.artifacts import LocalArtifactStore
+from activities.batch import BatchActivities
 from activities.models.registry import TablePricer
 from activities.navigator import NavigatorActivities
 from navcore.errors import NavigatorError
 from workflows.navigator import NavigatorWorkflow
+from workflows.batch import BatchWorkflow
 from workers.converter import DATA_CONVERTER
 
 __all__ = [
@@ -34,7 +36,7 @@ __all__ = [
 
 DEFAULT_TASK_QUEUE = "navigator"
 #: every workflow class this worker serves
-WORKFLOWS: list[type] = [NavigatorWorkflow]
+WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow]
 #: raised from workflow code these can never succeed on a task retry: fail the workflow
 WORKFLOW_FAILURE_EXCEPTION_TYPES: list[type[BaseException]] = [NavigatorError]
 
@@ -69,7 +71,7 @@ def build_worker(
         raise NavigatorError("the Temporal client must use workers.converter.DATA_CONVERTER; reconnect with it")
     acts = activities or build_activities()
     by_name: dict[str, Callable[..., Any]] = {}
-    for fn in [*acts.all(), *extra_activities]:
+    for fn in [*acts.all(), *BatchActivities().all(), *extra_activities]:
         by_name[_activity_name(fn)] = fn
     return Worker(
         client,

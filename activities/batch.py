@@ -1,0 +1,193 @@
+"""Batch side effects: the jobs-file loader and the ``batch.*`` activities.
+
+* :func:`load_jobs_file` reads a YAML jobs file and validates it up front:
+  every problem is reported with the job index, the field, its line in the
+  file and what to do (:class:`JobsFileError`, a ``ConfigError``).
+* :class:`BatchActivities` — ``batch.write_results`` writes one JSONL line per
+  job (cost, tokens, iterations, stop reason, context-pack path) plus a
+  summary JSON, atomically; ``batch.recover_child`` fetches the result of a
+  child workflow an earlier run of the same batch id already completed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+from temporalio import activity
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.service import RPCError, RPCStatusCode
+
+from activities.artifacts import atomic_write_bytes
+from navcore.batch import (
+    JobsFile,
+    RecoverChildInput,
+    RecoverChildOutput,
+    WriteBatchResultsInput,
+    WriteBatchResultsOutput,
+)
+from navcore.budget import micros_to_usd
+from navcore.errors import ConfigError
+from navcore.requests import ExplorationResult
+
+__all__ = ["JobsFileError", "load_jobs_file", "parse_jobs_text", "BatchActivities", "MAX_JOBS_FILE_BYTES"]
+
+#: a jobs file larger than this is almost certainly the wrong file
+MAX_JOBS_FILE_BYTES = 20_000_000
+
+
+class JobsFileError(ConfigError):
+    """A jobs file failed validation; ``problems`` has one line per problem."""
+
+    kind = "ConfigError"
+
+    def __init__(self, origin: str, problems: list[str]) -> None:
+        self.problems = [f"{origin}: {p}" for p in problems]
+        head = "; ".join(problems[:3]) + (f"; … and {len(problems) - 3} more" if len(problems) > 3 else "")
+        super().__init__(f"{origin}: {len(problems)} problem(s): {head}")
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """1-based line of the deepest node of ``loc`` present in the composed YAML tree."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
+            if match is None:
+                break
+            node = match
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+        else:
+            break
+        line = node.start_mark.line + 1
+    return line
+
+
+_HINTS = {
+    "missing": "add it",
+    "extra_forbidden": "remove it (allowed: repo, goal, name, model, max_budget_usd, token_budget, "
+    "max_iterations, max_output_tokens, mode)",
+    "literal_error": "batches are unattended; use mode: autonomous or leave it out",
+}
+
+
+def _describe(err: dict[str, Any], line: int | None) -> str:
+    loc = tuple(err["loc"])
+    where = f" (line {line})" if line else ""
+    if len(loc) >= 2 and loc[0] == "jobs" and isinstance(loc[1], int):
+        field = ".".join(str(p) for p in loc[2:]) or "(the job)"
+        subject = f"job {loc[1]}{where} field '{field}'"
+    else:
+        subject = f"'{'.'.join(str(p) for p in loc) or '(top level)'}'{where}"
+    hint = _HINTS.get(err["type"], "fix the value")
+    return f"{subject}: {err['msg']}; {hint}"
+
+
+def parse_jobs_text(text: str, origin: str = "jobs file") -> JobsFile:
+    """Validate jobs-file text; raise :class:`JobsFileError` listing every problem."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise JobsFileError(origin, [f"{where}{problem}; fix the YAML syntax"]) from None
+    if isinstance(data, list):
+        data = {"jobs": data}
+        node = yaml.MappingNode("tag:yaml.org,2002:map", [(yaml.ScalarNode("tag:yaml.org,2002:str", "jobs"), node)])
+    if not isinstance(data, dict):
+        raise JobsFileError(origin, ["expected a mapping with 'jobs' (and optional 'defaults'); see bench/SOAK.md"])
+    try:
+        return JobsFile.model_validate(data)
+    except ValidationError as exc:
+        problems = [_describe(e, _line_of(node, tuple(e["loc"]))) for e in exc.errors()]  # type: ignore[arg-type]
+        raise JobsFileError(origin, problems) from None
+
+
+def load_jobs_file(path: Path | str) -> JobsFile:
+    """Read and validate a jobs file; relative repo paths resolve against the file's folder."""
+    file = Path(path).expanduser()
+    origin = str(file)
+    if not file.is_file():
+        raise JobsFileError(origin, ["no such file; pass the path of a jobs YAML file"])
+    if file.stat().st_size > MAX_JOBS_FILE_BYTES:
+        raise JobsFileError(origin, [f"larger than {MAX_JOBS_FILE_BYTES} bytes; is it the right file?"])
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise JobsFileError(origin, [f"cannot read it ({type(exc).__name__}); pass a UTF-8 text file"]) from None
+    spec = parse_jobs_text(text, origin)
+    base = file.resolve().parent
+    jobs = [
+        job.model_copy(update={"repo": str((base / Path(job.repo).expanduser()).resolve())})
+        for job in spec.jobs
+    ]
+    return spec.model_copy(update={"jobs": jobs})
+
+
+class BatchActivities:
+    """The ``batch.*`` activities (stateless; the client comes from the activity context)."""
+
+    @activity.defn(name="batch.write_results")
+    async def write_results(self, inp: WriteBatchResultsInput) -> WriteBatchResultsOutput:
+        """Write ``<out>/<batch>/results.jsonl`` (one line per job) and ``summary.json`` atomically."""
+        folder = Path(inp.out_dir).expanduser().resolve() / inp.batch_id
+        lines = []
+        for o in inp.outcomes:
+            row = o.model_dump(mode="json")
+            row["cost_usd"] = str(micros_to_usd(o.spent_micros))
+            row["allotted_usd"] = str(micros_to_usd(o.allotted_micros))
+            lines.append(json.dumps(row, sort_keys=True))
+        jsonl = ("\n".join(lines) + "\n").encode("utf-8")
+        counts: dict[str, int] = {}
+        for o in inp.outcomes:
+            counts[o.status.value] = counts.get(o.status.value, 0) + 1
+        summary = {
+            "batch_id": inp.batch_id,
+            "jobs": len(inp.outcomes),
+            "status_counts": counts,
+            "total_usd": str(micros_to_usd(inp.total_micros)),
+            "spent_usd": str(micros_to_usd(inp.spent_micros)),
+            "stopped": inp.stopped,
+            "context_packs": [o.context_path for o in inp.outcomes if o.context_path],
+        }
+        summary_bytes = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode("utf-8")
+        await asyncio.to_thread(atomic_write_bytes, folder / "results.jsonl", jsonl)
+        await asyncio.to_thread(atomic_write_bytes, folder / "summary.json", summary_bytes)
+        return WriteBatchResultsOutput(
+            results_path=str(folder / "results.jsonl"), summary_path=str(folder / "summary.json")
+        )
+
+    @activity.defn(name="batch.recover_child")
+    async def recover_child(self, inp: RecoverChildInput) -> RecoverChildOutput:
+        """Wait for (if still running) and return the result of an existing child workflow."""
+        handle = activity.client().get_workflow_handle(inp.workflow_id, result_type=ExplorationResult)
+        while True:
+            try:
+                desc = await handle.describe()
+            except RPCError as exc:
+                if exc.status == RPCStatusCode.NOT_FOUND:
+                    return RecoverChildOutput(status="not_found", error=f"{inp.workflow_id} no longer exists")
+                raise
+            if desc.status != WorkflowExecutionStatus.RUNNING:
+                break
+            activity.heartbeat(f"{inp.workflow_id} still running")
+            await asyncio.sleep(inp.poll_s)
+        status = desc.status.name.lower() if desc.status else "unknown"
+        if desc.status != WorkflowExecutionStatus.COMPLETED:
+            return RecoverChildOutput(status=status, error=f"{inp.workflow_id} ended {status}")
+        try:
+            result = await handle.result(follow_runs=True)
+        except WorkflowFailureError as exc:
+            return RecoverChildOutput(status="failed", error=" ".join(str(exc.cause or exc).split())[:500])
+        return RecoverChildOutput(status=status, result=result)
+
+    def all(self) -> list[Any]:
+        """Every batch activity, for worker registration."""
+        return [self.write_results, self.recover_child]
