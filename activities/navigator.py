@@ -289,7 +289,7 @@ class NavigatorActivities:
             return ApplicationError(
                 str(exc), details, type=exc.type, non_retryable=exc.non_retryable, next_retry_delay=exc.next_retry_delay
             )
-        return ApplicationError(f"{type(exc).__name__}: {exc}", details, type=type(exc).__name__)
+        return ApplicationError(str(exc) or type(exc).__name__, details, type=type(exc).__name__)
 
     def _trimmed_decision(self, decision: ModelDecision) -> ModelDecision:
         lim = self.limits

