@@ -1,0 +1,97 @@
+"""Named configuration of the repo-map engine: every weight and threshold lives here.
+
+Nothing in the engine uses an inline magic number for behaviour; stages take
+the relevant sub-config so a caller (or a benchmark) can tune one knob and see
+its effect.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["DiscoverConfig", "RankConfig", "RenderConfig", "EngineConfig"]
+
+#: bump when parsing, queries or the per-file record layout change: it keys the cache
+PARSER_VERSION = "rm-4"
+
+
+class _Cfg(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DiscoverConfig(_Cfg):
+    """What files the engine indexes, and what it skips (each skip counted by reason)."""
+
+    max_file_bytes: int = Field(1_048_576, gt=0)
+    #: bytes sniffed for a NUL to call a file binary
+    binary_sniff_bytes: int = Field(8192, gt=0)
+    #: average line length above which a file is treated as minified
+    minified_avg_line: int = Field(300, gt=0)
+    #: only files at least this big can be called minified (short one-liners are fine)
+    minified_min_bytes: int = Field(2048, ge=0)
+    #: a "generated" marker must appear within this many leading bytes
+    generated_header_bytes: int = Field(512, gt=0)
+    lockfile_names: tuple[str, ...] = (
+        "package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Cargo.lock",
+        "Gemfile.lock", "composer.lock", "go.sum", "uv.lock", "Pipfile.lock",
+    )
+    #: directory names never descended into outside git (vendored/tooling state)
+    skip_dirs: tuple[str, ...] = (".git", "__pycache__", ".hg", ".svn", "node_modules", ".venv",
+                                  ".tox", ".mypy_cache", ".pytest_cache")
+
+
+class RankConfig(_Cfg):
+    """Weights of the personalized-PageRank + BM25 blend."""
+
+    damping: float = Field(0.85, gt=0.0, lt=1.0)
+    iterations: int = Field(30, gt=0, le=500)
+    tolerance: float = Field(1e-9, gt=0.0)
+    #: identifiers defined in more files than this carry no graph edges (too common)
+    max_def_files: int = Field(40, gt=0)
+    bm25_k1: float = Field(1.2, gt=0.0)
+    bm25_b: float = Field(0.75, ge=0.0, le=1.0)
+    #: blend of the final score: pagerank share vs lexical share (normalized to max 1)
+    pagerank_weight: float = Field(0.35, ge=0.0)
+    lexical_weight: float = Field(0.65, ge=0.0)
+    #: personalization mass per signal kind
+    goal_weight: float = Field(1.0, ge=0.0)
+    ident_weight: float = Field(2.0, ge=0.0)
+    path_weight: float = Field(3.0, ge=0.0)
+    trace_weight: float = Field(4.0, ge=0.0)
+    focus_path_weight: float = Field(5.0, ge=0.0)
+    focus_symbol_weight: float = Field(5.0, ge=0.0)
+    #: additive score boost of an explicitly focused file (keeps it on top of the ranking)
+    focus_score_boost: float = Field(1.0, ge=0.0)
+    #: goal words shorter than this are ignored for lexical matching
+    min_term_len: int = Field(2, ge=1)
+
+
+class RenderConfig(_Cfg):
+    """How files are drawn and how the budget fitter values content."""
+
+    #: value of one file at each level (index = level), multiplied by its score
+    level_value: tuple[float, float, float, float, float] = (0.0, 1.0, 2.5, 3.2, 4.0)
+    #: floor added to every score so unranked files still order by cost, not arbitrarily
+    score_floor: float = Field(1e-4, gt=0.0)
+    #: value multiplier of files whose level an explicit rule requested
+    rule_value_multiplier: float = Field(2.0, gt=0.0)
+    #: at most this many docstring lines per symbol at level 3
+    doc_max_lines: int = Field(8, gt=0)
+    #: at most this many "why" signals per file line
+    why_max: int = Field(3, ge=0)
+    #: highest-ranked files listed in MapMetadata.top_files
+    top_files: int = Field(20, ge=0)
+    #: fit passes re-checking the exact count (each pass degrades more if over)
+    max_fit_passes: int = Field(12, gt=0)
+
+
+class EngineConfig(_Cfg):
+    """Everything the engine can be tuned with; the default suits most repositories."""
+
+    discover: DiscoverConfig = DiscoverConfig()
+    rank: RankConfig = RankConfig()
+    render: RenderConfig = RenderConfig()
+    #: files per worker task in cold indexing (bigger chunks = less pickling overhead)
+    index_chunk_files: int = Field(64, gt=0)
+    #: below this many files to parse, cold indexing stays in-process
+    parallel_min_files: int = Field(48, ge=0)

@@ -1,0 +1,174 @@
+"""Discovery: which files of a repository the engine indexes.
+
+Inside git: ``git ls-files -co --exclude-standard`` (tracked + untracked, not
+ignored). Outside git: a walk honouring every ``.gitignore`` it meets. Never
+follows a symlink out of the root. Name/size based skips happen here; content
+based skips (binary, minified, generated) happen in the indexer, which reads the
+bytes anyway. Every skip is counted by reason.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from navcore.errors import RepoError
+from repomap.config import DiscoverConfig
+from repomap.safepath import is_inside
+
+__all__ = ["FileEntry", "Discovery", "discover", "git_commit"]
+
+_GIT_TIMEOUT_S = 60
+
+
+@dataclass(frozen=True, slots=True)
+class FileEntry:
+    """A candidate file: POSIX relative path plus the stat fields the cache keys on."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class Discovery:
+    """Discovered files (sorted by path) and skip counts by reason."""
+
+    root: Path
+    files: list[FileEntry]
+    skipped: Counter[str] = field(default_factory=Counter)
+    git: bool = False
+
+
+def check_root(root: Path) -> Path:
+    """The resolved root, or RepoError when it is missing or not a directory."""
+    path = Path(root).expanduser()
+    if not path.exists():
+        raise RepoError(f"repository path {str(root)!r} does not exist; pass an existing directory")
+    if not path.is_dir():
+        raise RepoError(f"repository path {str(root)!r} is not a directory; pass the repository root")
+    return path.resolve()
+
+
+def discover(root: Path, cfg: DiscoverConfig) -> Discovery:
+    """List candidate files under ``root`` (already resolved) with stats."""
+    names = _git_ls_files(root)
+    git = names is not None
+    if names is None:
+        names = _walk(root, cfg)
+    disc = Discovery(root=root, files=[], git=git)
+    lock = set(cfg.lockfile_names)
+    for rel in sorted(set(names)):
+        reason = _name_skip(rel, lock, cfg)
+        if reason:
+            disc.skipped[reason] += 1
+            continue
+        entry = _stat_entry(root, rel, cfg, disc.skipped)
+        if entry is not None:
+            disc.files.append(entry)
+    return disc
+
+
+def _name_skip(rel: str, lock: set[str], cfg: DiscoverConfig) -> str | None:
+    base = rel.rsplit("/", 1)[-1]
+    if base in lock:
+        return "lockfile"
+    if base.endswith((".min.js", ".min.css", ".min.mjs")) or ".bundle." in base:
+        return "minified"
+    if any(part in cfg.skip_dirs for part in rel.split("/")[:-1]):
+        return "ignored_dir"
+    return None
+
+
+def _stat_entry(root: Path, rel: str, cfg: DiscoverConfig, skipped: Counter[str]) -> FileEntry | None:
+    full = root / rel
+    try:
+        st = full.lstat()
+        if os.path.islink(full):
+            target = full.resolve()
+            if not is_inside(root, target):
+                skipped["symlink_escape"] += 1
+                return None
+            st = target.stat()
+        if not os.path.isfile(full):
+            skipped["not_regular"] += 1
+            return None
+    except OSError:
+        skipped["unreadable"] += 1
+        return None
+    if st.st_size > cfg.max_file_bytes:
+        skipped["oversized"] += 1
+        return None
+    return FileEntry(rel, st.st_size, st.st_mtime_ns)
+
+
+def _git_ls_files(root: Path) -> list[str] | None:
+    """Paths from git, or None when ``root`` is not inside a git work tree."""
+    if not _inside_git(root):
+        return None
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-co", "--exclude-standard", "-z"],
+            capture_output=True, timeout=_GIT_TIMEOUT_S, check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    return [p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def _inside_git(root: Path) -> bool:
+    probe = root
+    while True:
+        if (probe / ".git").exists():
+            return True
+        if probe.parent == probe:
+            return False
+        probe = probe.parent
+
+
+def git_commit(root: Path) -> str | None:
+    """HEAD's commit (short), or None outside git / in a repository without commits."""
+    if not _inside_git(root):
+        return None
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, timeout=_GIT_TIMEOUT_S, check=False, text=True)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def _walk(root: Path, cfg: DiscoverConfig) -> list[str]:
+    """Gitignore-aware walk (nested .gitignore files apply below their directory)."""
+    out: list[str] = []
+    specs: list[tuple[str, pathspec.PathSpec]] = []
+    skip = set(cfg.skip_dirs)
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        specs = [(d, s) for d, s in specs if rel_dir.startswith(d)]
+        if ".gitignore" in filenames:
+            try:
+                lines = (Path(dirpath) / ".gitignore").read_text("utf-8", "replace").splitlines()
+                specs.append((rel_dir, pathspec.GitIgnoreSpec.from_lines(lines)))
+            except OSError:
+                pass
+        keep = []
+        for d in sorted(dirnames):
+            if d in skip or _ignored(specs, rel_dir + d + "/"):
+                continue
+            keep.append(d)
+        dirnames[:] = keep
+        out.extend(rel_dir + f for f in filenames if not _ignored(specs, rel_dir + f))
+    return out
+
+
+def _ignored(specs: list[tuple[str, pathspec.PathSpec]], rel: str) -> bool:
+    return any(rel.startswith(d) and s.match_file(rel[len(d):]) for d, s in specs)

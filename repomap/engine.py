@@ -1,0 +1,161 @@
+"""``RepoMap``: the engine facade (open once, render many times).
+
+Opening discovers and indexes the repository (through the persistent cache);
+the ranking structure is loaded or built lazily on the first request and kept,
+so a render with another flight plan or goal never re-parses anything.
+Thread-safe for concurrent renders (lazy state is built under a lock).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from navcore.errors import PathEscapeError, RepoError
+from navcore.flightplan import FlightPlan
+from repomap.build import BuiltIndex, build_index
+from repomap.cache import IndexCache, default_cache_dir
+from repomap.config import EngineConfig
+from repomap.discover import check_root, discover, git_commit
+from repomap.engine_query import QueryMixin
+from repomap.layout import file_line
+from repomap.rank import RankStructure
+from repomap.render import RenderInput, metadata, render_plan, summaries
+from repomap.safepath import resolve_inside
+from repomap.tokens import count_many
+from repomap.types import RankedFile, RenderResult
+
+__all__ = ["RepoMap"]
+
+log = logging.getLogger("repomap")
+
+
+class RepoMap(QueryMixin):
+    """An indexed repository: ``render`` / ``rank`` / ``search`` / symbol queries."""
+
+    def __init__(self, root: Path, config: EngineConfig, cache: IndexCache, built: BuiltIndex,
+                 skipped: dict[str, int], commit: str | None, open_ms: float) -> None:
+        self.root = root
+        self.config = config
+        self._cache = cache
+        self._built = built
+        self.files: list[str] = sorted(built.records)
+        self.skipped = dict(sorted(skipped.items()))
+        self.index_version = (f"git:{commit}+" if commit else "") + f"idx:{built.index_hash[:16]}"
+        self.open_ms = open_ms
+        self._lock = threading.Lock()
+        self._rs: RankStructure | None = None
+        self._line_costs: np.ndarray | None = None
+        self._sym_index: dict[str, list[tuple[str, int]]] | None = None
+
+    @classmethod
+    def open(cls, root: str | Path, config: EngineConfig | None = None, cache_dir: Path | None = None,
+             jobs: int | None = None) -> "RepoMap":
+        """Discover and index ``root`` (cached); RepoError when it is not a usable directory."""
+        t0 = time.perf_counter()
+        cfg = config or EngineConfig()
+        real = check_root(Path(root))
+        cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
+        if _is_inside(real, cache.dir.resolve()):
+            raise RepoError(f"cache dir {cache.dir} is inside the repository; choose a cache dir outside it")
+        disc = discover(real, cfg.discover)
+        built = build_index(disc, cache, cfg, jobs)
+        skipped = dict(disc.skipped)
+        for k, v in built.skipped.items():
+            skipped[k] = skipped.get(k, 0) + v
+        if not built.records:
+            raise RepoError(f"repository {str(root)!r} has no indexable files "
+                            f"(skipped: {skipped or 'none'}); point at a repository with source files")
+        ms = (time.perf_counter() - t0) * 1e3
+        log.debug("repo-map opened %s: %d files, %d parsed, %.0f ms", real, len(built.records), built.parsed, ms)
+        return cls(real, cfg, cache, built, skipped, git_commit(real), ms)
+
+    # ---- lazily built, request-independent state ---------------------------------
+    def _structure(self) -> RankStructure:
+        with self._lock:
+            if self._rs is None:
+                self._rs = self._load_structure()
+            return self._rs
+
+    def _load_structure(self) -> RankStructure:
+        key = hashlib.blake2b(
+            (self._built.index_hash + self.config.rank.model_dump_json()).encode(), digest_size=16).hexdigest()
+        blob = self._cache.get_named("structures", key)
+        if blob is not None:
+            return RankStructure.from_blob(blob)
+        bags = self._cache.get_column("bag", sorted(set(self._built.keys.values())))
+        by_path = {p: bags[k] for p, k in self._built.keys.items() if k in bags}
+        rs = RankStructure.build(self.files, by_path, self.config.rank)
+        self._cache.put_named("structures", key, rs.to_blob())
+        return rs
+
+    def _base_line_costs(self) -> np.ndarray:
+        """Cost of each file's path line without a why (for ``RankedFile.level_tokens``)."""
+        with self._lock:
+            if self._line_costs is None:
+                recs = self._built.records
+                self._line_costs = np.asarray(count_many(
+                    [file_line(p, 1, recs[p][2], recs[p][3], []) for p in self.files]), dtype=np.int64)
+            return self._line_costs
+
+    # ---- requests -----------------------------------------------------------------
+    def rank(self, plan: FlightPlan) -> list[RankedFile]:
+        """Every file ranked for ``plan``: score desc, then path."""
+        ctx = self._request(plan)
+        base = self._base_line_costs()
+        out = []
+        for i in ctx.order:
+            p = self.files[i]
+            c2, c3, c4 = self._built.records[p][6]
+            line = int(base[i])
+            sig = {k: round(float(v[i]), 6) for k, v in ctx.signals.items() if v[i] > 0}
+            out.append(RankedFile(p, float(ctx.score[i]), sig, bool(ctx.focused[i]),
+                                  (0, line, line + c2, line + c3, line + c4)))
+        return out
+
+    def render(self, plan: FlightPlan) -> RenderResult:
+        """Render ``plan``; the text never exceeds ``plan.token_budget`` (exact counter)."""
+        t0 = time.perf_counter()
+        ctx = self._request(plan)
+        t1 = time.perf_counter()
+        inp = RenderInput(root=self.root, paths=self.files, records=self._built.records,
+                          score=ctx.score, focused=ctx.focused, why=ctx.why(plan, self.config.render.why_max),
+                          expand=ctx.expand, index_version=self.index_version, cfg=self.config.render)
+        result = render_plan(inp, plan)
+        t2 = time.perf_counter()
+        files = summaries(inp, result, ctx.order)
+        timings = {"rank": round((t1 - t0) * 1e3, 2), "fit_render": round((t2 - t1) * 1e3, 2),
+                   "open": round(self.open_ms, 2)}
+        return RenderResult(text=result.text, metadata=metadata(inp, result, plan.token_budget, files, timings),
+                            files=files)
+
+    def read_lines(self, path: str, start: int, end: int) -> str:
+        """Lines ``start..end`` (1-based, inclusive) of a file inside the root."""
+        target = resolve_inside(self.root, path)
+        if not target.is_file():
+            raise PathEscapeError(f"{path!r} is not a file in the repository; pass a path from the map")
+        lines = target.read_bytes().decode("utf-8", "replace").splitlines()
+        lo, hi = max(1, int(start)), min(len(lines), int(end))
+        return "\n".join(lines[lo - 1:hi]) + ("\n" if hi >= lo else "")
+
+    def stats(self) -> dict[str, object]:
+        """Index statistics: counts by language, skips by reason, symbols, timings."""
+        langs: dict[str, int] = {}
+        n_sym = 0
+        for rec in self._built.records.values():
+            key = rec[1] or "other"
+            langs[key] = langs.get(key, 0) + 1
+            n_sym += len(rec[7])
+        return {"root": str(self.root), "index_version": self.index_version, "files": len(self.files),
+                "symbols": n_sym, "languages": dict(sorted(langs.items())), "skipped": self.skipped,
+                "parsed_this_open": self._built.parsed, "open_ms": round(self.open_ms, 1),
+                "build_ms": {k: round(v, 1) for k, v in self._built.timings_ms.items()}}
+
+
+def _is_inside(root: Path, path: Path) -> bool:
+    return path == root or root in path.parents

@@ -1,0 +1,256 @@
+"""Per-request personalization and the symbol / search queries of ``RepoMap``.
+
+Kept apart from ``engine.py`` so each module stays small: this mixin turns a
+flight plan into signal vectors and answers ``search``, ``symbols``,
+``find_symbol``, ``callers`` and ``callees`` from the loaded index.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from navcore.errors import PathEscapeError
+from navcore.flightplan import FlightPlan
+from repomap.globs import glob_match
+from repomap.index import REC, SYM
+from repomap.rank import Personalization, goal_mentions, goal_terms, personalized_rank
+from repomap.safepath import resolve_inside
+from repomap.types import SearchHit, Symbol, SymbolRef
+
+if TYPE_CHECKING:
+    from repomap.rank import RankStructure
+
+__all__ = ["QueryMixin", "RequestContext"]
+
+#: a "why" mentions pagerank only when the file is at least this central (normalized)
+_WHY_PAGERANK_MIN = 0.2
+#: symbol kinds that a body's identifiers do not "call" (attributes, constants)
+_NOT_CALLABLE = frozenset({"field", "constant"})
+
+
+@dataclass
+class RequestContext:
+    """One request's ranking: scores, signals and what to expand."""
+
+    score: np.ndarray
+    signals: dict[str, np.ndarray]
+    focused: np.ndarray
+    order: list[int]
+    expand: dict[str, list[int]]
+    top_term: list[str | None] = field(default_factory=list)
+    ident_of: dict[int, str] = field(default_factory=dict)
+
+    def why(self, plan: FlightPlan, limit: int) -> list[list[str]]:
+        """Per file: its strongest signals as short labels, e.g. ``bm25:budget``."""
+        n = len(self.score)
+        if not plan.show_why or limit <= 0:
+            return [[] for _ in range(n)]
+        sig = self.signals
+        out = []
+        for i in range(n):
+            cand = []
+            if sig["focus"][i] > 0:
+                cand.append((3.0, "focus"))
+            if sig["trace"][i] > 0:
+                cand.append((2.5, "trace"))
+            if sig["path"][i] > 0:
+                cand.append((2.0, "path"))
+            if sig["ident"][i] > 0:
+                cand.append((1.5, f"ident:{self.ident_of.get(i, '?')}"))
+            if sig["bm25"][i] > 0 and self.top_term and self.top_term[i]:
+                cand.append((float(sig["bm25"][i]), f"bm25:{self.top_term[i]}"))
+            if sig["pagerank"][i] >= _WHY_PAGERANK_MIN:
+                cand.append((float(sig["pagerank"][i]) * 0.5, "pagerank"))
+            cand.sort(key=lambda c: (-c[0], c[1]))
+            out.append([label for _, label in cand[:limit]])
+        return out
+
+
+class QueryMixin:
+    """Queries over the loaded index (mixed into ``RepoMap``)."""
+
+    files: list[str]
+    root: Any
+    config: Any
+    _built: Any
+    _sym_index: dict[str, list[tuple[str, int]]] | None
+
+    def _structure(self) -> "RankStructure":  # provided by RepoMap
+        raise NotImplementedError
+
+    # ---- personalization ------------------------------------------------------------
+    def _request(self, plan: FlightPlan) -> RequestContext:
+        rs = self._structure()
+        cfg = self.config.rank
+        n = len(self.files)
+        goal = plan.goal or ""
+        terms = goal_terms(goal, cfg.min_term_len)
+        cols = sorted({rs.terms[t] for t in terms if t in rs.terms})
+        lexical = np.zeros(n)
+        top_term: list[str | None] = [None] * n
+        if cols:
+            sub = rs.bm25[:, cols].toarray()
+            lexical = sub.sum(axis=1).astype(np.float64)
+            names = {v: k for k, v in rs.terms.items() if v in set(cols)}
+            best = sub.argmax(axis=1)
+            top_term = [names[cols[b]] if lexical[i] > 0 else None for i, b in enumerate(best)]
+        idents, paths, traces = goal_mentions(goal)
+        ident = np.zeros(n)
+        ident_of: dict[int, str] = {}
+        for name in sorted(set(idents)):
+            j = rs.idents.get(name)
+            if j is None:
+                continue
+            rows = rs.defs[:, j].nonzero()[0]
+            if 0 < len(rows) <= cfg.max_def_files:
+                ident[rows] = 1.0
+                for r in rows:
+                    ident_of.setdefault(int(r), name)
+        focus, expand = self._focus(plan)
+        pers = Personalization(lexical=lexical, ident=ident, path=self._path_hits(paths),
+                               trace=self._path_hits(traces), focus=focus)
+        out = personalized_rank(rs, pers, cfg)
+        order = np.lexsort((np.arange(n), -out.score)).tolist()
+        return RequestContext(out.score, out.signals, focus > 0, order, expand, top_term, ident_of)
+
+    def _path_hits(self, mentions: list[str]) -> np.ndarray:
+        v = np.zeros(len(self.files))
+        for m in sorted(set(mentions)):
+            if not m:
+                continue
+            for i, p in enumerate(self.files):
+                if p == m or p.endswith("/" + m):
+                    v[i] = 1.0
+        return v
+
+    def _focus(self, plan: FlightPlan) -> tuple[np.ndarray, dict[str, list[int]]]:
+        cfg = self.config.rank
+        focus = np.zeros(len(self.files))
+        index = {p: i for i, p in enumerate(self.files)} if plan.focus_symbols else {}
+        for fp in plan.focus_paths:
+            for i, p in enumerate(self.files):
+                if glob_match(fp.glob, p):
+                    focus[i] += cfg.focus_path_weight * fp.weight
+        expand: dict[str, list[int]] = {}
+        for fs in plan.focus_symbols:
+            for path, k in self._resolve_symbol(fs.symbol):
+                focus[index[path]] += cfg.focus_symbol_weight * fs.weight
+                if fs.expand and k not in expand.setdefault(path, []):
+                    expand[path].append(k)
+        return focus, {p: sorted(ks) for p, ks in sorted(expand.items()) if ks}
+
+    # ---- symbols --------------------------------------------------------------------
+    def _symbol_index(self) -> dict[str, list[tuple[str, int]]]:
+        if self._sym_index is None:
+            idx: dict[str, list[tuple[str, int]]] = {}
+            for p in self.files:
+                for k, s in enumerate(self._built.records[p][REC["symbols"]]):
+                    idx.setdefault(s[SYM["name"]], []).append((p, k))
+                    if s[SYM["qual"]] != s[SYM["name"]]:
+                        idx.setdefault(s[SYM["qual"]], []).append((p, k))
+            self._sym_index = idx
+        return self._sym_index
+
+    def _resolve_symbol(self, ref: str) -> list[tuple[str, int]]:
+        """``path::Qual`` or a bare (qualified) name -> (path, symbol index) pairs."""
+        if "::" in ref:
+            path, qual = ref.split("::", 1)
+            rec = self._built.records.get(path)
+            if rec is None:
+                return []
+            return [(path, k) for k, s in enumerate(rec[REC["symbols"]]) if s[SYM["qual"]] == qual]
+        return list(self._symbol_index().get(ref, []))
+
+    def _symbol(self, path: str, k: int) -> Symbol:
+        s = self._built.records[path][REC["symbols"]][k]
+        return Symbol(id=f"{path}::{s[SYM['qual']]}", name=s[SYM["name"]], kind=s[SYM["kind"]], path=path,
+                      start_line=s[SYM["start"]], end_line=s[SYM["end"]], signature=s[SYM["sig"]],
+                      doc=s[SYM["doc"]] or None)
+
+    def symbols(self, path: str) -> list[Symbol]:
+        """Symbols of one indexed file in source order (empty for unsupported languages)."""
+        if path not in self._built.records:
+            resolve_inside(self.root, path)  # escapes raise PathEscapeError
+            raise PathEscapeError(f"{path!r} is not an indexed file; pass a path listed in RepoMap.files")
+        return [self._symbol(path, k) for k in range(len(self._built.records[path][REC["symbols"]]))]
+
+    def find_symbol(self, name: str) -> list[Symbol]:
+        """Definitions whose name, qualified name or id equals ``name`` (sorted by id)."""
+        return sorted((self._symbol(p, k) for p, k in self._resolve_symbol(name)), key=lambda s: (s.id, s.start_line))
+
+    def search(self, query: str, limit: int = 20) -> list[SearchHit]:
+        """BM25 over token bags plus symbol-name matches; best first, ties by path."""
+        rs = self._structure()
+        cols = sorted({rs.terms[t] for t in goal_terms(query, self.config.rank.min_term_len) if t in rs.terms})
+        hits: list[SearchHit] = []
+        top = 0.0
+        if cols:
+            scores = np.asarray(rs.bm25[:, cols].sum(axis=1)).ravel()
+            top = float(scores.max()) if scores.size else 0.0
+            for i in np.lexsort((np.arange(len(scores)), -scores))[:limit]:
+                if scores[i] > 0:
+                    hits.append(SearchHit(self.files[i], round(float(scores[i]), 6)))
+        for tok in sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", query))):
+            for p, k in self._resolve_symbol(tok):
+                s = self._symbol(p, k)
+                hits.append(SearchHit(p, round(top + 1.0, 6), s.id, s.start_line))
+        hits.sort(key=lambda h: (-h.score, h.symbol is None, h.path, h.symbol or "", h.line or 0))
+        return hits[:limit]
+
+    # ---- reference graph --------------------------------------------------------------
+    def _enclosing(self, path: str, line: int) -> str:
+        best = f"{path}::"
+        span = None
+        for s in self._built.records[path][REC["symbols"]]:
+            if s[SYM["start"]] <= line <= s[SYM["end"]]:
+                width = s[SYM["end"]] - s[SYM["start"]]
+                if span is None or width <= span:
+                    best, span = f"{path}::{s[SYM['qual']]}", width
+        return best
+
+    def callers(self, symbol_id: str) -> list[SymbolRef]:
+        """Call/mention sites of a symbol's name elsewhere: (enclosing symbol, path, line)."""
+        found = self._resolve_symbol(symbol_id)
+        if not found:
+            return []
+        path0, k0 = found[0]
+        sym = self._built.records[path0][REC["symbols"]][k0]
+        name = sym[SYM["name"]]
+        rs = self._structure()
+        j = rs.idents.get(name)
+        if j is None:
+            return []
+        word = re.compile(rf"\b{re.escape(name)}\b")
+        out: list[SymbolRef] = []
+        for i in sorted(rs.refs[:, j].nonzero()[0].tolist()):
+            p = self.files[i]
+            lines = resolve_inside(self.root, p).read_bytes().decode("utf-8", "replace").splitlines()
+            for ln, text in enumerate(lines, 1):
+                if word.search(text) and not (p == path0 and ln == sym[SYM["start"]]):
+                    out.append(SymbolRef(self._enclosing(p, ln), p, ln))
+        return out
+
+    def callees(self, symbol_id: str) -> list[SymbolRef]:
+        """Definitions a symbol's body names: (callee id, its path, its first line)."""
+        found = self._resolve_symbol(symbol_id)
+        if not found:
+            return []
+        path0, k0 = found[0]
+        sym = self._built.records[path0][REC["symbols"]][k0]
+        body = self.read_lines(path0, sym[SYM["start"]], sym[SYM["end"]])  # type: ignore[attr-defined]
+        names = sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", body)) - {sym[SYM["name"]]})
+        idx = self._symbol_index()
+        out: list[SymbolRef] = []
+        for name in names:
+            defs = idx.get(name, [])
+            local = [(p, k) for p, k in defs if p == path0]
+            chosen = local or (defs if len(defs) <= self.config.rank.max_def_files else [])
+            for p, k in chosen:
+                s = self._built.records[p][REC["symbols"]][k]
+                if s[SYM["name"]] == name and s[SYM["kind"]] not in _NOT_CALLABLE:
+                    out.append(SymbolRef(f"{p}::{s[SYM['qual']]}", p, s[SYM["start"]]))
+        return sorted(set(out), key=lambda r: (r.path, r.line, r.symbol_id))

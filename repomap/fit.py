@@ -1,0 +1,82 @@
+"""Budget fitting: degrade the lowest value-per-token content first, focused content last.
+
+Each file has a ladder of allowed levels with a token cost and a value at each.
+Starting from the requested levels, the fitter repeatedly takes the cheapest
+loss per saved token (``(tier, loss / saved, file index)`` in a heap, so ties
+are deterministic) until the running total fits the target. It keeps its state,
+so the renderer can ask for more savings after an exact re-count.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+
+__all__ = ["FileCosts", "Fitter"]
+
+
+@dataclass(slots=True)
+class FileCosts:
+    """Per-file ladder: ``cost[l]`` / ``value[l]`` for allowed levels (``None`` = not allowed)."""
+
+    cost: list[int | None]
+    value: list[float]
+    #: 0 = ordinary content, 1 = explicitly focused (degraded only after all tier-0 content)
+    tier: int
+    requested: int
+
+
+class Fitter:
+    """Stateful greedy degrader over many files."""
+
+    def __init__(self, files: list[FileCosts]) -> None:
+        self.files = files
+        self.levels = [f.requested if f.cost[f.requested] is not None else 0 for f in files]
+        self.total = sum(f.cost[lv] or 0 for f, lv in zip(files, self.levels))
+        self._heap: list[tuple[int, float, int, int]] = []
+        for i in range(len(files)):
+            self._push(i)
+
+    def _next_lower(self, i: int) -> int | None:
+        """The next lower allowed level that actually saves tokens."""
+        f, lv = self.files[i], self.levels[i]
+        here = f.cost[lv] or 0
+        for lower in range(lv - 1, -1, -1):
+            c = f.cost[lower]
+            if c is not None and c < here:
+                return lower
+        return None
+
+    def _push(self, i: int) -> None:
+        lower = self._next_lower(i)
+        if lower is None:
+            return
+        f, lv = self.files[i], self.levels[i]
+        saved = (f.cost[lv] or 0) - (f.cost[lower] or 0)
+        loss = f.value[lv] - f.value[lower]
+        heapq.heappush(self._heap, (f.tier, max(loss, 0.0) / saved, i, lv))
+
+    def reprice(self, measured: dict[int, int]) -> None:
+        """Replace the cost of files' *current* level by a measured cost (exact re-count)."""
+        for i, cost in measured.items():
+            f, lv = self.files[i], self.levels[i]
+            old = f.cost[lv] or 0
+            if cost != old:
+                f.cost[lv] = cost
+                self.total += cost - old
+                self._push(i)
+
+    def fit(self, target: int) -> bool:
+        """Degrade until ``total <= target``; False when even everything hidden is over."""
+        while self.total > target and self._heap:
+            _tier, _ratio, i, lv = heapq.heappop(self._heap)
+            if self.levels[i] != lv:
+                continue  # stale entry
+            lower = self._next_lower(i)
+            if lower is None:
+                continue
+            f = self.files[i]
+            self.total -= (f.cost[lv] or 0) - (f.cost[lower] or 0)
+            self.levels[i] = lower
+            self._push(i)
+        return self.total <= target

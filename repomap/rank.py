@@ -1,0 +1,192 @@
+"""Ranking: request-independent sparse structure + per-request personalization.
+
+Built once per index version (and cached): a file->file transition matrix from
+the definition/reference graph (identifier idf damping; names defined in too
+many files carry no edges) and a BM25-weighted file x term matrix (term
+saturation and idf are query-independent, so a query is a column sum). Per
+request only the personalization vector is built and a fixed number of
+power iterations of personalized PageRank run; the result is blended with
+lexical relevance. Ties are broken by path by the caller.
+"""
+
+from __future__ import annotations
+
+import marshal
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from repomap.config import RankConfig
+from repomap.index import BAG, split_identifier
+
+__all__ = ["RankStructure", "Personalization", "RankOutput", "goal_terms", "goal_mentions", "personalized_rank"]
+
+_TRACE = re.compile(r"""([\w./\\-]+\.[A-Za-z][\w]*)(?:", line |:)(\d+)""")
+_PATHLIKE = re.compile(r"[\w\-./]+/[\w\-.]+|[\w\-]+\.[A-Za-z]{1,5}\b")
+_IDENTLIKE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+
+
+@dataclass
+class RankStructure:
+    """Sparse matrices over ``paths`` (sorted), independent of any request."""
+
+    paths: list[str]
+    terms: dict[str, int]
+    bm25: sp.csc_matrix  # files x terms, BM25-weighted (column slices are cheap in CSC)
+    idents: dict[str, int]
+    defs: sp.csc_matrix  # files x idents, 1 where the file defines the identifier
+    trans_t: sp.csr_matrix  # transposed row-stochastic file->file matrix
+    dangling: np.ndarray  # bool per file: no outgoing edges
+    refs: sp.csc_matrix  # files x idents, sqrt(reference count): who mentions a name
+
+    @classmethod
+    def build(cls, paths: list[str], bags: dict[str, tuple], cfg: RankConfig) -> "RankStructure":
+        """Build from the per-file bags (``paths`` sorted)."""
+        n = len(paths)
+        terms: dict[str, int] = {}
+        idents: dict[str, int] = {}
+        tr, tc, tv, dr, dc, rr, rc, rv = [], [], [], [], [], [], [], []
+        for i, p in enumerate(paths):
+            bag = bags.get(p) or ({}, {}, (), ())
+            for t, c in bag[BAG["terms"]].items():
+                tr.append(i); tc.append(terms.setdefault(t, len(terms))); tv.append(c)
+            for name in bag[BAG["defs"]]:
+                dr.append(i); dc.append(idents.setdefault(name, len(idents)))
+            for name, c in bag[BAG["refs"]].items():
+                j = idents.get(name)
+                if j is None:
+                    j = idents.setdefault(name, len(idents))
+                rr.append(i); rc.append(j); rv.append(c)
+        bm25 = _bm25_matrix(n, len(terms), tr, tc, tv, cfg)
+        defs = sp.csr_matrix((np.ones(len(dr), dtype=np.float32), (dr, dc)), shape=(n, len(idents)))
+        defs.sum_duplicates()
+        defs.data[:] = 1.0
+        refs = sp.csr_matrix((np.sqrt(np.asarray(rv, dtype=np.float32)), (rr, rc)), shape=(n, len(idents)))
+        trans_t, dangling = _transition(defs, refs, cfg)
+        return cls(paths, terms, bm25.tocsc(), idents, defs.tocsc(), trans_t, dangling, refs.tocsc())
+
+    def to_blob(self) -> bytes:
+        """Serialize (marshal of vocab lists + raw array bytes)."""
+        def arr(m: sp.spmatrix) -> tuple:
+            return (m.shape, m.data.tobytes(), m.indices.astype(np.int32).tobytes(),
+                    m.indptr.astype(np.int64).tobytes(), str(m.data.dtype))
+        return marshal.dumps((self.paths, list(self.terms), list(self.idents), arr(self.bm25),
+                              arr(self.defs), arr(self.trans_t), self.dangling.tobytes(), arr(self.refs)))
+
+    @classmethod
+    def from_blob(cls, blob: bytes) -> "RankStructure":
+        """Inverse of :meth:`to_blob`."""
+        paths, terms, idents, b, d, t, dang, r = marshal.loads(blob)
+
+        def mat(kind: type, x: tuple) -> sp.spmatrix:
+            shape, data, ind, ptr, dt = x
+            return kind((np.frombuffer(data, dtype=dt), np.frombuffer(ind, dtype=np.int32),
+                         np.frombuffer(ptr, dtype=np.int64)), shape=tuple(shape))
+        return cls(paths, {t_: i for i, t_ in enumerate(terms)}, mat(sp.csc_matrix, b),
+                   {x: i for i, x in enumerate(idents)}, mat(sp.csc_matrix, d),
+                   mat(sp.csr_matrix, t), np.frombuffer(dang, dtype=bool), mat(sp.csc_matrix, r))
+
+
+def _bm25_matrix(n: int, n_terms: int, rows: list, cols: list, vals: list, cfg: RankConfig) -> sp.csr_matrix:
+    tf = sp.csr_matrix((np.asarray(vals, dtype=np.float32), (rows, cols)), shape=(n, n_terms))
+    dl = np.asarray(tf.sum(axis=1)).ravel()
+    avg = float(dl.mean()) if n else 1.0
+    df = np.bincount(np.asarray(cols, dtype=np.int64), minlength=n_terms) if cols else np.zeros(n_terms)
+    idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5)).astype(np.float32)
+    norm = cfg.bm25_k1 * (1.0 - cfg.bm25_b + cfg.bm25_b * dl / max(avg, 1e-9))
+    row_of = np.repeat(np.arange(n), np.diff(tf.indptr))
+    x = tf.data
+    tf.data = (x * (cfg.bm25_k1 + 1.0) / (x + norm[row_of])).astype(np.float32) * idf[tf.indices]
+    return tf
+
+
+def _transition(defs: sp.csr_matrix, refs: sp.csr_matrix, cfg: RankConfig) -> tuple[sp.csr_matrix, np.ndarray]:
+    n = defs.shape[0]
+    ndef = np.asarray(defs.sum(axis=0)).ravel()
+    usable = (ndef >= 1) & (ndef <= cfg.max_def_files)
+    idf = np.where(usable, np.log1p(n / np.maximum(ndef, 1.0)), 0.0).astype(np.float32)
+    share = np.where(usable, 1.0 / np.maximum(ndef, 1.0), 0.0).astype(np.float32)
+    w = (refs @ sp.diags(idf)) @ (defs @ sp.diags(share)).T
+    w = sp.csr_matrix(w)
+    w.setdiag(0.0)
+    w.eliminate_zeros()
+    out = np.asarray(w.sum(axis=1)).ravel()
+    dangling = out <= 0
+    inv = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, out))
+    trans = sp.diags(inv) @ w
+    return sp.csr_matrix(trans.T), dangling
+
+
+@dataclass
+class Personalization:
+    """Per-file signal vectors for one request (each length = number of files)."""
+
+    lexical: np.ndarray
+    ident: np.ndarray
+    path: np.ndarray
+    trace: np.ndarray
+    focus: np.ndarray
+    query_cols: list[int] = field(default_factory=list)
+    query_idents: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RankOutput:
+    """Final scores plus the normalized signals behind them."""
+
+    score: np.ndarray
+    signals: dict[str, np.ndarray]
+
+
+def goal_terms(goal: str, min_len: int) -> list[str]:
+    """Lexical terms of a goal text (code-aware splitting, deterministic order)."""
+    out: list[str] = []
+    words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", goal)
+    for ident in words:
+        out.extend(t for t in split_identifier(ident) if len(t) >= min_len)
+    # "flight plan" should also find ``flightplan.py`` / ``FlightPlan``
+    for a, b in zip(words, words[1:]):
+        if a.isalpha() and b.isalpha():
+            out.append((a + b).lower())
+    return out
+
+
+def goal_mentions(goal: str) -> tuple[list[str], list[str], list[str]]:
+    """(identifiers, path-like strings, stack-trace file names) named in a goal."""
+    traces = [m.group(1).replace("\\", "/") for m in _TRACE.finditer(goal)]
+    paths = [m.group(0).strip("./") for m in _PATHLIKE.finditer(goal)]
+    # plain lowercase words ("plan", "render") are prose, not identifiers
+    idents = [w for w in _IDENTLIKE.findall(goal) if "_" in w or not w.islower()]
+    return idents, paths, traces
+
+
+def personalized_rank(rs: RankStructure, pers: Personalization, cfg: RankConfig) -> RankOutput:
+    """Personalized PageRank (fixed iterations) blended with lexical relevance."""
+    n = len(rs.paths)
+    lex = _norm(pers.lexical)
+    rel = (cfg.goal_weight * lex + cfg.ident_weight * pers.ident + cfg.path_weight * pers.path
+           + cfg.trace_weight * pers.trace)
+    p = rel + pers.focus
+    total = float(p.sum())
+    p = p / total if total > 0 else np.full(n, 1.0 / max(n, 1))
+    r = p.copy()
+    d = cfg.damping
+    for _ in range(cfg.iterations):
+        nxt = d * (rs.trans_t @ r + float(r[rs.dangling].sum()) * p) + (1.0 - d) * p
+        done = float(np.abs(nxt - r).sum()) < cfg.tolerance
+        r = nxt
+        if done:
+            break
+    pr = _norm(r)
+    score = cfg.pagerank_weight * pr + cfg.lexical_weight * _norm(rel)
+    score = score + cfg.focus_score_boost * (pers.focus > 0)
+    signals = {"pagerank": pr, "bm25": lex, "ident": pers.ident, "path": pers.path,
+               "trace": pers.trace, "focus": _norm(pers.focus)}
+    return RankOutput(score=score, signals=signals)
+
+
+def _norm(v: np.ndarray) -> np.ndarray:
+    m = float(v.max()) if v.size else 0.0
+    return v / m if m > 0 else np.zeros_like(v, dtype=np.float64)

@@ -1,0 +1,237 @@
+"""Rendering a flight plan: requested levels -> fitted levels -> text under the budget.
+
+The text is: one machine-readable header line (``# repo-map {json}``), then the
+shown files in path order, each opened by ``path [L<level> <size> <n>L] why=...``.
+The header carries no timings so the same input gives the same bytes (timings
+are in ``MapMetadata.timings_ms``). The exact counter verifies every result; if
+pieces priced separately overshoot after concatenation, the fitter degrades
+more and the map is re-assembled.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from navcore.errors import FlightPlanError
+from navcore.flightplan import FlightPlan, Level
+from navcore.mapmeta import FileSummary, MapMetadata
+from repomap.config import RenderConfig
+from repomap.fit import FileCosts, Fitter
+from repomap.globs import glob_match
+from repomap.index import REC, SYM
+from repomap.layout import doc_block, file_line, header_line, outline_line, source_block
+from repomap.safepath import resolve_inside
+from repomap.tokens import COUNTER_NAME, count_many, count_tokens
+
+__all__ = ["RenderInput", "Rendered", "requested_levels", "render_plan", "has_symbol_support", "summaries",
+           "metadata"]
+
+_HEADER_FIXPOINT_PASSES = 4
+
+
+@dataclass
+class RenderInput:
+    """Everything one render needs (the engine builds it per request)."""
+
+    root: Path
+    paths: list[str]  # sorted
+    records: dict[str, tuple]
+    score: np.ndarray
+    focused: np.ndarray  # bool per file
+    why: list[list[str]]
+    expand: dict[str, list[int]]  # path -> symbol indices to show in full
+    index_version: str
+    cfg: RenderConfig
+
+
+@dataclass
+class Rendered:
+    """Text plus per-file outcome (levels indexed like ``RenderInput.paths``)."""
+
+    text: str
+    tokens: int
+    levels: list[int]
+    requested: list[int]
+    explicit: list[bool]
+    costs: list[int]
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def has_symbol_support(rec: tuple) -> bool:
+    """Files in a language without a parser (or that failed to parse) have no outline."""
+    return bool(rec[REC["lang"]]) and not rec[REC["error"]]
+
+
+def requested_levels(plan: FlightPlan, paths: list[str]) -> tuple[list[int], list[bool]]:
+    """Per file: level asked for (auto = 4, fitted later) and whether a rule/default asked."""
+    req, explicit = [], []
+    for p in paths:
+        level: int | None = None
+        for rule in plan.rules:
+            if glob_match(rule.glob, p):
+                level = int(rule.level)
+        if any(glob_match(g, p) for g in plan.exclude):
+            req.append(0)
+            explicit.append(True)
+        elif level is not None:
+            req.append(level)
+            explicit.append(True)
+        elif plan.default_level is not None:
+            req.append(int(plan.default_level))
+            explicit.append(True)
+        else:
+            req.append(int(Level.FULL))
+            explicit.append(False)
+    return req, explicit
+
+
+def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs: list[int]) -> list[FileCosts]:
+    cfg = inp.cfg
+    out = []
+    for i, p in enumerate(inp.paths):
+        rec = inp.records[p]
+        c2, c3, c4 = rec[REC["costs"]]
+        extra = sum(rec[REC["symbols"]][k][SYM["c_body"]] for k in inp.expand.get(p, ()))
+        line = line_costs[i]
+        cost: list[int | None] = [0, line, line + c2 + extra, line + c3 + extra, line + c4]
+        if not has_symbol_support(rec):
+            cost[2] = cost[3] = None
+        for lv in range(req[i] + 1, 5):
+            cost[lv] = None
+        mult = cfg.rule_value_multiplier if explicit[i] else 1.0
+        base = (float(inp.score[i]) + cfg.score_floor) * mult
+        value = [base * v for v in cfg.level_value]
+        top = max((lv for lv in range(5) if cost[lv] is not None), default=0)
+        out.append(FileCosts(cost=cost, value=value, tier=int(bool(inp.focused[i])), requested=top))
+    return out
+
+
+def _file_text(inp: RenderInput, i: int, level: int, cache: dict[str, list[str]]) -> str:
+    p = inp.paths[i]
+    rec = inp.records[p]
+    head = file_line(p, level, rec[REC["size"]], rec[REC["lines"]], inp.why[i])
+    if level <= 1:
+        return head
+    if level == 4:
+        return head + source_block("\n".join(_lines(inp, p, cache)))
+    parts = [head]
+    expand = set(inp.expand.get(p, ()))
+    hidden_until = 0
+    for k, s in enumerate(rec[REC["symbols"]]):
+        if s[SYM["start"]] <= hidden_until:
+            continue  # inside an expanded symbol already shown in full
+        parts.append(outline_line(s[SYM["start"]], s[SYM["depth"]], s[SYM["sig"]]))
+        if level == 3 and s[SYM["doc"]]:
+            parts.append(doc_block(s[SYM["depth"]], s[SYM["doc"]], inp.cfg.doc_max_lines))
+        if k in expand:
+            lines = _lines(inp, p, cache)
+            parts.append(source_block("\n".join(lines[s[SYM["start"]] - 1:s[SYM["end"]]])))
+            hidden_until = s[SYM["end"]]
+    return "".join(parts)
+
+
+def _lines(inp: RenderInput, path: str, cache: dict[str, list[str]]) -> list[str]:
+    if path not in cache:
+        data = resolve_inside(inp.root, path).read_bytes()
+        cache[path] = data.decode("utf-8", "replace").splitlines()
+    return cache[path]
+
+
+def _header(inp: RenderInput, budget: int, tokens: int, levels: list[int], req: list[int],
+            explicit: list[bool]) -> tuple[str, dict[str, int]]:
+    per = Counter(str(lv) for lv in levels)
+    degraded = sum(1 for lv, r, e in zip(levels, req, explicit) if e and lv < r)
+    no_sym = sum(1 for p in inp.paths if not has_symbol_support(inp.records[p]))
+    counts = {"degraded": degraded, "hidden": per.get("0", 0), "no_symbols": no_sym}
+    fields = {"budget": budget, "tokens": tokens, "files": len(inp.paths),
+              "levels": {k: per[k] for k in sorted(per)}, **counts,
+              "index": inp.index_version, "counter": COUNTER_NAME}
+    return header_line(fields), counts
+
+
+def _with_header(inp: RenderInput, budget: int, body: str, body_tokens: int, levels: list[int],
+                 req: list[int], explicit: list[bool]) -> tuple[str, int, dict[str, int]]:
+    """Header + body whose header states the exact total (fixed point on the count)."""
+    guess = body_tokens
+    for _ in range(_HEADER_FIXPOINT_PASSES):
+        head, counts = _header(inp, budget, guess, levels, req, explicit)
+        total = count_tokens(head + body)
+        if total == guess:
+            return head + body, total, counts
+        guess = total
+    raise FlightPlanError("internal: header token count did not settle; report this with the flight plan")
+
+
+def render_plan(inp: RenderInput, plan: FlightPlan) -> Rendered:
+    """Fit and render ``plan``; the returned text's exact count is <= the budget."""
+    budget = plan.token_budget
+    req, explicit = requested_levels(plan, inp.paths)
+    shown = [i for i, r in enumerate(req) if r > 0]
+    lines = count_many([file_line(inp.paths[i], max(req[i], 1), inp.records[inp.paths[i]][REC["size"]],
+                                  inp.records[inp.paths[i]][REC["lines"]], inp.why[i]) for i in shown])
+    line_costs = [0] * len(inp.paths)
+    for i, c in zip(shown, lines):
+        line_costs[i] = c
+    ladders = _ladders(inp, req, explicit, line_costs)
+    fitter = Fitter(ladders)
+    head0, _ = _header(inp, budget, budget, [f.requested for f in ladders], req, explicit)
+    target = budget - count_tokens(head0)
+    cache: dict[str, list[str]] = {}
+    for _ in range(inp.cfg.max_fit_passes):
+        fitter.fit(max(target, 0))
+        shown_now = [i for i, lv in enumerate(fitter.levels) if lv > 0]
+        pieces = [_file_text(inp, i, fitter.levels[i], cache) for i in shown_now]
+        body = "".join(pieces)
+        text, total, counts = _with_header(inp, budget, body, count_tokens(body), fitter.levels, req, explicit)
+        if total <= budget:
+            return Rendered(text, total, list(fitter.levels), req, explicit,
+                            [f.cost[lv] or 0 for f, lv in zip(ladders, fitter.levels)], counts)
+        if fitter.total == 0:
+            break
+        # pieces priced at index time can drift (file edited since, concatenation
+        # merges): measure what was actually emitted, then ask for the overshoot.
+        fitter.reprice(dict(zip(shown_now, count_many(pieces))))
+        target = min(target, fitter.total) - (total - budget)
+    return _minimal(inp, budget, req, explicit)
+
+
+def _minimal(inp: RenderInput, budget: int, req: list[int], explicit: list[bool]) -> Rendered:
+    """Header only (every file hidden); refuse when even that does not fit."""
+    levels = [0] * len(inp.paths)
+    text, total, counts = _with_header(inp, budget, "", 0, levels, req, explicit)
+    if total > budget:
+        minimum = total
+        raise FlightPlanError(
+            f"token_budget {budget} is below the minimum map size of {minimum} tokens "
+            f"(the header alone); set token_budget to at least {minimum}")
+    return Rendered(text, total, levels, req, explicit, [0] * len(levels), counts)
+
+
+def summaries(inp: RenderInput, r: Rendered, order: list[int]) -> list[FileSummary]:
+    """FileSummary of every shown file, in rank order."""
+    out = []
+    for i in order:
+        if r.levels[i] <= 0:
+            continue
+        out.append(FileSummary(
+            path=inp.paths[i], level=r.levels[i],
+            requested_level=r.requested[i] if r.explicit[i] else r.levels[i],
+            tokens=r.costs[i], score=round(float(inp.score[i]), 6),
+            focused=bool(inp.focused[i]), why=list(inp.why[i])))
+    return out
+
+
+def metadata(inp: RenderInput, r: Rendered, budget: int, files: list[FileSummary],
+             timings: dict[str, float]) -> MapMetadata:
+    """The machine-readable header as a model."""
+    per = Counter(str(lv) for lv in r.levels)
+    return MapMetadata(
+        tokens_used=r.tokens, token_budget=budget, files_total=len(inp.paths),
+        files_per_level={k: per[k] for k in sorted(per)}, degraded=r.counts.get("degraded", 0),
+        hidden=per.get("0", 0), files_without_symbol_support=r.counts.get("no_symbols", 0),
+        index_version=inp.index_version, timings_ms=timings, top_files=files[: inp.cfg.top_files],
+        token_counter=COUNTER_NAME)
