@@ -1,0 +1,255 @@
+"""``navigator batch``: unattended explorations of many repositories × goals under one budget.
+
+``run jobs.yaml`` validates the whole jobs file first (every problem per job,
+nothing started), then starts ``BatchWorkflow`` under a deterministic id:
+running it again with the same ``--id`` joins the running batch or resumes a
+finished one without exploring any job twice. ``status`` / ``results`` /
+``stop`` talk to a batch by id from any terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from rich.table import Table
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+
+from activities.batch import JobsFileError, load_jobs_file
+from cli.common import JsonOpt, config_of, print_json, run_async, stdout
+from cli.config import NavigatorConfig
+from cli.connect import TemporalSession, open_session
+from cli.errors import CliError, ExitCode, RunFailedError, handles_errors, stderr
+from cli.explore import validate_model
+from cli.handles import describe_run, query_run, signal_run
+from navcore.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
+from navcore.errors import BudgetError, NavigatorError
+
+__all__ = ["batch_app", "build_batch_request", "new_batch_id"]
+
+batch_app = typer.Typer(help="Unattended batch explorations with one shared USD budget.")
+
+BATCH_WORKFLOW = "BatchWorkflow"
+#: how often `run` prints progress while it waits
+_PROGRESS_EVERY_S = 5.0
+_ID_CHARS = re.compile(r"[^A-Za-z0-9._:-]+")
+
+BatchIdArg = Annotated[str, typer.Argument(help="Batch id (printed by `batch run`).")]
+
+
+def new_batch_id(jobs_file: Path) -> str:
+    """A fresh, readable batch id: ``batch-<file stem>-<8 hex>``."""
+    stem = _ID_CHARS.sub("-", jobs_file.stem).strip("-")[:32] or "jobs"
+    return f"batch-{stem}-{uuid.uuid4().hex[:8]}"
+
+
+def _usd(text: str | None, name: str) -> Decimal | None:
+    if text is None:
+        return None
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise BudgetError(f"{name} must be a number of dollars such as 5.00, got {text!r}") from None
+    if value <= 0:
+        raise BudgetError(f"{name} must be above 0; a batch cannot spend nothing")
+    return value
+
+
+def _check_jobs(jobs: list[BatchJob], config: NavigatorConfig, check_repos: bool, origin: str) -> None:
+    """Per-job checks the schema cannot make: model known and priced, repository present."""
+    problems: list[str] = []
+    local_worker = config.temporal.address is None
+    for job in jobs:
+        try:
+            validate_model(job.model, config, local_worker)
+        except NavigatorError as exc:  # a refusal becomes this job's problem line
+            problems.append(f"job {job.index} field 'model': {exc}")
+        repo = Path(job.repo_path)
+        if check_repos and not repo.is_dir():
+            problems.append(
+                f"job {job.index} field 'repo': {repo} is not a directory; fix the path "
+                "(or pass --no-check-repos when workers see other paths)"
+            )
+    if problems:
+        raise JobsFileError(origin, problems)
+
+
+def build_batch_request(
+    jobs_file: Path,
+    *,
+    config: NavigatorConfig,
+    budget_usd: str | None,
+    concurrency: int | None,
+    batch_id: str | None,
+    out: Path | None,
+    check_repos: bool = True,
+) -> BatchRequest:
+    """Load + validate the jobs file and the options; nothing is started on error."""
+    spec = load_jobs_file(jobs_file)
+    jobs = resolve_jobs(spec)
+    _check_jobs(jobs, config, check_repos, str(jobs_file))
+    total = _usd(budget_usd, "--budget-usd") or spec.total_budget_usd
+    if total is None:
+        raise BudgetError("the batch has no budget; pass --budget-usd or set total_budget_usd in the jobs file")
+    try:
+        return BatchRequest(
+            batch_id=batch_id or new_batch_id(jobs_file),
+            jobs=jobs,
+            total_budget_usd=total,
+            max_concurrency=concurrency or spec.max_concurrency or 4,
+            out_dir=str((out or config.defaults.out_dir).expanduser().resolve()),
+            task_queue=config.temporal.task_queue,
+        )
+    except ValidationError as exc:
+        first = exc.errors(include_input=False)[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise CliError(f"invalid {field}: {first['msg']}") from None
+
+
+@batch_app.command("run")
+@handles_errors
+def run(
+    ctx: typer.Context,
+    jobs_file: Annotated[Path, typer.Argument(help="Jobs YAML: {defaults: {...}, jobs: [{repo, goal, ...}]}.")],
+    budget_usd: Annotated[str | None, typer.Option("--budget-usd", help="Total USD of the whole batch.")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, max=256, help="Jobs at once.")] = None,
+    batch_id: Annotated[str | None, typer.Option("--id", help="Batch id; re-use it to resume a batch.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default ./navigator-out).")] = None,
+    detach: Annotated[bool, typer.Option("--detach", help="Start on a running server and return at once.")] = False,
+    check_repos: Annotated[bool, typer.Option("--check-repos/--no-check-repos",
+                                              help="Refuse jobs whose repository folder is missing here.")] = True,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run every job of JOBS_FILE as a child exploration; one budget, failures isolated."""
+    config = config_of(ctx)
+    req = build_batch_request(jobs_file, config=config, budget_usd=budget_usd, concurrency=concurrency,
+                              batch_id=batch_id, out=out, check_repos=check_repos)
+    raise typer.Exit(int(run_async(_run(config, req, detach=detach, json_out=json_out))))
+
+
+async def _start(session: TemporalSession, req: BatchRequest) -> WorkflowHandle[object, BatchResult]:
+    return await session.client.start_workflow(
+        BATCH_WORKFLOW,
+        req,
+        id=req.batch_id,
+        task_queue=session.task_queue,
+        result_type=BatchResult,
+        # same id while running → join it; after it closed → a new run that recovers finished children
+        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        memo={"jobs": len(req.jobs)},
+    )
+
+
+async def _run(config: NavigatorConfig, req: BatchRequest, *, detach: bool, json_out: bool) -> ExitCode:
+    async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
+        handle = await _start(session, req)
+        stderr.print(f"batch [bold]{req.batch_id}[/bold]: {len(req.jobs)} jobs · ${req.total_budget_usd} · "
+                     f"{req.max_concurrency} at once")
+        link = session.ui_link(req.batch_id)
+        if link:
+            stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        if detach:
+            print_json({"batch_id": req.batch_id, "ui_url": link}) if json_out else stdout.print(req.batch_id)
+            return ExitCode.OK
+        result = await _follow(handle)
+        _print_result(result, json_out)
+        return ExitCode.OK if result.count(JobStatus.FAILED) == 0 else ExitCode.RUN_FAILED
+
+
+async def _follow(handle: WorkflowHandle[object, BatchResult]) -> BatchResult:
+    waiter = asyncio.ensure_future(handle.result())
+    try:
+        while not waiter.done():
+            await asyncio.wait({waiter}, timeout=_PROGRESS_EVERY_S)
+            if not waiter.done():
+                p = await query_run(handle, "get_progress", BatchProgress)
+                stderr.print(f"  {p.completed + p.failed + p.skipped}/{p.jobs_total} done · running {p.running} · "
+                             f"failed {p.failed} · spent ${p.spent_usd:.4f} of ${p.total_usd:.4f}", markup=False)
+        return waiter.result()
+    except WorkflowFailureError as exc:
+        raise RunFailedError(f"batch {handle.id} failed: {exc.cause or exc}; see the Web UI") from None
+    finally:
+        waiter.cancel()
+
+
+def _print_result(result: BatchResult, json_out: bool) -> None:
+    if json_out:
+        print_json(result)
+        return
+    table = Table(title=f"batch {result.batch_id}: ${result.spent_usd:.4f} of ${result.total_usd:.4f}")
+    for col in ("job", "status", "stop", "cost", "iters", "context"):
+        table.add_column(col)
+    for o in result.outcomes:
+        table.add_row(o.name, o.status.value, o.stop_reason or "", f"${o.spent_micros / 1e6:.4f}",
+                      str(o.iterations), o.context_path or (o.error or "")[:80])
+    stdout.print(table)
+    if result.results_path:
+        stdout.print(f"results: {result.results_path}", markup=False, soft_wrap=True)
+
+
+@batch_app.command("status")
+@handles_errors
+def status(ctx: typer.Context, batch_id: BatchIdArg, json_out: JsonOpt = False) -> None:
+    """Counts, budget and the latest finished jobs of a batch."""
+    config = config_of(ctx)
+    progress = run_async(_progress(config, batch_id))
+    if json_out:
+        print_json(progress)
+        return
+    stdout.print(f"{progress.batch_id}: {progress.jobs_total} jobs · pending {progress.pending} · running "
+                 f"{progress.running} · completed {progress.completed} · failed {progress.failed} · skipped "
+                 f"{progress.skipped} · spent ${progress.spent_usd:.4f} of ${progress.total_usd:.4f}"
+                 + (" · done" if progress.done else ""), markup=False)
+
+
+async def _progress(config: NavigatorConfig, batch_id: str) -> BatchProgress:
+    async with open_session(config) as session:
+        handle, _ = await describe_run(session.client, batch_id)
+        return await query_run(handle, "get_progress", BatchProgress)
+
+
+@batch_app.command("results")
+@handles_errors
+def results(ctx: typer.Context, batch_id: BatchIdArg, json_out: JsonOpt = False) -> None:
+    """The per-job results of a finished batch (cost, tokens, iterations, stop reason, context pack)."""
+    config = config_of(ctx)
+    _print_result(run_async(_results(config, batch_id)), json_out)
+
+
+async def _results(config: NavigatorConfig, batch_id: str) -> BatchResult:
+    async with open_session(config) as session:
+        handle, desc = await describe_run(session.client, batch_id, result_type=BatchResult)
+        if desc.status == WorkflowExecutionStatus.RUNNING:
+            raise CliError(f"batch {batch_id} is still running; see `navigator batch status {batch_id}`")
+        try:
+            return await handle.result()
+        except WorkflowFailureError as exc:
+            raise RunFailedError(f"batch {batch_id} failed: {exc.cause or exc}") from None
+
+
+@batch_app.command("stop")
+@handles_errors
+def stop(
+    ctx: typer.Context,
+    batch_id: BatchIdArg,
+    reason: Annotated[str, typer.Option("--reason", help="Why (shown in progress and results).")] = "stopped by user",
+    sender: Annotated[str, typer.Option("--sender", help="Who stops it.", envvar="USER")] = "cli",
+) -> None:
+    """Start no more jobs; running explorations finalize their best map so far."""
+    config = config_of(ctx)
+    payload = BatchStopInput(reason=reason[:500] or "stopped by user", sender=sender[:200] or "cli")
+    run_async(_stop(config, batch_id, payload))
+    stdout.print(f"stop sent to {batch_id}", markup=False)
+
+
+async def _stop(config: NavigatorConfig, batch_id: str, payload: BatchStopInput) -> None:
+    async with open_session(config) as session:
+        await signal_run(session.client, batch_id, "stop", payload)
