@@ -1,0 +1,121 @@
+"""``repo-map``: the engine on its own (generate a map, export the plan schema, index stats).
+
+Exit codes: 0 success; 2 bad usage or input (missing repository, bad flight
+plan, budget too small: a one-line message on stderr). Other failures are bugs
+and exit 1 with a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from navcore.errors import NavigatorError
+from navcore.flightplan import FlightPlan
+
+__all__ = ["app", "main"]
+
+_EXIT_HELP = "Exit codes: 0 ok; 2 bad usage or input (one-line error on stderr); 1 internal error."
+EXIT_INPUT = 2
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help=f"Repo-map engine: ranked, budgeted maps of a code repository. {_EXIT_HELP}")
+
+
+def _fail(exc: NavigatorError) -> None:
+    from rich.console import Console
+
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/red] {exc}", markup=True)
+    raise typer.Exit(EXIT_INPUT)
+
+
+@app.command(help=f"Render the map of PATH for a flight plan / goal. {_EXIT_HELP}")
+def generate(
+    path: Annotated[Path, typer.Argument(help="repository root")],
+    plan: Annotated[Path | None, typer.Option("--plan", help="flight plan YAML file")] = None,
+    budget: Annotated[int | None, typer.Option("--budget", help="token budget (overrides the plan)")] = None,
+    goal: Annotated[str | None, typer.Option("--goal", help="task text used for ranking (overrides the plan)")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="text (the map) or json (map + metadata)")] = "text",
+    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", envvar="NAVIGATOR_CACHE_DIR",
+                                                   help="index cache directory")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", help="parallel indexing processes")] = None,
+) -> None:
+    """Render the map of ``path``."""
+    from repomap.engine import RepoMap
+    from repomap.plan_io import load_flight_plan
+
+    try:
+        if fmt not in ("text", "json"):
+            raise NavigatorError(f"--format {fmt!r} is not supported; use text or json")
+        fp = load_flight_plan(plan) if plan is not None else FlightPlan()
+        updates: dict[str, object] = {}
+        if budget is not None:
+            updates["token_budget"] = budget
+        if goal is not None:
+            updates["goal"] = goal
+        if updates:
+            fp = _validated(fp, updates)
+        rm = RepoMap.open(path, cache_dir=cache_dir, jobs=jobs)
+        result = rm.render(fp)
+    except NavigatorError as exc:
+        _fail(exc)
+        return
+    if fmt == "json":
+        doc = {"text": result.text, "metadata": result.metadata.model_dump(mode="json"),
+               "files": [f.model_dump(mode="json") for f in result.files]}
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    else:
+        sys.stdout.write(result.text)
+
+
+def _validated(fp: FlightPlan, updates: dict[str, object]) -> FlightPlan:
+    from pydantic import ValidationError
+
+    from navcore.errors import FlightPlanError
+
+    try:
+        return FlightPlan.model_validate({**fp.model_dump(), **updates})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        raise FlightPlanError(f"--{key.replace('_', '-')}: {err['msg'].lower()}; "
+                              "budget must be 1..2000000 tokens") from exc
+
+
+@app.command(help="Print the flight plan JSON Schema.")
+def schema() -> None:
+    """Print the JSON Schema of a flight plan."""
+    from repomap.plan_io import flight_plan_json_schema
+
+    sys.stdout.write(json.dumps(flight_plan_json_schema(), indent=2) + "\n")
+
+
+@app.command(help=f"Index PATH (cached) and print statistics as JSON. {_EXIT_HELP}")
+def stats(
+    path: Annotated[Path, typer.Argument(help="repository root")],
+    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", envvar="NAVIGATOR_CACHE_DIR",
+                                                   help="index cache directory")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", help="parallel indexing processes")] = None,
+) -> None:
+    """Print index statistics of ``path``."""
+    from repomap.engine import RepoMap
+
+    try:
+        rm = RepoMap.open(path, cache_dir=cache_dir, jobs=jobs)
+    except NavigatorError as exc:
+        _fail(exc)
+        return
+    sys.stdout.write(json.dumps(rm.stats(), indent=1) + "\n")
+
+
+def main() -> None:
+    """Console-script entry point (``repo-map``)."""
+    app()
+
+
+if __name__ == "__main__":
+    main()
