@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -91,8 +92,9 @@ async def test_stop_mid_run_finalizes_best_so_far(client, task_queue, start_work
     assert result.stop_reason is StopReason.STOPPED
     assert "carol" in (result.stop_detail or "")
     assert 2 <= result.iterations < 20
-    context = open(result.context_path or "").read()
-    assert "def after_call" in context  # the zoomed-in map, not the coarse first one
+    report = json.loads(open(result.report_path or "").read())
+    assert report["flight_plan"]["rules"][0]["glob"] == "src/budgetkit/**"  # the best plan so far
+    assert "def after_call" in open(result.context_path or "").read()
 
 
 async def test_approval_timeout_uses_default_verdict(client, task_queue, start_worker, tmp_path) -> None:
@@ -107,8 +109,12 @@ async def test_approval_timeout_uses_default_verdict(client, task_queue, start_w
         )
     assert result.stop_reason is StopReason.APPROVAL_TIMEOUT
     assert result.iterations == 1
-    # the unapproved proposal was rolled back: the pack holds the coarse first map
-    assert "def after_call" not in open(result.context_path or "").read()
+    # the unapproved proposal was rolled back: the pack holds the first map and plan
+    report = json.loads(open(result.report_path or "").read())
+    assert report["flight_plan"]["rules"] == []
+    first = report["decisions"][0]
+    assert first["verdict"] == "stop" and result.map_metadata is not None
+    assert result.map_metadata.tokens_used == first["map_tokens_before"]
 
 
 async def test_interactive_budget_park_waits_for_a_raise(client, task_queue, start_worker, tmp_path) -> None:
