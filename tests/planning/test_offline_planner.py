@@ -1,0 +1,103 @@
+"""The offline text model end to end: DIRECT, area stages from the ranking, criteria from the map."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.testing import ActivityEnvironment
+
+from activities.planning import PlanningActivities
+from navcore.flightplan import FlightPlan, Level, VerbosityRule
+from navcore.planning import (
+    AnalyzeInput,
+    CriteriaInput,
+    PlanInput,
+    PlanningConfig,
+    ReflectInput,
+    ReviewInput,
+    apply_reflection,
+)
+from repomap import RepoMap
+
+SHORT = "where is the budget ledger?"
+LONG = (
+    "why are tokens double-counted in budget enforcement when the ledger records streamed usage, "
+    "and how does the command line report the remaining budget to the user after each call?"
+)
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    root = tmp_path_factory.mktemp("offline_repo")
+    files = {
+        "src/budget/ledger.py": "class Ledger:\n    def record(self, usage):\n        '''Record streamed usage tokens.'''\n        self.tokens += usage\n",
+        "src/budget/enforce.py": "from src.budget.ledger import Ledger\n\ndef enforce_budget(ledger, tokens):\n    '''Budget enforcement: double check tokens.'''\n    ledger.record(tokens)\n",
+        "src/cli/report.py": "def report_remaining_budget(ledger):\n    '''Command line report of the remaining budget.'''\n    return ledger.tokens\n",
+        "src/cli/main.py": "from src.cli.report import report_remaining_budget\n\ndef main():\n    '''Command line entry point.'''\n    report_remaining_budget(None)\n",
+        "src/util/strings.py": "def slug(text):\n    return text.lower()\n",
+        "docs/guide.md": "# Guide\nUnrelated prose about installation.\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return RepoMap.open(root, cache_dir=tmp_path_factory.mktemp("cache"), jobs=1)
+
+
+def _acts(engine: Any) -> PlanningActivities:
+    return PlanningActivities(engine_for=lambda root: engine)
+
+
+def _base(goal: str, engine: Any) -> dict[str, Any]:
+    return {"goal": goal, "model": "offline", "repo_root": str(engine.root)}
+
+
+async def test_offline_short_goal_is_direct(engine: Any) -> None:
+    res = await ActivityEnvironment().run(_acts(engine).analyze, AnalyzeInput(**_base(SHORT, engine)))
+    assert res.analysis.direct
+
+
+async def test_offline_plan_review_criteria_and_reflection(engine: Any) -> None:
+    acts, env = _acts(engine), ActivityEnvironment()
+    cfg = PlanningConfig(review=True)
+    analysis = (await env.run(acts.analyze, AnalyzeInput(**_base(LONG, engine), config=cfg))).analysis
+    assert not analysis.direct and analysis.reflect and "src/budget" in analysis.analysis
+    review = (await env.run(acts.review, ReviewInput(**_base(LONG, engine), config=cfg, analysis=analysis))).review
+    assert review.critic and review.pragmatist and review.adjustments
+    plan = (await env.run(acts.plan, PlanInput(**_base(LONG, engine), config=cfg, analysis=analysis, review=review))).plan
+    areas = [s.objective for s in plan.stages]
+    assert 2 <= len(plan.stages) <= cfg.max_stages
+    assert any("src/budget/" in a for a in areas) and any("src/cli/" in a for a in areas)
+    first = plan.stages[0]
+    assert all("`" in c and "level 2" in c for c in first.success_criteria)
+
+    # Everything at level 2: the first stage's file criteria are met, with evidence.
+    shown = FlightPlan(token_budget=20_000, rules=[VerbosityRule(glob="**", level=Level.OUTLINE)])
+    ok = (
+        await env.run(
+            acts.check_criteria,
+            CriteriaInput(**_base(LONG, engine), stage_index=0, stage=first, flight_plan=shown),
+        )
+    ).check
+    assert ok.all_met, ok
+    assert all(" at L2" in r.evidence or " at L3" in r.evidence or " at L4" in r.evidence for r in ok.results)
+
+    # The stage's area excluded: criteria fail, reflection rewrites the remaining stages.
+    area = first.objective.split("the ", 1)[1].split("/ area")[0]
+    hidden = FlightPlan(token_budget=20_000, exclude=[f"{area}/**"])
+    bad = (
+        await env.run(
+            acts.check_criteria,
+            CriteriaInput(**_base(LONG, engine), stage_index=0, stage=first, flight_plan=hidden),
+        )
+    ).check
+    assert not bad.all_met
+    reflection = (
+        await env.run(acts.reflect, ReflectInput(**_base(LONG, engine), plan=plan, completed_index=0, check=bad))
+    ).reflection
+    assert reflection.action == "rewrite"
+    new_plan = apply_reflection(plan, 0, reflection, cfg)
+    assert new_plan.stages[1].objective.startswith("Revisit stage 1")
+    assert new_plan.stages[1].success_criteria == bad.unmet
+    assert [s.objective for s in new_plan.stages[2:]] == [s.objective for s in plan.stages[1:]][: cfg.max_stages - 2]

@@ -1,0 +1,143 @@
+"""Code tools: confinement to the repository root, output caps, errors as results.
+
+Runs the real repo-map engine on a small fixture repository with symlinks
+that escape it, through ``temporalio.testing.ActivityEnvironment``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from temporalio.testing import ActivityEnvironment
+
+from activities.artifacts import LocalArtifactStore
+from activities.tools import CodeToolActivities
+from navcore.tools import TOOL_ACTIVITY, TOOL_DECLARATIONS, TOOL_NAMES, ToolCall, ToolLimits, ToolRequest, ToolResult
+
+from repomap import RepoMap
+
+SECRET = "outside-secret-4242"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("tools")
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text(f"TOKEN = '{SECRET}'\ndef leaked():\n    return TOKEN\n")
+    root = base / "repo"
+    (root / "src" / "app").mkdir(parents=True)
+    (root / "src" / "app" / "core.py").write_text(
+        "def helper(x):\n    return x + 1\n\n\ndef main():\n    return helper(2)\n"
+    )
+    (root / "src" / "app" / "big.py").write_text(
+        "".join(f"def f{i}():\n    return {i}  # line of a long generated module\n" for i in range(600))
+    )
+    for i in range(12):
+        (root / "src" / f"mod{i:02d}.py").write_text(f"def g{i}():\n    return {i}\n")
+    (root / "README.md").write_text("# demo\nhelper and main live in src/app/core.py\n")
+    os.symlink(outside, root / "link_out")
+    os.symlink(outside / "secret.py", root / "src" / "secret_link.py")
+    return root
+
+
+@pytest.fixture(scope="module")
+def engine(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return RepoMap.open(repo, cache_dir=tmp_path_factory.mktemp("cache"), jobs=1)
+
+
+def _tools(engine: Any, **kw: Any) -> CodeToolActivities:
+    return CodeToolActivities(engine_for=lambda root: engine, **kw)
+
+
+async def _run(tools: CodeToolActivities, name: str, **args: Any) -> ToolResult:
+    method = getattr(tools, name)
+    # engine_for ignores repo_root here: each test's tools object is bound to one engine.
+    req = ToolRequest(repo_root="repo", call=ToolCall(name=name, args=args), step=1)
+    return await ActivityEnvironment().run(method, req)
+
+
+ESCAPES = ["../outside/secret.py", "/etc/passwd", "src/../../outside/secret.py", "link_out/secret.py", "src/secret_link.py"]
+
+
+@pytest.mark.parametrize("path", ESCAPES)
+async def test_read_file_refuses_escapes(engine: Any, path: str) -> None:
+    res = await _run(_tools(engine), "read_file", path=path)
+    assert not res.ok and res.error and SECRET not in (res.content + res.error)
+
+
+@pytest.mark.parametrize("path", ["..", "../outside", "/", "/tmp", "link_out"])
+async def test_list_directory_refuses_escapes(engine: Any, path: str) -> None:
+    res = await _run(_tools(engine), "list_directory", path=path)
+    assert not res.ok and res.error and "secret.py" not in res.content
+
+
+@pytest.mark.parametrize("tool", ["get_callers", "get_callees"])
+@pytest.mark.parametrize("symbol", ["../outside/secret.py::leaked", "/etc/passwd::root", "link_out/secret.py::leaked"])
+async def test_reference_tools_refuse_escapes(engine: Any, tool: str, symbol: str) -> None:
+    res = await _run(_tools(engine), tool, symbol=symbol)
+    assert not res.ok and res.error
+
+
+async def test_search_never_reaches_outside(engine: Any) -> None:
+    res = await _run(_tools(engine), "search_codebase", query="leaked TOKEN")
+    assert res.ok and SECRET not in res.content and "outside" not in res.content
+    assert "secret_link" not in res.content and "link_out" not in res.content
+
+
+async def test_tools_work_inside(engine: Any) -> None:
+    tools = _tools(engine)
+    search = await _run(tools, "search_codebase", query="helper")
+    assert search.ok and "src/app/core.py" in search.content
+    read = await _run(tools, "read_file", path="src/app/core.py", start_line=5, end_line=6)
+    assert read.ok and "def main" in read.content and "     5  def main():" in read.content
+    ls = await _run(tools, "list_directory", path="src")
+    assert ls.ok and "app/  (2 files)" in ls.content and "mod00.py" in ls.content
+    callers = await _run(tools, "get_callers", symbol="helper")
+    assert callers.ok and "src/app/core.py" in callers.content and "main" in callers.content
+    callees = await _run(tools, "get_callees", symbol="src/app/core.py::main")
+    assert callees.ok and "helper" in callees.content
+
+
+async def test_errors_are_results(engine: Any) -> None:
+    tools = _tools(engine)
+    bad = await _run(tools, "read_file", path="src/app/core.py", start_line=0)
+    assert not bad.ok and "bad arguments" in (bad.error or "")
+    missing = await _run(tools, "read_file", path="src/nope.py")
+    assert not missing.ok and "not an indexed file" in (missing.error or "")
+    past = await _run(tools, "read_file", path="src/app/core.py", start_line=500)
+    assert not past.ok and "past the end" in (past.error or "")
+    unknown = await _run(tools, "get_callers", symbol="no_such_symbol_xyz")
+    assert not unknown.ok and "search_codebase" in (unknown.error or "")
+    wrong = await ActivityEnvironment().run(
+        tools.read_file, ToolRequest(repo_root="repo", call=ToolCall(name="list_directory"))
+    )
+    assert not wrong.ok
+
+
+async def test_output_caps_and_artifacts(engine: Any, tmp_path: Path) -> None:
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    limits = ToolLimits(max_inline_chars=500, max_read_lines=100, max_dir_entries=3, max_search_results=2)
+    tools = _tools(engine, store=store, limits=limits)
+    read = await _run(tools, "read_file", path="src/app/big.py")
+    assert read.ok and read.truncated and len(read.content) <= 500
+    assert read.artifact_ref is not None
+    full = store.get_text(read.artifact_ref)
+    assert "lines 1-100 of 1200; ask for 101-1200 next]" in full  # line cap, with a next-range hint
+    assert full.count("\n") <= 102
+    ls = await _run(tools, "list_directory", path="src")
+    assert ls.truncated and "more entries not shown" in ls.content
+    search = await _run(tools, "search_codebase", query="return", limit=50)
+    assert search.ok and len(search.content.splitlines()) <= 2
+    no_store = await _run(_tools(engine, limits=limits), "read_file", path="src/app/big.py")
+    assert no_store.truncated and no_store.artifact_ref is None and "narrow the request" in no_store.content
+
+
+def test_declarations_match_tools() -> None:
+    assert tuple(d["name"] for d in TOOL_DECLARATIONS) == TOOL_NAMES
+    assert set(TOOL_ACTIVITY.values()) == {f"tools.{n}" for n in TOOL_NAMES}
+    names = {m.__temporal_activity_definition.name for m in CodeToolActivities(lambda r: None).all()}  # type: ignore[attr-defined]
+    assert names == set(TOOL_ACTIVITY.values())
