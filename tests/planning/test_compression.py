@@ -22,8 +22,12 @@ from navcore.compression import (
     truncate_entries,
     truncate_text,
 )
-from navcore.prompt import SYSTEM_PROMPT
+from navcore.flightplan import FlightPlan
+from navcore.guardrails import GuardrailState, RunProfile, RunProgress, check_guardrails
+from navcore.mapmeta import MapMetadata
+from navcore.prompt import SYSTEM_PROMPT, PromptParts, build_user_prompt
 from navcore.state import DecisionLogEntry
+from repomap.tokens import count_tokens
 
 GOAL = "why are tokens double-counted in budget enforcement?"
 ITERATIONS = 200
@@ -43,6 +47,23 @@ def _entry(step: int) -> DecisionLogEntry:
         output_tokens=50,
         at=datetime(2026, 1, 1, tzinfo=timezone.utc),
     )
+
+
+MAP_TEXT = "\n".join(f"src/area{i % 7}/module{i}.py\n  def handler{i}(request) -> Response  # L{i}" for i in range(60))
+META = MapMetadata(tokens_used=1500, token_budget=4096, files_total=60)
+PROFILE = RunProfile()
+
+
+def _full_prompt(step: int, entries: list[DecisionLogEntry]) -> str:
+    """What the navigator would send at ``step``: quoting the whole (compressed) log."""
+    notes = check_guardrails(PROFILE, GuardrailState(), RunProgress(goal=GOAL, iteration=min(step, 40))).prompt_notes
+    parts = PromptParts(
+        goal=GOAL, step=step, max_iterations=ITERATIONS, flight_plan=FlightPlan(), map_text=MAP_TEXT,
+        metadata=META, spent_micros=step * 100, max_micros=1_000_000,
+        recent=[(e.step, e.action, e.reasoning, e.diff_lines, None) for e in entries],
+        feedback="\n".join(notes),
+    )
+    return SYSTEM_PROMPT + build_user_prompt(parts)
 
 
 def _build(fields: dict[str, Any]) -> DecisionLogEntry:
@@ -67,6 +88,7 @@ async def test_prompt_bounded_over_200_iterations() -> None:
     env = ActivityEnvironment()
     entries: list[DecisionLogEntry] = []
     uncompressed_chars = 0
+    peak_prompt = ""
     sizes: list[int] = []
     compressions = 0
     total_cost = 0
@@ -83,17 +105,23 @@ async def test_prompt_bounded_over_200_iterations() -> None:
             compressions += 1
         entries = enforce_hard_cap(entries, cfg, _build)
         assert len(entries) <= cfg.threshold
-        sizes.append(len(SYSTEM_PROMPT) + len(render_log(entries)))
+        prompt = _full_prompt(step, entries)
+        if not sizes or len(prompt) > max(sizes):
+            peak_prompt = prompt
+        sizes.append(len(prompt))
     state_bytes = len(json.dumps([e.model_dump(mode="json") for e in entries]))
     print(
-        f"\n[compression] {ITERATIONS} iterations, {compressions} compressions: max prompt log part "
-        f"{max(sizes)} chars (final {sizes[-1]}), uncompressed log would be {uncompressed_chars} chars; "
+        f"\n[compression] {ITERATIONS} iterations, {compressions} compressions: max prompt "
+        f"{max(sizes)} chars / {count_tokens(peak_prompt)} tokens at step {sizes.index(max(sizes)) + 1} "
+        f"(system + user prompt with a {len(MAP_TEXT)}-char map, guardrail notes and the whole compressed log); "
+        f"uncompressed log alone would be {uncompressed_chars} chars; "
         f"final log {len(entries)} entries, {state_bytes} bytes of state"
     )
     assert compressions >= 8
     # Bounded: the second half of the run is no bigger than the first half's peak plus one summary.
     assert max(sizes[100:]) <= max(sizes[:100]) + cfg.summary_text_cap
     assert max(sizes) < uncompressed_chars / 5
+    assert max(sizes) < 30_000  # a fixed ceiling, whatever the run length
     # Cost is conserved by summaries; the summary chain keeps the earliest steps.
     assert sum(e.cost_micros for e in entries) == total_cost
     assert entries[0].action == "summary" and entries[0].diff_lines[0].startswith("covers steps 1–")
@@ -106,6 +134,7 @@ def test_hard_cap_trims_visibly_and_keeps_tail() -> None:
     capped = enforce_hard_cap(entries, cfg, _build)
     assert len(capped) <= 12
     assert capped[0].action == "trimmed" and "trimmed by the hard cap" in capped[0].reasoning
+    assert "- step 24: trimmed: [" in render_log(capped)  # visible in what prompts quote
     assert [e.step for e in capped[-5:]] == [25, 26, 27, 28, 29]
     assert sum(e.cost_micros for e in capped) == sum(e.cost_micros for e in entries)
 
