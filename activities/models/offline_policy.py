@@ -36,7 +36,7 @@ from activities.models.offline_symbols import ScoredSymbol, SymbolScoreConfig, s
 from activities.models.offline_terms import NOISE_AREAS, goal_terms, mentioned_noise
 from navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
 
-__all__ = ["OfflinePolicyConfig", "Allocation", "PolicyOutcome", "survey", "allocate", "base_plan", "plan_turn", "glob_matches"]
+__all__ = ["OfflinePolicyConfig", "Allocation", "PolicyOutcome", "survey", "allocate", "base_plan", "plan_turn", "ranked_for", "glob_matches"]
 
 
 class OfflinePolicyConfig(BaseModel):
@@ -104,6 +104,18 @@ def glob_matches(glob: str, path: str) -> bool:
     return re.fullmatch("".join(out), path) is not None
 
 
+def ranked_for(engine: Any, plan: FlightPlan) -> list[Any]:
+    """The engine's ranking for ``plan`` without excluded files and files that do not match at all.
+
+    ``RepoMap.rank`` lists every file (the renderer hides excluded ones), so the
+    policy drops them itself: an excluded file must never win a zoom-in.
+    """
+    return [
+        r for r in engine.rank(plan)
+        if r.score > 0 and not any(glob_matches(g, r.path) for g in plan.exclude)
+    ]
+
+
 def why(ranked: Any) -> str:
     """The two strongest ranking signals of a ranked file, e.g. ``bm25 3.1, pagerank 0.02``."""
     top = sorted(ranked.signals.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[:2]
@@ -147,7 +159,7 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig) -
     if noise and all(any(glob_matches(g, f) for g in noise) for f in files):
         noise = []
     draft = plan.apply(FlightPlanUpdate(goal=goal, add_exclude=noise))
-    ranked = [r for r in engine.rank(draft) if r.score > 0]
+    ranked = ranked_for(engine, draft)
     notes = [f"goal terms: {', '.join(goal_terms(goal)[:8]) or '(none)'}"]
     if noise:
         notes.append(f"zoom out {', '.join(noise)} (the goal does not mention them)")
@@ -243,7 +255,7 @@ def base_plan(plan: FlightPlan, cfg: OfflinePolicyConfig) -> FlightPlan:
 
 def allocate(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig, estimate: Any) -> tuple[Allocation, list[Any]]:
     """Plan levels, expansions and neighbour focus for the current ranking."""
-    ranked = [r for r in engine.rank(base_plan(plan, cfg)) if r.score > 0]
+    ranked = ranked_for(engine, base_plan(plan, cfg))
     by_path = {r.path: r for r in ranked}
     budget = plan.token_budget
     cap = budget * cfg.explicit_share
@@ -261,16 +273,19 @@ def allocate(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
             alloc.levels[r.path] = Level.OUTLINE
             alloc.cost += r.level_tokens[Level.OUTLINE]
             alloc.notes.append(f"L2: {r.path} ranks #{i + 1} ({why(r)})")
-    _neighbours(engine, symbols[: cfg.neighbour_symbols], alloc, cfg)
+    _neighbours(engine, symbols[: cfg.neighbour_symbols], alloc, cfg, plan.exclude)
     return alloc, ranked
 
 
-def _neighbours(engine: Any, top: list[ScoredSymbol], alloc: Allocation, cfg: OfflinePolicyConfig) -> None:
+def _neighbours(engine: Any, top: list[ScoredSymbol], alloc: Allocation, cfg: OfflinePolicyConfig,
+                exclude: list[str]) -> None:
     seen: dict[str, str] = {}
     for s in top:
         refs = [("caller", r) for r in engine.callers(s.symbol_id)] + [("callee", r) for r in engine.callees(s.symbol_id)]
         for role, ref in sorted(refs, key=lambda x: (x[1].path, x[1].line, x[0])):
-            if ref.path != s.path and ref.path not in alloc.levels and ref.path not in seen:
+            if ref.path == s.path or ref.path in alloc.levels or ref.path in seen:
+                continue
+            if not any(glob_matches(g, ref.path) for g in exclude):
                 seen[ref.path] = f"{role} of {s.name} ({ref.symbol_id})"
     for path, how in list(seen.items())[: cfg.max_neighbours]:
         alloc.neighbours.append(path)
