@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from navcore.budget import format_usd, micros_to_usd, usd_to_micros
 from navcore.decision import TokenUsage
 from navcore.flightplan import MAX_TOKEN_BUDGET
-from navcore.requests import ExplorationResult
+from navcore.requests import DecideRetryConfig, ExplorationResult
 
 __all__ = [
     "JobDefaults",
@@ -254,6 +254,8 @@ class BatchRequest(BaseModel):
     #: task queue of the children (default: the batch's own)
     task_queue: str | None = None
     limits: BatchLimits = BatchLimits()
+    #: timeouts/retries of every child's ``navigator.decide`` (default: the navigator's own)
+    decide_retry: DecideRetryConfig | None = None
     #: set only by the workflow itself when it continues as new
     carried_state: BatchState | None = None
 
