@@ -125,6 +125,8 @@ class NavigatorWorkflow:
         """Explore until a stop reason applies, then write the result."""
         s = self.state
         if s.map_ref is None:
+            # the goal in the memo makes runs findable in the Web UI even without the CLI's memo
+            workflow.upsert_memo({"goal": shorten(s.goal, 2000), "repo": s.repo_root, "model": s.model})
             await self._scan()
         while s.stop_reason is None:
             try:

@@ -138,3 +138,21 @@ async def test_interactive_budget_park_waits_for_a_raise(client, task_queue, sta
     assert result.stop_reason is StopReason.FINALIZED
     assert result.max_usd == Decimal("1.001")
     assert result.cost_micros == 2 * 1200
+
+
+async def test_set_mode_to_autonomous_releases_a_pending_turn(client, task_queue, start_worker, tmp_path) -> None:
+    from navcore.messages import SetModeInput
+
+    provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI])
+    acts = make_activities(tmp_path, provider)
+    req = make_request(tmp_path, mode=ExecutionMode.INTERACTIVE)
+    async with start_worker(acts):
+        handle = await client.start_workflow(
+            NavigatorWorkflow.run, req, id=f"nav-{uuid.uuid4()}", task_queue=task_queue, execution_timeout=TIMEOUT
+        )
+        await wait_for(handle, lambda r: r.awaiting_turn == 1)
+        await handle.signal(NavigatorWorkflow.set_mode, SetModeInput(sender="erin", mode=ExecutionMode.AUTONOMOUS))
+        result: ExplorationResult = await handle.result()
+        log = await handle.query(NavigatorWorkflow.get_decision_log)
+    assert result.stop_reason is StopReason.FINALIZED and result.iterations == 3
+    assert [e.verdict for e in log.entries] == ["approve", None, None]
