@@ -139,6 +139,16 @@ class _Draft:
     max_iterations: int | None = None
 
 
+def _json_iterations(item: dict[str, object]) -> int | None:
+    raw = item.get("max_iterations")
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(str(raw).strip())
+    except ValueError:
+        raise PlanParseError(f"max_iterations must be a whole number, got {str(raw)[:40]!r}") from None
+
+
 def _stages_from_json(text: str) -> list[_Draft] | None:
     body = _strip_fence(text).strip()
     if not body or body[0] not in "[{":
@@ -157,8 +167,7 @@ def _stages_from_json(text: str) -> list[_Draft] | None:
             raise PlanParseError("every JSON stage needs an 'objective' and a 'success_criteria' list")
         crit = item.get("success_criteria") or item.get("criteria") or []
         crit = [crit] if isinstance(crit, str) else crit
-        mi = item.get("max_iterations")
-        drafts.append(_Draft(str(item["objective"]), [str(c) for c in crit], int(mi) if mi else None))
+        drafts.append(_Draft(str(item["objective"]), [str(c) for c in crit], _json_iterations(item)))
     return drafts
 
 
