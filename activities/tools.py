@@ -36,6 +36,7 @@ from navcore.artifacts import ArtifactRef
 from navcore.compression import truncate_text
 from navcore.errors import NavigatorError, PathEscapeError
 from navcore.tools import (
+    TOOL_DECLARATIONS,
     ListDirectoryArgs,
     ReadFileArgs,
     SearchArgs,
@@ -47,7 +48,7 @@ from navcore.tools import (
     parse_tool_args,
 )
 
-__all__ = ["CodeToolActivities", "BytesStore"]
+__all__ = ["CodeToolActivities", "BytesStore", "gemini_code_tool_declarations"]
 
 class BytesStore(Protocol):
     """The part of ``activities.artifacts.ArtifactStore`` the tools need."""
@@ -68,6 +69,26 @@ def _rel(root: Path, path: str) -> str:
     resolved = _resolve_inside(root, path)
     rel = resolved.relative_to(root.resolve()).as_posix()
     return "" if rel == "." else rel
+
+
+def gemini_code_tool_declarations() -> list[Any]:
+    """:data:`navcore.tools.TOOL_DECLARATIONS` as google-genai ``FunctionDeclaration`` s."""
+    from google.genai import types
+
+    # Typed Schema objects (like the decide path's declarations): this SDK version
+    # sends ``parameters_json_schema`` un-camelCased, which the REST API does not read.
+    def schema(node: dict[str, Any]) -> Any:
+        return types.Schema(
+            type=types.Type(node["type"].upper()),
+            description=node.get("description"),
+            properties={k: schema(v) for k, v in node.get("properties", {}).items()} or None,
+            required=node.get("required") or None,
+        )
+
+    return [
+        types.FunctionDeclaration(name=d["name"], description=d["description"], parameters=schema(d["parameters"]))
+        for d in TOOL_DECLARATIONS
+    ]
 
 
 def _fail(tool: str, error: str) -> ToolResult:

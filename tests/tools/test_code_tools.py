@@ -14,7 +14,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from activities.artifacts import LocalArtifactStore
-from activities.tools import CodeToolActivities
+from activities.tools import CodeToolActivities, gemini_code_tool_declarations
 from navcore.tools import TOOL_ACTIVITY, TOOL_DECLARATIONS, TOOL_NAMES, ToolCall, ToolLimits, ToolRequest, ToolResult
 
 from repomap import RepoMap
@@ -134,6 +134,25 @@ async def test_output_caps_and_artifacts(engine: Any, tmp_path: Path) -> None:
     assert search.ok and len(search.content.splitlines()) <= 2
     no_store = await _run(_tools(engine, limits=limits), "read_file", path="src/app/big.py")
     assert no_store.truncated and no_store.artifact_ref is None and "narrow the request" in no_store.content
+
+
+async def test_declarations_reach_gemini_request() -> None:
+    """The declarations serialize through the real google-genai client (scripted HTTP layer)."""
+    from google.genai import types
+
+    from activities.models.gemini import GeminiConfig, GeminiCredentials, build_client
+    from activities.models.testing import ScriptedGemini, function_call_reply
+
+    gemini = ScriptedGemini([function_call_reply("read_file", {"path": "src/app/core.py", "start_line": 1})])
+    client = build_client(GeminiCredentials(api_key="k"), GeminiConfig(), transport=gemini.transport)
+    config = types.GenerateContentConfig(tools=[types.Tool(function_declarations=gemini_code_tool_declarations())])
+    resp = await client.aio.models.generate_content(model="gemini-2.5-flash", contents="go", config=config)
+    sent = gemini.requests[0].body["tools"][0]["functionDeclarations"]
+    assert [d["name"] for d in sent] == list(TOOL_NAMES)
+    assert sent[1]["parameters"]["required"] == ["path"]
+    assert sent[1]["parameters"]["properties"]["start_line"]["type"] == "INTEGER"
+    call = resp.function_calls[0]
+    assert ToolCall(name=call.name, args=dict(call.args)).name == "read_file"
 
 
 def test_declarations_match_tools() -> None:
