@@ -39,13 +39,14 @@ _MIN_TERM = 2
 _MIN_REF = 3
 
 
-def split_identifier(ident: str) -> list[str]:
+@functools.lru_cache(maxsize=1 << 17)
+def split_identifier(ident: str) -> tuple[str, ...]:
     """Code-aware terms of an identifier: snake/camel parts plus the whole, lowercased."""
     parts = [p.lower() for p in _SUBWORD.findall(ident) if len(p) >= _MIN_TERM]
     whole = ident.lower().strip("_")
     if len(whole) >= _MIN_TERM and whole not in parts:
         parts.append(whole)
-    return parts
+    return tuple(parts)
 
 
 def path_terms(path: str) -> list[str]:
