@@ -55,7 +55,7 @@ EDIT_HELP = (
 async def _ask(prompt: str) -> str:
     """One line from the terminal without blocking the event loop."""
     try:
-        return (await asyncio.to_thread(stderr.input, prompt)).strip()
+        return (await asyncio.to_thread(stderr.input, prompt, markup=False)).strip()
     except EOFError:
         raise CliError(
             "stdin closed while the run waits for a verdict; answer from another terminal with "

@@ -7,6 +7,7 @@ import os
 import pty
 import re
 import select
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -70,9 +71,13 @@ class Terminal:
     def send(self, line: str) -> None:
         os.write(self.master, (line + "\n").encode())
 
-    def close(self) -> int:
+    def close(self, timeout_s: float = 60.0) -> int:
+        """Wait for the process (killing its group if it hangs); returns its exit code."""
         try:
-            return self.proc.wait(timeout=60)
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            return self.proc.wait()
         finally:
             while self._read(0.1):
                 pass
@@ -117,8 +122,10 @@ def test_interactive_session_through_a_pty(tmp_path: Path) -> None:
         term.send("")
         term.expect(r"sent stop for turn 3")
         context = term.expect(r"context written to \S+context\.md").split("to ", 1)[1]
-    finally:
-        code = term.close()
+    except BaseException:
+        term.close(timeout_s=0.1)
+        raise
+    code = term.close()
     assert code == 0, term.seen[-3000:]
     report_text = (Path(context).parent / "report.json").read_text()
     report = json.loads(report_text)
