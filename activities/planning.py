@@ -37,7 +37,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.models.text import TextModel, build_text_model
-from navcore.compression import CompressInput, CompressResult
+from navcore.compression import CompressInput, CompressResult, summary_prompt
 from navcore.decision import TokenUsage
 from navcore.errors import ConfigError, NavigatorError
 from navcore.flightplan import FlightPlan
@@ -286,7 +286,7 @@ class PlanningActivities:
         async def go() -> CompressResult:
             req = inp.request
             summary, usage, calls = await self._ask(
-                "navigator.compress", inp.model, (req.system, req.user), req.max_output_tokens,
+                "navigator.compress", inp.model, summary_prompt(req, inp.goal), req.max_output_tokens,
                 {"request": req, "goal": inp.goal}, parse,
             )
             return CompressResult(model=inp.model, summary=summary, usage=usage, calls=calls)

@@ -89,6 +89,7 @@ async def test_prompt_bounded_over_200_iterations() -> None:
     entries: list[DecisionLogEntry] = []
     uncompressed_chars = 0
     peak_prompt = ""
+    max_input_bytes = 0
     sizes: list[int] = []
     compressions = 0
     total_cost = 0
@@ -98,8 +99,10 @@ async def test_prompt_bounded_over_200_iterations() -> None:
         uncompressed_chars += len(new.reasoning) + sum(map(len, new.diff_lines))
         entries = truncate_entries([*entries, new], cfg)
         if needs_compression(entries, cfg):
-            req = build_summary_request(entries, GOAL, cfg)
-            res = await env.run(acts.compress, CompressInput(model="offline", goal=GOAL, request=req))
+            req = build_summary_request(entries, cfg)
+            inp = CompressInput(model="offline", goal=GOAL, request=req)
+            max_input_bytes = max(max_input_bytes, len(inp.model_dump_json()))
+            res = await env.run(acts.compress, inp)
             assert res.usage.output_tokens > 0 and res.calls == 1
             entries = merge_summary(entries, req, res.summary, _build, cfg)
             compressions += 1
@@ -115,9 +118,11 @@ async def test_prompt_bounded_over_200_iterations() -> None:
         f"{max(sizes)} chars / {count_tokens(peak_prompt)} tokens at step {sizes.index(max(sizes)) + 1} "
         f"(system + user prompt with a {len(MAP_TEXT)}-char map, guardrail notes and the whole compressed log); "
         f"uncompressed log alone would be {uncompressed_chars} chars; "
-        f"final log {len(entries)} entries, {state_bytes} bytes of state"
+        f"final log {len(entries)} entries, {state_bytes} bytes of state; "
+        f"largest navigator.compress input {max_input_bytes} bytes"
     )
     assert compressions >= 8
+    assert max_input_bytes < 20_000  # history cost of one compression, amortised over ~20 iterations
     # Bounded: the second half of the run is no bigger than the first half's peak plus one summary.
     assert max(sizes[100:]) <= max(sizes[:100]) + cfg.summary_text_cap
     assert max(sizes) < uncompressed_chars / 5
@@ -142,7 +147,7 @@ def test_hard_cap_trims_visibly_and_keeps_tail() -> None:
 def test_merge_refuses_stale_request_and_empty_summary() -> None:
     cfg = CompressionConfig()
     entries = [_entry(i) for i in range(1, 35)]
-    req = build_summary_request(entries, GOAL, cfg)
+    req = build_summary_request(entries, cfg)
     with pytest.raises(ValueError, match="empty summary"):
         merge_summary(entries, req, "  ", _build, cfg)
     with pytest.raises(ValueError, match="changed under"):
