@@ -40,6 +40,8 @@ from navcore.activity_io import (
     DecideContext,
     DecideInput,
     DecideOutput,
+    MapView,
+    PromptBundle,
     PromptInput,
     PromptOutput,
     RecentDecision,
@@ -66,7 +68,6 @@ T = TypeVar("T")
 
 MEDIA_MARKDOWN = "text/markdown; charset=utf-8"
 MEDIA_JSON = "application/json"
-MEDIA_TEXT = "text/plain; charset=utf-8"
 
 
 class ActivityLimits(BaseModel):
@@ -156,12 +157,10 @@ class NavigatorActivities:
         meta: MapMetadata = result.metadata
         # Internal refs carry no summary: they travel through history every iteration.
         map_ref = self._put_text(result.text, MEDIA_MARKDOWN, "")
-        meta_ref = self._put_text(meta.model_dump_json(), MEDIA_JSON, "")
-        plan_ref = self._put_text(plan.model_dump_json(), MEDIA_JSON, "")
+        view_ref = self._put_text(MapView(metadata=meta, plan=plan).model_dump_json(), MEDIA_JSON, "")
         return RenderOutput(
             map_ref=map_ref,
-            metadata_ref=meta_ref,
-            plan_ref=plan_ref,
+            view_ref=view_ref,
             metadata=_trimmed_metadata(meta, self.limits.history_top_files),
         )
 
@@ -195,8 +194,8 @@ class NavigatorActivities:
         """Build and store the prompt; return its exact token count and cost estimate."""
 
         async def work() -> PromptOutput:
-            meta = MapMetadata.model_validate_json(self._get_text(inp.metadata_ref))
-            plan = FlightPlan.model_validate_json(self._get_text(inp.plan_ref))
+            view = MapView.model_validate_json(self._get_text(inp.view_ref))
+            meta, plan = view.metadata, view.plan
             recent = [self._expand(r) for r in inp.recent]
             parts = PromptParts(
                 goal=inp.goal,
@@ -216,10 +215,9 @@ class NavigatorActivities:
             context = DecideContext(
                 goal=inp.goal, flight_plan=plan, recent=recent, feedback=inp.feedback
             )
+            bundle = PromptBundle(system=SYSTEM_PROMPT, user=user, context=context)
             return PromptOutput(
-                system_ref=self._put_text(SYSTEM_PROMPT, MEDIA_TEXT, ""),
-                prompt_ref=self._put_text(user, MEDIA_MARKDOWN, ""),
-                context_ref=self._put_text(context.model_dump_json(), MEDIA_JSON, ""),
+                prompt_ref=self._put_text(bundle.model_dump_json(), MEDIA_JSON, ""),
                 prompt_tokens=tokens,
                 estimate_micros=estimate,
             )
@@ -254,14 +252,13 @@ class NavigatorActivities:
         return DecideOutput(decision=self._trimmed_decision(decision), decision_ref=ref, spent=spent)
 
     async def _decide_call(self, inp: DecideInput, prior: AttemptUsage) -> DecideCall:
-        meta = (
-            MapMetadata.model_validate_json(self._get_text(inp.metadata_ref)) if inp.metadata_ref else None
-        )
-        ctx = DecideContext.model_validate_json(self._get_text(inp.context_ref))
+        view = MapView.model_validate_json(self._get_text(inp.view_ref))
+        bundle = PromptBundle.model_validate_json(self._get_text(inp.prompt_ref))
+        ctx, meta = bundle.context, view.metadata
         return DecideCall(
             model=inp.model,
-            system_prompt=self._get_text(inp.system_ref),
-            user_prompt=self._get_text(inp.prompt_ref),
+            system_prompt=bundle.system,
+            user_prompt=bundle.user,
             max_output_tokens=inp.max_output_tokens,
             goal=ctx.goal,
             flight_plan=ctx.flight_plan,

@@ -15,6 +15,8 @@ __all__ = [
     "ScanOutput",
     "RenderInput",
     "RenderOutput",
+    "MapView",
+    "PromptBundle",
     "RecentDecision",
     "PromptInput",
     "PromptOutput",
@@ -39,14 +41,21 @@ class RenderInput(_IO):
     step: int = 0
 
 
+class MapView(_IO):
+    """Stored next to a map (one artifact, one reference in history)."""
+
+    #: the full metadata (all top files, timings)
+    metadata: MapMetadata
+    #: the flight plan the map was rendered under
+    plan: FlightPlan
+
+
 class RenderOutput(_IO):
     """A rendered map by reference, with trimmed metadata for history."""
 
     map_ref: ArtifactRef
-    #: the full metadata (all top files, timings) as JSON in the artifact store
-    metadata_ref: ArtifactRef
-    #: the flight plan this map was rendered under, as JSON
-    plan_ref: ArtifactRef
+    #: a :class:`MapView` as JSON
+    view_ref: ArtifactRef
     #: metadata with top_files trimmed (see ActivityLimits.history_top_files)
     metadata: MapMetadata
 
@@ -93,10 +102,9 @@ class PromptInput(_IO):
     mode: ExecutionMode
     max_iterations: int
     max_output_tokens: int
-    #: the current flight plan (the one ``map_ref`` was rendered under), as JSON
-    plan_ref: ArtifactRef
     map_ref: ArtifactRef
-    metadata_ref: ArtifactRef
+    #: the :class:`MapView` of ``map_ref`` (its metadata and flight plan)
+    view_ref: ArtifactRef
     spent_micros: int
     max_micros: int
     recent: list[RecentDecision] = []
@@ -116,13 +124,19 @@ class DecideContext(_IO):
     feedback: str | None = None
 
 
+class PromptBundle(_IO):
+    """One stored prompt: what is sent, plus the structured side for prompt-free providers."""
+
+    system: str
+    user: str
+    context: DecideContext
+
+
 class PromptOutput(_IO):
     """The stored prompt, its exact token count and the cost estimate of sending it."""
 
-    system_ref: ArtifactRef
+    #: a :class:`PromptBundle` as JSON
     prompt_ref: ArtifactRef
-    #: a :class:`DecideContext` as JSON
-    context_ref: ArtifactRef
     prompt_tokens: int = Field(ge=0)
     #: input at the model's input rate + max_output_tokens at its output rate
     estimate_micros: int = Field(ge=0)
@@ -134,10 +148,10 @@ class DecideInput(_IO):
     step: int
     model: str
     repo_root: str
-    system_ref: ArtifactRef
+    #: a :class:`PromptBundle` as JSON
     prompt_ref: ArtifactRef
-    context_ref: ArtifactRef
-    metadata_ref: ArtifactRef | None = None
+    #: the :class:`MapView` of the map the prompt shows
+    view_ref: ArtifactRef
     max_output_tokens: int
     max_iterations: int
 

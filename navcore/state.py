@@ -98,8 +98,7 @@ class PendingTurn(BaseModel):
     previous_plan: FlightPlan
     previous_map_ref: ArtifactRef | None = None
     previous_metadata: MapMetadata | None = None
-    previous_metadata_ref: ArtifactRef | None = None
-    previous_plan_ref: ArtifactRef | None = None
+    previous_view_ref: ArtifactRef | None = None
     proposed_plan: FlightPlan
     edited: bool = False
     verdict: Verdict | None = None
@@ -132,9 +131,8 @@ class NavigatorState(BaseModel):
     decision_log: list[DecisionLogEntry] = []
     map_metadata: MapMetadata | None = None
     map_ref: ArtifactRef | None = None
-    map_metadata_ref: ArtifactRef | None = None
-    #: ``flight_plan`` as stored next to the map it rendered
-    map_plan_ref: ArtifactRef | None = None
+    #: the stored ``MapView`` (full metadata + flight plan) of ``map_ref``
+    map_view_ref: ArtifactRef | None = None
     index_version: str = ""
     status: Status = Status.STARTING
     stop_reason: StopReason | None = None

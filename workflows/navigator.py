@@ -202,7 +202,7 @@ class NavigatorWorkflow:
 
     async def _build_prompt(self, step: int) -> PromptOutput:
         s = self.state
-        assert s.map_ref is not None and s.map_metadata_ref is not None and s.map_plan_ref is not None
+        assert s.map_ref is not None and s.map_view_ref is not None
         return await workflow.execute_activity(
             "navigator.build_prompt",
             PromptInput(
@@ -212,9 +212,8 @@ class NavigatorWorkflow:
                 mode=s.mode,
                 max_iterations=self.req.max_iterations,
                 max_output_tokens=self.req.max_output_tokens,
-                plan_ref=s.map_plan_ref,
                 map_ref=s.map_ref,
-                metadata_ref=s.map_metadata_ref,
+                view_ref=s.map_view_ref,
                 spent_micros=s.ledger.spent_micros,
                 max_micros=s.ledger.max_micros,
                 recent=self._recent(),
@@ -234,10 +233,8 @@ class NavigatorWorkflow:
                 step=step,
                 model=s.model,
                 repo_root=s.repo_root,
-                system_ref=prompt.system_ref,
                 prompt_ref=prompt.prompt_ref,
-                context_ref=prompt.context_ref,
-                metadata_ref=s.map_metadata_ref,
+                view_ref=s.map_view_ref,
                 max_output_tokens=self.req.max_output_tokens,
                 max_iterations=self.req.max_iterations,
             ),
@@ -281,8 +278,7 @@ class NavigatorWorkflow:
                 previous_plan=previous.plan,
                 previous_map_ref=previous.map_ref,
                 previous_metadata=previous.metadata,
-                previous_metadata_ref=previous.metadata_ref,
-                previous_plan_ref=previous.plan_ref,
+                previous_view_ref=previous.view_ref,
                 proposed_plan=proposed,
             )
             await self._await_verdict(entry)
@@ -304,8 +300,7 @@ class NavigatorWorkflow:
 
     def _take_render(self, out: RenderOutput) -> None:
         s = self.state
-        s.map_ref, s.map_metadata_ref, s.map_metadata = out.map_ref, out.metadata_ref, out.metadata
-        s.map_plan_ref = out.plan_ref
+        s.map_ref, s.map_view_ref, s.map_metadata = out.map_ref, out.view_ref, out.metadata
 
     # -- interactive -----------------------------------------------------
 
@@ -347,8 +342,8 @@ class NavigatorWorkflow:
     def _restore(self, pending: PendingTurn) -> None:
         s = self.state
         s.flight_plan = pending.previous_plan
-        s.map_ref, s.map_metadata_ref = pending.previous_map_ref, pending.previous_metadata_ref
-        s.map_metadata, s.map_plan_ref = pending.previous_metadata, pending.previous_plan_ref
+        s.map_ref, s.map_view_ref = pending.previous_map_ref, pending.previous_view_ref
+        s.map_metadata = pending.previous_metadata
 
     async def _out_of_budget(self, message: str) -> None:
         s = self.state
@@ -622,7 +617,7 @@ class _Snapshot:
 
     def __init__(self, s: NavigatorState) -> None:
         self.plan, self.map_ref, self.metadata = s.flight_plan, s.map_ref, s.map_metadata
-        self.metadata_ref, self.plan_ref = s.map_metadata_ref, s.map_plan_ref
+        self.view_ref = s.map_view_ref
 
     @classmethod
     def of(cls, s: NavigatorState) -> "_Snapshot":
