@@ -53,6 +53,7 @@ _EXTENSIONS = {
 _MAX_SIG_CHARS = 200
 _COMMENT_LINE = re.compile(r"^\s*(//|/\*|\*|#(?!include|define|if|endif|pragma|\[))")
 _BODY_FIELDS = ("body", "declaration_list", "field_declaration_list")
+_DECL_PARENTS = ("function_definition", "declaration", "field_declaration")
 
 
 def language_for(path: str) -> str | None:
@@ -128,6 +129,7 @@ def _build_symbols(items: list[tuple[tuple[int, int], tuple[Any, str, str]]], da
 
 def _signature(node: Any, data: bytes, start_line: int) -> tuple[str, int]:
     """Definition text up to its body (first line when there is no body field)."""
+    node = _declaration_of(node)
     body = None
     for field in _BODY_FIELDS:
         body = node.child_by_field_name(field)
@@ -138,10 +140,23 @@ def _signature(node: Any, data: bytes, start_line: int) -> tuple[str, int]:
         nl = data.find(b"\n", node.start_byte)
         stop = node.end_byte if nl < 0 or nl > node.end_byte else nl
     raw = data[node.start_byte:stop].decode("utf-8", "replace")
-    sig = " ".join(raw.split())
+    sig = " ".join(raw.split()).rstrip("{").rstrip()
     if len(sig) > _MAX_SIG_CHARS:
         sig = sig[:_MAX_SIG_CHARS] + " ..."
     return sig or "?", start_line + raw.count("\n")
+
+
+def _declaration_of(node: Any) -> Any:
+    """C/C++ tags point at the declarator; the signature starts at the declaration (return type)."""
+    if not node.type.endswith("declarator"):
+        return node
+    cur = node
+    while cur.parent is not None and (cur.parent.type.endswith("declarator")
+                                      or cur.parent.type in _DECL_PARENTS):
+        cur = cur.parent
+        if cur.type in _DECL_PARENTS:
+            return cur
+    return node
 
 
 def _attach_doc(sym: SymbolDraft, lines: list[str]) -> None:

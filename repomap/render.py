@@ -177,6 +177,9 @@ def render_plan(inp: RenderInput, plan: FlightPlan) -> Rendered:
     for i, c in zip(shown, lines):
         line_costs[i] = c
     ladders = _ladders(inp, req, explicit, line_costs)
+    # a level the file cannot have (outline of a file without symbol support) is not a
+    # budget degradation: it is counted as "no_symbols" instead
+    req = [f.requested for f in ladders]
     fitter = Fitter(ladders)
     head0, _ = _header(inp, budget, budget, [f.requested for f in ladders], req, explicit)
     target = budget - count_tokens(head0)
