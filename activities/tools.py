@@ -116,6 +116,8 @@ class CodeToolActivities:
 
     def _finish(self, tool: str, text: str, summary: str, capped: bool = False) -> ToolResult:
         """Cap ``text`` inline; store the whole output as an artifact when it is larger."""
+        if len(text) > self.limits.max_output_chars:
+            text, capped = truncate_text(text, self.limits.max_output_chars), True
         cap = self.limits.max_inline_chars
         if len(text) <= cap:
             return ToolResult(tool=tool, ok=True, content=text, truncated=capped, summary=summary)

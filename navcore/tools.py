@@ -49,8 +49,11 @@ class ToolLimits(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    #: characters of tool output returned inline (the rest goes to an artifact)
-    max_inline_chars: int = Field(6000, ge=200, le=200_000)
+    #: characters of tool output returned inline, i.e. kept in workflow history;
+    #: a longer output is stored whole as an artifact (the prompt builder reads it)
+    max_inline_chars: int = Field(2000, ge=200, le=200_000)
+    #: hard cap on one tool output, artifact included
+    max_output_chars: int = Field(200_000, ge=1000, le=10_000_000)
     max_read_lines: int = Field(300, ge=1, le=20_000)
     max_search_results: int = Field(30, ge=1, le=500)
     max_dir_entries: int = Field(200, ge=1, le=20_000)
@@ -107,6 +110,20 @@ class ToolCall(BaseModel):
 
     name: ToolName
     args: dict[str, Any] = {}
+
+    def summary(self, step: int | None = None) -> str:
+        """A readable one-liner for activity summaries, e.g. ``iter 4 · read_file src/a.py:10-40``."""
+        a = self.args
+        if self.name == "read_file":
+            detail = f"{a.get('path', '?')}:{a.get('start_line', 1)}-{a.get('end_line', '')}".rstrip("-")
+        elif self.name == "search_codebase":
+            detail = repr(str(a.get("query", ""))[:60])
+        elif self.name == "list_directory":
+            detail = str(a.get("path", "."))
+        else:
+            detail = str(a.get("symbol", "?"))
+        text = f"{self.name} {detail[:120]}"
+        return f"iter {step} · {text}" if step is not None else text
 
 
 class ToolRequest(BaseModel):

@@ -132,6 +132,10 @@ async def test_output_caps_and_artifacts(engine: Any, tmp_path: Path) -> None:
     assert ls.truncated and "more entries not shown" in ls.content
     search = await _run(tools, "search_codebase", query="return", limit=50)
     assert search.ok and len(search.content.splitlines()) <= 2
+    hard = ToolLimits(max_inline_chars=200, max_output_chars=1000)
+    capped = await _run(_tools(engine, store=store, limits=hard), "read_file", path="src/app/big.py")
+    assert capped.artifact_ref is not None and capped.artifact_ref.size <= 1000 * 4
+    assert len(store.get_text(capped.artifact_ref)) <= 1000 and len(capped.content) <= 200
     no_store = await _run(_tools(engine, limits=limits), "read_file", path="src/app/big.py")
     assert no_store.truncated and no_store.artifact_ref is None and "narrow the request" in no_store.content
 
@@ -153,6 +157,12 @@ async def test_declarations_reach_gemini_request() -> None:
     assert sent[1]["parameters"]["properties"]["start_line"]["type"] == "INTEGER"
     call = resp.function_calls[0]
     assert ToolCall(name=call.name, args=dict(call.args)).name == "read_file"
+
+
+def test_call_summaries_are_readable() -> None:
+    call = ToolCall(name="read_file", args={"path": "src/app/core.py", "start_line": 5, "end_line": 9})
+    assert call.summary(4) == "iter 4 · read_file src/app/core.py:5-9"
+    assert ToolCall(name="get_callers", args={"symbol": "helper"}).summary() == "get_callers helper"
 
 
 def test_declarations_match_tools() -> None:
