@@ -305,8 +305,10 @@ class BatchWorkflow:
     # -- messages --------------------------------------------------------------
 
     @workflow.signal(name="stop")
-    def stop(self, inp: BatchStopInput) -> None:
+    def stop(self, inp: BatchStopInput | None = None) -> None:
         """Start no more jobs; running children finalize their best map so far."""
+        # a JSON null payload decodes to None: treat it as a plain stop, never crash the task
+        inp = inp if isinstance(inp, BatchStopInput) else BatchStopInput()
         s = self.state
         if s.stop_requested is None:
             s.stop_requested, s.stop_sender = inp.reason, inp.sender
