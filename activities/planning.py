@@ -164,7 +164,11 @@ class PlanningActivities:
         for attempt in (1, 2):
             _heartbeat(f"{kind} call {attempt}")
             text, used = await self._model(model).complete(
-                system, user + (corrective_suffix(error) if error else ""), max_output_tokens, kind=kind, data=data
+                system,
+                user + (corrective_suffix(error) if error else ""),
+                max_output_tokens,
+                kind=kind,
+                data={"script_index": 0, **data, "attempt": attempt},
             )
             usage = usage + used
             try:
@@ -247,7 +251,7 @@ class PlanningActivities:
             map_text = rendered.text if rendered is not None else ""
             meta = rendered.metadata if rendered is not None else inp.map_metadata
             files = list(rendered.files) if rendered is not None else list(meta.top_files if meta else [])
-            data = {"stage": inp.stage, "map_text": map_text, "files": files}
+            data = {"stage": inp.stage, "map_text": map_text, "files": files, "script_index": inp.stage_index}
             prompt = criteria_prompt(inp.goal, inp.stage, map_text[: inp.config.map_excerpt_chars], meta)
             check, usage, calls = await self._ask(
                 "stages.check_criteria", inp.model, prompt, inp.config.max_output_tokens, data,
@@ -264,7 +268,10 @@ class PlanningActivities:
         async def go() -> ReflectResult:
             if inp.completed_index >= len(inp.plan.stages):
                 raise ConfigError(f"completed_index {inp.completed_index} is outside the plan; pass a stage index")
-            data = {"plan": inp.plan, "completed_index": inp.completed_index, "check": inp.check}
+            data = {
+                "plan": inp.plan, "completed_index": inp.completed_index, "check": inp.check,
+                "script_index": inp.completed_index,
+            }
             prompt = reflect_prompt(inp.goal, inp.plan, inp.completed_index, inp.check, inp.config)
             reflection, usage, calls = await self._ask(
                 "stages.reflect", inp.model, prompt, inp.config.max_output_tokens, data,
@@ -287,7 +294,7 @@ class PlanningActivities:
             req = inp.request
             summary, usage, calls = await self._ask(
                 "navigator.compress", inp.model, summary_prompt(req, inp.goal), req.max_output_tokens,
-                {"request": req, "goal": inp.goal}, parse,
+                {"request": req, "goal": inp.goal, "script_index": inp.ordinal}, parse,
             )
             return CompressResult(model=inp.model, summary=summary, usage=usage, calls=calls)
 

@@ -136,6 +136,8 @@ class CompressInput(BaseModel):
     model: str
     goal: str
     request: SummaryRequest
+    #: 0-based count of earlier compressions in this run (scripted models key answers by it)
+    ordinal: int = Field(0, ge=0)
 
 
 class CompressResult(BaseModel):

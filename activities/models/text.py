@@ -62,15 +62,23 @@ def approx_tokens(text: str) -> int:
 
 
 class ScriptedTextModel:
-    """Responses read from a YAML/JSON file, keyed by activity name, consumed in order.
+    """Responses read from a YAML/JSON file, keyed by activity name.
 
     File shape (top level, or under a ``text:`` key so one file can also hold
     scripted decisions)::
 
         planning.analyze: ["We must ... \\nREFLECT: yes"]
-        planning.plan:
-          - "STAGE 1: ...\\n- criterion"
+        stages.check_criteria:
+          - "C1: MET | ..."                       # stage 0
+          - ["garbage", "C1: NOT MET | ..."]      # stage 1: first answer, then the re-ask's
           - {text: "...", usage: {input_tokens: 120, output_tokens: 40}}
+
+    Like the scripted decisions, entries are chosen by a deterministic index
+    the activity passes in ``data["script_index"]`` (0 for the one-shot
+    planning calls, the stage index for stage calls, the compression ordinal),
+    so retries, worker restarts and replays get the same answer; a list entry
+    holds the answers of successive attempts (``data["attempt"]``, 1-based).
+    Without an index, entries are consumed in order.
     """
 
     def __init__(self, responses: Mapping[str, list[Any]], name: str = "scripted", source: str = "") -> None:
@@ -92,7 +100,9 @@ class ScriptedTextModel:
             data = json.loads(raw) if path.suffix == ".json" else yaml.safe_load(raw)
         except (json.JSONDecodeError, yaml.YAMLError) as exc:
             raise ConfigError(f"scripted responses {path} are not valid YAML/JSON: {exc}".splitlines()[0]) from exc
-        if isinstance(data, dict) and isinstance(data.get("text"), dict):
+        if isinstance(data, list) or (isinstance(data, dict) and "decisions" in data and "text" not in data):
+            data = {}  # a decisions-only script: any text call says what is missing
+        elif isinstance(data, dict) and isinstance(data.get("text"), dict):
             data = data["text"]
         if not isinstance(data, dict) or not all(isinstance(v, list) for v in data.values()):
             raise ConfigError(f"scripted responses {path} must map activity names to lists of responses")
@@ -107,16 +117,23 @@ class ScriptedTextModel:
         kind: str = "",
         data: Mapping[str, Any] | None = None,
     ) -> tuple[str, TokenUsage]:
-        """The next scripted response for ``kind``."""
+        """The scripted response for ``kind`` (by ``script_index``/``attempt``, else in order)."""
         self.requests.append((kind, system, user))
-        queue = self._responses.get(kind)
-        i = self._used.get(kind, 0)
-        if not queue or i >= len(queue):
+        queue = self._responses.get(kind) or []
+        index = (data or {}).get("script_index")
+        if index is None:
+            index = self._used.get(kind, 0)
+            self._used[kind] = index + 1
+        if not 0 <= index < len(queue):
             raise ModelError(
-                f"scripted responses for {kind!r} exhausted ({len(queue or [])} given); add more to {self._source}"
+                f"no scripted response #{index} for {kind!r} ({len(queue)} given); add it to {self._source}"
             )
-        self._used[kind] = i + 1
-        item = queue[i]
+        item = queue[index]
+        if isinstance(item, list):
+            attempt = int((data or {}).get("attempt", 1))
+            if not 1 <= attempt <= len(item):
+                raise ModelError(f"no scripted answer for attempt {attempt} of {kind!r} #{index}; add it to {self._source}")
+            item = item[attempt - 1]
         if isinstance(item, dict):
             text = str(item.get("text", ""))
             usage = TokenUsage.model_validate(item.get("usage") or {})

@@ -145,21 +145,39 @@ async def test_failed_criteria_trigger_a_rewrite(tmp_path: Path) -> None:
 
 
 async def test_corrective_reask_then_nonretryable_failure(tmp_path: Path) -> None:
-    acts, model = _acts(
-        tmp_path,
-        {"planning.analyze": ["no verdict here", "Now with it.\nREFLECT: no", "bad", "still bad"]},
-    )
+    acts, model = _acts(tmp_path, {"planning.analyze": [["no verdict here", "Now with it.\nREFLECT: no"]]})
     env = ActivityEnvironment()
     res = await env.run(acts.analyze, AnalyzeInput(**_base()))
     assert res.calls == 2 and not res.analysis.reflect
     assert "COULD NOT BE USED" in model.requests[1][2] and "REFLECT: yes" in model.requests[1][2]
+    again = await env.run(acts.analyze, AnalyzeInput(**_base()))  # a retry/replay gets the same answers
+    assert again == res
+
+    bad, _ = _acts(tmp_path, {"planning.analyze": [["bad", "still bad"]]})
     with pytest.raises(ApplicationError) as info:
-        await env.run(acts.analyze, AnalyzeInput(**_base()))
+        await env.run(bad.analyze, AnalyzeInput(**_base()))
     assert info.value.non_retryable and info.value.type == "PlanParseError"
     assert info.value.details[0]["input_tokens"] > 0  # spent usage travels with the failure
-    with pytest.raises(ApplicationError) as exhausted:
-        await env.run(acts.analyze, AnalyzeInput(**_base()))
-    assert exhausted.value.non_retryable and "exhausted" in str(exhausted.value)
+    empty, _ = _acts(tmp_path, {"planning.plan": ["STAGE 1: x\n- y"]})
+    with pytest.raises(ApplicationError) as missing:
+        await env.run(empty.analyze, AnalyzeInput(**_base()))
+    assert missing.value.non_retryable and "no scripted response #0 for 'planning.analyze'" in str(missing.value)
+
+
+async def test_stage_calls_are_keyed_by_stage_index(tmp_path: Path) -> None:
+    from navcore.planning import Stage
+
+    acts, _ = _acts(tmp_path, {"stages.check_criteria": ["C1: NOT MET | stage 0", "C1: MET | stage 1"]})
+    stage = Stage(objective="o", success_criteria=["c"])
+    env = ActivityEnvironment()
+    for index in (1, 0, 1):  # any order, any number of retries: the answer follows the stage
+        check = (
+            await env.run(
+                acts.check_criteria,
+                CriteriaInput(**_base(), stage_index=index, stage=stage, flight_plan=FlightPlan()),
+            )
+        ).check
+        assert check.results[0].evidence == f"stage {index}" and check.stage_index == index
 
 
 async def test_gemini_text_model_over_scripted_http(tmp_path: Path) -> None:
@@ -184,3 +202,12 @@ async def test_gemini_text_model_over_scripted_http(tmp_path: Path) -> None:
     with pytest.raises(ApplicationError) as fatal:
         await env.run(acts.analyze, AnalyzeInput(**_base("gemini-2.5-flash")))
     assert fatal.value.non_retryable and "k-secret" not in str(fatal.value)
+
+
+async def test_decisions_only_script_gives_a_clear_planning_error(tmp_path: Path) -> None:
+    path = tmp_path / "decisions.yaml"
+    path.write_text(yaml.safe_dump({"decisions": [{"action": "finalize_context", "summary": "done"}]}))
+    acts = PlanningActivities(text_model_for=build_text_model)
+    with pytest.raises(ApplicationError) as info:
+        await ActivityEnvironment().run(acts.analyze, AnalyzeInput(**_base(f"scripted:{path}")))
+    assert info.value.non_retryable and "add it to" in str(info.value)
