@@ -154,11 +154,17 @@ def _header(inp: RenderInput, budget: int, tokens: int, levels: list[int], req: 
 
 
 def _with_header(inp: RenderInput, budget: int, body: str, body_tokens: int, levels: list[int],
-                 req: list[int], explicit: list[bool]) -> tuple[str, int, dict[str, int]]:
+                 req: list[int], explicit: list[bool], minimal: bool = False) -> tuple[str, int, dict[str, int]]:
     """Header + body whose header states the exact total (fixed point on the count)."""
     guess = body_tokens
     for _ in range(_HEADER_FIXPOINT_PASSES):
-        head, counts = _header(inp, budget, guess, levels, req, explicit)
+        if minimal:
+            head = header_line({"budget": budget, "tokens": guess, "files": len(inp.paths),
+                                "hidden": len(inp.paths), "minimal": True})
+            counts = {"degraded": 0, "hidden": len(inp.paths),
+                      "no_symbols": sum(1 for p in inp.paths if not has_symbol_support(inp.records[p]))}
+        else:
+            head, counts = _header(inp, budget, guess, levels, req, explicit)
         total = count_tokens(head + body)
         if total == guess:
             return head + body, total, counts
@@ -203,14 +209,14 @@ def render_plan(inp: RenderInput, plan: FlightPlan) -> Rendered:
 
 
 def _minimal(inp: RenderInput, budget: int, req: list[int], explicit: list[bool]) -> Rendered:
-    """Header only (every file hidden); refuse when even that does not fit."""
+    """Minimal header only (every file hidden); refuse when even that does not fit."""
     levels = [0] * len(inp.paths)
-    text, total, counts = _with_header(inp, budget, "", 0, levels, req, explicit)
+    text, total, counts = _with_header(inp, budget, "", 0, levels, req, explicit, minimal=True)
     if total > budget:
         minimum = total
         raise FlightPlanError(
             f"token_budget {budget} is below the minimum map size of {minimum} tokens "
-            f"(the header alone); set token_budget to at least {minimum}")
+            f"(a minimal header); set token_budget to at least {minimum}")
     return Rendered(text, total, levels, req, explicit, [0] * len(levels), counts)
 
 
