@@ -20,7 +20,9 @@ Per stage the workflow runs iterations until the stage's ``max_iterations``
 ``stages.check_criteria`` (:class:`CriteriaInput` -> :class:`CriteriaResult`)
 and, if some criterion is unmet or more stages remain, ``stages.reflect``
 (:class:`ReflectInput` -> :class:`ReflectResult`); :func:`apply_reflection`
-rewrites the remaining stages. :func:`plan_markdown` renders the plan and the
+rewrites the remaining stages. :func:`criteria_log_fields` /
+:func:`reflection_log_fields` give the decision-log entries' ``action``,
+``reasoning`` and ``diff_lines`` (``DecisionLogEntry(step=..., at=workflow.now(), **fields)``). :func:`plan_markdown` renders the plan and the
 criteria status for the Web UI details, the CLI and the context pack.
 
 Everything here is pure pydantic + stdlib: safe in the workflow sandbox.
@@ -60,6 +62,8 @@ __all__ = [
     "direct_plan",
     "apply_reflection",
     "plan_markdown",
+    "criteria_log_fields",
+    "reflection_log_fields",
 ]
 
 #: absolute ceiling on stages, whatever a profile says (the issue's hard cap)
@@ -329,6 +333,32 @@ def plan_markdown(
     if plan.dropped_stages:
         lines.append(f"_{plan.dropped_stages} stage(s) dropped by the stage cap._")
     return "\n".join(lines)
+
+
+def criteria_log_fields(check: CriteriaCheck, stage: Stage) -> dict[str, object]:
+    """``action``/``reasoning``/``diff_lines`` of the decision-log entry recording a criteria check."""
+    met = sum(r.met for r in check.results)
+    return {
+        "action": "criteria_check",
+        "reasoning": _clip(f"stage {check.stage_index + 1} '{stage.objective}': {met}/{len(check.results)} criteria met"),
+        "diff_lines": [
+            _clip(f"{'met' if r.met else 'NOT met'}: {r.criterion}" + (f" — {r.evidence}" if r.evidence else ""), 300)
+            for r in check.results
+        ],
+    }
+
+
+def reflection_log_fields(reflection: Reflection, completed_index: int) -> dict[str, object]:
+    """``action``/``reasoning``/``diff_lines`` of the decision-log entry recording a reflection."""
+    if reflection.action == "keep":
+        lines = ["remaining stages kept"]
+    else:
+        lines = [f"+ stage: {s.objective}" for s in reflection.remaining_stages] or ["no more stages"]
+    return {
+        "action": "reflection",
+        "reasoning": _clip(f"after stage {completed_index + 1}: {reflection.action}. {reflection.reasoning}"),
+        "diff_lines": [_clip(line, 300) for line in lines[:8]],
+    }
 
 
 def _clip(text: str, limit: int = 2000) -> str:

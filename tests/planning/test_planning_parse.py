@@ -147,6 +147,24 @@ def test_reflection_keep_rewrite_and_apply() -> None:
     assert apply_reflection(plan, 1, Reflection(action="keep"), CFG) is plan
 
 
+def test_stage_outcomes_fit_the_decision_log() -> None:
+    from datetime import datetime, timezone
+
+    from navcore.planning import criteria_log_fields, reflection_log_fields
+    from navcore.state import DecisionLogEntry
+
+    stage = Stage(objective="Find the ledger", success_criteria=["a", "b"])
+    check = CriteriaCheck(stage_index=0, results=[CriterionStatus(criterion="a", met=True, evidence="L2"),
+                                                  CriterionStatus(criterion="b", met=False)])
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    entry = DecisionLogEntry(step=7, at=at, **criteria_log_fields(check, stage))
+    assert entry.reasoning == "stage 1 'Find the ledger': 1/2 criteria met"
+    assert entry.diff_lines == ["met: a — L2", "NOT met: b"]
+    rw = Reflection(action="rewrite", reasoning="b unmet", remaining_stages=[stage])
+    entry = DecisionLogEntry(step=7, at=at, **reflection_log_fields(rw, 0))
+    assert entry.action == "reflection" and entry.diff_lines == ["+ stage: Find the ledger"]
+
+
 def test_plan_markdown_shows_criteria_status() -> None:
     plan = direct_plan("why are tokens double counted?")
     check = CriteriaCheck(stage_index=0, results=[CriterionStatus(criterion=plan.stages[0].success_criteria[0], met=True, evidence="ledger.py L4")])
