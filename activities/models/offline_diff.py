@@ -11,11 +11,16 @@ from navcore.mapmeta import MapMetadata
 __all__ = ["diff_allocation", "fill_move", "finalize_summary"]
 
 
-def _degraded(meta: MapMetadata | None) -> bool:
-    """True when the last render had to show files below their requested level."""
+def _degraded(meta: MapMetadata | None, plan: FlightPlan) -> bool:
+    """True when the last render showed a file the plan has a rule for below its requested level.
+
+    Files on auto levels are the engine's to trade; only the policy's own
+    requests tell whether the plan asked for more than fits.
+    """
     if meta is None:
         return False
-    return meta.degraded > 0 or any(f.level < f.requested_level for f in meta.top_files)
+    ruled = {r.glob for r in plan.rules}
+    return any(f.level < f.requested_level for f in meta.top_files if f.path in ruled)
 
 
 def diff_allocation(
@@ -32,7 +37,7 @@ def diff_allocation(
     """
     rank_of = {r.path: i + 1 for i, r in enumerate(ranked)}
     current = {r.glob: r.level for r in plan.rules}
-    shrink = meta is None or _degraded(meta)
+    shrink = meta is None or _degraded(meta, plan)
     notes: list[str] = []
     rules = [
         VerbosityRule(glob=p, level=lv) for p, lv in alloc.levels.items()

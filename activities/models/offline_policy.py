@@ -182,7 +182,7 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig) -
     rules, cost, cap = [], 0, plan.token_budget * cfg.explicit_share
     for i, r in enumerate(top):
         level = Level.DOCS if i < 3 and r.level_tokens[3] <= cfg.docs_level_share * plan.token_budget else Level.OUTLINE
-        if cost + r.level_tokens[level] > cap:
+        if not has_outline(r) or cost + r.level_tokens[level] > cap:
             continue
         cost += r.level_tokens[level]
         rules.append(VerbosityRule(glob=r.path, level=level))
@@ -199,10 +199,17 @@ def _pick_full_files(ranked: list[Any], budget: int, cfg: OfflinePolicyConfig, a
         if i and r.score < cfg.full_file_min_rel_score * best:
             break
         full = r.level_tokens[Level.FULL]
-        if full <= cfg.full_file_share * budget and alloc.cost + full <= cap:
+        # a file without an outline (no symbol support, or unparsable) is useful only in full
+        share = 1.0 if not has_outline(r) else cfg.full_file_share
+        if full <= share * budget and alloc.cost + full <= cap:
             alloc.levels[r.path] = Level.FULL
             alloc.cost += full
             alloc.notes.append(f"zoom in to L4: {r.path} ranks #{i + 1} ({why(r)}), {full} tokens in full")
+
+
+def has_outline(r: Any) -> bool:
+    """True when the file's outline level shows more than its path line."""
+    return r.level_tokens[Level.OUTLINE] > r.level_tokens[Level.PATH]
 
 
 def _outline(r: Any, budget: int, cfg: OfflinePolicyConfig) -> Level:
@@ -264,12 +271,12 @@ def allocate(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
     head = ranked[: cfg.symbol_files]
     symbols = score_symbols(engine, [(r.path, r.score) for r in head], goal, estimate, cfg.symbols)
     for r in head[:3]:
-        if r.path not in alloc.levels and alloc.cost + r.level_tokens[_outline(r, budget, cfg)] <= cap:
+        if r.path not in alloc.levels and has_outline(r) and alloc.cost + r.level_tokens[_outline(r, budget, cfg)] <= cap:
             alloc.levels[r.path] = _outline(r, budget, cfg)
             alloc.cost += r.level_tokens[alloc.levels[r.path]]
     _pick_symbols(symbols, by_path, budget, cfg, alloc, cap)
     for i, r in enumerate(ranked[: cfg.survey_files]):
-        if r.path not in alloc.levels and alloc.cost + r.level_tokens[Level.OUTLINE] <= cap:
+        if r.path not in alloc.levels and has_outline(r) and alloc.cost + r.level_tokens[Level.OUTLINE] <= cap:
             alloc.levels[r.path] = Level.OUTLINE
             alloc.cost += r.level_tokens[Level.OUTLINE]
             alloc.notes.append(f"L2: {r.path} ranks #{i + 1} ({why(r)})")
