@@ -7,6 +7,8 @@ from navcore.activity_io import (
     AttemptUsage,
     DecideInput,
     DecideOutput,
+    MapView,
+    PromptBundle,
     PromptInput,
     PromptOutput,
     RecentDecision,
@@ -40,7 +42,7 @@ from navcore.messages import (
     SetModeInput,
     StopInput,
 )
-from navcore.report import TurnReport
+from navcore.report import DecisionLogView, TurnReport
 from navcore.requests import ApprovalConfig, DecideRetryConfig, ExplorationRequest, ExplorationResult
 from navcore.state import (
     DecisionLogEntry,
@@ -64,6 +66,7 @@ __all__ = [
     "DecideOutput",
     "DecideRetryConfig",
     "DecisionLogEntry",
+    "DecisionLogView",
     "EditFlightPlanInput",
     "ExecutionMode",
     "ExplorationRequest",
@@ -74,6 +77,8 @@ __all__ = [
     "FlightPlanUpdate",
     "Level",
     "MapMetadata",
+    "MapView",
+    "PromptBundle",
     "ModelDecision",
     "ModelError",
     "ModelTokenTotals",

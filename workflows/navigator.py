@@ -50,7 +50,6 @@ with workflow.unsafe.imports_passed_through():
         SetModeInput,
         StopInput,
     )
-    from navcore.prompt import RECENT_REASONING_CHARS
     from navcore.report import (
         DecisionLogView,
         TurnReport,
@@ -62,15 +61,25 @@ with workflow.unsafe.imports_passed_through():
         update_diff_lines,
     )
     from navcore.requests import ExplorationRequest, ExplorationResult
+    from navcore.turns import (
+        apply_edit,
+        edited_plan,
+        initial_state,
+        propose_turn,
+        record_verdict,
+        recent_decisions,
+        report_dict,
+        request_stop,
+        restore_turn,
+    )
     from navcore.state import (
         DecisionLogEntry,
         ExecutionMode,
         NavigatorState,
-        PendingTurn,
         Status,
         StopReason,
+        Verdict,
     )
-    from navcore.budget import BudgetLedger
 
 __all__ = [
     "NavigatorWorkflow",
@@ -108,14 +117,7 @@ class NavigatorWorkflow:
     @workflow.init
     def __init__(self, req: ExplorationRequest) -> None:
         self.req = req
-        self.state: NavigatorState = req.carried_state or NavigatorState(
-            goal=req.goal,
-            repo_root=req.repo_path,
-            model=req.model,
-            mode=req.mode,
-            ledger=BudgetLedger(max_micros=usd_to_micros(req.budget_usd)),
-            flight_plan=req.first_plan(),
-        )
+        self.state: NavigatorState = initial_state(req)
         self._published: tuple[Any, ...] = ()
 
     # -- run -------------------------------------------------------------
@@ -266,21 +268,14 @@ class NavigatorWorkflow:
         except (ValidationError, ValueError) as exc:
             self._log(step, "invalid", decision.reasoning, out=out, error=f"update rejected: {_one_line(exc)}")
             return
-        previous = _Snapshot.of(s)
+        pending = propose_turn(s, step, proposed)
         before = s.map_metadata.tokens_used if s.map_metadata else 0
         diff = update_diff_lines(decision.updates)
         await self._render(step, proposed, short_action_label(decision.action, diff))
         entry = self._log(step, decision.action, decision.reasoning, out=out, before=before, diff=diff)
         entry.config_diff = decision.updates
         if s.mode is ExecutionMode.INTERACTIVE:
-            s.pending = PendingTurn(
-                turn=step,
-                previous_plan=previous.plan,
-                previous_map_ref=previous.map_ref,
-                previous_metadata=previous.metadata,
-                previous_view_ref=previous.view_ref,
-                proposed_plan=proposed,
-            )
+            s.pending = pending
             await self._await_verdict(entry)
 
     async def _render(self, step: int, plan: FlightPlan, label: str) -> None:
@@ -331,19 +326,13 @@ class NavigatorWorkflow:
                 entry.diff_lines = plan_diff_lines(pending.previous_plan, s.flight_plan)
                 entry.map_tokens_after = s.map_metadata.tokens_used if s.map_metadata else 0
             return
-        self._restore(pending)
+        restore_turn(s, pending)
         if verdict == "reject":
             s.feedback = pending.feedback or "The user rejected the last proposal without feedback."
         elif timed_out:
             self._stop(StopReason.APPROVAL_TIMEOUT, f"no verdict for turn {pending.turn} in time")
         else:
             self._stop(StopReason.STOPPED, f"{s.stop_requested or 'stopped'} (by {s.stop_sender or pending.verdict_sender})")
-
-    def _restore(self, pending: PendingTurn) -> None:
-        s = self.state
-        s.flight_plan = pending.previous_plan
-        s.map_ref, s.map_view_ref = pending.previous_map_ref, pending.previous_view_ref
-        s.map_metadata = pending.previous_metadata
 
     async def _out_of_budget(self, message: str) -> None:
         s = self.state
@@ -416,26 +405,7 @@ class NavigatorWorkflow:
         )
 
     def _report_json(self) -> str:
-        s = self.state
-        report = {
-            "goal": s.goal,
-            "repo_root": s.repo_root,
-            "model": s.model,
-            "workflow_id": workflow.info().workflow_id,
-            "stop_reason": s.stop_reason.value if s.stop_reason else None,
-            "stop_detail": s.stop_detail,
-            "iterations": s.iteration,
-            "cost_usd": str(micros_to_usd(s.ledger.spent_micros)),
-            "max_usd": str(micros_to_usd(s.ledger.max_micros)),
-            "ledger": s.ledger.model_dump(mode="json"),
-            "tokens": s.ledger.total_usage().model_dump(mode="json"),
-            "flight_plan": s.flight_plan.model_dump(mode="json"),
-            "map_metadata": s.map_metadata.model_dump(mode="json") if s.map_metadata else None,
-            "decisions": [e.model_dump(mode="json") for e in s.decision_log],
-            "continued_runs": s.continued_runs,
-            "index_version": s.index_version,
-        }
-        return json.dumps(report, sort_keys=True)
+        return json.dumps(report_dict(self.state, workflow.info().workflow_id), sort_keys=True)
 
     # -- bookkeeping -----------------------------------------------------
 
@@ -484,19 +454,7 @@ class NavigatorWorkflow:
         return entry
 
     def _recent(self) -> list[RecentDecision]:
-        n = self.req.prompt_recent_decisions
-        entries = [e for e in self.state.decision_log if e.action != "budget_refused"][-n:] if n else []
-        return [
-            RecentDecision(
-                step=e.step,
-                action=e.action,
-                # the prompt activity reads reasoning and diff from the decision artifact
-                reasoning="" if e.decision_ref else shorten(e.error or "", RECENT_REASONING_CHARS),
-                verdict=e.verdict,
-                decision_ref=e.decision_ref,
-            )
-            for e in entries
-        ]
+        return recent_decisions(self.state, self.req.prompt_recent_decisions)
 
     def _publish(self) -> None:
         """Search attributes (only when changed) and the Web UI details.
@@ -531,30 +489,14 @@ class NavigatorWorkflow:
         """Undo the pending turn; the feedback goes into the next prompt."""
         self._verdict("reject", inp.turn, inp.sender, inp.feedback)
 
-    def _verdict(self, verdict: str, turn: int, sender: str, feedback: str | None) -> None:
-        s = self.state
-        pending = s.pending
-        if pending is None or pending.turn != turn:
-            now = pending.turn if pending else None
-            s.note(verdict, sender, turn, f"ignored: stale verdict (pending turn: {now})")
-            workflow.logger.info("ignored stale %s for turn %d from %s", verdict, turn, sender)
-            return
-        if pending.verdict is not None:
-            s.note(verdict, sender, turn, f"ignored: duplicate (already {pending.verdict})")
-            workflow.logger.info("ignored duplicate %s for turn %d from %s", verdict, turn, sender)
-            return
-        pending.verdict, pending.verdict_sender, pending.feedback = verdict, sender, feedback  # type: ignore[assignment]
-        s.note(verdict, sender, turn, "applied")
+    def _verdict(self, verdict: Verdict, turn: int, sender: str, feedback: str | None) -> None:
+        if not record_verdict(self.state, verdict, turn, sender, feedback):
+            workflow.logger.info("ignored %s for turn %d from %s: stale or duplicate", verdict, turn, sender)
 
     @workflow.signal(name="stop")
     def stop(self, inp: StopInput) -> None:
         """Finalize now with the best map so far."""
-        s = self.state
-        if s.stop_requested is None:
-            s.stop_requested, s.stop_sender = inp.reason, inp.sender
-            s.note("stop", inp.sender, inp.turn, "applied")
-        else:
-            s.note("stop", inp.sender, inp.turn, "ignored: duplicate stop")
+        request_stop(self.state, inp.reason, inp.sender, inp.turn)
 
     @workflow.signal(name="set_mode")
     def set_mode(self, inp: SetModeInput) -> None:
@@ -586,42 +528,11 @@ class NavigatorWorkflow:
     @workflow.update(name="edit_flight_plan")
     def edit_flight_plan(self, inp: EditFlightPlanInput) -> FlightPlan:
         """Amend the proposed plan of the pending turn; returns the plan now proposed."""
-        s = self.state
-        assert s.pending is not None
-        plan = self._edited(inp)
-        s.pending.proposed_plan, s.pending.edited, s.flight_plan = plan, True, plan
-        s.last_diff_lines = plan_diff_lines(s.pending.previous_plan, plan)
-        s.note("edit_flight_plan", inp.sender, inp.turn, "applied")
-        return plan
+        return apply_edit(self.state, inp)
 
     @edit_flight_plan.validator
     def _validate_edit(self, inp: EditFlightPlanInput) -> None:
-        pending = self.state.pending
-        if pending is None or pending.verdict is not None:
-            raise ValueError("no turn is awaiting approval; edit the plan while a turn is pending")
-        if inp.turn != pending.turn:
-            raise ValueError(f"turn {inp.turn} is not the pending turn {pending.turn}; refresh the status")
-        self._edited(inp)
-
-    def _edited(self, inp: EditFlightPlanInput) -> FlightPlan:
-        pending = self.state.pending
-        assert pending is not None
-        if inp.plan is not None:
-            return FlightPlan.model_validate(inp.plan.model_dump())
-        assert inp.update is not None
-        return pending.proposed_plan.apply(inp.update)
-
-
-class _Snapshot:
-    """The committed plan + map before a proposal (restored on reject)."""
-
-    def __init__(self, s: NavigatorState) -> None:
-        self.plan, self.map_ref, self.metadata = s.flight_plan, s.map_ref, s.map_metadata
-        self.view_ref = s.map_view_ref
-
-    @classmethod
-    def of(cls, s: NavigatorState) -> "_Snapshot":
-        return cls(s)
+        edited_plan(self.state, inp)
 
 
 def _one_line(exc: BaseException) -> str:

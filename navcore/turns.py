@@ -1,0 +1,157 @@
+"""Pure state transitions of a navigator turn (used by the workflow's handlers).
+
+Kept out of ``workflows/navigator.py`` so they are unit-testable without a
+server and the workflow module stays orchestration only. Nothing here reads
+clocks or the environment.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from navcore.activity_io import RecentDecision
+from navcore.budget import BudgetLedger, micros_to_usd, usd_to_micros
+from navcore.flightplan import FlightPlan
+from navcore.messages import EditFlightPlanInput
+from navcore.prompt import RECENT_REASONING_CHARS
+from navcore.report import plan_diff_lines, shorten
+from navcore.requests import ExplorationRequest
+from navcore.state import NavigatorState, PendingTurn, Verdict
+
+__all__ = [
+    "initial_state",
+    "propose_turn",
+    "restore_turn",
+    "record_verdict",
+    "request_stop",
+    "edited_plan",
+    "apply_edit",
+    "recent_decisions",
+    "report_dict",
+]
+
+
+def initial_state(req: ExplorationRequest) -> NavigatorState:
+    """The state of a new exploration (or the carried one after continue-as-new)."""
+    if req.carried_state is not None:
+        return req.carried_state
+    return NavigatorState(
+        goal=req.goal,
+        repo_root=req.repo_path,
+        model=req.model,
+        mode=req.mode,
+        ledger=BudgetLedger(max_micros=usd_to_micros(req.budget_usd)),
+        flight_plan=req.first_plan(),
+    )
+
+
+def propose_turn(state: NavigatorState, turn: int, proposed: FlightPlan) -> PendingTurn:
+    """A pending turn that remembers the committed plan and map (for a reject)."""
+    return PendingTurn(
+        turn=turn,
+        previous_plan=state.flight_plan,
+        previous_map_ref=state.map_ref,
+        previous_metadata=state.map_metadata,
+        previous_view_ref=state.map_view_ref,
+        proposed_plan=proposed,
+    )
+
+
+def restore_turn(state: NavigatorState, pending: PendingTurn) -> None:
+    """Undo a proposal: the plan and map of before it are current again."""
+    state.flight_plan = pending.previous_plan
+    state.map_ref, state.map_view_ref = pending.previous_map_ref, pending.previous_view_ref
+    state.map_metadata = pending.previous_metadata
+
+
+def record_verdict(
+    state: NavigatorState, verdict: Verdict, turn: int, sender: str, feedback: str | None
+) -> bool:
+    """Apply a verdict to the pending turn; False (and a note) when stale or duplicate."""
+    pending = state.pending
+    if pending is None or pending.turn != turn:
+        now = pending.turn if pending else None
+        state.note(verdict, sender, turn, f"ignored: stale verdict (pending turn: {now})")
+        return False
+    if pending.verdict is not None:
+        state.note(verdict, sender, turn, f"ignored: duplicate (already {pending.verdict})")
+        return False
+    pending.verdict, pending.verdict_sender, pending.feedback = verdict, sender, feedback
+    state.note(verdict, sender, turn, "applied")
+    return True
+
+
+def request_stop(state: NavigatorState, reason: str, sender: str, turn: int | None) -> bool:
+    """Ask the run to finalize; the first stop wins, later ones are noted and ignored."""
+    if state.stop_requested is not None:
+        state.note("stop", sender, turn, "ignored: duplicate stop")
+        return False
+    state.stop_requested, state.stop_sender = reason, sender
+    state.note("stop", sender, turn, "applied")
+    return True
+
+
+def edited_plan(state: NavigatorState, inp: EditFlightPlanInput) -> FlightPlan:
+    """The plan an edit would propose; ``ValueError`` (or a validation error) if refused."""
+    pending = state.pending
+    if pending is None or pending.verdict is not None:
+        raise ValueError("no turn is awaiting approval; edit the plan while a turn is pending")
+    if inp.turn != pending.turn:
+        raise ValueError(f"turn {inp.turn} is not the pending turn {pending.turn}; refresh the status")
+    if inp.plan is not None:
+        # re-validate: the payload may have been built without validation by a client
+        return FlightPlan.model_validate(inp.plan.model_dump())
+    if inp.update is None:
+        raise ValueError("give exactly one of 'update' or 'plan'")
+    return pending.proposed_plan.apply(inp.update)
+
+
+def apply_edit(state: NavigatorState, inp: EditFlightPlanInput) -> FlightPlan:
+    """Make the edited plan the proposal of the pending turn and return it."""
+    plan = edited_plan(state, inp)
+    pending = state.pending
+    assert pending is not None  # edited_plan checked it
+    pending.proposed_plan, pending.edited, state.flight_plan = plan, True, plan
+    state.last_diff_lines = plan_diff_lines(pending.previous_plan, plan)
+    state.note("edit_flight_plan", inp.sender, inp.turn, "applied")
+    return plan
+
+
+def recent_decisions(state: NavigatorState, count: int) -> list[RecentDecision]:
+    """The last ``count`` decisions for the prompt, by reference to their artifacts."""
+    entries = [e for e in state.decision_log if e.action != "budget_refused"]
+    return [
+        RecentDecision(
+            step=e.step,
+            action=e.action,
+            # the prompt activity reads reasoning and diff from the decision artifact
+            reasoning="" if e.decision_ref else shorten(e.error or "", RECENT_REASONING_CHARS),
+            verdict=e.verdict,
+            decision_ref=e.decision_ref,
+        )
+        for e in (entries[-count:] if count else [])
+    ]
+
+
+def report_dict(state: NavigatorState, workflow_id: str) -> dict[str, Any]:
+    """The content of ``report.json`` (JSON-ready, keys sorted when dumped)."""
+    s = state
+    return {
+        "goal": s.goal,
+        "repo_root": s.repo_root,
+        "model": s.model,
+        "workflow_id": workflow_id,
+        "stop_reason": s.stop_reason.value if s.stop_reason else None,
+        "stop_detail": s.stop_detail,
+        "iterations": s.iteration,
+        "cost_usd": str(micros_to_usd(s.ledger.spent_micros)),
+        "max_usd": str(micros_to_usd(s.ledger.max_micros)),
+        "ledger": s.ledger.model_dump(mode="json"),
+        "tokens": s.ledger.total_usage().model_dump(mode="json"),
+        "flight_plan": s.flight_plan.model_dump(mode="json"),
+        "map_metadata": s.map_metadata.model_dump(mode="json") if s.map_metadata else None,
+        "decisions": [e.model_dump(mode="json") for e in s.decision_log],
+        "notes": [n.model_dump(mode="json") for n in s.notes],
+        "continued_runs": s.continued_runs,
+        "index_version": s.index_version,
+    }
