@@ -77,15 +77,25 @@ def _lv(level: Level | None) -> str:
     return "auto" if level is None else f"L{int(level)}"
 
 
+def _label(line: str) -> str:
+    if line.startswith("+ rule "):
+        glob, _, level = line[len("+ rule "):].rpartition(" → L")
+        verb = "zoom in" if level in ("3", "4") else "zoom out" if level in ("0", "1") else "outline"
+        return f"{verb} {glob} → L{level}"
+    if line.startswith("+ focus "):
+        return "focus " + line[len("+ focus "):].split(" ×")[0]
+    return line
+
+
 def short_action_label(action: str, diff_lines: list[str], limit: int = 2) -> str:
     """A compact label for activity summaries, e.g. ``zoom in src/budget/** → L4``."""
     if action == "finalize_context":
         return "finalize"
     if not diff_lines:
         return action.replace("_", " ")
-    first = [line.replace("+ rule ", "zoom ").replace("+ focus ", "focus ") for line in diff_lines]
-    more = f" (+{len(first) - limit})" if len(first) > limit else ""
-    return "; ".join(first[:limit]) + more
+    labels = [_label(line) for line in diff_lines]
+    more = f" (+{len(labels) - limit})" if len(labels) > limit else ""
+    return "; ".join(labels[:limit]) + more
 
 
 class TurnReport(BaseModel):

@@ -17,7 +17,7 @@ from activities.navigator import NavigatorActivities
 from navcore.decision import TokenUsage
 from navcore.requests import DecideRetryConfig, ExplorationRequest, ExplorationResult
 from navcore.state import StopReason
-from workflows.navigator import NavigatorWorkflow
+from workflows.navigator import SA_COST_USD, SA_ITERATION, SA_STATUS, NavigatorWorkflow
 
 TIMEOUT = timedelta(seconds=60)
 ONE_ATTEMPT = DecideRetryConfig(max_attempts=1, initial_interval_s=0.1)
@@ -63,10 +63,25 @@ async def run(client: Client, task_queue: str, req: ExplorationRequest, wf_id: s
 async def test_autonomous_run_finalizes(client, task_queue, start_worker, tmp_path) -> None:
     provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI])
     acts = make_activities(tmp_path, provider)
+    wf_id = f"nav-{uuid.uuid4()}"
     async with start_worker(acts):
-        result = await run(client, task_queue, make_request(tmp_path))
+        result = await run(client, task_queue, make_request(tmp_path), wf_id)
+        handle = client.get_workflow_handle(wf_id)
+        history = await handle.fetch_history()
+        described = await handle.describe()
     assert result.stop_reason is StopReason.FINALIZED
     assert result.iterations == 3 and result.decisions == 3
+    # Web UI: readable activity summaries, search attributes, memo
+    summaries = [
+        e.user_metadata.summary.data.decode()
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert '"iter 1 · zoom in src/budgetkit/** → L4; focus src/budgetkit · $0.0012"' in summaries
+    assert described.typed_search_attributes[SA_STATUS] == "completed"
+    assert described.typed_search_attributes[SA_ITERATION] == 3
+    assert described.typed_search_attributes[SA_COST_USD] == 0.0036
+    assert (await described.memo_value("goal")) == make_request(tmp_path).goal
     # 3 calls × (1000 input × $1/M + 100 output × $2/M) = 3 × 1200 micro-dollars
     assert result.cost_micros == 3 * 1200
     assert result.usage == TokenUsage(input_tokens=3000, output_tokens=300)
