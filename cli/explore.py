@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from decimal import Decimal, InvalidOperation
@@ -158,7 +159,14 @@ async def _explore(
             else:
                 stdout.print(wid)
             return ExitCode.OK
-        await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE)
+        try:
+            await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE)
+        except asyncio.CancelledError:
+            # Ctrl-C: the run itself is durable; say how to pick it up again
+            where = "the embedded server's database" if session.embedded else session.address
+            stderr.print(f"stopped following {wid}; the run is kept in {where}. Resume with "
+                         f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
+            raise
         try:
             result = await handle.result()
         except WorkflowFailureError as exc:

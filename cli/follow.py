@@ -11,6 +11,8 @@ and from another terminal) is harmless: the workflow ignores stale ones.
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -52,10 +54,46 @@ EDIT_HELP = (
 )
 
 
-async def _ask(prompt: str) -> str:
-    """One line from the terminal without blocking the event loop."""
+class _LineReader:
+    """Lines from stdin on the event loop itself (``add_reader``), no thread.
+
+    A thread blocked in ``input()`` would keep ``asyncio.run`` (and interpreter
+    shutdown) waiting after Ctrl-C; a reader callback is simply removed.
+    Non-selectable stdin (a regular file) never blocks, so it is read directly.
+    """
+
+    def __init__(self) -> None:
+        self.pending = bytearray()
+
+    async def readline(self) -> str:
+        loop = asyncio.get_running_loop()
+        fd = sys.stdin.fileno()
+        while b"\n" not in self.pending:
+            ready: asyncio.Future[None] = loop.create_future()
+            try:
+                loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+            except (PermissionError, OSError, NotImplementedError):
+                chunk = os.read(fd, 4096)  # a regular file: ready by definition
+            else:
+                try:
+                    await ready
+                finally:
+                    loop.remove_reader(fd)
+                chunk = os.read(fd, 4096)
+            if not chunk:
+                raise EOFError
+            self.pending += chunk
+        line, _, rest = bytes(self.pending).partition(b"\n")
+        self.pending = bytearray(rest)
+        return line.decode("utf-8", "replace")
+
+
+async def _ask(reader: _LineReader, prompt: str) -> str:
+    """Print ``prompt`` and read one line without blocking the event loop."""
+    stderr.print(prompt, end="", markup=False)
+    stderr.file.flush()
     try:
-        return (await asyncio.to_thread(stderr.input, prompt, markup=False)).strip()
+        return (await reader.readline()).strip()
     except EOFError:
         raise CliError(
             "stdin closed while the run waits for a verdict; answer from another terminal with "
@@ -81,6 +119,7 @@ class _Follower:
         self.budget_asked_at: int | None = None
         self.live = Live(console=stderr, auto_refresh=False, transient=True) if stderr.is_terminal else None
         self.last_step: int | None = None
+        self.reader = _LineReader()
 
     def show(self, report: TurnReport) -> None:
         if self.live is not None:
@@ -105,14 +144,14 @@ class _Follower:
         stderr.print(turn_panel(report, title=f"turn {turn} · awaiting your verdict"))
         sender = default_sender()
         while True:
-            answer = (await _ask(VERDICT_PROMPT)).lower()[:1]
+            answer = (await _ask(self.reader, VERDICT_PROMPT)).lower()[:1]
             if answer == "a":
                 await self.signal(SIGNAL_APPROVE, ApproveInput(turn=turn, sender=sender))
             elif answer == "r":
-                feedback = await _ask("feedback for the model > ")
+                feedback = await _ask(self.reader, "feedback for the model > ")
                 await self.signal(SIGNAL_REJECT, RejectInput(turn=turn, feedback=feedback[:4000], sender=sender))
             elif answer == "s":
-                reason = await _ask("reason (enter for 'stopped by user') > ") or "stopped by user"
+                reason = await _ask(self.reader, "reason (enter for 'stopped by user') > ") or "stopped by user"
                 await self.signal(SIGNAL_STOP, StopInput(reason=reason[:500], turn=turn, sender=sender))
             elif answer == "e":
                 await self.edit(turn, sender)
@@ -126,7 +165,7 @@ class _Follower:
 
     async def edit(self, turn: int, sender: str) -> None:
         stderr.print(EDIT_HELP, markup=False)
-        text = await _ask("update > ")
+        text = await _ask(self.reader, "update > ")
         try:
             update = FlightPlanUpdate.model_validate(yaml.safe_load(text) or {})
         except (yaml.YAMLError, ValidationError) as exc:
@@ -148,9 +187,9 @@ class _Follower:
         stderr.print(progress_line(report))
         sender = default_sender()
         while True:
-            answer = (await _ask(BUDGET_PROMPT)).lower()[:1]
+            answer = (await _ask(self.reader, BUDGET_PROMPT)).lower()[:1]
             if answer == "r":
-                amount = await _ask("add how many USD? > ")
+                amount = await _ask(self.reader, "add how many USD? > ")
                 try:
                     payload = RaiseBudgetInput(add_usd=Decimal(amount), sender=sender)
                 except (InvalidOperation, ValidationError):
