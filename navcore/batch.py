@@ -143,7 +143,7 @@ class BatchLimits(BaseModel):
     #: a slice below this is not worth starting: the job is skipped as budget_exhausted
     min_slice_usd: Annotated[Decimal, Field(gt=0)] = Decimal("0.000001")
     #: continue-as-new after this many jobs finished in one run (or when the server suggests it)
-    continue_as_new_after_jobs: int = Field(200, ge=1, le=100_000)
+    continue_as_new_after_jobs: int = Field(100, ge=1, le=100_000)
     #: jobs listed in the progress query (the rest are counted)
     progress_jobs_shown: int = Field(50, ge=0, le=10_000)
 

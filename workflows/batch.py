@@ -208,7 +208,7 @@ class BatchWorkflow:
 
     def _failed(self, job: BatchJob, slice_micros: int, err: ChildWorkflowError) -> JobOutcome:
         cause = err.cause
-        message = _one_line(cause if cause is not None else err)
+        message = " ".join(str(cause if cause is not None else err).split())[:500]
         scan_failed = isinstance(cause, ApplicationError) and cause.type == _SCAN_FAILED
         outcome = self._outcome(job, JobStatus.FAILED, "failed", error=message)
         outcome.allotted_micros = slice_micros
@@ -320,10 +320,3 @@ class BatchWorkflow:
         """Counts, budget and the latest finished jobs."""
         return progress_of(self.req, self.state, self._done)
 
-
-def _one_line(exc: BaseException) -> str:
-    message = str(exc)
-    cause = exc.__cause__ or getattr(exc, "cause", None)
-    if cause is not None and str(cause) and str(cause) not in message:
-        message = f"{message}: {cause}"
-    return " ".join(message.split())[:500]
