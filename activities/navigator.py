@@ -239,6 +239,8 @@ class NavigatorActivities:
         """Ask the model for one decision; heartbeats while it streams."""
         info = activity.info()
         prior = AttemptUsage.model_validate(info.heartbeat_details[0]) if info.heartbeat_details else AttemptUsage()
+        # Temporal's attempt number, so an attempt lost with a crashed worker still counts.
+        prior = prior.model_copy(update={"attempts": info.attempt})
         activity.heartbeat(prior.model_dump(mode="json"), "starting")
         try:
             call = await self._decide_call(inp, prior)

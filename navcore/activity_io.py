@@ -166,15 +166,17 @@ class AttemptUsage(_IO):
     usage: TokenUsage = TokenUsage()
     cost_micros: int = 0
     calls: int = 0
+    #: attempts started so far (Temporal's attempt number: crashed attempts count too)
     attempts: int = 0
 
     def plus(self, usage: TokenUsage, cost_micros: int, calls: int) -> "AttemptUsage":
-        """This record with one more attempt's consumption added."""
-        return AttemptUsage(
-            usage=self.usage + usage,
-            cost_micros=self.cost_micros + cost_micros,
-            calls=self.calls + calls,
-            attempts=self.attempts + 1,
+        """This record with more consumption (of the current attempt) added."""
+        return self.model_copy(
+            update={
+                "usage": self.usage + usage,
+                "cost_micros": self.cost_micros + cost_micros,
+                "calls": self.calls + calls,
+            }
         )
 
 

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -24,17 +25,20 @@ FAKE_KEY = "AIzaFAKE-test-credential-0123456789abcdef"
 MAX_HISTORY_BYTES_PER_ITERATION = 8 * 1024
 
 
-def _spawn_worker(target: str, task_queue: str, artifact_dir: Path) -> subprocess.Popen[bytes]:
+def _spawn_worker(target: str, task_queue: str, artifact_dir: Path, log: Path) -> subprocess.Popen[bytes]:
+    """Start ``worker_proc.py`` (output to ``log``, never a pipe that could fill) and wait until it polls."""
     env = dict(os.environ, GEMINI_API_KEY=FAKE_KEY, GOOGLE_API_KEY=FAKE_KEY)
-    proc = subprocess.Popen(
-        [sys.executable, str(WORKER_PROC), target, task_queue, str(artifact_dir), "0.4"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline().decode()
-    assert "worker ready" in line, line
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, str(WORKER_PROC), target, task_queue, str(artifact_dir), "0.4"],
+            env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + 60
+    while b"worker ready" not in log.read_bytes():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"worker did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.1)
     return proc
 
 
@@ -49,7 +53,7 @@ async def test_worker_sigkill_and_restart_completes_without_lost_or_duplicated_s
         decide_retry=DecideRetryConfig(max_attempts=3, heartbeat_s=2, start_to_close_s=20, initial_interval_s=0.2),
     )
     wf_id = f"nav-kill-{uuid.uuid4()}"
-    first = await asyncio.to_thread(_spawn_worker, target, task_queue, artifacts)
+    first = await asyncio.to_thread(_spawn_worker, target, task_queue, artifacts, tmp_path / "worker1.log")
     try:
         handle = await client.start_workflow(
             NavigatorWorkflow.run, req, id=wf_id, task_queue=task_queue, execution_timeout=timedelta(seconds=120)
@@ -59,7 +63,7 @@ async def test_worker_sigkill_and_restart_completes_without_lost_or_duplicated_s
         first.send_signal(signal.SIGKILL)
         first.wait()
     await asyncio.sleep(1.0)
-    second = await asyncio.to_thread(_spawn_worker, target, task_queue, artifacts)
+    second = await asyncio.to_thread(_spawn_worker, target, task_queue, artifacts, tmp_path / "worker2.log")
     try:
         result: ExplorationResult = await handle.result()
         log = await handle.query(NavigatorWorkflow.get_decision_log)
@@ -72,7 +76,12 @@ async def test_worker_sigkill_and_restart_completes_without_lost_or_duplicated_s
     # the ledger equals the sum of the usage recorded per decision
     assert result.cost_micros == sum(e.cost_micros for e in log.entries)
     assert result.usage.input_tokens == sum(e.input_tokens for e in log.entries)
-    # the key was in the worker's environment, never in history
+    # the decide attempt lost with the killed worker was retried and counted
+    assert any(e.attempts >= 2 for e in log.entries)
+    assert result.model_attempts == sum(e.attempts for e in log.entries)
+    # the key was in the worker's environment, never in history or worker logs
+    for log_file in tmp_path.glob("worker*.log"):
+        assert FAKE_KEY not in log_file.read_text()
     assert FAKE_KEY not in history.to_json()
     assert "AIza" not in history.to_json()
 
