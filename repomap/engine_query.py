@@ -89,20 +89,19 @@ class QueryMixin:
         n = len(self.files)
         goal = plan.goal or ""
         terms = goal_terms(goal, cfg.min_term_len)
-        cols = sorted({rs.terms[t] for t in terms if t in rs.terms})
+        cols = sorted({c for c in map(rs.term_col, terms) if c is not None})
         lexical = np.zeros(n)
         top_term: list[str | None] = [None] * n
         if cols:
             sub = rs.bm25[:, cols].toarray()
             lexical = sub.sum(axis=1).astype(np.float64)
-            names = {v: k for k, v in rs.terms.items() if v in set(cols)}
             best = sub.argmax(axis=1)
-            top_term = [names[cols[b]] if lexical[i] > 0 else None for i, b in enumerate(best)]
+            top_term = [rs.terms[cols[b]] if lexical[i] > 0 else None for i, b in enumerate(best)]
         idents, paths, traces = goal_mentions(goal)
         ident = np.zeros(n)
         ident_of: dict[int, str] = {}
         for name in sorted(set(idents)):
-            j = rs.idents.get(name)
+            j = rs.ident_col(name)
             if j is None:
                 continue
             rows = rs.defs[:, j].nonzero()[0]
@@ -185,7 +184,7 @@ class QueryMixin:
     def search(self, query: str, limit: int = 20) -> list[SearchHit]:
         """BM25 over token bags plus symbol-name matches; best first, ties by path."""
         rs = self._structure()
-        cols = sorted({rs.terms[t] for t in goal_terms(query, self.config.rank.min_term_len) if t in rs.terms})
+        cols = sorted({c for c in map(rs.term_col, goal_terms(query, self.config.rank.min_term_len)) if c is not None})
         hits: list[SearchHit] = []
         top = 0.0
         if cols:
@@ -221,7 +220,7 @@ class QueryMixin:
         sym = self._built.records[path0][REC["symbols"]][k0]
         name = sym[SYM["name"]]
         rs = self._structure()
-        j = rs.idents.get(name)
+        j = rs.ident_col(name)
         if j is None:
             return []
         word = re.compile(rf"\b{re.escape(name)}\b")

@@ -11,6 +11,7 @@ lexical relevance. Ties are broken by path by the caller.
 
 from __future__ import annotations
 
+import bisect
 import marshal
 import re
 from dataclasses import dataclass, field
@@ -33,9 +34,9 @@ class RankStructure:
     """Sparse matrices over ``paths`` (sorted), independent of any request."""
 
     paths: list[str]
-    terms: dict[str, int]
+    terms: list[str]  # sorted: column of a term found by bisection (no dict to rebuild on load)
     bm25: sp.csc_matrix  # files x terms, BM25-weighted (column slices are cheap in CSC)
-    idents: dict[str, int]
+    idents: list[str]  # sorted, like ``terms``
     defs: sp.csc_matrix  # files x idents, 1 where the file defines the identifier
     trans_t: sp.csr_matrix  # transposed row-stochastic file->file matrix
     dangling: np.ndarray  # bool per file: no outgoing edges
@@ -59,20 +60,23 @@ class RankStructure:
                 if j is None:
                     j = idents.setdefault(name, len(idents))
                 rr.append(i); rc.append(j); rv.append(c)
+        term_list, tc = _sorted_vocab(terms, tc)
+        ident_list, dc = _sorted_vocab(idents, dc)
+        rc = _sorted_vocab(idents, rc)[1]
         bm25 = _bm25_matrix(n, len(terms), tr, tc, tv, cfg)
         defs = sp.csr_matrix((np.ones(len(dr), dtype=np.float32), (dr, dc)), shape=(n, len(idents)))
         defs.sum_duplicates()
         defs.data[:] = 1.0
         refs = sp.csr_matrix((np.sqrt(np.asarray(rv, dtype=np.float32)), (rr, rc)), shape=(n, len(idents)))
         trans_t, dangling = _transition(defs, refs, cfg)
-        return cls(paths, terms, bm25.tocsc(), idents, defs.tocsc(), trans_t, dangling, refs.tocsc())
+        return cls(paths, term_list, bm25.tocsc(), ident_list, defs.tocsc(), trans_t, dangling, refs.tocsc())
 
     def to_blob(self) -> bytes:
         """Serialize (marshal of vocab lists + raw array bytes)."""
         def arr(m: sp.spmatrix) -> tuple:
             return (m.shape, m.data.tobytes(), m.indices.astype(np.int32).tobytes(),
                     m.indptr.astype(np.int64).tobytes(), str(m.data.dtype))
-        return marshal.dumps((self.paths, list(self.terms), list(self.idents), arr(self.bm25),
+        return marshal.dumps((self.paths, self.terms, self.idents, arr(self.bm25),
                               arr(self.defs), arr(self.trans_t), self.dangling.tobytes(), arr(self.refs)))
 
     @classmethod
@@ -84,16 +88,38 @@ class RankStructure:
             shape, data, ind, ptr, dt = x
             return kind((np.frombuffer(data, dtype=dt), np.frombuffer(ind, dtype=np.int32),
                          np.frombuffer(ptr, dtype=np.int64)), shape=tuple(shape))
-        return cls(paths, {t_: i for i, t_ in enumerate(terms)}, mat(sp.csc_matrix, b),
-                   {x: i for i, x in enumerate(idents)}, mat(sp.csc_matrix, d),
+        return cls(paths, terms, mat(sp.csc_matrix, b), idents, mat(sp.csc_matrix, d),
                    mat(sp.csr_matrix, t), np.frombuffer(dang, dtype=bool), mat(sp.csc_matrix, r))
+
+
+    def term_col(self, term: str) -> int | None:
+        """Column of ``term`` in ``bm25`` (None when no file contains it)."""
+        return _find(self.terms, term)
+
+    def ident_col(self, name: str) -> int | None:
+        """Column of identifier ``name`` in ``defs`` / ``refs``."""
+        return _find(self.idents, name)
+
+
+def _find(sorted_list: list[str], key: str) -> int | None:
+    i = bisect.bisect_left(sorted_list, key)
+    return i if i < len(sorted_list) and sorted_list[i] == key else None
+
+
+def _sorted_vocab(vocab: dict[str, int], cols: list[int]) -> tuple[list[str], np.ndarray]:
+    """Renumber columns so the vocabulary is sorted (deterministic, bisectable)."""
+    order = sorted(vocab)
+    remap = np.empty(len(order), dtype=np.int64)
+    for new, key in enumerate(order):
+        remap[vocab[key]] = new
+    return order, remap[np.asarray(cols, dtype=np.int64)] if len(cols) else np.zeros(0, dtype=np.int64)
 
 
 def _bm25_matrix(n: int, n_terms: int, rows: list, cols: list, vals: list, cfg: RankConfig) -> sp.csr_matrix:
     tf = sp.csr_matrix((np.asarray(vals, dtype=np.float32), (rows, cols)), shape=(n, n_terms))
     dl = np.asarray(tf.sum(axis=1)).ravel()
     avg = float(dl.mean()) if n else 1.0
-    df = np.bincount(np.asarray(cols, dtype=np.int64), minlength=n_terms) if cols else np.zeros(n_terms)
+    df = np.bincount(np.asarray(cols, dtype=np.int64), minlength=n_terms) if len(cols) else np.zeros(n_terms)
     idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5)).astype(np.float32)
     norm = cfg.bm25_k1 * (1.0 - cfg.bm25_b + cfg.bm25_b * dl / max(avg, 1e-9))
     row_of = np.repeat(np.arange(n), np.diff(tf.indptr))
