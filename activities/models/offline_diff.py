@@ -95,7 +95,8 @@ def fill_move(
     """
     if meta is None:
         return None
-    remaining = meta.token_budget - meta.tokens_used
+    # keep slack: level costs are estimates of what the renderer will emit
+    remaining = int((meta.token_budget - meta.tokens_used) * cfg.fill_slack)
     current = {r.glob: r.level for r in plan.rules}
     rules: list[VerbosityRule] = []
     notes: list[str] = []

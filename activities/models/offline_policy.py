@@ -26,6 +26,7 @@ Feedback is obeyed first: see :mod:`activities.models.offline_feedback`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,8 @@ class OfflinePolicyConfig(BaseModel):
 
     #: finalize once the rendered map uses at least this share of the token budget
     finalize_budget_use: float = 0.85
+    #: fill moves spend at most this share of the tokens the last map left unused
+    fill_slack: float = 0.8
     #: share of the budget the policy plans explicitly; the engine's auto levels fill the rest
     explicit_share: float = 0.80
     #: a file is shown in full only if that costs at most this share of the budget
@@ -79,8 +82,6 @@ class OfflinePolicyConfig(BaseModel):
 
 def glob_matches(glob: str, path: str) -> bool:
     """The flight-plan glob semantics: ``**`` spans directories, a bare dir prefix matches below it."""
-    import re
-
     if not any(ch in glob for ch in "*?["):
         prefix = glob.rstrip("/")
         return path == prefix or path.startswith(prefix + "/")
@@ -290,7 +291,8 @@ def _neighbours(engine: Any, top: list[ScoredSymbol], alloc: Allocation, cfg: Of
     for s in top:
         refs = [("caller", r) for r in engine.callers(s.symbol_id)] + [("callee", r) for r in engine.callees(s.symbol_id)]
         for role, ref in sorted(refs, key=lambda x: (x[1].path, x[1].line, x[0])):
-            if ref.path == s.path or ref.path in alloc.levels or ref.path in seen:
+            # "path::" refs are mentions in files without symbols (docs, changelogs), not code
+            if ref.path == s.path or ref.path in alloc.levels or ref.path in seen or ref.symbol_id.endswith("::"):
                 continue
             if not any(glob_matches(g, ref.path) for g in exclude):
                 seen[ref.path] = f"{role} of {s.name} ({ref.symbol_id})"
@@ -321,15 +323,21 @@ def plan_turn(engine: Any, call: DecideCall, cfg: OfflinePolicyConfig, estimate:
         if move is None:
             reason = f"finalize: ranking stable and no further zoom-in fits ({usage:.0%} of the budget used)"
             return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))
-        return PolicyOutcome(False, move[1], move[0])
-    notes += [n for n in alloc.notes if _note_applies(n, update)]
-    if not notes:
-        notes.append("re-apply the focus of the current allocation")
-    return PolicyOutcome(False, "zoom: " + "; ".join(notes), update)
+        outcome = PolicyOutcome(False, move[1], move[0])
+    else:
+        notes += [n for n in alloc.notes if _note_applies(n, update)]
+        if not notes:
+            notes.append("re-apply the focus of the current allocation")
+        outcome = PolicyOutcome(False, "zoom: " + "; ".join(notes), update)
+    if any(outcome.reasoning == reasoning for _, reasoning in call.recent_decisions):
+        # the same move was made before and a later turn undid it: a cycle, not progress
+        reason = f"finalize: this move repeats an earlier one that was undone (cycle); map at {usage:.0%} of the budget"
+        return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))
+    return outcome
 
 
 def _note_applies(note: str, update: FlightPlanUpdate) -> bool:
     """Keep only the allocation notes about things this update actually changes."""
     touched = [r.glob for r in update.set_rules] + [f.symbol for f in update.add_focus_symbols]
     touched += [f.glob for f in update.add_focus_paths]
-    return any(t in note for t in touched)
+    return any(re.search(r"(?<![\w/.:])" + re.escape(t) + r"(?![\w/.:])", note) for t in touched)
