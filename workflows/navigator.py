@@ -269,11 +269,12 @@ class NavigatorWorkflow:
             self._log(step, "invalid", decision.reasoning, out=out, error=f"update rejected: {_one_line(exc)}")
             return
         pending = propose_turn(s, step, proposed)
-        before = s.map_metadata.tokens_used if s.map_metadata else 0
         diff = update_diff_lines(decision.updates)
-        await self._render(step, proposed, short_action_label(decision.action, diff))
-        entry = self._log(step, decision.action, decision.reasoning, out=out, before=before, diff=diff)
+        # logged before rendering: a paid decision is never lost, even if the render fails
+        entry = self._log(step, decision.action, decision.reasoning, out=out, diff=diff)
         entry.config_diff = decision.updates
+        await self._render(step, proposed, short_action_label(decision.action, diff))
+        entry.map_tokens_after = s.map_metadata.tokens_used if s.map_metadata else 0
         if s.mode is ExecutionMode.INTERACTIVE:
             s.pending = pending
             await self._await_verdict(entry)
@@ -424,7 +425,6 @@ class NavigatorWorkflow:
         out: DecideOutput | None = None,
         cost: int = 0,
         attempts: int = 0,
-        before: int | None = None,
         diff: list[str] | None = None,
         error: str | None = None,
         step_taken: bool = True,
@@ -441,7 +441,7 @@ class NavigatorWorkflow:
             input_tokens=spent.usage.input_tokens if spent else 0,
             output_tokens=spent.usage.output_tokens if spent else 0,
             attempts=spent.attempts if spent else attempts,
-            map_tokens_before=tokens if before is None else before,
+            map_tokens_before=tokens,
             map_tokens_after=tokens,
             at=workflow.now(),
             error=error,

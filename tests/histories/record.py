@@ -132,10 +132,15 @@ async def main() -> None:
         search_attributes=NAVIGATOR_SEARCH_ATTRIBUTES,
     )
     try:
-        for old in HERE.glob("navigator_*.json"):
-            old.unlink()
-        for path in await record(env.client, HERE):
-            print(f"wrote {path.relative_to(HERE.parents[1])} ({path.stat().st_size} B)")
+        with tempfile.TemporaryDirectory() as staging:
+            # record everything first: a failed scenario leaves the committed files untouched
+            fresh = await record(env.client, Path(staging))
+            for old in HERE.glob("navigator_*.json"):
+                old.unlink()
+            for path in fresh:
+                target = HERE / path.name
+                target.write_text(path.read_text())
+                print(f"wrote {target.relative_to(HERE.parents[1])} ({target.stat().st_size} B)")
     finally:
         await env.shutdown()
 
