@@ -386,6 +386,8 @@ class NavigatorWorkflow:
         s.status = Status.COMPLETED if s.stop_reason is not StopReason.FAILED else Status.FAILED
         self._publish()
         assert s.stop_reason is not None
+        # never return while a message handler still runs (its effect would be lost)
+        await workflow.wait_condition(workflow.all_handlers_finished)
         return ExplorationResult(
             workflow_id=info.workflow_id,
             stop_reason=s.stop_reason,
