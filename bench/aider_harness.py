@@ -131,13 +131,19 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def _cpu_s() -> float:
+    """CPU seconds (user + system) of this process so far (load-independent-ish)."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
 def _run_request(rm: Any, root: Path, req: dict[str, Any]) -> dict[str, Any]:
     """One ``get_repo_map`` call; returns timing and the map text."""
     chat = [str(root / p) for p in req.get("chat_files", [])]
     chat_set = set(chat)
     others = [f for f in rm._bench_files if f not in chat_set]
     rm.max_map_tokens = int(req["map_tokens"])
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu_s()
     text = rm.get_repo_map(
         chat,
         others,
@@ -146,11 +152,13 @@ def _run_request(rm: Any, root: Path, req: dict[str, Any]) -> dict[str, Any]:
         force_refresh=True,
     )
     seconds = time.perf_counter() - t0
+    cpu = _cpu_s() - cpu0
     text = text or ""
     return {
         "id": req.get("id"),
         "map_tokens": int(req["map_tokens"]),
         "seconds": seconds,
+        "cpu_s": cpu,
         "counted_tokens": rm.main_model.token_count(text),
         "chars": len(text),
         "text": text,
@@ -198,6 +206,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "first": first,
         "requests": results,
         "peak_rss_mb": _peak_rss_mb(),
+        "cpu_s_total": _cpu_s(),
         "io_messages": bench_io.messages,
         "unreadable_files": bench_io.unreadable,
         "loadavg": list(os.getloadavg()),
