@@ -12,6 +12,7 @@ import hashlib
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,9 @@ from repomap.types import RankedFile, RenderResult
 __all__ = ["RepoMap"]
 
 log = logging.getLogger("repomap")
+
+#: bags loaded per sqlite query while building the ranking structure
+_BAG_CHUNK = 512
 
 
 class RepoMap(QueryMixin):
@@ -88,11 +92,19 @@ class RepoMap(QueryMixin):
         blob = self._cache.get_named("structures", key)
         if blob is not None:
             return RankStructure.from_blob(blob)
-        bags = self._cache.get_column("bag", sorted(set(self._built.keys.values())))
-        by_path = {p: bags[k] for p, k in self._built.keys.items() if k in bags}
-        rs = RankStructure.build(self.files, by_path, self.config.rank)
+        rs = RankStructure.build(self.files, self._stream_bags(), self.config.rank)
         self._cache.put_named("structures", key, rs.to_blob())
         return rs
+
+    def _stream_bags(self) -> Iterator[tuple[int, tuple]]:
+        """``(row, bag)`` for every file, read in chunks so all bags are never in memory."""
+        keys = self._built.keys
+        for lo in range(0, len(self.files), _BAG_CHUNK):
+            part = self.files[lo:lo + _BAG_CHUNK]
+            bags = self._cache.get_column("bag", sorted({keys[p] for p in part}))
+            for row, p in enumerate(part, lo):
+                if keys[p] in bags:
+                    yield row, bags[keys[p]]
 
     def _base_line_costs(self) -> np.ndarray:
         """Cost of each file's path line without a why (for ``RankedFile.level_tokens``)."""
@@ -125,7 +137,8 @@ class RepoMap(QueryMixin):
         t1 = time.perf_counter()
         inp = RenderInput(root=self.root, paths=self.files, records=self._built.records,
                           score=ctx.score, focused=ctx.focused, why=ctx.why(plan, self.config.render.why_max),
-                          expand=ctx.expand, index_version=self.index_version, cfg=self.config.render)
+                          expand=ctx.expand, index_version=self.index_version, cfg=self.config.render,
+                          line_base=self._base_line_costs())
         result = render_plan(inp, plan)
         t2 = time.perf_counter()
         files = summaries(inp, result, ctx.order)

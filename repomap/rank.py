@@ -14,6 +14,8 @@ from __future__ import annotations
 import bisect
 import marshal
 import re
+from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,31 +45,40 @@ class RankStructure:
     refs: sp.csc_matrix  # files x idents, sqrt(reference count): who mentions a name
 
     @classmethod
-    def build(cls, paths: list[str], bags: dict[str, tuple], cfg: RankConfig) -> "RankStructure":
-        """Build from the per-file bags (``paths`` sorted)."""
+    def build(cls, paths: list[str], bags: Iterable[tuple[int, tuple]], cfg: RankConfig) -> "RankStructure":
+        """Build from ``(row, bag)`` pairs streamed in any order (``paths`` sorted).
+
+        Triplets go into compact ``array`` buffers (4 bytes per entry, not a
+        Python int per entry): a 20,000-file tree has tens of millions of them.
+        """
         n = len(paths)
         terms: dict[str, int] = {}
         idents: dict[str, int] = {}
-        tr, tc, tv, dr, dc, rr, rc, rv = [], [], [], [], [], [], [], []
-        for i, p in enumerate(paths):
-            bag = bags.get(p) or ({}, {}, (), ())
-            for t, c in bag[BAG["terms"]].items():
-                tr.append(i); tc.append(terms.setdefault(t, len(terms))); tv.append(c)
-            for name in bag[BAG["defs"]]:
-                dr.append(i); dc.append(idents.setdefault(name, len(idents)))
-            for name, c in bag[BAG["refs"]].items():
-                j = idents.get(name)
-                if j is None:
-                    j = idents.setdefault(name, len(idents))
-                rr.append(i); rc.append(j); rv.append(c)
-        term_list, tc = _sorted_vocab(terms, tc)
-        ident_list, dc = _sorted_vocab(idents, dc)
-        rc = _sorted_vocab(idents, rc)[1]
-        bm25 = _bm25_matrix(n, len(terms), tr, tc, tv, cfg)
-        defs = sp.csr_matrix((np.ones(len(dr), dtype=np.float32), (dr, dc)), shape=(n, len(idents)))
+        tr, tc, tv = array("i"), array("i"), array("f")
+        dr, dc = array("i"), array("i")
+        rr, rc, rv = array("i"), array("i"), array("f")
+        t_set, i_set = terms.setdefault, idents.setdefault
+        for i, bag in bags:
+            bag_terms, bag_refs, bag_defs = bag[BAG["terms"]], bag[BAG["refs"]], bag[BAG["defs"]]
+            tc.extend([t_set(t, len(terms)) for t in bag_terms])
+            tv.extend(bag_terms.values())
+            tr.extend(array("i", [i]) * len(bag_terms))
+            dc.extend([i_set(name, len(idents)) for name in bag_defs])
+            dr.extend(array("i", [i]) * len(bag_defs))
+            rc.extend([i_set(name, len(idents)) for name in bag_refs])
+            rv.extend(bag_refs.values())
+            rr.extend(array("i", [i]) * len(bag_refs))
+        term_list, tcol = _sorted_vocab(terms, tc)
+        ident_list, dcol = _sorted_vocab(idents, dc)
+        rcol = _sorted_vocab(idents, rc)[1]
+        bm25 = _bm25_matrix(n, len(terms), np.frombuffer(tr, dtype=np.int32), tcol,
+                            np.frombuffer(tv, dtype=np.float32), cfg)
+        defs = sp.csr_matrix((np.ones(len(dr), dtype=np.float32), (np.frombuffer(dr, dtype=np.int32), dcol)),
+                             shape=(n, len(idents)))
         defs.sum_duplicates()
         defs.data[:] = 1.0
-        refs = sp.csr_matrix((np.sqrt(np.asarray(rv, dtype=np.float32)), (rr, rc)), shape=(n, len(idents)))
+        refs = sp.csr_matrix((np.sqrt(np.frombuffer(rv, dtype=np.float32)), (np.frombuffer(rr, dtype=np.int32), rcol)),
+                             shape=(n, len(idents)))
         trans_t, dangling = _transition(defs, refs, cfg)
         return cls(paths, term_list, bm25.tocsc(), ident_list, defs.tocsc(), trans_t, dangling, refs.tocsc())
 
@@ -106,20 +117,20 @@ def _find(sorted_list: list[str], key: str) -> int | None:
     return i if i < len(sorted_list) and sorted_list[i] == key else None
 
 
-def _sorted_vocab(vocab: dict[str, int], cols: list[int]) -> tuple[list[str], np.ndarray]:
+def _sorted_vocab(vocab: dict[str, int], cols: array) -> tuple[list[str], np.ndarray]:
     """Renumber columns so the vocabulary is sorted (deterministic, bisectable)."""
     order = sorted(vocab)
-    remap = np.empty(len(order), dtype=np.int64)
-    for new, key in enumerate(order):
-        remap[vocab[key]] = new
-    return order, remap[np.asarray(cols, dtype=np.int64)] if len(cols) else np.zeros(0, dtype=np.int64)
+    remap = np.empty(len(order), dtype=np.int32)
+    remap[np.fromiter((vocab[k] for k in order), dtype=np.int64, count=len(order))] = np.arange(len(order))
+    return order, remap[np.frombuffer(cols, dtype=np.int32)] if len(cols) else np.zeros(0, dtype=np.int32)
 
 
-def _bm25_matrix(n: int, n_terms: int, rows: list, cols: list, vals: list, cfg: RankConfig) -> sp.csr_matrix:
-    tf = sp.csr_matrix((np.asarray(vals, dtype=np.float32), (rows, cols)), shape=(n, n_terms))
+def _bm25_matrix(n: int, n_terms: int, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
+                 cfg: RankConfig) -> sp.csr_matrix:
+    tf = sp.csr_matrix((vals, (rows, cols)), shape=(n, n_terms))
     dl = np.asarray(tf.sum(axis=1)).ravel()
     avg = float(dl.mean()) if n else 1.0
-    df = np.bincount(np.asarray(cols, dtype=np.int64), minlength=n_terms) if len(cols) else np.zeros(n_terms)
+    df = np.bincount(cols, minlength=n_terms) if len(cols) else np.zeros(n_terms)
     idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5)).astype(np.float32)
     norm = cfg.bm25_k1 * (1.0 - cfg.bm25_b + cfg.bm25_b * dl / max(avg, 1e-9))
     row_of = np.repeat(np.arange(n), np.diff(tf.indptr))

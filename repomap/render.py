@@ -46,6 +46,8 @@ class RenderInput:
     expand: dict[str, list[int]]  # path -> symbol indices to show in full
     index_version: str
     cfg: RenderConfig
+    #: exact cost of each file's path line without a why (cached by the engine)
+    line_base: np.ndarray | None = None
 
 
 @dataclass
@@ -87,6 +89,35 @@ def requested_levels(plan: FlightPlan, paths: list[str]) -> tuple[list[int], lis
             req.append(int(Level.FULL))
             explicit.append(False)
     return req, explicit
+
+
+def _line_costs(inp: RenderInput, req: list[int]) -> list[int]:
+    """Cost of each file's opening line: cached path-line cost + its why suffix.
+
+    Counting 20,000 lines exactly on every render is what would make large repos
+    slow; the suffix cost is counted once per distinct why string, plus one token
+    of margin for the merge at the seam. Whatever the estimate misses is caught by
+    the exact re-count in :func:`render_plan`.
+    """
+    if inp.line_base is None:
+        shown = [i for i, r in enumerate(req) if r > 0]
+        exact = count_many([file_line(inp.paths[i], 1, inp.records[inp.paths[i]][REC["size"]],
+                                      inp.records[inp.paths[i]][REC["lines"]], inp.why[i]) for i in shown])
+        out = [0] * len(inp.paths)
+        for i, c in zip(shown, exact):
+            out[i] = c
+        return out
+    suffix: dict[tuple[str, ...], int] = {}
+    out = []
+    for i, r in enumerate(req):
+        why = tuple(inp.why[i])
+        if r <= 0:
+            out.append(0)
+            continue
+        if why not in suffix:
+            suffix[why] = count_tokens(" why=" + ",".join(why)) + 1 if why else 0
+        out.append(int(inp.line_base[i]) + suffix[why])
+    return out
 
 
 def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs: list[int]) -> list[FileCosts]:
@@ -176,13 +207,7 @@ def render_plan(inp: RenderInput, plan: FlightPlan) -> Rendered:
     """Fit and render ``plan``; the returned text's exact count is <= the budget."""
     budget = plan.token_budget
     req, explicit = requested_levels(plan, inp.paths)
-    shown = [i for i, r in enumerate(req) if r > 0]
-    lines = count_many([file_line(inp.paths[i], max(req[i], 1), inp.records[inp.paths[i]][REC["size"]],
-                                  inp.records[inp.paths[i]][REC["lines"]], inp.why[i]) for i in shown])
-    line_costs = [0] * len(inp.paths)
-    for i, c in zip(shown, lines):
-        line_costs[i] = c
-    ladders = _ladders(inp, req, explicit, line_costs)
+    ladders = _ladders(inp, req, explicit, _line_costs(inp, req))
     # a level the file cannot have (outline of a file without symbol support) is not a
     # budget degradation: it is counted as "no_symbols" instead
     req = [f.requested for f in ladders]
