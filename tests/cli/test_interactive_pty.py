@@ -132,3 +132,51 @@ def test_interactive_session_through_a_pty(tmp_path: Path) -> None:
     assert "stopped" in json.dumps(report)
     assert "focus on the ledger, not the cli" in report_text
     assert Path(context).read_text().strip()
+
+
+BUDGET_SCRIPT = """
+decisions:
+  - action: update_flight_plan
+    reasoning: zoom into the ledger
+    updates: {set_rules: [{glob: "src/budgetkit/ledger.py", level: 4}]}
+    usage: {input_tokens: 4000}
+  - action: update_flight_plan
+    reasoning: zoom into the plugin
+    updates: {set_rules: [{glob: "src/budgetkit/plugin.py", level: 4}]}
+    usage: {input_tokens: 1000}
+"""
+#: $100 per million input tokens: the first call costs $0.40 of a $0.50 budget
+PRICES = "models:\n  scripted: {input: 100, output: 0, thinking: 0, cached: 0}\n"
+
+
+def test_interactive_budget_park_raise_then_stop(tmp_path: Path) -> None:
+    box = Sandbox.create(tmp_path)
+    script = tmp_path / "decisions.yaml"
+    script.write_text(BUDGET_SCRIPT)
+    prices = tmp_path / "prices.yaml"
+    prices.write_text(PRICES)
+    term = Terminal(
+        [str(NAVIGATOR), "explore", str(FIXTURE_REPO), "where is the ledger?", "--interactive", "--tokens", "2000",
+         "--budget-usd", "0.50", "--model", f"scripted:{script}", "--out", str(tmp_path / "out")],
+        tmp_path, {**box.env(), "NAVIGATOR_PRICING_FILE": str(prices)},
+    )
+    try:
+        term.expect(r"turn 1 · awaiting your verdict")
+        term.expect(r"\[s\]top >")
+        term.send("a")
+        term.expect(r"budget exhausted: \[r\]aise +\[f\]inalize +\[a\]bort >")
+        term.send("r")
+        term.expect(r"add how many USD\? >")
+        term.send("1")
+        term.expect(r"turn 2 · awaiting your verdict")
+        term.expect(r"\$0\.5000/\$1\.5000")  # $0.40 + $0.10 for the second call
+        term.expect(r"\[s\]top >")
+        term.send("s")
+        term.expect(r"reason \(enter for 'stopped by user'\) >")
+        term.send("done here")
+        term.expect(r"stop reason: stopped")
+        term.expect(r"cost: \$0\.\d+ of \$1\.5000")
+    except BaseException:
+        term.close(timeout_s=0.1)
+        raise
+    assert term.close() == 0, term.seen[-3000:]
