@@ -107,7 +107,7 @@ def worker(
     ] = None,
     health_host: Annotated[str, typer.Option("--health-host", help="Bind address of the health port.")] = "0.0.0.0",
 ) -> None:
-    """Run a navigator worker until SIGTERM / Ctrl-C (in-flight work is drained)."""
+    """Run a navigator worker until SIGTERM / Ctrl-C (then stop polling and shut down cleanly)."""
     config = config_of(ctx)
     opts = ctx.find_root().obj
     # a worker is a service: its own level (info by default) and JSON if configured
@@ -141,7 +141,7 @@ async def _work(ctx: typer.Context, slots: int, health_port: int | None, health_
                 log.info("worker polling", address=session.address, slots=slots, health_port=health_port)
                 stderr.print(f"worker polling {session.task_queue!r} on {session.address}; SIGTERM/Ctrl-C to stop")
                 await stop.wait()
-                stderr.print("shutting down: finishing in-flight tasks…")
+                stderr.print("shutting down: no new tasks; interrupted activities are retried by Temporal")
                 state.worker_running = False
         finally:
             monitor.cancel()
