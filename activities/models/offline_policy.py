@@ -78,6 +78,8 @@ class OfflinePolicyConfig(BaseModel):
     #: weight of focus the human asked for in feedback (never removed by the policy)
     feedback_weight: float = 4.0
     symbols: SymbolScoreConfig = SymbolScoreConfig()
+    #: engine signals that say nothing about the goal's words (for the "no lexical match" note)
+    structural_signals: tuple[str, ...] = ("pagerank", "focus")
 
 
 def glob_matches(glob: str, path: str) -> bool:
@@ -189,7 +191,9 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig) -
         rules.append(VerbosityRule(glob=r.path, level=level))
         notes.append(f"L{int(level)}: {r.path} ranks #{i + 1} ({why(r)})")
     if not ranked:
-        notes.append("no file matches the goal lexically; leaving levels to the engine")
+        notes.append("no file matches the goal; leaving levels to the engine")
+    elif not any(v > 0 for r in ranked for k, v in r.signals.items() if k not in cfg.structural_signals):
+        notes.append("no file matches the goal lexically: zooming in by reference-graph centrality only")
     update = FlightPlanUpdate(goal=goal, add_exclude=noise, add_focus_paths=focus, set_rules=rules)
     return PolicyOutcome(False, "survey: " + "; ".join(notes), update)
 

@@ -209,3 +209,56 @@ def test_terms_and_feedback_parsing() -> None:
     assert "src/app.py" in intent.mentions
     assert glob_matches("src/**", "src/a/b.py") and glob_matches("src/budget", "src/budget/x.py")
     assert not glob_matches("tests/**", "src/tests_x.py") and glob_matches("**/tests/**", "a/tests/t.py")
+
+
+def test_goal_without_any_match_still_finalizes(engine) -> None:
+    plan, decisions = _run_goal(engine, "qwxz vvkkj")
+    assert decisions[-1].action == "finalize_context"
+    assert len(decisions) <= 4
+    assert "no file matches the goal lexically" in decisions[0].reasoning
+
+
+def test_a_repeated_undone_move_finalizes_as_a_cycle(engine) -> None:
+    provider = OfflineProvider()
+    plan = FlightPlan(token_budget=600)
+    first = provider.decide_sync(_call(engine, plan, 1, engine.render(plan).metadata))
+    plan = plan.apply(first.updates)
+    meta = engine.render(plan).metadata
+    second = provider.decide_sync(_call(engine, plan, 2, meta))
+    assert second.action == "update_flight_plan"
+    again = DecideCall(**{**_call(engine, plan, 4, meta).__dict__,
+                          "recent_decisions": (("update_flight_plan", second.reasoning),)})
+    looped = provider.decide_sync(again)
+    assert looped.action == "finalize_context" and "cycle" in looped.reasoning
+
+
+def test_fill_move_raises_the_best_file_into_unused_budget(engine) -> None:
+    from activities.models.offline_diff import fill_move
+    from activities.models.offline_policy import OfflinePolicyConfig, ranked_for
+
+    cfg = OfflinePolicyConfig()
+    plan = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])
+    ranked = ranked_for(engine, plan)
+    meta = engine.render(plan).metadata
+    move = fill_move(plan, ranked, meta, cfg)
+    assert move is not None
+    update, reason = move
+    raised = {r.glob: r.level for r in update.set_rules}
+    assert raised.get(ranked[0].path) == Level.OUTLINE
+    assert reason.startswith("fill (map at") and "ranks #1" in reason
+    assert fill_move(plan, ranked, meta.model_copy(update={"tokens_used": 5000}), cfg) is None
+
+
+def _run_goal(engine, goal: str) -> tuple[FlightPlan, list[ModelDecision]]:
+    provider = OfflineProvider()
+    plan = FlightPlan(token_budget=800)
+    meta = engine.render(plan).metadata
+    decisions = []
+    for it in range(1, 9):
+        d = provider.decide_sync(_call(engine, plan, it, meta, goal=goal))
+        decisions.append(d)
+        if d.action == "finalize_context":
+            break
+        plan = plan.apply(d.updates)
+        meta = engine.render(plan).metadata
+    return plan, decisions
