@@ -112,6 +112,13 @@ def _token_byte_lengths() -> np.ndarray:
     """Byte length of every token id (lets one whole-file encode be split per line)."""
     enc = encoding()
     out = np.zeros(enc.n_vocab, dtype=np.int64)
+    ranks = getattr(enc, "_mergeable_ranks", None)
+    if isinstance(ranks, dict) and len(ranks) > 0:
+        # 10x faster than decoding 100k tokens one by one; special tokens never
+        # occur in encode_ordinary output, so their length stays 0
+        for token_bytes, rank in ranks.items():
+            out[rank] = len(token_bytes)
+        return out
     for i in range(enc.n_vocab):
         try:
             out[i] = len(enc.decode_single_token_bytes(i))
