@@ -54,7 +54,7 @@ from navcore.activity_io import (
 )
 from navcore.artifacts import ArtifactRef
 from navcore.decision import ModelDecision, TokenUsage
-from navcore.errors import NavigatorError, RepoError
+from navcore.errors import ArtifactError, NavigatorError, RepoError
 from navcore.flightplan import FlightPlan
 from navcore.mapmeta import MapMetadata
 from navcore.prompt import RECENT_DIFF_LINES, RECENT_REASONING_CHARS, SYSTEM_PROMPT, PromptParts, build_user_prompt
@@ -68,6 +68,7 @@ T = TypeVar("T")
 
 MEDIA_MARKDOWN = "text/markdown; charset=utf-8"
 MEDIA_JSON = "application/json"
+MEDIA_TEXT = "text/plain; charset=utf-8"
 
 
 class ActivityLimits(BaseModel):
@@ -175,7 +176,9 @@ class NavigatorActivities:
             self.pricer.estimate(inp.model, 1, 1)  # a model without a price is refused now
             engine = await self.engine(inp.repo_root)
             render = await self._render(inp.repo_root, inp.flight_plan, "scan")
+            goal_ref = self._put_text(inp.goal, MEDIA_TEXT, "goal") if inp.goal is not None else None
             return ScanOutput(
+                goal_ref=goal_ref,
                 repo_root=str(engine.root),
                 index_version=str(engine.index_version),
                 files_total=len(engine.files),
@@ -186,8 +189,17 @@ class NavigatorActivities:
 
     @activity.defn(name="navigator.render_map")
     async def render_map(self, inp: RenderInput) -> RenderOutput:
-        """Render the map under a flight plan and store it as an artifact."""
-        return await self._guard(self._render(inp.repo_root, inp.flight_plan, f"step {inp.step}"))
+        """Render the map under a flight plan (given, or stored plan + update) and store it."""
+
+        async def work() -> RenderOutput:
+            plan = inp.flight_plan
+            if plan is None:
+                assert inp.base_view_ref is not None and inp.update is not None  # RenderInput checks it
+                base = MapView.model_validate_json(self._get_text(inp.base_view_ref)).plan
+                plan = base.apply(inp.update)
+            return await self._render(inp.repo_root, plan, f"step {inp.step}")
+
+        return await self._guard(work())
 
     @activity.defn(name="navigator.build_prompt")
     async def build_prompt(self, inp: PromptInput) -> PromptOutput:
@@ -196,9 +208,12 @@ class NavigatorActivities:
         async def work() -> PromptOutput:
             view = MapView.model_validate_json(self._get_text(inp.view_ref))
             meta, plan = view.metadata, view.plan
+            goal = inp.goal if inp.goal is not None else self._get_text(inp.goal_ref) if inp.goal_ref else ""
+            if not goal.strip():
+                raise ArtifactError("the prompt has no goal; pass PromptInput.goal or goal_ref")
             recent = [self._expand(r) for r in inp.recent]
             parts = PromptParts(
-                goal=inp.goal,
+                goal=goal,
                 step=inp.step,
                 max_iterations=inp.max_iterations,
                 flight_plan=plan,
@@ -213,7 +228,7 @@ class NavigatorActivities:
             tokens = self.count_tokens(SYSTEM_PROMPT) + self.count_tokens(user)
             estimate = self.pricer.estimate(inp.model, tokens, inp.max_output_tokens)
             context = DecideContext(
-                goal=inp.goal, flight_plan=plan, recent=recent, feedback=inp.feedback
+                goal=goal, flight_plan=plan, recent=recent, feedback=inp.feedback
             )
             bundle = PromptBundle(system=SYSTEM_PROMPT, user=user, context=context)
             return PromptOutput(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from navcore.artifacts import ArtifactRef
 from navcore.decision import ModelDecision, TokenUsage
-from navcore.flightplan import FlightPlan
+from navcore.flightplan import FlightPlan, FlightPlanUpdate
 from navcore.mapmeta import MapMetadata
 from navcore.state import ExecutionMode
 
@@ -34,11 +34,26 @@ class _IO(BaseModel):
 
 
 class RenderInput(_IO):
-    """Render the map of ``repo_root`` under ``flight_plan``."""
+    """Render the map of ``repo_root`` under a flight plan.
+
+    Either a whole ``flight_plan``, or ``base_view_ref`` (the stored view of
+    the current map) + ``update``: the activity applies the update to the
+    stored plan (the same pure ``FlightPlan.apply`` the workflow runs), so a
+    large plan or a long goal does not travel through history every turn.
+    """
 
     repo_root: str
-    flight_plan: FlightPlan
+    flight_plan: FlightPlan | None = None
+    base_view_ref: ArtifactRef | None = None
+    update: FlightPlanUpdate | None = None
     step: int = 0
+
+    @model_validator(mode="after")
+    def _one_plan(self) -> "RenderInput":
+        by_update = self.base_view_ref is not None and self.update is not None
+        if (self.flight_plan is not None) == by_update:
+            raise ValueError("give either flight_plan, or base_view_ref and update")
+        return self
 
 
 class MapView(_IO):
@@ -66,6 +81,8 @@ class ScanInput(_IO):
     repo_root: str
     flight_plan: FlightPlan
     model: str
+    #: the user's goal, stored once so prompts can refer to it by reference
+    goal: str | None = None
 
 
 class ScanOutput(_IO):
@@ -75,6 +92,8 @@ class ScanOutput(_IO):
     index_version: str
     files_total: int
     render: RenderOutput
+    #: the stored goal text (when ScanInput.goal was given)
+    goal_ref: ArtifactRef | None = None
 
 
 class RecentDecision(_IO):
@@ -97,7 +116,9 @@ class PromptInput(_IO):
     """Everything the prompt builder needs; the map itself comes by reference."""
 
     step: int
-    goal: str
+    #: the goal inline, or ``goal_ref`` (stored at scan; keeps long goals out of history)
+    goal: str | None = None
+    goal_ref: ArtifactRef | None = None
     model: str
     mode: ExecutionMode
     max_iterations: int

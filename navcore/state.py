@@ -134,6 +134,8 @@ class NavigatorState(BaseModel):
     #: the stored ``MapView`` (full metadata + flight plan) of ``map_ref``
     map_view_ref: ArtifactRef | None = None
     index_version: str = ""
+    #: the goal text in the artifact store (set by scan)
+    goal_ref: ArtifactRef | None = None
     status: Status = Status.STARTING
     stop_reason: StopReason | None = None
     stop_detail: str | None = None

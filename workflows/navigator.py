@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from navcore.budget import format_usd, micros_to_usd, usd_to_micros
     from navcore.errors import BudgetError
-    from navcore.flightplan import FlightPlan
+    from navcore.flightplan import FlightPlan, FlightPlanUpdate
     from navcore.messages import (
         ApproveInput,
         EditFlightPlanInput,
@@ -150,7 +150,7 @@ class NavigatorWorkflow:
         try:
             out: ScanOutput = await workflow.execute_activity(
                 "navigator.scan",
-                ScanInput(repo_root=s.repo_root, flight_plan=s.flight_plan, model=s.model),
+                ScanInput(repo_root=s.repo_root, flight_plan=s.flight_plan, model=s.model, goal=s.goal),
                 result_type=ScanOutput,
                 start_to_close_timeout=_SCAN_TIMEOUT,
                 retry_policy=_SHORT_RETRY,
@@ -161,7 +161,7 @@ class NavigatorWorkflow:
             s.stop_detail = _cause_message(err)
             self._publish()
             raise ApplicationError(f"scan failed: {s.stop_detail}", type="ScanFailed", non_retryable=True) from err
-        s.repo_root, s.index_version = out.repo_root, out.index_version
+        s.repo_root, s.index_version, s.goal_ref = out.repo_root, out.index_version, out.goal_ref
         self._take_render(out.render)
 
     def _should_continue_as_new(self) -> bool:
@@ -209,7 +209,8 @@ class NavigatorWorkflow:
             "navigator.build_prompt",
             PromptInput(
                 step=step,
-                goal=s.goal,
+                goal=None if s.goal_ref else s.goal,
+                goal_ref=s.goal_ref,
                 model=s.model,
                 mode=s.mode,
                 max_iterations=self.req.max_iterations,
@@ -273,19 +274,29 @@ class NavigatorWorkflow:
         # logged before rendering: a paid decision is never lost, even if the render fails
         entry = self._log(step, decision.action, decision.reasoning, out=out, diff=diff)
         entry.config_diff = decision.updates
-        await self._render(step, proposed, short_action_label(decision.action, diff))
+        await self._render(step, proposed, short_action_label(decision.action, diff), decision.updates)
         entry.map_tokens_after = s.map_metadata.tokens_used if s.map_metadata else 0
         if s.mode is ExecutionMode.INTERACTIVE:
             s.pending = pending
             await self._await_verdict(entry)
 
-    async def _render(self, step: int, plan: FlightPlan, label: str) -> None:
+    async def _render(
+        self, step: int, plan: FlightPlan, label: str, update: FlightPlanUpdate | None = None
+    ) -> None:
+        """Render ``plan``; with ``update``, send only the update (``plan`` = stored plan + update)."""
         s = self.state
         s.status = Status.RENDERING
         self._publish()
+        by_update = update is not None and s.map_view_ref is not None
         out: RenderOutput = await workflow.execute_activity(
             "navigator.render_map",
-            RenderInput(repo_root=s.repo_root, flight_plan=plan, step=step),
+            RenderInput(
+                repo_root=s.repo_root,
+                step=step,
+                flight_plan=None if by_update else plan,
+                base_view_ref=s.map_view_ref if by_update else None,
+                update=update if by_update else None,
+            ),
             result_type=RenderOutput,
             start_to_close_timeout=_SHORT_TIMEOUT,
             retry_policy=_SHORT_RETRY,

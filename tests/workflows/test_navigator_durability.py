@@ -113,7 +113,9 @@ async def test_history_bytes_per_iteration_on_a_large_map(client, task_queue, st
     provider = ScriptProvider(steps=steps)
     # ~3,000 filler lines per file at level >= 2: a map of about half a megabyte per iteration
     acts = make_activities(tmp_path, provider, pad_lines=3000)
-    req = make_request(tmp_path, token_budget=1_000_000, max_iterations=10)
+    # a long goal (~3,000 characters) must not grow history per iteration either
+    goal = "why does the budget plugin double-count tokens? " + "Context from the bug report. " * 100
+    req = make_request(tmp_path, token_budget=1_000_000, max_iterations=10, goal=goal)
     wf_id = f"nav-size-{uuid.uuid4()}"
     async with start_worker(acts):
         result = await client.execute_workflow(
