@@ -40,8 +40,8 @@ def generate(
     budget: Annotated[int | None, typer.Option("--budget", help="token budget (overrides the plan)")] = None,
     goal: Annotated[str | None, typer.Option("--goal", help="task text used for ranking (overrides the plan)")] = None,
     fmt: Annotated[str, typer.Option("--format", help="text (the map) or json (map + metadata)")] = "text",
-    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", envvar="NAVIGATOR_CACHE_DIR",
-                                                   help="index cache directory")] = None,
+    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help=(
+        "index cache directory (default: $NAVIGATOR_CACHE_DIR/repomap or the user cache dir)"))] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", help="parallel indexing processes")] = None,
 ) -> None:
     """Render the map of ``path``."""
@@ -97,8 +97,8 @@ def schema() -> None:
 @app.command(help=f"Index PATH (cached) and print statistics as JSON. {_EXIT_HELP}")
 def stats(
     path: Annotated[Path, typer.Argument(help="repository root")],
-    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", envvar="NAVIGATOR_CACHE_DIR",
-                                                   help="index cache directory")] = None,
+    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help=(
+        "index cache directory (default: $NAVIGATOR_CACHE_DIR/repomap or the user cache dir)"))] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", help="parallel indexing processes")] = None,
 ) -> None:
     """Print index statistics of ``path``."""
