@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -44,6 +45,8 @@ from navcore.report import TurnReport
 __all__ = ["follow_run", "POLL_INTERVAL_S", "VERDICT_PROMPT", "BUDGET_PROMPT"]
 
 POLL_INTERVAL_S = 0.5
+#: a progress poll that no worker answers within this long triggers the "waiting for a worker" note
+FOLLOW_QUERY_TIMEOUT = timedelta(seconds=5)
 #: queries fail while the first workflow task is still pending; tolerate that long
 MAX_QUERY_FAILURES = 40
 VERDICT_PROMPT = "[a]pprove  [r]eject  [e]dit  [s]top > "
@@ -212,12 +215,21 @@ async def follow_run(session: TemporalSession, handle: Any, *, interactive: bool
     follower = _Follower(session, handle, interactive)
     closed = asyncio.create_task(_wait_closed(handle))
     failures = 0
+    warned_no_worker = False
     try:
         while not closed.done():
             try:
-                report = await query_run(handle, QUERY_STATUS, TurnReport)
+                report = await query_run(handle, QUERY_STATUS, TurnReport, FOLLOW_QUERY_TIMEOUT)
                 failures = 0
-            except (TemporalUnreachableError, CliError):
+            except TemporalUnreachableError as exc:
+                # no worker answers (yet): the run is durable and waits for one, so do we
+                if not warned_no_worker and not closed.done():
+                    follower.pause()
+                    stderr.print(f"waiting for a worker on task queue {session.task_queue!r}: {exc}", markup=False)
+                    warned_no_worker = True
+                await asyncio.wait({closed}, timeout=POLL_INTERVAL_S)
+                continue
+            except CliError:
                 failures += 1
                 if closed.done():
                     break

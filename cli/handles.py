@@ -95,10 +95,12 @@ async def describe_run(
         raise _map_rpc(exc, workflow_id, "describe") from None
 
 
-async def query_run(handle: WorkflowHandle[Any, Any], name: str, result_type: type[M]) -> M:
-    """Run a query by name with a bounded wait."""
+async def query_run(
+    handle: WorkflowHandle[Any, Any], name: str, result_type: type[M], timeout: timedelta = QUERY_TIMEOUT
+) -> M:
+    """Run a query by name with a bounded wait (a query waits for a worker to answer it)."""
     try:
-        return await handle.query(name, result_type=result_type, rpc_timeout=QUERY_TIMEOUT)
+        return await handle.query(name, result_type=result_type, rpc_timeout=timeout)
     except WorkflowQueryRejectedError as exc:
         raise RunNotFoundError(f"run {handle.id} rejected the query ({exc.status}); it may be closed") from None
     except WorkflowQueryFailedError as exc:

@@ -143,3 +143,29 @@ async def test_mode_and_budget_signals_and_unknown_ids(cli_env: dict[str, str], 
     assert missing.exit_code == 4 and "no run with id nav-does-not-exist" in missing.stderr
     no_verdict = await ainvoke(["approve", wid], env)
     assert no_verdict.exit_code == 2 and "is not running" in no_verdict.stderr
+
+
+async def test_explore_waits_for_a_worker_then_follows_to_the_result(
+    client: Client, task_queue: str, tmp_path: Path
+) -> None:
+    """With TEMPORAL_ADDRESS set, explore runs no worker itself: it says so, waits, and finishes."""
+    env = {
+        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+        "NAVIGATOR_TASK_QUEUE": task_queue,
+        "NAVIGATOR_CONFIG": str(tmp_path / "none.yaml"),
+    }
+    (tmp_path / "none.yaml").write_text("{}\n")
+    running = asyncio.create_task(ainvoke(
+        ["explore", str(FIXTURE_REPO), "goal", "--model", "scripted:inline", "--out", str(tmp_path / "out")], env))
+    await asyncio.sleep(8)  # longer than the follow loop's 5 s query timeout
+    assert not running.done()
+    activities = NavigatorActivities(
+        LocalArtifactStore(tmp_path / "artifacts"), pricer=TablePricer.load(),
+        provider_factory=lambda model: ScriptProvider(steps=[ZOOM_BUDGET]),
+        engine_factory=engine_factory(), token_counter=token_counter(),
+    )
+    async with build_worker(client, task_queue, activities=activities):
+        result = await asyncio.wait_for(running, timeout=120)
+    assert result.exit_code == 0, result.stderr
+    assert f"waiting for a worker on task queue {task_queue!r}" in result.stderr
+    assert "context written to " in result.stdout
