@@ -43,7 +43,8 @@ class DiscoverConfig(_Cfg):
 class RankConfig(_Cfg):
     """Weights of the personalized-PageRank + BM25 blend."""
 
-    damping: float = Field(0.85, gt=0.0, lt=1.0)
+    #: lower than the classic 0.85 so the walk stays near the personalized files
+    damping: float = Field(0.6, gt=0.0, lt=1.0)
     iterations: int = Field(30, gt=0, le=500)
     tolerance: float = Field(1e-9, gt=0.0)
     #: identifiers defined in more files than this carry no graph edges (too common)

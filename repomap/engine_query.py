@@ -122,7 +122,8 @@ class QueryMixin:
             if not m:
                 continue
             for i, p in enumerate(self.files):
-                if p == m or p.endswith("/" + m):
+                # "pkg/x.py" names "src/pkg/x.py"; "/abs/Lib/x.py" (a trace) names "x.py"
+                if p == m or p.endswith("/" + m) or m.endswith("/" + p):
                     v[i] = 1.0
         return v
 

@@ -143,7 +143,11 @@ def _transition(defs: sp.csr_matrix, refs: sp.csr_matrix, cfg: RankConfig) -> tu
     n = defs.shape[0]
     ndef = np.asarray(defs.sum(axis=0)).ravel()
     usable = (ndef >= 1) & (ndef <= cfg.max_def_files)
-    idf = np.where(usable, np.log1p(n / np.maximum(ndef, 1.0)), 0.0).astype(np.float32)
+    # a name mentioned by many files (often an English word in comments: "Text",
+    # "Message") says little about which definition a file depends on
+    nref = np.diff(refs.tocsc().indptr).astype(np.float64)
+    idf = np.where(usable, np.log1p(n / np.maximum(ndef, 1.0)) * np.log1p(n / np.maximum(nref, 1.0)), 0.0)
+    idf = idf.astype(np.float32)
     share = np.where(usable, 1.0 / np.maximum(ndef, 1.0), 0.0).astype(np.float32)
     w = (refs @ sp.diags(idf)) @ (defs @ sp.diags(share)).T
     w = sp.csr_matrix(w)
@@ -193,7 +197,7 @@ def goal_terms(goal: str, min_len: int) -> list[str]:
 def goal_mentions(goal: str) -> tuple[list[str], list[str], list[str]]:
     """(identifiers, path-like strings, stack-trace file names) named in a goal."""
     traces = [m.group(1).replace("\\", "/") for m in _TRACE.finditer(goal)]
-    paths = [m.group(0).strip("./") for m in _PATHLIKE.finditer(goal)]
+    paths = [m.group(0).lstrip("./").rstrip(".") for m in _PATHLIKE.finditer(goal)]
     # plain lowercase words ("plan", "render") are prose, not identifiers
     idents = [w for w in _IDENTLIKE.findall(goal) if "_" in w or not w.islower()]
     return idents, paths, traces
