@@ -64,8 +64,9 @@ def config_show(
         print_json(data)
         return
     stdout.print(f"config file: {config.source or '(none: defaults + environment)'}", markup=False)
-    stdout.print(f"temporal: {config.temporal.address or 'embedded ' + config.embedded.ip + ':' + str(config.embedded.port)}"
-                 f" · namespace {config.temporal.namespace} · task queue {config.temporal.task_queue}", markup=False)
+    target = config.temporal.address or f"embedded {config.embedded.ip}:{config.embedded.port}"
+    stdout.print(f"temporal: {target} · namespace {config.temporal.namespace} · task queue "
+                 f"{config.temporal.task_queue}", markup=False)
     stdout.print(f"TEMPORAL_API_KEY: {'set' if config.temporal.api_key else 'unset'} · "
                  f"GEMINI/GOOGLE key: {'set' if config.gemini_key_present else 'unset'}")
     stdout.print(f"model: {config.model} · pricing override: {config.pricing_file or 'none'}", markup=False)

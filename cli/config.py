@@ -103,7 +103,7 @@ class TemporalSettings(_Section):
         return value
 
     @model_validator(mode="after")
-    def _tls_pair(self) -> "TemporalSettings":
+    def _tls_pair(self) -> TemporalSettings:
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("TLS needs both tls_cert and tls_key (TEMPORAL_TLS_CERT / TEMPORAL_TLS_KEY)")
         return self

@@ -97,19 +97,29 @@ def build_request(
         raise CliError(f"invalid {field}: {first['msg']}") from None
 
 
+InteractiveOpt = Annotated[
+    bool, typer.Option("--interactive", "-i", help="Approve / reject / edit / stop each turn.")
+]
+BudgetOpt = Annotated[str | None, typer.Option("--budget-usd", help="USD limit of the run (default from config).")]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="offline | scripted:<file> | gemini-*.", envvar="NAVIGATOR_MODEL")
+]
+DetachOpt = Annotated[bool, typer.Option("--detach", help="Start the run on a running server and return at once.")]
+
+
 @explore_app.command()
 @handles_errors
 def explore(
     ctx: typer.Context,
     repo: Annotated[Path, typer.Argument(help="Repository to explore.")],
     goal: Annotated[str, typer.Argument(help="What the context window is for.")],
-    interactive: Annotated[bool, typer.Option("--interactive", "-i", help="Approve / reject / edit / stop each turn.")] = False,
-    budget_usd: Annotated[str | None, typer.Option("--budget-usd", help="USD limit of the run (default from config).")] = None,
+    interactive: InteractiveOpt = False,
+    budget_usd: BudgetOpt = None,
     tokens: Annotated[int | None, typer.Option("--tokens", min=1, help="Token budget of the context map.")] = None,
-    model: Annotated[str | None, typer.Option("--model", help="offline | scripted:<file> | gemini-*.", envvar="NAVIGATOR_MODEL")] = None,
+    model: ModelOpt = None,
     max_iterations: Annotated[int | None, typer.Option("--max-iterations", min=1, help="Iteration cap.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default ./navigator-out).")] = None,
-    detach: Annotated[bool, typer.Option("--detach", help="Start the run on a running server and return at once.")] = False,
+    detach: DetachOpt = False,
     workflow_id: Annotated[str | None, typer.Option("--id", help="Workflow id (default nav-<repo>-<random>).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result (or the started id) as JSON.")] = False,
 ) -> None:

@@ -74,7 +74,7 @@ class _LineReader:
         while b"\n" not in self.pending:
             ready: asyncio.Future[None] = loop.create_future()
             try:
-                loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+                loop.add_reader(fd, lambda fut=ready: fut.done() or fut.set_result(None))
             except (PermissionError, OSError, NotImplementedError):
                 chunk = os.read(fd, 4096)  # a regular file: ready by definition
             else:

@@ -208,7 +208,9 @@ def list_runs(
         str | None,
         typer.Option("--status", help=f"Navigator status: {', '.join(s.value for s in Status)}."),
     ] = None,
-    repo: Annotated[str | None, typer.Option("--repo", help="Repository as recorded by the run (NavigatorRepo).")] = None,
+    repo: Annotated[
+        str | None, typer.Option("--repo", help="Repository as recorded by the run (NavigatorRepo).")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="At most this many runs.")] = 20,
     json_out: JsonOpt = False,
 ) -> None:

@@ -84,7 +84,11 @@ def _send(ctx: typer.Context, workflow_id: str, name: str, payload: object, as_j
 @signals_app.command()
 @handles_errors
 def approve(
-    ctx: typer.Context, workflow_id: WorkflowIdArg, turn: TurnOpt = None, sender: SenderOpt = None, json_out: JsonOpt = False
+    ctx: typer.Context,
+    workflow_id: WorkflowIdArg,
+    turn: TurnOpt = None,
+    sender: SenderOpt = None,
+    json_out: JsonOpt = False,
 ) -> None:
     """Approve the proposed turn of an interactive run."""
     number = run_async(_awaiting_turn(ctx, workflow_id, turn))
@@ -96,7 +100,9 @@ def approve(
 def reject(
     ctx: typer.Context,
     workflow_id: WorkflowIdArg,
-    feedback: Annotated[str, typer.Option("--feedback", "-f", help="What to do instead; the model sees it next turn.")] = "",
+    feedback: Annotated[
+        str, typer.Option("--feedback", "-f", help="What to do instead; the model sees it next turn.")
+    ] = "",
     turn: TurnOpt = None,
     sender: SenderOpt = None,
     json_out: JsonOpt = False,

@@ -183,7 +183,7 @@ class DevServer:
         """The child's process id while it runs."""
         return self._proc.pid if self._proc else None
 
-    def start(self) -> "DevServer":
+    def start(self) -> DevServer:
         """Launch the binary; does not wait for readiness (see :meth:`wait_ready`)."""
         if self._proc is not None:
             return self
@@ -260,7 +260,7 @@ class DevServer:
             raise DevServerError("the dev server is not running; call start() first")
         return self._proc.wait()
 
-    async def __aenter__(self) -> "DevServer":
+    async def __aenter__(self) -> DevServer:
         self.start()
         await self.wait_ready()
         return self

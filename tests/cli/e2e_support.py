@@ -21,7 +21,7 @@ class Sandbox:
     ui_port: int
 
     @classmethod
-    def create(cls, root: Path) -> "Sandbox":
+    def create(cls, root: Path) -> Sandbox:
         box = cls(root, free_port(), free_port())
         (root / "navigator.yaml").write_text(
             f"embedded:\n  port: {box.port}\n  ui_port: {box.ui_port}\n"

@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 import pytest_asyncio
 from cli_support import FIXTURE_REPO, ainvoke, json_of
 from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, engine_factory, token_counter
