@@ -71,6 +71,7 @@ class BenchConfig(BaseModel):
     aider_requests: int = 10  #: aider takes ~10 s per request: sample fewer
     aider_requests_large: int = 2
     random_plans: int = 1000  #: budget property: random plans per corpus
+    random_plans_large: int = 200  #: renders take ~1 s there; the 1,000 are on the others
     request_budgets: tuple[int, ...] = (1024, 2048, 4096, 8192)
     #: random budgets are log-uniform in [min, max]; the engine refuses budgets
     #: below its minimal header (26 tokens) with a FlightPlanError, so budgets
@@ -397,11 +398,11 @@ def _run_json(cmd: list[str], out: Path, timeout: float, log: Path) -> dict[str,
 
 
 def _ours(phase: str, root: Path, cache: Path, reqs: Path, work: Path, cfg: BenchConfig,
-          profile: bool) -> dict[str, Any]:
+          profile: bool, n_random: int) -> dict[str, Any]:
     out = work / f"ours-{phase}.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), "_worker", "--phase", phase,
            "--root", str(root), "--cache-dir", str(cache), "--requests", str(reqs),
-           "--out", str(out), "--jobs", str(cfg.jobs), "--n", str(cfg.random_plans),
+           "--out", str(out), "--jobs", str(cfg.jobs), "--n", str(n_random),
            "--seed", str(cfg.seed)]
     if profile:
         cmd += ["--profile", str(work / f"ours-{phase}.prof.txt")]
@@ -433,6 +434,15 @@ def _aider_overshoot(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"maps": len(runs), "over_budget": over, "overshoot": _dist(ratios)}
 
 
+def engine_revision() -> dict[str, Any]:
+    """Which engine was measured: last commit touching repomap/ and uncommitted edits."""
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+    return {"repomap_commit": git("log", "-1", "--format=%h %s", "--", "repomap"),
+            "repomap_uncommitted": git("status", "--porcelain", "--", "repomap").splitlines()}
+
+
 def run_corpus(name: str, data: Path, cfg: BenchConfig, skip_aider: bool,
                profile: bool) -> dict[str, Any]:
     """All measurements for one corpus; returns the result document."""
@@ -446,8 +456,10 @@ def run_corpus(name: str, data: Path, cfg: BenchConfig, skip_aider: bool,
     cache = work / "ours-cache"
     doc: dict[str, Any] = {"corpus": name, "root": str(root), "started": stamp,
                            "config": cfg.model_dump(), "corpus_stats": corpus_stats(root, files),
+                           "engine": engine_revision(),
                            "machine": {"cpus": os.cpu_count(), "loadavg_start": os.getloadavg()}}
-    doc["ours"] = {ph: _ours(ph, root, cache, reqs_path, work, cfg, profile)
+    n_random = cfg.random_plans_large if name == "large" else cfg.random_plans
+    doc["ours"] = {ph: _ours(ph, root, cache, reqs_path, work, cfg, profile, n_random)
                    for ph in ("cold", "warm", "budget")}
     if not skip_aider:
         n = cfg.aider_requests_large if name == "large" else cfg.aider_requests
@@ -462,6 +474,7 @@ def run_corpus(name: str, data: Path, cfg: BenchConfig, skip_aider: bool,
             doc["aider"]["overshoot_exact_counter"] = _aider_overshoot(
                 [exact["first"]] + exact["requests"])
     doc["machine"]["loadavg_end"] = os.getloadavg()
+    doc["engine_end"] = engine_revision()  # differs from "engine" if repomap/ changed mid-run
     doc["summary"] = summarize(name, doc)
     shutil.rmtree(cache, ignore_errors=True)
     return doc
@@ -640,6 +653,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--aider-requests-large", type=int,
                    default=BenchConfig().aider_requests_large)
     p.add_argument("--random-plans", type=int, default=BenchConfig().random_plans)
+    p.add_argument("--random-plans-large", type=int, default=BenchConfig().random_plans_large)
     p.add_argument("--skip-aider", action="store_true", help="measure our engine only")
     p.add_argument("--profile", action="store_true",
                    help="cProfile open + first render; text dumps next to the run's JSON")
@@ -647,7 +661,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     cfg = BenchConfig(requests=args.requests, aider_requests=args.aider_requests,
                       aider_requests_large=args.aider_requests_large,
-                      random_plans=args.random_plans)
+                      random_plans=args.random_plans,
+                      random_plans_large=args.random_plans_large)
     if args.data_dir.resolve().is_relative_to(REPO):
         raise SystemExit("--data-dir must be outside the repository (aider writes caches there)")
     args.data_dir.mkdir(parents=True, exist_ok=True)
