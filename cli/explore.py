@@ -48,6 +48,9 @@ def validate_model(model: str, config: NavigatorConfig, local_worker: bool) -> N
     if not any(name == p or name.startswith(p if p.endswith("-") else p + ":") for p in KNOWN_PREFIXES):
         raise ModelError(f"unknown model {model!r}; use 'offline', 'scripted:<file>' or a 'gemini-*' model name")
     load_pricing_table(config.pricing_file).rates_for(name)  # BudgetError names how to add a price
+    script = name.partition(":")[2] if name.startswith("scripted:") else ""
+    if script and local_worker and not Path(script).expanduser().is_file():
+        raise ModelError(f"decision script {script} does not exist; pass scripted:<path of a YAML/JSON file>")
     if name.startswith("gemini-") and local_worker and not config.gemini_key_present:
         raise ModelError(f"model {model!r} needs GEMINI_API_KEY or GOOGLE_API_KEY in the environment; "
                          "set one, or use --model offline")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -217,6 +218,9 @@ def list_runs(
     """List navigator runs, newest first, filtered through search attributes."""
     if status_filter and status_filter not in {s.value for s in Status}:
         raise CliError(f"--status must be one of {', '.join(s.value for s in Status)}, got {status_filter!r}")
+    if repo and Path(repo).expanduser().is_dir():
+        # runs record the absolute, resolved repository path
+        repo = str(Path(repo).expanduser().resolve())
     query = build_list_query(status_filter, repo)
 
     async def go() -> list[RunRow]:

@@ -9,6 +9,7 @@ engine the workflow tests use.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -114,7 +115,8 @@ async def test_interactive_run_driven_by_signal_commands(cli_env: dict[str, str]
 
     rows: list[dict[str, Any]] = []
     for _ in range(50):  # visibility is eventually consistent
-        rows = json_of(await ainvoke(["ls", "--json", "--repo", str(FIXTURE_REPO)], env))
+        # a relative path works too: ls resolves it like explore does
+        rows = json_of(await ainvoke(["ls", "--json", "--repo", os.path.relpath(FIXTURE_REPO)], env))
         if any(r["workflow_id"] == wid and r["navigator_status"] == "completed" for r in rows):
             break
         await asyncio.sleep(0.2)

@@ -48,6 +48,7 @@ def test_explore_refuses_bad_input_before_any_server(isolated_config: Callable[.
         ([repo, "goal", "--model", "gpt-9"], "unknown model 'gpt-9'"),
         ([repo, "goal", "--model", "gemini-9-ultra"], "has no price"),
         ([repo, "goal", "--tokens", "99999999"], "invalid token_budget"),
+        ([repo, "goal", "--model", f"scripted:{tmp_path / 'nope.yaml'}"], "nope.yaml does not exist"),
     ]
     for args, message in cases:
         result = invoke(["explore", *args], env)
