@@ -170,3 +170,16 @@ async def test_explore_waits_for_a_worker_then_follows_to_the_result(
     assert result.exit_code == 0, result.stderr
     assert f"waiting for a worker on task queue {task_queue!r}" in result.stderr
     assert "context written to " in result.stdout
+
+
+async def test_no_credential_reaches_history_or_output(client: Client, cli_env: dict[str, str], tmp_path: Path) -> None:
+    secret = "AIza-cli-history-canary-123456"
+    env = {**cli_env, "GEMINI_API_KEY": secret, "GOOGLE_API_KEY": secret}
+    wid = await _start(env, tmp_path)
+    result = await ainvoke(["result", wid, "--wait", "--json"], env)
+    assert result.exit_code == 0
+    history = await client.get_workflow_handle(wid).fetch_history()
+    assert secret.encode() not in history.to_json().encode()
+    for args in (["status", wid, "--json"], ["config", "show", "--json"]):
+        shown = await ainvoke(args, env)
+        assert secret not in shown.stdout + shown.stderr
