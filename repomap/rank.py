@@ -16,6 +16,7 @@ import marshal
 import re
 from array import array
 from collections.abc import Iterable
+from operator import itemgetter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -57,15 +58,14 @@ class RankStructure:
         tr, tc, tv = array("i"), array("i"), array("f")
         dr, dc = array("i"), array("i")
         rr, rc, rv = array("i"), array("i"), array("f")
-        t_set, i_set = terms.setdefault, idents.setdefault
         for i, bag in bags:
             bag_terms, bag_refs, bag_defs = bag[BAG["terms"]], bag[BAG["refs"]], bag[BAG["defs"]]
-            tc.extend([t_set(t, len(terms)) for t in bag_terms])
+            tc.extend(_columns(terms, bag_terms))
             tv.extend(bag_terms.values())
             tr.extend(array("i", [i]) * len(bag_terms))
-            dc.extend([i_set(name, len(idents)) for name in bag_defs])
+            dc.extend(_columns(idents, bag_defs))
             dr.extend(array("i", [i]) * len(bag_defs))
-            rc.extend([i_set(name, len(idents)) for name in bag_refs])
+            rc.extend(_columns(idents, bag_refs))
             rv.extend(bag_refs.values())
             rr.extend(array("i", [i]) * len(bag_refs))
         term_list, tcol = _sorted_vocab(terms, tc)
@@ -112,6 +112,18 @@ class RankStructure:
         return _find(self.idents, name)
 
 
+def _columns(vocab: dict[str, int], keys: Iterable[str]) -> tuple[int, ...]:
+    """Columns of ``keys``, adding unseen ones (set/zip/itemgetter run in C, not per key)."""
+    keys = tuple(keys)
+    if not keys:
+        return ()
+    new = set(keys).difference(vocab)
+    if new:
+        vocab.update(zip(sorted(new), range(len(vocab), len(vocab) + len(new))))
+    got = itemgetter(*keys)(vocab)
+    return got if len(keys) > 1 else (got,)
+
+
 def _find(sorted_list: list[str], key: str) -> int | None:
     i = bisect.bisect_left(sorted_list, key)
     return i if i < len(sorted_list) and sorted_list[i] == key else None
@@ -121,7 +133,8 @@ def _sorted_vocab(vocab: dict[str, int], cols: array) -> tuple[list[str], np.nda
     """Renumber columns so the vocabulary is sorted (deterministic, bisectable)."""
     order = sorted(vocab)
     remap = np.empty(len(order), dtype=np.int32)
-    remap[np.fromiter((vocab[k] for k in order), dtype=np.int64, count=len(order))] = np.arange(len(order))
+    remap[np.asarray(itemgetter(*order)(vocab) if len(order) > 1 else [vocab[k] for k in order],
+                     dtype=np.int64)] = np.arange(len(order))
     return order, remap[np.frombuffer(cols, dtype=np.int32)] if len(cols) else np.zeros(0, dtype=np.int32)
 
 
