@@ -17,7 +17,7 @@ from collections import Counter
 import numpy as np
 
 from repomap.config import DiscoverConfig, RenderConfig
-from repomap.layout import doc_block, outline_line, source_block
+from repomap.layout import doc_block, outline_line
 from repomap.parse_python import parse_python
 from repomap.parse_treesitter import language_for, parse_treesitter
 from repomap.parsed import ParsedFile
@@ -177,12 +177,3 @@ def _bag(path: str, text: str, parsed: ParsedFile) -> tuple:
     refs = {k: v for k, v in refs.items() if len(k) >= _MIN_REF}
     return dict(terms), refs, defs, tuple(parsed.imports)
 
-
-def source_text(data: bytes) -> str:
-    """The text the indexer saw for ``data`` (UTF-8, replacement on bad bytes)."""
-    return data.decode("utf-8", "replace")
-
-
-def symbol_body(text_lines: list[str], start: int, end: int) -> str:
-    """Verbatim lines ``start..end`` (1-based inclusive) in a fence."""
-    return source_block("\n".join(text_lines[start - 1:end]))
