@@ -106,3 +106,14 @@ def test_cli_generate_schema_stats_and_errors(tmp_path: Path) -> None:
     assert "properties" in json.loads(runner.invoke(app, ["schema"]).stdout)
     stats = json.loads(runner.invoke(app, ["stats", str(root)], env=env).stdout)
     assert stats["files"] == 4 and stats["languages"] == {"other": 1, "python": 3}
+
+
+def test_concurrent_renders_on_one_engine_agree(multi_repo: Path, tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    rm = RepoMap.open(multi_repo, cache_dir=tmp_path / "c", jobs=1)  # fresh: lazy state built under races
+    plans = [FlightPlan(token_budget=300 + 100 * (i % 3), goal=["queue", "cart total", "budget"][i % 3])
+             for i in range(9)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        texts = list(pool.map(lambda p: rm.render(p).text, plans))
+    assert texts == [rm.render(p).text for p in plans]
