@@ -159,13 +159,16 @@ class RepoMap(QueryMixin):
     def stats(self) -> dict[str, object]:
         """Index statistics: counts by language, skips by reason, symbols, timings."""
         langs: dict[str, int] = {}
-        n_sym = 0
+        n_sym = non_utf8 = parse_errors = 0
         for rec in self._built.records.values():
             key = rec[1] or "other"
             langs[key] = langs.get(key, 0) + 1
             n_sym += len(rec[7])
+            non_utf8 += bool(rec[4])
+            parse_errors += bool(rec[5])
         return {"root": str(self.root), "index_version": self.index_version, "files": len(self.files),
                 "symbols": n_sym, "languages": dict(sorted(langs.items())), "skipped": self.skipped,
+                "non_utf8_decoded_with_replacement": non_utf8, "parse_errors": parse_errors,
                 "parsed_this_open": self._built.parsed, "open_ms": round(self.open_ms, 1),
                 "build_ms": {k: round(v, 1) for k, v in self._built.timings_ms.items()}}
 

@@ -78,6 +78,7 @@ def test_binary_minified_generated_and_non_utf8(tmp_path: Path) -> None:
     rm = RepoMap.open(root, cache_dir=tmp_path / "c", jobs=1)
     assert rm.files == ["latin.py", "ok.py"]
     assert rm.skipped == {"binary": 1, "generated": 1, "lockfile": 1, "minified": 2}
+    assert rm.stats()["non_utf8_decoded_with_replacement"] == 1
     text = rm.render(FlightPlan(token_budget=500, default_level=4)).text
     assert "\ufffd" in text  # decoded with replacement, not a crash
 
