@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.service import RPCError
 
 from activities.models.registry import KNOWN_PREFIXES
 from activities.pricing_loader import load_pricing_table
@@ -19,7 +20,7 @@ from cli.common import config_of, print_json, run_async, stdout
 from cli.config import NavigatorConfig
 from cli.connect import TemporalSession, open_session
 from cli.display import result_panel
-from cli.errors import CliError, ExitCode, RunFailedError, handles_errors, stderr
+from cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
 from cli.follow import follow_run
 from cli.handles import WORKFLOW_TYPE
 from cli.reads import exit_code_for_result
@@ -160,7 +161,8 @@ async def _explore(
 ) -> ExitCode:
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
         if session.embedded is not None:
-            stderr.print(f"embedded Temporal started: gRPC {session.address} · Web UI {session.ui_base}")
+            stderr.print(f"embedded Temporal started: gRPC {session.address} · Web UI {session.ui_base} "
+                         "(it stops with this command; `navigator server` keeps one running)")
         handle = await _start(session, request, wid)
         link = session.ui_link(wid)
         stderr.print(f"started [bold]{wid}[/bold] ({request.model}, {request.mode.value})")
@@ -185,6 +187,12 @@ async def _explore(
         except WorkflowFailureError as exc:
             cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
             raise RunFailedError(f"run {wid} failed: {cause}; see the Web UI for the history") from None
+        except RPCError as exc:
+            # e.g. the embedded server another `explore` started has stopped under us
+            raise TemporalUnreachableError(
+                f"lost Temporal at {session.address} while following {wid} ({exc.message[:120]}); the run "
+                f"is durable: start `navigator server` + `navigator worker`, then `navigator status {wid}`"
+            ) from None
         if json_out:
             print_json({**result.model_dump(mode="json"), "ui_url": link})
         else:

@@ -14,7 +14,23 @@ from cli.config import ENV_VARS, SECRET_ENV_VARS
 ROOT = Path(__file__).resolve().parents[2]
 #: variables set for the runtime itself (platformdirs honours XDG), not navigator settings
 RUNTIME_ENV = {"XDG_CACHE_HOME", "XDG_STATE_HOME"}
-KNOWN_ENV = set(ENV_VARS) | set(SECRET_ENV_VARS) | RUNTIME_ENV
+
+
+def _typer_envvars() -> set[str]:
+    """Environment variables declared on any option of any navigator command."""
+    names: set[str] = set()
+    stack = [typer.main.get_command(app)]
+    while stack:
+        command = stack.pop()
+        stack.extend(getattr(command, "commands", {}).values())
+        for param in command.params:
+            envvar = getattr(param, "envvar", None)
+            names.update([envvar] if isinstance(envvar, str) else envvar or [])
+    return names
+
+
+#: every variable some code path reads: config fields, credentials, typer options, runtime
+KNOWN_ENV = set(ENV_VARS) | set(SECRET_ENV_VARS) | RUNTIME_ENV | _typer_envvars()
 
 #: SearchAttributeKey value type → the name `temporal operator search-attribute create --type` takes
 SA_TYPE_NAMES = {"KEYWORD": "Keyword", "DOUBLE": "Double", "INT": "Int", "TEXT": "Text", "BOOL": "Bool"}

@@ -86,5 +86,8 @@ def test_dockerfile_matches_package_and_manifests(manifests: dict[str, dict[str,
     uid = int(re.search(r"useradd .*--uid (\d+)", text).group(1))  # type: ignore[union-attr]
     pod = manifests["Deployment/navigator-worker"]["spec"]["template"]["spec"]
     assert pod["securityContext"]["runAsUser"] == uid
+    env_block = re.search(r"^ENV XDG_CACHE_HOME.*?(?=^\S)", text, re.M | re.S).group(0)  # type: ignore[union-attr]
+    declared = set(re.findall(r"\b([A-Z][A-Z0-9_]+)=", env_block))
+    assert declared <= KNOWN_ENV, declared - KNOWN_ENV
     py = re.search(r"^FROM python:(\d+\.\d+)", text, re.M).group(1)  # type: ignore[union-attr]
     assert project["project"]["requires-python"] == f">={py}"
