@@ -621,6 +621,21 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def write_summary(out: Path) -> Path:
+    """Concatenate every corpus table present in ``out`` into ``repomap-summary.md``."""
+    parts = ["# repo-map engine vs aider — benchmark results\n",
+             "Produced by `bench/repomap_bench.py` (see `bench/README.md`); raw figures in the "
+             "JSON files next to this one. Corpora may come from different runs: each table "
+             "names its run time and load.\n"]
+    for name in CORPORA:
+        md = out / f"repomap-{name}.md"
+        if md.exists():
+            parts.append(md.read_text())
+    path = out / "repomap-summary.md"
+    path.write_text("\n".join(parts))
+    return path
+
+
 # -------------------------------------------------------------------- CLI
 
 
@@ -674,6 +689,7 @@ def main(argv: list[str] | None = None) -> int:
         md = markdown(doc)
         (args.out / f"repomap-{name}.md").write_text(md)
         print(md, flush=True)
+    write_summary(args.out)
     return 0
 
 
