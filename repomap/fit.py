@@ -33,28 +33,33 @@ class Fitter:
         self.files = files
         self.levels = [f.requested if f.cost[f.requested] is not None else 0 for f in files]
         self.total = sum(f.cost[lv] or 0 for f, lv in zip(files, self.levels))
-        self._heap: list[tuple[int, float, int, int]] = []
+        self._heap: list[tuple[int, float, int, int, int]] = []
         for i in range(len(files)):
             self._push(i)
 
-    def _next_lower(self, i: int) -> int | None:
-        """The next lower allowed level that actually saves tokens."""
+    def _best_step(self, i: int) -> tuple[float, int] | None:
+        """Cheapest degradation of file ``i``: (loss per saved token, target level).
+
+        Every lower level is considered, not only the next one: a step that saves
+        almost nothing (level 3 -> 2 of a file without docstrings) must not hide
+        the large saving behind it (2 -> 1 of a long outline).
+        """
         f, lv = self.files[i], self.levels[i]
         here = f.cost[lv] or 0
+        best: tuple[float, int] | None = None
         for lower in range(lv - 1, -1, -1):
             c = f.cost[lower]
-            if c is not None and c < here:
-                return lower
-        return None
+            if c is None or c >= here:
+                continue
+            ratio = max(f.value[lv] - f.value[lower], 0.0) / (here - c)
+            if best is None or ratio < best[0]:
+                best = (ratio, lower)
+        return best
 
     def _push(self, i: int) -> None:
-        lower = self._next_lower(i)
-        if lower is None:
-            return
-        f, lv = self.files[i], self.levels[i]
-        saved = (f.cost[lv] or 0) - (f.cost[lower] or 0)
-        loss = f.value[lv] - f.value[lower]
-        heapq.heappush(self._heap, (f.tier, max(loss, 0.0) / saved, i, lv))
+        step = self._best_step(i)
+        if step is not None:
+            heapq.heappush(self._heap, (self.files[i].tier, step[0], i, self.levels[i], step[1]))
 
     def reprice(self, measured: dict[int, int]) -> None:
         """Replace the cost of files' *current* level by a measured cost (exact re-count)."""
@@ -69,12 +74,9 @@ class Fitter:
     def fit(self, target: int) -> bool:
         """Degrade until ``total <= target``; False when even everything hidden is over."""
         while self.total > target and self._heap:
-            _tier, _ratio, i, lv = heapq.heappop(self._heap)
+            _tier, _ratio, i, lv, lower = heapq.heappop(self._heap)
             if self.levels[i] != lv:
                 continue  # stale entry
-            lower = self._next_lower(i)
-            if lower is None:
-                continue
             f = self.files[i]
             self.total -= (f.cost[lv] or 0) - (f.cost[lower] or 0)
             self.levels[i] = lower

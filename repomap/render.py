@@ -134,7 +134,7 @@ def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs:
         for lv in range(req[i] + 1, 5):
             cost[lv] = None
         mult = cfg.rule_value_multiplier if explicit[i] else 1.0
-        base = (float(inp.score[i]) + cfg.score_floor) * mult
+        base = (float(inp.score[i]) + cfg.score_floor) ** cfg.score_power * mult
         value = [base * v for v in cfg.level_value]
         top = max((lv for lv in range(5) if cost[lv] is not None), default=0)
         out.append(FileCosts(cost=cost, value=value, tier=int(bool(inp.focused[i])), requested=top))
