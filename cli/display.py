@@ -109,7 +109,8 @@ def result_panel(result: ExplorationResult, ui_link: str | None) -> Panel:
 def runs_table(rows: Sequence[RunRow]) -> Table:
     """``navigator ls`` output."""
     table = Table(title="navigator runs")
-    for column in ("workflow id", "status", "nav status", "repo", "iter", "cost $", "started", "goal"):
+    table.add_column("workflow id", no_wrap=True)
+    for column in ("status", "nav status", "repo", "iter", "cost $", "started", "goal"):
         table.add_column(column, overflow="fold")
     for row in rows:
         cost = row.get("cost_usd")

@@ -124,13 +124,29 @@ async def _status(ctx: typer.Context, workflow_id: str, watch: bool, json_out: b
                     return
                 await asyncio.sleep(WATCH_INTERVAL_S)
                 row = await fetch_status(session, workflow_id)
-        with Live(console=stdout, auto_refresh=False) as live:
-            while row["status"] == "running":
-                if row["report"]:
-                    live.update(progress_line(TurnReport.model_validate(row["report"])), refresh=True)
-                await asyncio.sleep(WATCH_INTERVAL_S)
-                row = await fetch_status(session, workflow_id)
-        _print_status(row)
+        await _watch_human(session, workflow_id, row)
+
+
+async def _watch_human(session: TemporalSession, workflow_id: str, row: dict[str, Any]) -> None:
+    """A live line on a terminal; one line per new step when piped."""
+    live = Live(console=stdout, auto_refresh=False, transient=True) if stdout.is_terminal else None
+    last_step = None
+    try:
+        while row["status"] == "running":
+            if row["report"]:
+                report = TurnReport.model_validate(row["report"])
+                if live is not None:
+                    live.start()
+                    live.update(progress_line(report), refresh=True)
+                elif report.step != last_step:
+                    stdout.print(progress_line(report))
+                last_step = report.step
+            await asyncio.sleep(WATCH_INTERVAL_S)
+            row = await fetch_status(session, workflow_id)
+    finally:
+        if live is not None:
+            live.stop()
+    _print_status(row)
 
 
 @reads_app.command()
