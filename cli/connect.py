@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -61,8 +61,8 @@ class TemporalSession:
     address: str
     ui_base: str | None
     embedded: DevServer | None = None
-    worker_running: bool = False
-    extras: dict[str, Any] = field(default_factory=dict)
+    #: an in-process worker serves the task queue for this command
+    in_process_worker: bool = False
 
     @property
     def namespace(self) -> str:
@@ -189,8 +189,8 @@ async def _in_process_worker(session: TemporalSession) -> AsyncIterator[None]:
 
     worker = build_worker(session.client, task_queue=session.task_queue)
     async with worker:
-        session.worker_running = True
+        session.in_process_worker = True
         try:
             yield
         finally:
-            session.worker_running = False
+            session.in_process_worker = False

@@ -165,7 +165,8 @@ async def _explore(
                          "(it stops with this command; `navigator server` keeps one running)")
         handle = await _start(session, request, wid)
         link = session.ui_link(wid)
-        stderr.print(f"started [bold]{wid}[/bold] ({request.model}, {request.mode.value})")
+        worker = "in-process worker" if session.in_process_worker else f"workers on {session.task_queue!r}"
+        stderr.print(f"started [bold]{wid}[/bold] ({request.model}, {request.mode.value}, {worker})")
         if link:
             stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
         if detach:
