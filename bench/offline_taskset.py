@@ -20,7 +20,6 @@ are unpacked outside the repo under /work/bench-data/repos/<name>@<sha12>.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import subprocess
 import sys

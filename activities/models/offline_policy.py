@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from activities.models.base import DecideCall
 from activities.models.offline_symbols import ScoredSymbol, SymbolScoreConfig, score_symbols
 from activities.models.offline_terms import NOISE_AREAS, goal_terms, mentioned_noise
-from navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
+from navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, Level, VerbosityRule
 
 __all__ = ["OfflinePolicyConfig", "Allocation", "PolicyOutcome", "survey", "allocate", "base_plan", "plan_turn", "ranked_for", "glob_matches"]
 
@@ -307,6 +307,7 @@ def _neighbours(engine: Any, top: list[ScoredSymbol], alloc: Allocation, cfg: Of
 
 def plan_turn(engine: Any, call: DecideCall, cfg: OfflinePolicyConfig, estimate: Any) -> PolicyOutcome:
     """One turn without feedback: survey, or allocate and diff, or finalize."""
+    # offline_diff builds on this module's types; importing it here avoids an import cycle
     from activities.models.offline_diff import diff_allocation, fill_move, finalize_summary
 
     plan, goal = call.flight_plan, call.goal or call.flight_plan.goal or ""
@@ -333,11 +334,16 @@ def plan_turn(engine: Any, call: DecideCall, cfg: OfflinePolicyConfig, estimate:
         if not notes:
             notes.append("re-apply the focus of the current allocation")
         outcome = PolicyOutcome(False, "zoom: " + "; ".join(notes), update)
-    if any(outcome.reasoning == reasoning for _, reasoning in call.recent_decisions):
+    if any(_move_key(outcome.reasoning) == _move_key(reasoning) for _, reasoning in call.recent_decisions):
         # the same move was made before and a later turn undid it: a cycle, not progress
         reason = f"finalize: this move repeats an earlier one that was undone (cycle); map at {usage:.0%} of the budget"
         return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))
     return outcome
+
+
+def _move_key(reasoning: str) -> str:
+    """A reason without its budget percentages: the same move at 77% and 78% is the same move."""
+    return re.sub(r"\d+%", "%", reasoning)
 
 
 def _note_applies(note: str, update: FlightPlanUpdate) -> bool:
