@@ -43,6 +43,9 @@ def diff_allocation(
         VerbosityRule(glob=p, level=lv) for p, lv in alloc.levels.items()
         if current.get(p) != lv and (shrink or lv > current.get(p, Level.HIDDEN))
     ]
+    for r in rules:
+        if r.glob in current and r.level < current[r.glob]:
+            notes.append(f"zoom back out to L{int(r.level)}: {r.glob} (the last map could not show every requested level)")
     for glob, level in current.items():
         keep = not shrink and rank_of.get(glob, 10**9) <= cfg.survey_files
         # only exact-file rules are the policy's; globs (dirs) came from a human
@@ -86,13 +89,17 @@ def _policy_owned_rule(glob: str, plan: FlightPlan, cfg: OfflinePolicyConfig) ->
 
 
 def fill_move(
-    plan: FlightPlan, ranked: list[Any], meta: MapMetadata | None, cfg: OfflinePolicyConfig
+    plan: FlightPlan, ranked: list[Any], meta: MapMetadata | None, cfg: OfflinePolicyConfig,
+    recent: tuple[tuple[str, str], ...] = (),
 ) -> tuple[FlightPlanUpdate, str] | None:
     """When the plan is stable but the map is under-used: zoom the best files one level in.
 
     Greedy in rank order over the tokens the last map left unused; one level
-    per file per turn, so the next render shows what the raise really cost.
+    per file per turn, so the next render shows what the raise really cost. A
+    raise that a recent fill already made (and a later turn undid, since the
+    file is below that level again) is not tried twice.
     """
+    tried = " ".join(reason for _, reason in recent if reason.startswith("fill"))
     if meta is None:
         return None
     # keep slack: level costs are estimates of what the renderer will emit
@@ -108,6 +115,8 @@ def fill_move(
         # the allocation keeps big files below L4 to leave room for others; here the
         # room is what the last map really left over, so any raise that fits is fair
         delta = r.level_tokens[nxt] - r.level_tokens[level]
+        if f"{r.path} to L{int(nxt)} " in tried:
+            continue
         if 0 < delta <= remaining:
             remaining -= delta
             rules.append(VerbosityRule(glob=r.path, level=nxt))

@@ -324,7 +324,11 @@ def plan_turn(engine: Any, call: DecideCall, cfg: OfflinePolicyConfig, estimate:
         if usage >= cfg.finalize_budget_use or meta is None:
             reason = f"finalize: ranking stable (allocation unchanged) and the map uses {usage:.0%} of the budget"
             return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))
-        move = fill_move(plan, ranked, meta, cfg)
+        if _fill_was_undone(call.recent_decisions):
+            reason = (f"finalize: ranking stable; the last fill did not fit and was undone, "
+                      f"so the map stays at {usage:.0%} of the budget")
+            return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))
+        move = fill_move(plan, ranked, meta, cfg, call.recent_decisions)
         if move is None:
             reason = f"finalize: ranking stable and no further zoom-in fits ({usage:.0%} of the budget used)"
             return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))
@@ -339,6 +343,16 @@ def plan_turn(engine: Any, call: DecideCall, cfg: OfflinePolicyConfig, estimate:
         reason = f"finalize: this move repeats an earlier one that was undone (cycle); map at {usage:.0%} of the budget"
         return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))
     return outcome
+
+
+def _fill_was_undone(recent: tuple[tuple[str, str], ...]) -> bool:
+    """True when the last two turns were a fill and a zoom that lowered levels again."""
+    if len(recent) < 2:
+        return False
+    (_, before), (_, last) = recent[-2], recent[-1]
+    return before.startswith("fill") and last.startswith("zoom:") and (
+        "zoom back out" in last or "zoom out to L1" in last
+    )
 
 
 def _move_key(reasoning: str) -> str:

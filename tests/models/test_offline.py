@@ -262,3 +262,22 @@ def _run_goal(engine, goal: str) -> tuple[FlightPlan, list[ModelDecision]]:
         plan = plan.apply(d.updates)
         meta = engine.render(plan).metadata
     return plan, decisions
+
+
+def test_an_undone_fill_is_not_retried(engine) -> None:
+    from activities.models.offline_diff import fill_move
+    from activities.models.offline_policy import OfflinePolicyConfig, _fill_was_undone, ranked_for
+
+    cfg = OfflinePolicyConfig()
+    plan = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])
+    ranked = ranked_for(engine, plan)
+    meta = engine.render(plan).metadata
+    top = ranked[0].path
+    recent = (
+        ("update_flight_plan", f"fill (map at 50% of the budget): zoom in {top} to L2 (ranks #1; +40 tokens)"),
+        ("update_flight_plan", f"zoom: zoom back out to L1: {top} (the last map could not show every requested level)"),
+    )
+    assert _fill_was_undone(recent) and not _fill_was_undone(recent[:1])
+    update, _ = fill_move(plan, ranked, meta, cfg, recent)
+    assert top not in {r.glob for r in update.set_rules}
+    assert update.set_rules  # the next-best files are still raised
