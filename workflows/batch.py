@@ -28,7 +28,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
     from navcore.batch import (
@@ -74,6 +74,8 @@ class BatchWorkflow:
         self.state: BatchState = req.carried_state or req.initial_state()
         self.jobs: dict[int, BatchJob] = {job.index: job for job in req.jobs}
         self._children: dict[int, Any] = {}
+        #: job tasks, referenced so none is collected while it waits
+        self._tasks: set[asyncio.Task[None]] = set()
         self._stopped_children: set[int] = set()
         self._finished_this_run = 0
         self._wakeups = 0
@@ -116,15 +118,26 @@ class BatchWorkflow:
             return
         s.pool.take(index, slice_micros)
         # the task is created in job order and reacts only to Temporal events: deterministic
-        asyncio.create_task(self._run_job(job, slice_micros))
+        task = asyncio.create_task(self._run_job(job, slice_micros))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def _run_job(self, job: BatchJob, slice_micros: int) -> None:
         wid = child_workflow_id(self.req.batch_id, job.index)
         try:
-            outcome = await self._run_child(job, wid, slice_micros)
-        except WorkflowAlreadyStartedError:
-            outcome = await self._recover(job, wid, slice_micros)
+            try:
+                outcome = await self._run_child(job, wid, slice_micros)
+            except WorkflowAlreadyStartedError:
+                outcome = await self._recover(job, wid, slice_micros)
+        except (ActivityError, ApplicationError) as err:
+            # e.g. recovering an earlier run's child failed for good: report it, keep the batch going
+            outcome = self._outcome(job, JobStatus.FAILED, "failed", error=" ".join(str(err.cause or err).split())[:500])
+            outcome.allotted_micros = outcome.spent_micros = slice_micros
         returned = self.state.pool.settle(job.index, outcome.spent_micros)
+        if self.state.pool.spent_micros + self.state.pool.reserved_micros > self.state.pool.total_micros:
+            # only possible if a child spent more than its slice (its own ledger allows an actual
+            # cost above the reserved estimate, e.g. unexpected thinking tokens)
+            workflow.logger.warning("batch %s passed its total after job %d", self.req.batch_id, job.index)
         self.state.returned_micros += returned
         self._record(outcome)
         self._finished_this_run += 1
