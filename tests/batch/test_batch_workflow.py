@@ -6,7 +6,7 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
-from batch_support import BATCH_TIMEOUT, batch_request, job, priced_activities, start_batch, write_script
+from batch_support import BATCH_TIMEOUT, FIXTURE_REPO, batch_request, job, priced_activities, start_batch, write_script
 from temporalio.client import WorkflowExecutionStatus
 
 from navcore.batch import BatchProgress, BatchResult, BatchStopInput, JobStatus
@@ -128,3 +128,28 @@ async def test_stop_skips_pending_jobs_and_continue_as_new_keeps_outcomes(
     assert all(o.stop_reason in {"stopped", "finalized"} for o in stopped.outcomes)
     assert progress.done and progress.skipped == stopped.count(JobStatus.SKIPPED)
     assert BATCH_TIMEOUT.total_seconds() > 0
+
+
+async def test_resume_reruns_failed_jobs_and_joins_a_running_batch(client, task_queue, start_worker, tmp_path) -> None:
+    import shutil
+
+    from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+
+    script = write_script(tmp_path / "s.yaml", steps=1)
+    late_repo = tmp_path / "late-repo"
+    req = batch_request(tmp_path, [job(0, script), job(1, script, repo=late_repo)], max_concurrency=1)
+    opts = dict(id=req.batch_id, task_queue=task_queue, execution_timeout=BATCH_TIMEOUT,
+                id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE)
+    async with start_worker(priced_activities(tmp_path)):
+        first_handle = await client.start_workflow(BatchWorkflow.run, req, **opts)
+        joined = await client.start_workflow(BatchWorkflow.run, req, **opts)  # same id while running: joins
+        assert joined.result_run_id == first_handle.result_run_id
+        first = await first_handle.result()
+        assert [o.status for o in first.outcomes] == [JobStatus.COMPLETED, JobStatus.FAILED]
+        shutil.copytree(FIXTURE_REPO, late_repo)  # the operator fixes the failed job's input
+        second = await (await client.start_workflow(BatchWorkflow.run, req, **opts)).result()
+    assert [o.status for o in second.outcomes] == [JobStatus.COMPLETED, JobStatus.COMPLETED]
+    assert [o.recovered for o in second.outcomes] == [True, False]  # completed: recovered; failed: re-run
+    runs = [w async for w in client.list_workflows(f"WorkflowId = '{second.outcomes[0].workflow_id}'")]
+    assert len(runs) == 1
