@@ -38,6 +38,12 @@ __all__ = [
     "BatchStopInput",
     "child_workflow_id",
     "resolve_jobs",
+    "progress_of",
+    "progress_markdown",
+    "WriteBatchResultsInput",
+    "WriteBatchResultsOutput",
+    "RecoverChildInput",
+    "RecoverChildOutput",
 ]
 
 Usd = Annotated[Decimal, Field(gt=0, le=100_000)]
@@ -367,14 +373,6 @@ def progress_markdown(p: BatchProgress) -> str:
     return "\n".join(lines)
 
 
-__all__ += [
-    "progress_of",
-    "progress_markdown",
-    "WriteBatchResultsInput",
-    "WriteBatchResultsOutput",
-    "RecoverChildInput",
-    "RecoverChildOutput",
-]
 
 
 class WriteBatchResultsInput(BaseModel):
