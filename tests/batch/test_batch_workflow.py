@@ -153,3 +153,35 @@ async def test_resume_reruns_failed_jobs_and_joins_a_running_batch(client, task_
     assert [o.recovered for o in second.outcomes] == [True, False]  # completed: recovered; failed: re-run
     runs = [w async for w in client.list_workflows(f"WorkflowId = '{second.outcomes[0].workflow_id}'")]
     assert len(runs) == 1
+
+
+async def test_stop_reaches_running_children_which_finalize_best_so_far(
+    client, task_queue, start_worker, tmp_path
+) -> None:
+    import asyncio
+
+    from nav_support import ZOOM_BUDGET, ScriptProvider, wait_for
+    from temporalio.service import RPCError
+    from test_navigator import make_activities
+
+    provider = ScriptProvider(steps=[ZOOM_BUDGET] * 10, delay_s=0.4)
+    jobs = [job(i, "test-model", max_iterations=10) for i in range(4)]
+    req = batch_request(tmp_path, jobs, max_concurrency=2)
+    async with start_worker(make_activities(tmp_path, provider)):
+        handle = await start_batch(client, task_queue, req)
+        child = client.get_workflow_handle(f"{req.batch_id}-job-00001")
+        for _ in range(100):  # the child exists once the batch has started it
+            try:
+                await child.describe()
+                break
+            except RPCError:
+                await asyncio.sleep(0.1)
+        await wait_for(child, lambda r: r.step >= 2)
+        await handle.signal(BatchWorkflow.stop, BatchStopInput(reason="night is over", sender="ops"))
+        result = await handle.result()
+    running, pending = result.outcomes[:2], result.outcomes[2:]
+    assert [o.stop_reason for o in running] == ["stopped", "stopped"]
+    assert all(o.status is JobStatus.COMPLETED and Path(o.context_path or "").is_file() for o in running)
+    assert all(1 <= o.iterations < 10 for o in running)
+    assert [o.status for o in pending] == [JobStatus.SKIPPED] * 2
+    assert "night is over" in (pending[0].error or "")
