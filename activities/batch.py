@@ -53,7 +53,11 @@ class JobsFileError(ConfigError):
 
 def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     """1-based line of the deepest node of ``loc`` present in the composed YAML tree."""
-    line = node.start_mark.line + 1 if node is not None else None
+    def _line(n: yaml.Node | None) -> int | None:
+        mark = getattr(n, "start_mark", None)  # synthetic nodes (a bare list wrapped as jobs) have none
+        return mark.line + 1 if mark is not None else None
+
+    line = _line(node)
     for key in loc:
         if isinstance(node, yaml.MappingNode):
             match = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
@@ -64,7 +68,7 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
             node = node.value[key]
         else:
             break
-        line = node.start_mark.line + 1
+        line = _line(node) or line
     return line
 
 
@@ -73,6 +77,7 @@ _HINTS = {
     "extra_forbidden": "remove it (allowed: repo, goal, name, model, max_budget_usd, token_budget, "
     "max_iterations, max_output_tokens, mode)",
     "literal_error": "batches are unattended; use mode: autonomous or leave it out",
+    "model_type": "write it as a mapping, e.g. {repo: ./path, goal: \"what the context is for\"}",
 }
 
 
