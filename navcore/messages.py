@@ -82,7 +82,8 @@ class SetModeInput(_Msg):
 class RaiseBudgetInput(_Msg):
     """Add ``add_usd`` to the run's USD limit (also answers a budget park)."""
 
-    add_usd: Annotated[Decimal, Field(gt=0, le=100_000)]
+    #: at least one micro-dollar: the ledger counts whole micro-dollars
+    add_usd: Annotated[Decimal, Field(ge=Decimal("0.000001"), le=100_000)]
 
 
 class EditFlightPlanInput(_Msg):

@@ -495,11 +495,15 @@ class NavigatorWorkflow:
     @workflow.signal(name="approve")
     def approve(self, inp: ApproveInput) -> None:
         """Accept the pending turn."""
+        if _invalid_payload("approve", inp):
+            return
         self._verdict("approve", inp.turn, inp.sender, None)
 
     @workflow.signal(name="reject")
     def reject(self, inp: RejectInput) -> None:
         """Undo the pending turn; the feedback goes into the next prompt."""
+        if _invalid_payload("reject", inp):
+            return
         self._verdict("reject", inp.turn, inp.sender, inp.feedback)
 
     def _verdict(self, verdict: Verdict, turn: int, sender: str, feedback: str | None) -> None:
@@ -509,19 +513,30 @@ class NavigatorWorkflow:
     @workflow.signal(name="stop")
     def stop(self, inp: StopInput) -> None:
         """Finalize now with the best map so far."""
+        if _invalid_payload("stop", inp):
+            return
         request_stop(self.state, inp.reason, inp.sender, inp.turn)
 
     @workflow.signal(name="set_mode")
     def set_mode(self, inp: SetModeInput) -> None:
         """Switch between autonomous and interactive."""
+        if _invalid_payload("set_mode", inp):
+            return
         self.state.mode = inp.mode
         self.state.note("set_mode", inp.sender, None, f"mode → {inp.mode.value}")
 
     @workflow.signal(name="raise_budget")
     def raise_budget(self, inp: RaiseBudgetInput) -> None:
         """Raise the USD limit (also answers a budget park)."""
-        self.state.ledger.raise_limit(usd_to_micros(inp.add_usd))
-        self.state.note("raise_budget", inp.sender, None, f"+{format_usd(usd_to_micros(inp.add_usd))}")
+        if _invalid_payload("raise_budget", inp):
+            return
+        add = usd_to_micros(inp.add_usd)
+        if add <= 0:
+            # a signal must never fail the workflow task: ignore and say so
+            workflow.logger.warning("ignored raise_budget of %s USD from %s: below one micro-dollar", inp.add_usd, inp.sender)
+            return
+        self.state.ledger.raise_limit(add)
+        self.state.note("raise_budget", inp.sender, None, f"+{format_usd(add)}")
 
     @workflow.query(name="get_status")
     def get_status(self) -> TurnReport:
@@ -546,6 +561,19 @@ class NavigatorWorkflow:
     @edit_flight_plan.validator
     def _validate_edit(self, inp: EditFlightPlanInput) -> None:
         edited_plan(self.state, inp)
+
+
+def _invalid_payload(name: str, inp: object) -> bool:
+    """True (and logged) for a payload that decoded to nothing, e.g. JSON ``null``.
+
+    The data converter drops payloads that fail validation before a handler
+    runs; ``null`` reaches the handler as ``None``, and raising there would
+    fail the workflow task on every retry, wedging the run.
+    """
+    if inp is None:
+        workflow.logger.warning("ignored %s signal with an empty (null) payload", name)
+        return True
+    return False
 
 
 def _one_line(exc: BaseException) -> str:
