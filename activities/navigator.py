@@ -82,11 +82,22 @@ class ActivityLimits(BaseModel):
     history_reasoning_chars: int = Field(400, ge=0)
     #: finalize summary characters kept in history (full text in the artifact)
     history_summary_chars: int = Field(2000, ge=0)
+    #: seconds between liveness heartbeats of scan / render / prompt / result
+    #: activities (the workflow sets a heartbeat timeout a few times larger, so a
+    #: killed worker is noticed in seconds, not after the start-to-close timeout)
+    heartbeat_every_s: float = Field(5.0, gt=0)
 
 
 def to_application_error(exc: NavigatorError, details: list[Any] | None = None) -> ApplicationError:
     """A domain error as a non-retryable ``ApplicationError`` (it cannot succeed on retry)."""
     return ApplicationError(str(exc), *(details or []), type=exc.kind, non_retryable=True)
+
+
+async def _heartbeat_while_running(every_s: float) -> None:
+    """Heartbeat until cancelled; the blocking engine work runs in a thread meanwhile."""
+    while True:
+        activity.heartbeat()
+        await asyncio.sleep(every_s)
 
 
 def _trimmed_metadata(meta: MapMetadata, top: int) -> MapMetadata:
@@ -147,10 +158,14 @@ class NavigatorActivities:
         return self.store.get_bytes(ref).decode("utf-8")
 
     async def _guard(self, work: Awaitable[T]) -> T:
+        """Run ``work`` while heartbeating; domain errors become non-retryable."""
+        beat = asyncio.create_task(_heartbeat_while_running(self.limits.heartbeat_every_s))
         try:
             return await work
         except NavigatorError as exc:
             raise to_application_error(exc) from exc
+        finally:
+            beat.cancel()
 
     async def _render(self, repo_root: str, plan: FlightPlan, label: str) -> RenderOutput:
         engine = await self.engine(repo_root)

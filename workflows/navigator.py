@@ -102,6 +102,8 @@ _SHORT_RETRY = RetryPolicy(maximum_attempts=3, non_retryable_error_types=["Navig
 _SHORT_TIMEOUT = timedelta(minutes=2)
 #: indexing a large repository on a cold cache takes a while
 _SCAN_TIMEOUT = timedelta(minutes=15)
+#: those activities heartbeat every few seconds: a killed worker is noticed fast
+_WORK_HEARTBEAT = timedelta(seconds=30)
 #: statuses shown in the Web UI details but not upserted as search attributes
 _TRANSIENT = frozenset({Status.THINKING, Status.RENDERING})
 #: final summary kept in state (the full one is in the decision artifact)
@@ -153,6 +155,7 @@ class NavigatorWorkflow:
                 ScanInput(repo_root=s.repo_root, flight_plan=s.flight_plan, model=s.model, goal=s.goal),
                 result_type=ScanOutput,
                 start_to_close_timeout=_SCAN_TIMEOUT,
+                heartbeat_timeout=_WORK_HEARTBEAT,
                 retry_policy=_SHORT_RETRY,
                 summary=f"scan {shorten(s.repo_root, 80)} · {s.model}",
             )
@@ -224,6 +227,7 @@ class NavigatorWorkflow:
             ),
             result_type=PromptOutput,
             start_to_close_timeout=_SHORT_TIMEOUT,
+            heartbeat_timeout=_WORK_HEARTBEAT,
             retry_policy=_SHORT_RETRY,
             summary=f"iter {step} · prompt",
         )
@@ -299,6 +303,7 @@ class NavigatorWorkflow:
             ),
             result_type=RenderOutput,
             start_to_close_timeout=_SHORT_TIMEOUT,
+            heartbeat_timeout=_WORK_HEARTBEAT,
             retry_policy=_SHORT_RETRY,
             summary=f"iter {step} · {shorten(label, 90)} · {format_usd(s.last_cost_micros)}",
         )
@@ -390,6 +395,7 @@ class NavigatorWorkflow:
             ),
             result_type=WriteResultOutput,
             start_to_close_timeout=_SHORT_TIMEOUT,
+            heartbeat_timeout=_WORK_HEARTBEAT,
             retry_policy=_SHORT_RETRY,
             summary=f"write result · {s.stop_reason.value if s.stop_reason else '?'} · "
             f"{format_usd(s.ledger.spent_micros)}",
