@@ -57,7 +57,14 @@ from navcore.decision import ModelDecision, TokenUsage
 from navcore.errors import ArtifactError, NavigatorError, RepoError
 from navcore.flightplan import FlightPlan
 from navcore.mapmeta import MapMetadata
-from navcore.prompt import RECENT_DIFF_LINES, RECENT_REASONING_CHARS, SYSTEM_PROMPT, PromptParts, build_user_prompt
+from navcore.prompt import (
+    GOAL_SLOT,
+    RECENT_DIFF_LINES,
+    RECENT_REASONING_CHARS,
+    SYSTEM_PROMPT,
+    PromptParts,
+    build_user_prompt,
+)
 from navcore.report import shorten, update_diff_lines
 
 __all__ = ["NavigatorActivities", "ActivityLimits", "EngineFactory", "ProviderFactory", "to_application_error"]
@@ -238,6 +245,7 @@ class NavigatorActivities:
                 max_micros=inp.max_micros,
                 recent=[(r.step, r.action, r.reasoning, r.diff_lines, r.verdict) for r in recent],
                 feedback=inp.feedback,
+                notes=[note.replace(GOAL_SLOT, goal.strip()) for note in inp.notes],
             )
             user = build_user_prompt(parts)
             tokens = self.count_tokens(SYSTEM_PROMPT) + self.count_tokens(user)

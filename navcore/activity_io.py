@@ -130,6 +130,9 @@ class PromptInput(_IO):
     max_micros: int
     recent: list[RecentDecision] = []
     feedback: str | None = None
+    #: guardrail notes; ``GOAL_SLOT`` in a note is replaced by the goal text
+    #: (the workflow never copies the goal into history again)
+    notes: list[str] = []
 
 
 class DecideContext(_IO):

@@ -185,9 +185,18 @@ def plan_fingerprint(plan: FlightPlan) -> str:
 
 
 def decision_signature(action: str, reasoning: str, updates: FlightPlanUpdate | None) -> str:
-    """Normalised word set of a decision, for near-identical comparison."""
-    upd = json.dumps(updates.model_dump(mode="json"), sort_keys=True) if updates else ""
-    words = sorted(set(_WORDS.findall(f"{action} {reasoning} {upd}".lower())))
+    """Normalised word set of what a decision *does*, for near-identical comparison.
+
+    The action and the non-default fields of the update count; the reasoning
+    only when there is no update (a model may repeat its explanation while its
+    moves make progress, and unset update fields would make every decision
+    look alike).
+    """
+    if updates is not None:
+        body = json.dumps(updates.model_dump(mode="json", exclude_defaults=True), sort_keys=True)
+    else:
+        body = reasoning
+    words = sorted(set(_WORDS.findall(f"{action} {body}".lower())))
     return " ".join(words)[:2000]
 
 

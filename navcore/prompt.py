@@ -16,7 +16,17 @@ from navcore.budget import format_usd
 from navcore.flightplan import FlightPlan
 from navcore.mapmeta import MapMetadata
 
-__all__ = ["PromptParts", "SYSTEM_PROMPT", "build_user_prompt", "RECENT_REASONING_CHARS", "RECENT_DIFF_LINES"]
+__all__ = [
+    "PromptParts",
+    "SYSTEM_PROMPT",
+    "build_user_prompt",
+    "RECENT_REASONING_CHARS",
+    "RECENT_DIFF_LINES",
+    "GOAL_SLOT",
+]
+
+#: stands for the goal in guardrail notes; the prompt activity fills it in
+GOAL_SLOT = "<<goal>>"
 
 #: each quoted past decision's reasoning is cut to this many characters
 RECENT_REASONING_CHARS = 240
@@ -54,6 +64,8 @@ class PromptParts(BaseModel):
     #: (step, action, reasoning, diff lines, verdict) oldest first
     recent: list[tuple[int, str, str, list[str], str | None]] = []
     feedback: str | None = None
+    #: guardrail notes (iteration budget, goal anchor, loop / stall warnings)
+    notes: list[str] = []
 
 
 def _recent_block(parts: PromptParts) -> list[str]:
@@ -101,5 +113,7 @@ def build_user_prompt(parts: PromptParts) -> str:
     ]
     if parts.feedback:
         sections += ["", "## Feedback from the user on your last proposal", parts.feedback.strip()]
+    if parts.notes:
+        sections += ["", "## Guardrails", *(f"- {note.strip()}" for note in parts.notes)]
     sections += ["", "Call update_flight_plan or finalize_context now."]
     return "\n".join(sections) + "\n"

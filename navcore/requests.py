@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from navcore.artifacts import ArtifactRef
 from navcore.decision import TokenUsage
 from navcore.flightplan import MAX_TOKEN_BUDGET, FlightPlan
+from navcore.guardrails import RunProfile, SafetyConfig
 from navcore.mapmeta import MapMetadata
 from navcore.state import ExecutionMode, NavigatorState, StopReason, Verdict
 
@@ -61,6 +62,8 @@ class ExplorationRequest(BaseModel):
     #: decisions (most recent) quoted in each prompt
     prompt_recent_decisions: Annotated[int, Field(ge=0, le=50)] = 3
     initial_plan: FlightPlan | None = None
+    #: guardrails (loop / stall detection, goal anchoring, safety caps); see navcore.guardrails
+    profile: RunProfile | None = None
     #: set only by the workflow itself when it continues as new
     carried_state: NavigatorState | None = None
 
@@ -69,6 +72,24 @@ class ExplorationRequest(BaseModel):
         if self.initial_plan is not None:
             return self.initial_plan
         return FlightPlan(token_budget=self.token_budget, goal=self.goal)
+
+    def run_profile(self) -> RunProfile:
+        """The guardrail profile in force.
+
+        With a profile, ``max_iterations`` and the profile's own cap both apply
+        (the lower wins). Without one, the request's ``max_iterations`` is the
+        cap and the activity cap leaves room for ~10 activities per iteration.
+        """
+        if self.profile is not None:
+            safety = self.profile.safety
+            return self.profile.model_copy(update={"safety": safety.model_copy(
+                update={"max_iterations": min(safety.max_iterations, self.max_iterations)})})
+        default = SafetyConfig()
+        return RunProfile(safety=SafetyConfig(
+            max_iterations=self.max_iterations,
+            max_stage_iterations=default.max_stage_iterations,
+            max_activities=min(max(default.max_activities, 10 * self.max_iterations), 100_000),
+        ))
 
 
 class ExplorationResult(BaseModel):

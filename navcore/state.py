@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from navcore.artifacts import ArtifactRef
 from navcore.budget import BudgetLedger
 from navcore.flightplan import FlightPlan, FlightPlanUpdate
+from navcore.guardrails import GuardrailState
 from navcore.mapmeta import MapMetadata
 
 __all__ = [
@@ -55,6 +56,12 @@ class StopReason(str, Enum):
     STOPPED = "stopped"
     APPROVAL_TIMEOUT = "approval_timeout"
     FAILED = "failed"
+    #: the same flight plan / near-identical decisions kept coming (guardrail)
+    LOOP_DETECTED = "loop_detected"
+    #: the run scheduled its profile's maximum number of activities (guardrail)
+    ACTIVITY_CAP = "activity_cap"
+    #: too many iterations without a better map, when the profile stops on it
+    STALLED = "stalled"
 
 
 Verdict = Literal["approve", "reject", "stop"]
@@ -153,6 +160,10 @@ class NavigatorState(BaseModel):
     last_cost_micros: int = 0
     last_reasoning: str = ""
     last_diff_lines: list[str] = []
+    #: guardrail memory (bounded window of observations; loop / stall detection)
+    guard: GuardrailState = GuardrailState()
+    #: activities scheduled so far (the profile's hard cap is the third safety layer)
+    activities_used: int = 0
 
     def note(self, kind: str, sender: str, turn: int | None, note: str) -> None:
         """Remember a message outcome, keeping only the most recent ones."""

@@ -42,6 +42,8 @@ with workflow.unsafe.imports_passed_through():
     from navcore.budget import format_usd, micros_to_usd, usd_to_micros
     from navcore.errors import BudgetError
     from navcore.flightplan import FlightPlan, FlightPlanUpdate
+    from navcore.guardrails import RunProgress, check_guardrails, observe, record_iteration
+    from navcore.prompt import GOAL_SLOT
     from navcore.messages import (
         ApproveInput,
         EditFlightPlanInput,
@@ -120,6 +122,7 @@ class NavigatorWorkflow:
     def __init__(self, req: ExplorationRequest) -> None:
         self.req = req
         self.state: NavigatorState = initial_state(req)
+        self.profile = req.run_profile()
         self._published: tuple[Any, ...] = ()
 
     # -- run -------------------------------------------------------------
@@ -148,6 +151,7 @@ class NavigatorWorkflow:
     async def _scan(self) -> None:
         s = self.state
         s.status = Status.SCANNING
+        s.activities_used += 1
         self._publish()
         try:
             out: ScanOutput = await workflow.execute_activity(
@@ -184,7 +188,15 @@ class NavigatorWorkflow:
             self._stop(StopReason.MAX_ITERATIONS, f"reached {self.req.max_iterations} iterations")
             return
         step = s.iteration + 1
-        prompt = await self._build_prompt(step)
+        verdict = check_guardrails(
+            self.profile,
+            s.guard,
+            RunProgress(goal=GOAL_SLOT, iteration=step, activities_used=s.activities_used),
+        )
+        if verdict.stop_reason is not None:
+            self._stop(StopReason(verdict.stop_reason), _guard_detail(verdict.stop_reason, verdict.loop_repeats))
+            return
+        prompt = await self._build_prompt(step, verdict.prompt_notes)
         try:
             reservation = s.ledger.reserve(s.model, prompt.estimate_micros, step)
         except BudgetError as exc:
@@ -203,11 +215,16 @@ class NavigatorWorkflow:
         spent = out.spent
         s.ledger.reconcile(reservation, spent.usage, spent.cost_micros, spent.calls, spent.attempts)
         s.iteration, s.last_cost_micros, s.feedback = step, spent.cost_micros, None
-        await self._apply(step, out)
+        observed = await self._apply(step, out)
+        d = out.decision
+        s.guard = record_iteration(
+            self.profile, s.guard, observe(step, d.action, d.reasoning, d.updates, observed, s.map_metadata, self.profile)
+        )
 
-    async def _build_prompt(self, step: int) -> PromptOutput:
+    async def _build_prompt(self, step: int, notes: list[str]) -> PromptOutput:
         s = self.state
         assert s.map_ref is not None and s.map_view_ref is not None
+        s.activities_used += 1
         return await workflow.execute_activity(
             "navigator.build_prompt",
             PromptInput(
@@ -224,6 +241,7 @@ class NavigatorWorkflow:
                 max_micros=s.ledger.max_micros,
                 recent=self._recent(),
                 feedback=s.feedback,
+                notes=notes,
             ),
             result_type=PromptOutput,
             start_to_close_timeout=_SHORT_TIMEOUT,
@@ -234,6 +252,7 @@ class NavigatorWorkflow:
 
     async def _decide(self, step: int, prompt: PromptOutput) -> DecideOutput:
         s, cfg = self.state, self.req.decide_retry
+        s.activities_used += 1
         return await workflow.execute_activity(
             "navigator.decide",
             DecideInput(
@@ -258,21 +277,22 @@ class NavigatorWorkflow:
             summary=f"iter {step} · decide · {s.model} · ≤{format_usd(prompt.estimate_micros)}",
         )
 
-    async def _apply(self, step: int, out: DecideOutput) -> None:
+    async def _apply(self, step: int, out: DecideOutput) -> FlightPlan:
+        """Apply one decision; returns the plan it proposed (for the guardrails)."""
         s, decision = self.state, out.decision
         if decision.action == "finalize_context":
             s.final_summary = shorten(decision.summary or decision.reasoning, _SUMMARY_CHARS)
             self._log(step, decision.action, decision.reasoning, out=out)
             self._stop(StopReason.FINALIZED, "the model finalized the context")
-            return
+            return s.flight_plan
         if decision.action != "update_flight_plan" or decision.updates is None:
             self._log(step, "invalid", decision.reasoning, out=out, error=decision.error or "no usable update")
-            return
+            return s.flight_plan
         try:
             proposed = s.flight_plan.apply(decision.updates)
         except (ValidationError, ValueError) as exc:
             self._log(step, "invalid", decision.reasoning, out=out, error=f"update rejected: {_one_line(exc)}")
-            return
+            return s.flight_plan
         pending = propose_turn(s, step, proposed)
         diff = update_diff_lines(decision.updates)
         # logged before rendering: a paid decision is never lost, even if the render fails
@@ -283,6 +303,7 @@ class NavigatorWorkflow:
         if s.mode is ExecutionMode.INTERACTIVE:
             s.pending = pending
             await self._await_verdict(entry)
+        return proposed
 
     async def _render(
         self, step: int, plan: FlightPlan, label: str, update: FlightPlanUpdate | None = None
@@ -290,6 +311,7 @@ class NavigatorWorkflow:
         """Render ``plan``; with ``update``, send only the update (``plan`` = stored plan + update)."""
         s = self.state
         s.status = Status.RENDERING
+        s.activities_used += 1
         self._publish()
         by_update = update is not None and s.map_view_ref is not None
         out: RenderOutput = await workflow.execute_activity(
@@ -380,6 +402,7 @@ class NavigatorWorkflow:
     async def _finalize(self) -> ExplorationResult:
         s = self.state
         s.status = Status.FINALIZING
+        s.activities_used += 1
         self._publish()
         info = workflow.info()
         written: WriteResultOutput = await workflow.execute_activity(
@@ -567,6 +590,17 @@ class NavigatorWorkflow:
     @edit_flight_plan.validator
     def _validate_edit(self, inp: EditFlightPlanInput) -> None:
         edited_plan(self.state, inp)
+
+
+def _guard_detail(reason: str, repeats: int) -> str:
+    """The stop detail of a guardrail stop, for the report and the Web UI."""
+    if reason == "loop_detected":
+        return f"the same flight plan or a near-identical decision came {repeats} times"
+    if reason == "activity_cap":
+        return "the run reached its profile's hard cap on activities"
+    if reason == "stalled":
+        return "too many iterations without a better map"
+    return reason
 
 
 def _invalid_payload(name: str, inp: object) -> bool:

@@ -22,9 +22,9 @@ TURNS = 80
 def _script(path: Path) -> Path:
     lines = ["decisions:"]
     for i in range(TURNS):
-        level = 2 + i % 2
+        # a new rule every turn: an oscillating script would (rightly) end with loop_detected
         lines.append(f'  - {{action: update_flight_plan, reasoning: "turn {i}", '
-                     f'updates: {{set_rules: [{{glob: "src/**", level: {level}}}]}}}}')
+                     f'updates: {{set_rules: [{{glob: "src/turn{i}/**", level: {2 + i % 2}}}]}}}}')
     path.write_text("\n".join(lines) + "\n")
     return path
 

@@ -14,6 +14,7 @@ from temporalio.client import Client
 
 from activities.artifacts import LocalArtifactStore
 from activities.navigator import NavigatorActivities
+from navcore.guardrails import LoopConfig, RunProfile
 from navcore.decision import TokenUsage
 from navcore.requests import DecideRetryConfig, ExplorationRequest, ExplorationResult
 from navcore.state import StopReason
@@ -33,6 +34,10 @@ def make_activities(tmp_path: Path, provider: ScriptProvider, **kw: Any) -> Navi
         token_counter=token_counter(),
         **kw,
     )
+
+
+#: a profile whose loop detection never fires within these short scripted runs
+NO_LOOP_GUARD = RunProfile(loop=LoopConfig(warn_repeats=49, stop_repeats=50, window=50))
 
 
 def make_request(tmp_path: Path, **kw: Any) -> ExplorationRequest:
@@ -142,7 +147,8 @@ async def test_failed_decide_still_finalizes_with_its_usage(client, task_queue, 
 async def test_continue_as_new_keeps_the_decision_log(client, task_queue, start_worker, tmp_path) -> None:
     provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI] * 4)
     acts = make_activities(tmp_path, provider)
-    req = make_request(tmp_path, max_iterations=12, continue_as_new_events=50)
+    # the script oscillates on purpose; loop detection (tested on its own) would end it early
+    req = make_request(tmp_path, max_iterations=12, continue_as_new_events=50, profile=NO_LOOP_GUARD)
     wf_id = f"nav-{uuid.uuid4()}"
     async with start_worker(acts):
         result = await run(client, task_queue, req, wf_id)

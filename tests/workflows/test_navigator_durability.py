@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from nav_support import ZOOM_BUDGET, ScriptProvider, update, wait_for
-from test_navigator import make_activities, make_request
+from test_navigator import NO_LOOP_GUARD, make_activities, make_request
 
 from navcore.requests import DecideRetryConfig, ExplorationResult
 from navcore.state import StopReason
@@ -51,6 +51,7 @@ async def test_worker_sigkill_and_restart_completes_without_lost_or_duplicated_s
         tmp_path,
         max_iterations=8,
         decide_retry=DecideRetryConfig(max_attempts=3, heartbeat_s=2, start_to_close_s=20, initial_interval_s=0.2),
+        profile=NO_LOOP_GUARD,  # the worker's script oscillates on purpose
     )
     wf_id = f"nav-kill-{uuid.uuid4()}"
     first = await asyncio.to_thread(_spawn_worker, target, task_queue, artifacts, tmp_path / "worker1.log")
