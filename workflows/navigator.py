@@ -582,6 +582,23 @@ class NavigatorWorkflow:
         """The current (or proposed, while awaiting approval) flight plan."""
         return self.state.flight_plan
 
+    # DESIGN.md's names for the same three queries (thin aliases; same payloads)
+
+    @workflow.query(name="status")
+    def status_alias(self) -> TurnReport:
+        """Alias of ``get_status``."""
+        return self.get_status()
+
+    @workflow.query(name="decision_log")
+    def decision_log_alias(self) -> DecisionLogView:
+        """Alias of ``get_decision_log``."""
+        return self.get_decision_log()
+
+    @workflow.query(name="flight_plan")
+    def flight_plan_alias(self) -> FlightPlan:
+        """Alias of ``get_flight_plan``."""
+        return self.get_flight_plan()
+
     @workflow.update(name="edit_flight_plan")
     def edit_flight_plan(self, inp: EditFlightPlanInput) -> FlightPlan:
         """Amend the proposed plan of the pending turn; returns the plan now proposed."""

@@ -66,3 +66,14 @@ async def test_activity_cap_stops_the_run(client, task_queue, start_worker, tmp_
     assert result.stop_reason is StopReason.ACTIVITY_CAP
     assert result.iterations == 3
     assert result.context_path is not None
+
+
+async def test_design_query_names_alias_the_issue_names(client, task_queue, start_worker, tmp_path) -> None:
+    provider = ScriptProvider(steps=[ZOOM_BUDGET])
+    wf_id = f"nav-alias-{uuid.uuid4()}"
+    async with start_worker(make_activities(tmp_path, provider)):
+        await run(client, task_queue, make_request(tmp_path), wf_id)
+        handle = client.get_workflow_handle(wf_id)
+        for alias, name in (("status", "get_status"), ("decision_log", "get_decision_log"),
+                            ("flight_plan", "get_flight_plan")):
+            assert await handle.query(alias) == await handle.query(name)
