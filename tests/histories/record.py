@@ -35,6 +35,7 @@ from temporalio.testing import WorkflowEnvironment  # noqa: E402
 from test_navigator import make_activities, make_request  # noqa: E402
 
 from navcore.decision import TokenUsage  # noqa: E402
+from navcore.guardrails import RunProfile, SafetyConfig  # noqa: E402
 from navcore.messages import ApproveInput, EditFlightPlanInput, RaiseBudgetInput, RejectInput, StopInput  # noqa: E402
 from navcore.requests import DecideRetryConfig  # noqa: E402
 from navcore.state import ExecutionMode  # noqa: E402
@@ -95,8 +96,23 @@ async def continued(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle,
     return await _start(client, tq, req), provider
 
 
+async def loop_detected(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
+    # an oscillating model: loop warning, then a forced finalize; goal anchoring every 2 iterations
+    provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI] * 6)
+    req = make_request(tmp, max_iterations=12, profile=RunProfile(goal_anchor_every=2))
+    return await _start(client, tq, req), provider
+
+
+async def activity_cap(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
+    steps = [update(set_rules=[{"glob": f"src/budgetkit/part{i}.py", "level": 2}]) for i in range(8)]
+    profile = RunProfile(safety=SafetyConfig(max_iterations=40, max_activities=10))
+    return await _start(client, tq, make_request(tmp, max_iterations=8, profile=profile)), ScriptProvider(steps=steps)
+
+
 SCENARIOS = {
     "autonomous": (autonomous, None),
+    "loop_detected": (loop_detected, None),
+    "activity_cap": (activity_cap, None),
     "interactive": (interactive, drive_interactive),
     "budget_park": (budget_park, drive_budget_park),
     "continue_as_new": (continued, None),
