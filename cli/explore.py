@@ -68,6 +68,7 @@ def build_request(
     model: str | None,
     max_iterations: int | None,
     out: Path | None,
+    profile: Path | None = None,
 ) -> ExplorationRequest:
     """Validate the inputs and build the workflow input (no credentials in it, ever)."""
     root = repo.expanduser()
@@ -83,6 +84,13 @@ def build_request(
         raise BudgetError(f"--budget-usd must be a number of dollars such as 0.50, got {budget_usd!r}") from None
     if budget <= 0:
         raise BudgetError("--budget-usd must be above 0; a run cannot spend nothing")
+    run_profile = None
+    if profile is not None:
+        from activities.planning import load_run_profile
+
+        if not profile.is_file():
+            raise CliError(f"--profile {profile} does not exist; pass a run-profile YAML file")
+        run_profile = load_run_profile(profile)
     try:
         return ExplorationRequest(
             repo_path=str(root.resolve()),
@@ -94,6 +102,7 @@ def build_request(
             max_iterations=max_iterations or config.defaults.max_iterations,
             out_dir=str((out or config.defaults.out_dir).expanduser().resolve()),
             approval=ApprovalConfig(timeout_s=config.defaults.approval_timeout_s),
+            profile=run_profile,
         )
     except ValidationError as exc:
         first = exc.errors(include_input=False)[0]
@@ -124,6 +133,10 @@ def explore(
     max_iterations: Annotated[int | None, typer.Option("--max-iterations", min=1, help="Iteration cap.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default ./navigator-out).")] = None,
     detach: DetachOpt = False,
+    profile: Annotated[
+        Path | None,
+        typer.Option("--profile", help="Run-profile YAML: guardrails (loop / stall detection, goal anchoring, caps)."),
+    ] = None,
     workflow_id: Annotated[str | None, typer.Option("--id", help="Workflow id (default nav-<repo>-<random>).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result (or the started id) as JSON.")] = False,
 ) -> None:
@@ -131,7 +144,7 @@ def explore(
     config = config_of(ctx)
     request = build_request(
         repo, goal, config=config, interactive=interactive, budget_usd=budget_usd, tokens=tokens,
-        model=model, max_iterations=max_iterations, out=out,
+        model=model, max_iterations=max_iterations, out=out, profile=profile,
     )  # fmt: skip
     local_worker = config.temporal.address is None and not detach
     validate_model(request.model, config, local_worker)

@@ -105,3 +105,14 @@ def test_config_show_never_prints_credentials(isolated_config: Callable[..., dic
         assert "very-secret" not in result.stdout + result.stderr
     data = json_of(invoke(["config", "show", "--json"], env))
     assert data["temporal"]["api_key_set"] is True and data["gemini_key_present"] is True
+
+
+def test_explore_refuses_a_bad_run_profile(isolated_config: Callable[..., dict[str, str]], tmp_path: Path) -> None:
+    env = isolated_config()
+    bad = tmp_path / "profile.yaml"
+    bad.write_text("loop:\n  bogus: 1\n")
+    result = invoke(["explore", str(FIXTURE_REPO), "goal", "--profile", str(bad)], env)
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: {bad}: loop.bogus: Extra inputs are not permitted (1 error(s) in total)\n"
+    missing = invoke(["explore", str(FIXTURE_REPO), "goal", "--profile", str(tmp_path / "nope.yaml")], env)
+    assert missing.exit_code == 2 and "does not exist" in missing.stderr
