@@ -205,6 +205,7 @@ class NavigatorActivities:
                 index_version=str(engine.index_version),
                 files_total=len(engine.files),
                 render=render,
+                rates=self.pricer.rates(inp.model),
             )
 
         return await self._guard(work())
@@ -246,6 +247,7 @@ class NavigatorActivities:
                 recent=[(r.step, r.action, r.reasoning, r.diff_lines, r.verdict) for r in recent],
                 feedback=inp.feedback,
                 notes=[note.replace(GOAL_SLOT, goal.strip()) for note in inp.notes],
+                summary_chars=inp.summary_chars,
             )
             user = build_user_prompt(parts)
             tokens = self.count_tokens(SYSTEM_PROMPT) + self.count_tokens(user)

@@ -8,6 +8,7 @@ from navcore.artifacts import ArtifactRef
 from navcore.decision import ModelDecision, TokenUsage
 from navcore.flightplan import FlightPlan, FlightPlanUpdate
 from navcore.mapmeta import MapMetadata
+from navcore.pricing import ModelPricingRates
 from navcore.state import ExecutionMode
 
 __all__ = [
@@ -94,6 +95,8 @@ class ScanOutput(_IO):
     render: RenderOutput
     #: the stored goal text (when ScanInput.goal was given)
     goal_ref: ArtifactRef | None = None
+    #: the model's price: the workflow prices its compression/planning calls with it
+    rates: ModelPricingRates | None = None
 
 
 class RecentDecision(_IO):
@@ -133,6 +136,8 @@ class PromptInput(_IO):
     #: guardrail notes; ``GOAL_SLOT`` in a note is replaced by the goal text
     #: (the workflow never copies the goal into history again)
     notes: list[str] = []
+    #: cap on quoted decision-log summaries (the run profile's compression cap)
+    summary_chars: int = Field(4000, ge=200, le=100_000)
 
 
 class DecideContext(_IO):

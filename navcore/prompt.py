@@ -13,6 +13,7 @@ import json
 from pydantic import BaseModel, ConfigDict
 
 from navcore.budget import format_usd
+from navcore.compression import SUMMARY_ACTIONS, CompressionConfig, truncate_text
 from navcore.flightplan import FlightPlan
 from navcore.mapmeta import MapMetadata
 
@@ -66,6 +67,8 @@ class PromptParts(BaseModel):
     feedback: str | None = None
     #: guardrail notes (iteration budget, goal anchor, loop / stall warnings)
     notes: list[str] = []
+    #: cap on a decision-log summary's text (compression's cap, not the per-decision one)
+    summary_chars: int = CompressionConfig().summary_text_cap
 
 
 def _recent_block(parts: PromptParts) -> list[str]:
@@ -74,6 +77,11 @@ def _recent_block(parts: PromptParts) -> list[str]:
     lines: list[str] = []
     for step, action, reasoning, diff, verdict in parts.recent:
         text = reasoning.strip().replace("\n", " ")
+        if action in SUMMARY_ACTIONS:
+            # a summary stands for many older steps: cut only at the compression cap
+            lines.append(f"- steps up to {step}: {action}: {truncate_text(text, parts.summary_chars)}")
+            lines += [f"    {d}" for d in diff[:1]]
+            continue
         if len(text) > RECENT_REASONING_CHARS:
             text = text[: RECENT_REASONING_CHARS - 1] + "…"
         tail = f" [{verdict}]" if verdict else ""

@@ -13,6 +13,7 @@ from navcore.budget import BudgetLedger
 from navcore.flightplan import FlightPlan, FlightPlanUpdate
 from navcore.guardrails import GuardrailState
 from navcore.mapmeta import MapMetadata
+from navcore.pricing import ModelPricingRates
 
 __all__ = [
     "ExecutionMode",
@@ -164,6 +165,10 @@ class NavigatorState(BaseModel):
     guard: GuardrailState = GuardrailState()
     #: activities scheduled so far (the profile's hard cap is the third safety layer)
     activities_used: int = 0
+    #: the model's price (from scan): compression calls are priced in the workflow
+    model_rates: ModelPricingRates | None = None
+    #: decision-log compressions done so far (the scripted summarizer keys by it)
+    compressions: int = 0
 
     def note(self, kind: str, sender: str, turn: int | None, note: str) -> None:
         """Remember a message outcome, keeping only the most recent ones."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from navcore.activity_io import RecentDecision
+from navcore.compression import SUMMARY_ACTIONS
 from navcore.budget import BudgetLedger, micros_to_usd, usd_to_micros
 from navcore.flightplan import FlightPlan
 from navcore.messages import EditFlightPlanInput
@@ -118,9 +119,19 @@ def apply_edit(state: NavigatorState, inp: EditFlightPlanInput) -> FlightPlan:
 
 
 def recent_decisions(state: NavigatorState, count: int) -> list[RecentDecision]:
-    """The last ``count`` decisions for the prompt, by reference to their artifacts."""
-    entries = [e for e in state.decision_log if e.action != "budget_refused"]
-    return [
+    """The decision-log summaries, then the last ``count`` decisions, for the prompt.
+
+    Decisions travel by reference to their artifacts; summary entries (from
+    compression) have no artifact and carry their text, which is already
+    capped by the compression config, so the prompt stays bounded.
+    """
+    summaries = [e for e in state.decision_log if e.action in SUMMARY_ACTIONS]
+    entries = [e for e in state.decision_log if e.action != "budget_refused" and e.action not in SUMMARY_ACTIONS]
+    quoted = [
+        RecentDecision(step=e.step, action=e.action, reasoning=e.reasoning, diff_lines=e.diff_lines[:1])
+        for e in summaries
+    ]
+    return quoted + [
         RecentDecision(
             step=e.step,
             action=e.action,

@@ -20,6 +20,7 @@ from activities.artifacts import LocalArtifactStore
 from activities.batch import BatchActivities
 from activities.models.registry import TablePricer
 from activities.navigator import NavigatorActivities
+from activities.planning import PlanningActivities
 from navcore.errors import NavigatorError
 from workflows.navigator import NavigatorWorkflow
 from workflows.batch import BatchWorkflow
@@ -71,7 +72,9 @@ def build_worker(
         raise NavigatorError("the Temporal client must use workers.converter.DATA_CONVERTER; reconnect with it")
     acts = activities or build_activities()
     by_name: dict[str, Callable[..., Any]] = {}
-    for fn in [*acts.all(), *BatchActivities().all(), *extra_activities]:
+    # planning/compression activities call the run's model through a text model
+    planning = PlanningActivities(engine_for=acts.engine)
+    for fn in [*acts.all(), *planning.all(), *BatchActivities().all(), *extra_activities]:
         by_name[_activity_name(fn)] = fn
     return Worker(
         client,

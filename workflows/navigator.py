@@ -40,6 +40,17 @@ with workflow.unsafe.imports_passed_through():
         WriteResultOutput,
     )
     from navcore.budget import format_usd, micros_to_usd, usd_to_micros
+    from navcore.compression import (
+        CompressInput,
+        CompressResult,
+        SummaryRequest,
+        build_summary_request,
+        enforce_hard_cap,
+        merge_summary,
+        needs_compression,
+        truncate_entries,
+    )
+    from navcore.pricing import cost_micro_usd, estimate_micro_usd
     from navcore.errors import BudgetError
     from navcore.flightplan import FlightPlan, FlightPlanUpdate
     from navcore.guardrails import RunProgress, check_guardrails, observe, record_iteration
@@ -169,6 +180,7 @@ class NavigatorWorkflow:
             self._publish()
             raise ApplicationError(f"scan failed: {s.stop_detail}", type="ScanFailed", non_retryable=True) from err
         s.repo_root, s.index_version, s.goal_ref = out.repo_root, out.index_version, out.goal_ref
+        s.model_rates = out.rates
         self._take_render(out.render)
 
     def _should_continue_as_new(self) -> bool:
@@ -220,6 +232,59 @@ class NavigatorWorkflow:
         s.guard = record_iteration(
             self.profile, s.guard, observe(step, d.action, d.reasoning, d.updates, observed, s.map_metadata, self.profile)
         )
+        if s.stop_reason is None and s.pending is None:
+            await self._compress_log()
+
+    async def _compress_log(self) -> None:
+        """Keep the decision log (and so state, history and prompts) bounded.
+
+        Past the profile's threshold the older entries are summarized by
+        ``navigator.compress`` (priced in the ledger like a decide call) and
+        replaced by one ``summary`` entry; the mechanical hard cap is the last
+        resort when a summary cannot be had (refused budget, failed call).
+        """
+        s, cfg = self.state, self.profile.compression
+        s.decision_log = truncate_entries(s.decision_log, cfg)
+        if needs_compression(s.decision_log, cfg) and s.activities_used < self.profile.safety.max_activities:
+            request = build_summary_request(s.decision_log, cfg)
+            summary = await self._summarize(request)
+            if summary is not None:
+                s.decision_log = merge_summary(s.decision_log, request, summary, self._entry_from, cfg)
+                s.compressions += 1
+        s.decision_log = enforce_hard_cap(s.decision_log, cfg, self._entry_from)
+
+    async def _summarize(self, request: SummaryRequest) -> str | None:
+        """The summary text of ``request``; None (logged) when refused or failed."""
+        s = self.state
+        if s.model_rates is None:
+            workflow.logger.warning("no model price from scan: the decision log is only trimmed")
+            return None
+        estimate = estimate_micro_usd(_request_tokens(request), request.max_output_tokens, s.model_rates)
+        try:
+            reservation = s.ledger.reserve(s.model, estimate, s.iteration)
+        except BudgetError as exc:
+            workflow.logger.warning("decision-log compression skipped: %s", exc)
+            return None
+        s.activities_used += 1
+        try:
+            res: CompressResult = await workflow.execute_activity(
+                "navigator.compress",
+                CompressInput(model=s.model, goal=s.goal, request=request, ordinal=s.compressions),
+                result_type=CompressResult,
+                start_to_close_timeout=timedelta(seconds=self.req.decide_retry.start_to_close_s),
+                retry_policy=_SHORT_RETRY,
+                summary=f"iter {s.iteration} · compress steps {request.first_step}–{request.last_step}",
+            )
+        except ActivityError as err:
+            s.ledger.release(reservation)
+            workflow.logger.warning("decision-log compression failed: %s", _cause_message(err))
+            return None
+        cost = cost_micro_usd(res.usage, s.model_rates, calls=max(res.calls, 1)) if res.calls else 0
+        s.ledger.reconcile(reservation, res.usage, cost, res.calls, 1)
+        return res.summary
+
+    def _entry_from(self, fields: dict[str, Any]) -> DecisionLogEntry:
+        return DecisionLogEntry(**fields, at=workflow.now())
 
     async def _build_prompt(self, step: int, notes: list[str]) -> PromptOutput:
         s = self.state
@@ -242,6 +307,7 @@ class NavigatorWorkflow:
                 recent=self._recent(),
                 feedback=s.feedback,
                 notes=notes,
+                summary_chars=self.profile.compression.summary_text_cap,
             ),
             result_type=PromptOutput,
             start_to_close_timeout=_SHORT_TIMEOUT,
@@ -631,6 +697,12 @@ def _invalid_payload(name: str, inp: object) -> bool:
         workflow.logger.warning("ignored %s signal with an empty (null) payload", name)
         return True
     return False
+
+
+def _request_tokens(request: SummaryRequest) -> int:
+    """An upper bound of the summarization prompt's tokens (one per character, plus framing)."""
+    text = sum(len(e.reasoning) + sum(len(d) for d in e.diff_lines[:6]) + 40 for e in request.entries)
+    return text + 1000
 
 
 def _one_line(exc: BaseException) -> str:

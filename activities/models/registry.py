@@ -18,7 +18,7 @@ from typing import Protocol
 from activities.models.base import ModelProvider
 from navcore.decision import TokenUsage
 from navcore.errors import ModelError
-from navcore.pricing import PricingTable, cost_micro_usd, estimate_micro_usd
+from navcore.pricing import ModelPricingRates, PricingTable, cost_micro_usd, estimate_micro_usd
 
 __all__ = ["build_provider", "Pricer", "TablePricer", "KNOWN_PREFIXES"]
 
@@ -34,6 +34,10 @@ class Pricer(Protocol):
 
     def estimate(self, model: str, prompt_tokens: int, max_output_tokens: int) -> int:
         """Upper bound of one call with this prompt size and output cap."""
+        ...
+
+    def rates(self, model: str) -> ModelPricingRates:
+        """The price of ``model`` (the workflow prices its planning/compression calls with it)."""
         ...
 
 
@@ -59,6 +63,10 @@ class TablePricer:
     def estimate(self, model: str, prompt_tokens: int, max_output_tokens: int) -> int:
         """Upper-bound micro-dollar estimate of one call."""
         return estimate_micro_usd(prompt_tokens, max_output_tokens, self.table.rates_for(model))
+
+    def rates(self, model: str) -> ModelPricingRates:
+        """The table's rates of ``model`` (``ConfigError`` when it has no price)."""
+        return self.table.rates_for(model)
 
 
 def _load(module: str, attr: str) -> type:
