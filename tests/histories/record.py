@@ -34,6 +34,9 @@ from temporalio.client import Client, WorkflowHandle  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 from test_navigator import make_activities, make_request  # noqa: E402
 
+from activities.models.text_offline import OfflineTextModel  # noqa: E402
+from activities.planning import PlanningActivities  # noqa: E402
+from navcore.compression import CompressionConfig  # noqa: E402
 from navcore.decision import TokenUsage  # noqa: E402
 from navcore.guardrails import RunProfile, SafetyConfig  # noqa: E402
 from navcore.messages import ApproveInput, EditFlightPlanInput, RaiseBudgetInput, RejectInput, StopInput  # noqa: E402
@@ -109,6 +112,13 @@ async def activity_cap(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHand
     return await _start(client, tq, make_request(tmp, max_iterations=8, profile=profile)), ScriptProvider(steps=steps)
 
 
+async def compression(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
+    # a small threshold: the log is summarized twice through navigator.compress (offline text model)
+    steps = [update(set_rules=[{"glob": f"src/budgetkit/part{i}.py", "level": 2}]) for i in range(9)]
+    profile = RunProfile(compression=CompressionConfig(threshold=4, keep_last=2))
+    return await _start(client, tq, make_request(tmp, max_iterations=9, profile=profile)), ScriptProvider(steps=steps)
+
+
 SCENARIOS = {
     "autonomous": (autonomous, None),
     "loop_detected": (loop_detected, None),
@@ -116,6 +126,7 @@ SCENARIOS = {
     "interactive": (interactive, drive_interactive),
     "budget_park": (budget_park, drive_budget_park),
     "continue_as_new": (continued, None),
+    "compression": (compression, None),
 }
 
 
@@ -126,7 +137,8 @@ async def record(client: Client, out_dir: Path) -> list[Path]:
         with tempfile.TemporaryDirectory() as tmp_name:
             tmp, tq = Path(tmp_name), f"record-{name}-{uuid.uuid4()}"
             handle, provider = await start(client, tq, tmp)
-            async with build_worker(client, tq, activities=make_activities(tmp, provider)):
+            planning = PlanningActivities(text_model_for=lambda model: OfflineTextModel()).all()
+            async with build_worker(client, tq, activities=make_activities(tmp, provider), extra_activities=planning):
                 if drive is not None:
                     await drive(handle)
                 await handle.result()
