@@ -248,6 +248,7 @@ class NavigatorActivities:
                 feedback=inp.feedback,
                 notes=[note.replace(GOAL_SLOT, goal.strip()) for note in inp.notes],
                 summary_chars=inp.summary_chars,
+                stage=inp.stage,
             )
             user = build_user_prompt(parts)
             tokens = self.count_tokens(SYSTEM_PROMPT) + self.count_tokens(user)
@@ -370,7 +371,8 @@ def _context_markdown(inp: WriteResultInput, map_text: str) -> str:
         f"# Context: {inp.goal.strip()}\n\n"
         f"Repository: `{inp.repo_root}`\n\n"
         f"## Summary\n\n{summary}\n\n"
-        f"## Repository map\n\n{map_text.rstrip()}\n"
+        + (f"## Stages and success criteria\n\n{inp.stage_plan.strip()}\n\n" if inp.stage_plan else "")
+        + f"## Repository map\n\n{map_text.rstrip()}\n"
     )
 
 

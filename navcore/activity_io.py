@@ -138,6 +138,8 @@ class PromptInput(_IO):
     notes: list[str] = []
     #: cap on quoted decision-log summaries (the run profile's compression cap)
     summary_chars: int = Field(4000, ge=200, le=100_000)
+    #: the current stage's objective and success criteria (planned runs)
+    stage: list[str] = []
 
 
 class DecideContext(_IO):
@@ -228,6 +230,8 @@ class WriteResultInput(_IO):
     #: the report JSON (state summary) is built by the workflow, stored by the activity
     report_json: str
     summary: str | None = None
+    #: the stage plan with each criterion's status (markdown), listed in context.md
+    stage_plan: str | None = None
 
 
 class WriteResultOutput(_IO):

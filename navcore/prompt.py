@@ -69,6 +69,8 @@ class PromptParts(BaseModel):
     notes: list[str] = []
     #: cap on a decision-log summary's text (compression's cap, not the per-decision one)
     summary_chars: int = CompressionConfig().summary_text_cap
+    #: the current stage: objective first, then its success criteria
+    stage: list[str] = []
 
 
 def _recent_block(parts: PromptParts) -> list[str]:
@@ -119,6 +121,8 @@ def build_user_prompt(parts: PromptParts) -> str:
         "## Recent decisions",
         *_recent_block(parts),
     ]
+    if parts.stage:
+        sections += ["", "## Current stage", *parts.stage]
     if parts.feedback:
         sections += ["", "## Feedback from the user on your last proposal", parts.feedback.strip()]
     if parts.notes:

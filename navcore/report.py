@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict
 
 from navcore.budget import format_usd
 from navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
+from navcore.planning import plan_markdown
 from navcore.state import DecisionLogEntry, MessageNote, NavigatorState
 
 __all__ = [
@@ -117,6 +118,8 @@ class TurnReport(BaseModel):
     proposed_diff: list[str]
     awaiting_turn: int | None = None
     decisions: int
+    #: the stage plan with criteria status (markdown), when the run has one
+    stage_plan: str | None = None
 
 
 class DecisionLogView(BaseModel):
@@ -147,7 +150,15 @@ def build_turn_report(state: NavigatorState) -> TurnReport:
         proposed_diff=list(state.last_diff_lines),
         awaiting_turn=state.pending.turn if state.pending else None,
         decisions=len(state.decision_log),
+        stage_plan=_stage_markdown(state),
     )
+
+
+def _stage_markdown(state: NavigatorState) -> str | None:
+    if state.stage_plan is None:
+        return None
+    checks = {c.stage_index: c for c in state.criteria}
+    return plan_markdown(state.stage_plan, checks, state.stage_index)
 
 
 def turn_report_markdown(report: TurnReport, goal: str) -> str:
@@ -170,4 +181,6 @@ def turn_report_markdown(report: TurnReport, goal: str) -> str:
         lines += [f"- `{d}`" for d in report.proposed_diff[:12]]
     if report.reasoning:
         lines.append(f"**Reasoning:** {report.reasoning}")
+    if report.stage_plan:
+        lines.append(report.stage_plan)
     return "\n".join(lines)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -64,6 +64,11 @@ class ExplorationRequest(BaseModel):
     initial_plan: FlightPlan | None = None
     #: guardrails (loop / stall detection, goal anchoring, safety caps); see navcore.guardrails
     profile: RunProfile | None = None
+    #: planning phase: "auto" (analyze → [review] → plan, or DIRECT), "direct" (one implicit
+    #: stage), "off" (no stages: the open-ended loop)
+    planning: Literal["auto", "off", "direct"] = "off"
+    #: run the critic/pragmatist/detailer review when the analysis asks for it
+    review: bool = False
     #: set only by the workflow itself when it continues as new
     carried_state: NavigatorState | None = None
 

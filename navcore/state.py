@@ -13,6 +13,7 @@ from navcore.budget import BudgetLedger
 from navcore.flightplan import FlightPlan, FlightPlanUpdate
 from navcore.guardrails import GuardrailState
 from navcore.mapmeta import MapMetadata
+from navcore.planning import CriteriaCheck, StagePlan
 from navcore.pricing import ModelPricingRates
 
 __all__ = [
@@ -169,6 +170,18 @@ class NavigatorState(BaseModel):
     model_rates: ModelPricingRates | None = None
     #: decision-log compressions done so far (the scripted summarizer keys by it)
     compressions: int = 0
+    #: the stage plan of the planning phase (None: no planning, one open-ended run)
+    stage_plan: StagePlan | None = None
+    #: the stage being worked on (index into ``stage_plan.stages``)
+    stage_index: int = 0
+    #: decisions made in the current stage
+    stage_iterations: int = 0
+    #: the model finalized the current (non-final) stage
+    stage_done: bool = False
+    #: criteria checks of finished stages, in order
+    criteria: list[CriteriaCheck] = []
+    #: replans made after a rejected plan (interactive)
+    replans: int = 0
 
     def note(self, kind: str, sender: str, turn: int | None, note: str) -> None:
         """Remember a message outcome, keeping only the most recent ones."""

@@ -136,7 +136,8 @@ def recent_decisions(state: NavigatorState, count: int) -> list[RecentDecision]:
             step=e.step,
             action=e.action,
             # the prompt activity reads reasoning and diff from the decision artifact
-            reasoning="" if e.decision_ref else shorten(e.error or "", RECENT_REASONING_CHARS),
+            reasoning="" if e.decision_ref else shorten(e.error or e.reasoning, RECENT_REASONING_CHARS),
+            diff_lines=[] if e.decision_ref else e.diff_lines[:4],
             verdict=e.verdict,
             decision_ref=e.decision_ref,
         )

@@ -24,6 +24,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
+from workflows._navigator_stages import StagesMixin
+
 with workflow.unsafe.imports_passed_through():
     from navcore.activity_io import (
         AttemptUsage,
@@ -126,7 +128,7 @@ _LOG_REASONING_CHARS = 1200
 
 
 @workflow.defn(name="NavigatorWorkflow")
-class NavigatorWorkflow:
+class NavigatorWorkflow(StagesMixin):
     """A durable exploration of one repository for one goal."""
 
     @workflow.init
@@ -146,6 +148,8 @@ class NavigatorWorkflow:
             # the goal in the memo makes runs findable in the Web UI even without the CLI's memo
             workflow.upsert_memo({"goal": shorten(s.goal, 2000), "repo": s.repo_root, "model": s.model})
             await self._scan()
+            if self.req.planning != "off" and s.stop_reason is None:
+                await self._plan_phase()
         while s.stop_reason is None:
             try:
                 await self._iteration()
@@ -232,6 +236,8 @@ class NavigatorWorkflow:
         s.guard = record_iteration(
             self.profile, s.guard, observe(step, d.action, d.reasoning, d.updates, observed, s.map_metadata, self.profile)
         )
+        if s.stage_plan is not None and s.pending is None:
+            await self._after_stage_step()
         if s.stop_reason is None and s.pending is None:
             await self._compress_log()
 
@@ -308,6 +314,7 @@ class NavigatorWorkflow:
                 feedback=s.feedback,
                 notes=notes,
                 summary_chars=self.profile.compression.summary_text_cap,
+                stage=self._stage_lines(),
             ),
             result_type=PromptOutput,
             start_to_close_timeout=_SHORT_TIMEOUT,
@@ -346,6 +353,11 @@ class NavigatorWorkflow:
     async def _apply(self, step: int, out: DecideOutput) -> FlightPlan:
         """Apply one decision; returns the plan it proposed (for the guardrails)."""
         s, decision = self.state, out.decision
+        if decision.action == "finalize_context" and self._more_stages():
+            # finalizing a stage that is not the last one: the next stage starts
+            s.stage_done = True
+            self._log(step, decision.action, decision.reasoning, out=out, diff=["stage finished by the model"])
+            return s.flight_plan
         if decision.action == "finalize_context":
             s.final_summary = shorten(decision.summary or decision.reasoning, _SUMMARY_CHARS)
             self._log(step, decision.action, decision.reasoning, out=out)
@@ -481,6 +493,7 @@ class NavigatorWorkflow:
                 map_ref=s.map_ref,
                 report_json=self._report_json(),
                 summary=s.final_summary,
+                stage_plan=self._stage_plan_markdown(),
             ),
             result_type=WriteResultOutput,
             start_to_close_timeout=_SHORT_TIMEOUT,

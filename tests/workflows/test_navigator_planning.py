@@ -1,0 +1,107 @@
+"""Planning phase and stages inside NavigatorWorkflow (real dev server, scripted models).
+
+The decisions come from the scripted provider, the planning/stage answers
+from the scripted text model; the workflow runs analyze → [review] → plan,
+then the stages with their caps, criteria checks and reflections.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update
+from test_navigator import make_activities, make_request, run
+
+from activities.models.text import ScriptedTextModel
+from activities.planning import PlanningActivities
+from navcore.state import StopReason
+from workflows.navigator import NavigatorWorkflow
+
+TWO_STAGES = (
+    "STAGE 1: Find where the ledger books tokens\n- `src/budgetkit/ledger.py` is shown\n- `reserve` is visible\n"
+    "MAX_ITERATIONS: 2\nSTAGE 2: Document the CLI\n- the CLI is shown\nMAX_ITERATIONS: 2"
+)
+
+
+def planning(responses: dict[str, list[Any]]) -> tuple[list[Any], ScriptedTextModel]:
+    model = ScriptedTextModel(responses)
+    return PlanningActivities(text_model_for=lambda name: model).all(), model
+
+
+async def _explore(client, task_queue, start_worker, tmp_path: Path, steps: list[Any],
+                   texts: dict[str, list[Any]], **req: Any) -> tuple[Any, Any, ScriptProvider, ScriptedTextModel]:
+    provider = ScriptProvider(steps=steps)
+    acts, model = planning(texts)
+    wf_id = f"nav-plan-{uuid.uuid4()}"
+    async with start_worker(make_activities(tmp_path, provider), extra_activities=acts):
+        result = await run(client, task_queue, make_request(tmp_path, **req), wf_id)
+        log = await client.get_workflow_handle(wf_id).query(NavigatorWorkflow.get_decision_log)
+    return result, log, provider, model
+
+
+async def test_direct_goal_runs_one_implicit_stage(client, task_queue, start_worker, tmp_path) -> None:
+    texts = {"planning.analyze": ["DIRECT: one file answers it"], "stages.check_criteria": ["C1: MET | ledger at L4"]}
+    result, log, provider, model = await _explore(
+        client, task_queue, start_worker, tmp_path, [ZOOM_BUDGET], texts, planning="auto"
+    )
+    actions = [e.action for e in log.entries]
+    assert actions[:2] == ["planning_analysis", "stage_plan"]
+    assert [k for k, _, _ in model.requests] == ["planning.analyze", "stages.check_criteria"]
+    assert result.stop_reason is StopReason.FINALIZED and "criteria_check" in actions
+    assert "## Current stage" in provider.prompts[0] and "Stage 1 of 1: Answer the goal directly" in provider.prompts[0]
+    context = Path(result.context_path).read_text()
+    assert "## Stages and success criteria" in context and "[x]" in context
+    # planning calls are in the ledger: input tokens of the analysis are logged
+    assert log.entries[0].input_tokens > 0
+
+
+async def test_plan_without_review_skips_the_review(client, task_queue, start_worker, tmp_path) -> None:
+    texts = {
+        "planning.analyze": ["Ledger and CLI.\nREFLECT: yes"],
+        "planning.plan": [TWO_STAGES],
+        "stages.check_criteria": ["C1: MET | ok\nC2: MET | ok", "C1: MET | ok"],
+        "stages.reflect": ["KEEP: on track"],
+    }
+    result, log, provider, model = await _explore(
+        client, task_queue, start_worker, tmp_path, [ZOOM_BUDGET, "finalize", ZOOM_OUT_CLI], texts, planning="auto"
+    )
+    kinds = [k for k, _, _ in model.requests]
+    assert "planning.review" not in kinds and kinds[:2] == ["planning.analyze", "planning.plan"]
+    # stage 1 was finalized by the model at step 2; stage 2 started with step 3
+    assert "Stage 1 of 2" in provider.prompts[1] and "Stage 2 of 2: Document the CLI" in provider.prompts[2]
+    assert result.stop_reason is StopReason.FINALIZED
+
+
+async def test_review_and_failed_criteria_rewrite_the_remaining_stages(
+    client, task_queue, start_worker, tmp_path
+) -> None:
+    texts = {
+        "planning.analyze": ["Several areas.\nREFLECT: yes"],
+        "planning.review": ["CRITIC: assumes the ledger\nPRAGMATIST: start with the plugin\n"
+                            "DETAILER: inspect reserve\nADJUSTMENTS:\n- look at reserve"],
+        "planning.plan": [TWO_STAGES],
+        "stages.check_criteria": ["C1: MET | ledger.py shown\nC2: NOT MET | reserve() not in the map",
+                                  "C1: MET | reserve at L4"],
+        "stages.reflect": ["REWRITE: reserve is still missing\nSTAGE 1: Find reserve\n- `reserve` is visible\n"
+                           "MAX_ITERATIONS: 2"],
+    }
+    steps = [ZOOM_BUDGET, ZOOM_OUT_CLI, update(set_rules=[{"glob": "src/budgetkit/ledger.py", "level": 4}])]
+    result, log, provider, model = await _explore(
+        client, task_queue, start_worker, tmp_path, steps, texts, planning="auto", review=True
+    )
+    actions = [e.action for e in log.entries]
+    assert actions[:4] == ["planning_analysis", "planning_review", "stage_plan", "update_flight_plan"]
+    # the stage cap (2) ended stage 1: its criteria failed and the reflection rewrote stage 2
+    check = next(e for e in log.entries if e.action == "criteria_check")
+    assert any(line.startswith("NOT met: `reserve` is visible") for line in check.diff_lines)
+    reflection = next(e for e in log.entries if e.action == "reflection")
+    assert reflection.diff_lines == ["+ stage: Find reserve"] and "rewrite" in reflection.reasoning
+    assert "Stage 2 of 2: Find reserve" in provider.prompts[2]
+    assert result.stop_reason is StopReason.FINALIZED and result.iterations == 4
+    context = Path(result.context_path).read_text()
+    assert "Find reserve" in context and "[!]" in context
+    report = json.loads(Path(result.report_path).read_text())
+    assert report["stop_reason"] == "finalized"
