@@ -34,6 +34,7 @@ from temporalio.client import Client, WorkflowHandle  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 from test_navigator import make_activities, make_request  # noqa: E402
 
+from activities.models.text import ScriptedTextModel  # noqa: E402
 from activities.models.text_offline import OfflineTextModel  # noqa: E402
 from activities.planning import PlanningActivities  # noqa: E402
 from navcore.compression import CompressionConfig  # noqa: E402
@@ -119,6 +120,23 @@ async def compression(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandl
     return await _start(client, tq, make_request(tmp, max_iterations=9, profile=profile)), ScriptProvider(steps=steps)
 
 
+#: planning answers of the "planning" scenario: review, a failed criterion, a rewritten stage
+PLANNING_TEXTS = {
+    "planning.analyze": ["Several areas.\nREFLECT: yes"],
+    "planning.review": ["CRITIC: assumes the ledger\nPRAGMATIST: start with the plugin\nDETAILER: inspect reserve"],
+    "planning.plan": ["STAGE 1: Find the ledger\n- `ledger.py` is shown\n- `reserve` is visible\nMAX_ITERATIONS: 2\n"
+                      "STAGE 2: Document the CLI\n- the CLI is shown\nMAX_ITERATIONS: 2"],
+    "stages.check_criteria": ["C1: MET | ledger shown\nC2: NOT MET | reserve missing", "C1: MET | reserve at L4"],
+    "stages.reflect": ["REWRITE: reserve missing\nSTAGE 1: Find reserve\n- `reserve` is visible\nMAX_ITERATIONS: 2"],
+}
+
+
+async def planned(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
+    provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI, ZOOM_BUDGET])
+    req = make_request(tmp, max_iterations=8, planning="auto", review=True)
+    return await _start(client, tq, req), provider
+
+
 SCENARIOS = {
     "autonomous": (autonomous, None),
     "loop_detected": (loop_detected, None),
@@ -127,6 +145,7 @@ SCENARIOS = {
     "budget_park": (budget_park, drive_budget_park),
     "continue_as_new": (continued, None),
     "compression": (compression, None),
+    "planning": (planned, None),
 }
 
 
@@ -137,7 +156,8 @@ async def record(client: Client, out_dir: Path) -> list[Path]:
         with tempfile.TemporaryDirectory() as tmp_name:
             tmp, tq = Path(tmp_name), f"record-{name}-{uuid.uuid4()}"
             handle, provider = await start(client, tq, tmp)
-            planning = PlanningActivities(text_model_for=lambda model: OfflineTextModel()).all()
+            text_model = ScriptedTextModel(PLANNING_TEXTS) if name == "planning" else OfflineTextModel()
+            planning = PlanningActivities(text_model_for=lambda model: text_model).all()
             async with build_worker(client, tq, activities=make_activities(tmp, provider), extra_activities=planning):
                 if drive is not None:
                     await drive(handle)
