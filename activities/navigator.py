@@ -249,6 +249,7 @@ class NavigatorActivities:
                 notes=[note.replace(GOAL_SLOT, goal.strip()) for note in inp.notes],
                 summary_chars=inp.summary_chars,
                 stage=inp.stage,
+                tool_results=inp.tool_results,
             )
             user = build_user_prompt(parts)
             tokens = self.count_tokens(SYSTEM_PROMPT) + self.count_tokens(user)

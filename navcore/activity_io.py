@@ -140,6 +140,8 @@ class PromptInput(_IO):
     summary_chars: int = Field(4000, ge=200, le=100_000)
     #: the current stage's objective and success criteria (planned runs)
     stage: list[str] = []
+    #: results of the last decision's code-tool calls (capped, one block per call)
+    tool_results: list[str] = []
 
 
 class DecideContext(_IO):

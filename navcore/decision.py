@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from navcore.flightplan import FlightPlanUpdate
+from navcore.tools import ToolCall
 
 __all__ = ["TokenUsage", "ModelDecision", "DecisionAction"]
 
-DecisionAction = Literal["update_flight_plan", "finalize_context", "invalid"]
+DecisionAction = Literal["update_flight_plan", "finalize_context", "call_tools", "invalid"]
 
 
 class TokenUsage(BaseModel):
@@ -52,3 +53,5 @@ class ModelDecision(BaseModel):
     #: provider calls made for this decision (1 + corrective re-asks)
     calls: int = Field(1, ge=0)
     error: str | None = None
+    #: code-tool calls (action ``call_tools``): run before the next map update
+    tool_calls: Annotated[list[ToolCall], Field(max_length=8)] = []

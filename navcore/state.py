@@ -15,6 +15,7 @@ from navcore.guardrails import GuardrailState
 from navcore.mapmeta import MapMetadata
 from navcore.planning import CriteriaCheck, StagePlan
 from navcore.pricing import ModelPricingRates
+from navcore.tools import ToolResult
 
 __all__ = [
     "ExecutionMode",
@@ -180,8 +181,10 @@ class NavigatorState(BaseModel):
     stage_done: bool = False
     #: criteria checks of finished stages, in order
     criteria: list[CriteriaCheck] = []
-    #: replans made after a rejected plan (interactive)
+    #: replans made after a rejected plan (kept: states carried by earlier runs hold it)
     replans: int = 0
+    #: results of the last decision's tool calls, shown in the next prompt only
+    tool_results: list[ToolResult] = []
 
     def note(self, kind: str, sender: str, turn: int | None, note: str) -> None:
         """Remember a message outcome, keeping only the most recent ones."""

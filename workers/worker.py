@@ -21,6 +21,7 @@ from activities.batch import BatchActivities
 from activities.models.registry import TablePricer
 from activities.navigator import NavigatorActivities
 from activities.planning import PlanningActivities
+from activities.tools import CodeToolActivities
 from navcore.errors import NavigatorError
 from workflows.navigator import NavigatorWorkflow
 from workflows.batch import BatchWorkflow
@@ -74,7 +75,8 @@ def build_worker(
     by_name: dict[str, Callable[..., Any]] = {}
     # planning/compression activities call the run's model through a text model
     planning = PlanningActivities(engine_for=acts.engine)
-    for fn in [*acts.all(), *planning.all(), *BatchActivities().all(), *extra_activities]:
+    tools = CodeToolActivities(engine_for=acts.engine, store=acts.store)
+    for fn in [*acts.all(), *planning.all(), *tools.all(), *BatchActivities().all(), *extra_activities]:
         by_name[_activity_name(fn)] = fn
     return Worker(
         client,

@@ -25,6 +25,7 @@ from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
 from workflows._navigator_stages import StagesMixin
+from workflows._navigator_tools import ToolsMixin, tool_result_lines
 
 with workflow.unsafe.imports_passed_through():
     from navcore.activity_io import (
@@ -128,7 +129,7 @@ _LOG_REASONING_CHARS = 1200
 
 
 @workflow.defn(name="NavigatorWorkflow")
-class NavigatorWorkflow(StagesMixin):
+class NavigatorWorkflow(StagesMixin, ToolsMixin):
     """A durable exploration of one repository for one goal."""
 
     @workflow.init
@@ -231,6 +232,7 @@ class NavigatorWorkflow(StagesMixin):
         spent = out.spent
         s.ledger.reconcile(reservation, spent.usage, spent.cost_micros, spent.calls, spent.attempts)
         s.iteration, s.last_cost_micros, s.feedback = step, spent.cost_micros, None
+        s.tool_results = []  # shown once, in the prompt of this decision
         observed = await self._apply(step, out)
         d = out.decision
         s.guard = record_iteration(
@@ -315,6 +317,7 @@ class NavigatorWorkflow(StagesMixin):
                 notes=notes,
                 summary_chars=self.profile.compression.summary_text_cap,
                 stage=self._stage_lines(),
+                tool_results=tool_result_lines(s.tool_results),
             ),
             result_type=PromptOutput,
             start_to_close_timeout=_SHORT_TIMEOUT,
@@ -353,6 +356,13 @@ class NavigatorWorkflow(StagesMixin):
     async def _apply(self, step: int, out: DecideOutput) -> FlightPlan:
         """Apply one decision; returns the plan it proposed (for the guardrails)."""
         s, decision = self.state, out.decision
+        if decision.action == "call_tools" and decision.tool_calls:
+            # tools first, map later: the results reach the next prompt only
+            self._log(step, decision.action, decision.reasoning, out=out,
+                      diff=[c.summary() for c in decision.tool_calls])
+            results = await self._run_tools(step, decision.tool_calls)
+            s.decision_log[-1].error = "; ".join(f"{r.tool}: {r.error}" for r in results if not r.ok) or None
+            return s.flight_plan
         if decision.action == "finalize_context" and self._more_stages():
             # finalizing a stage that is not the last one: the next stage starts
             s.stage_done = True

@@ -38,6 +38,7 @@ from activities.models.base import DecideCall
 from navcore.decision import ModelDecision, TokenUsage
 from navcore.errors import ConfigError, ModelError
 from navcore.flightplan import FlightPlanUpdate
+from navcore.tools import ToolCall
 from navcore.pricing import format_validation_error
 
 __all__ = ["ScriptedDecision", "DecisionScript", "ScriptedProvider", "ScriptedAttemptError"]
@@ -50,7 +51,7 @@ class ScriptedDecision(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    action: Literal["update_flight_plan", "finalize_context", "invalid"]
+    action: Literal["update_flight_plan", "finalize_context", "call_tools", "invalid"]
     reasoning: Annotated[str, Field(max_length=20_000)] = ""
     updates: FlightPlanUpdate | None = None
     summary: Annotated[str | None, Field(max_length=20_000)] = None
@@ -62,6 +63,8 @@ class ScriptedDecision(BaseModel):
     fail_attempts: int = Field(0, ge=0, le=20)
     #: usage each failed attempt reports
     failed_usage: TokenUsage = TokenUsage()
+    #: the code-tool calls of a ``call_tools`` answer
+    tool_calls: list[ToolCall] = []
 
     @model_validator(mode="after")
     def _fields_match_action(self) -> "ScriptedDecision":
@@ -69,6 +72,8 @@ class ScriptedDecision(BaseModel):
             raise ValueError("update_flight_plan needs 'updates' (use {} for no change)")
         if self.action == "finalize_context" and not (self.summary or "").strip():
             raise ValueError("finalize_context needs a non-empty 'summary'")
+        if self.action == "call_tools" and not self.tool_calls:
+            raise ValueError("call_tools needs a non-empty 'tool_calls' list of {name, args}")
         if self.action == "invalid" and not (self.error or "").strip():
             raise ValueError("invalid needs an 'error' saying what the model got wrong")
         return self
@@ -177,4 +182,5 @@ class ScriptedProvider:
             model=call.model,
             usage=entry.usage,
             calls=entry.calls,
+            tool_calls=entry.tool_calls,
         )

@@ -39,6 +39,7 @@ from activities.models.text_offline import OfflineTextModel  # noqa: E402
 from activities.planning import PlanningActivities  # noqa: E402
 from navcore.compression import CompressionConfig  # noqa: E402
 from navcore.decision import TokenUsage  # noqa: E402
+from navcore.tools import ToolCall  # noqa: E402
 from navcore.guardrails import RunProfile, SafetyConfig  # noqa: E402
 from navcore.messages import ApproveInput, EditFlightPlanInput, RaiseBudgetInput, RejectInput, StopInput  # noqa: E402
 from navcore.requests import DecideRetryConfig  # noqa: E402
@@ -137,6 +138,16 @@ async def planned(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, S
     return await _start(client, tq, req), provider
 
 
+async def tool_calls(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
+    # a search, a read and a ../ escape (an error result), then a map update
+    calls = [
+        ToolCall(name="search_codebase", args={"query": "ledger reserve"}),
+        ToolCall(name="read_file", args={"path": "src/budgetkit/ledger.py", "start_line": 1, "end_line": 5}),
+        ToolCall(name="read_file", args={"path": "../../etc/passwd"}),
+    ]
+    return await _start(client, tq, make_request(tmp)), ScriptProvider(steps=[calls, ZOOM_BUDGET])
+
+
 SCENARIOS = {
     "autonomous": (autonomous, None),
     "loop_detected": (loop_detected, None),
@@ -146,6 +157,7 @@ SCENARIOS = {
     "continue_as_new": (continued, None),
     "compression": (compression, None),
     "planning": (planned, None),
+    "tool_calls": (tool_calls, None),
 }
 
 

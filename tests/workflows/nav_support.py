@@ -167,7 +167,7 @@ class ScriptProvider:
     consumed (raised as an exception carrying ``usage``).
     """
 
-    steps: list[FlightPlanUpdate | str] = field(default_factory=list)
+    steps: list[Any] = field(default_factory=list)
     usage: TokenUsage = field(default_factory=lambda: TokenUsage(input_tokens=1000, output_tokens=100))
     fail_first_attempt: dict[int, TokenUsage] = field(default_factory=dict)
     delay_s: float = 0.0
@@ -192,6 +192,9 @@ class ScriptProvider:
                 action="finalize_context", reasoning=f"step {step}: enough", summary="The budget plugin double-counts.",
                 model=call.model, usage=self.usage,
             )
+        if isinstance(item, list):  # a list of ToolCall: a call_tools decision
+            return ModelDecision(action="call_tools", reasoning=f"step {step}: look things up", tool_calls=item,
+                                 model=call.model, usage=self.usage)
         if item == "invalid":
             return ModelDecision(action="invalid", reasoning="no call", model=call.model, usage=self.usage, error="missing call")
         assert isinstance(item, FlightPlanUpdate)

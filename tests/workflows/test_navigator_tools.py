@@ -1,0 +1,49 @@
+"""Code-tool calls inside NavigatorWorkflow (real dev server, scripted model).
+
+A ``call_tools`` decision runs each call as its ``tools.*`` activity; the
+next prompt shows the capped results; a ``../`` escape comes back as an error
+result and the run goes on.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from nav_support import ZOOM_BUDGET, ScriptProvider
+from test_navigator import make_activities, make_request, run
+from temporalio.api.enums.v1 import EventType
+
+from navcore.state import StopReason
+from navcore.tools import ToolCall
+from workflows.navigator import NavigatorWorkflow
+
+CALLS = [
+    ToolCall(name="search_codebase", args={"query": "ledger reserve"}),
+    ToolCall(name="read_file", args={"path": "src/budgetkit/ledger.py", "start_line": 1, "end_line": 5}),
+    ToolCall(name="read_file", args={"path": "../../etc/passwd"}),
+]
+
+
+async def test_tool_call_round_trip_with_an_escape_attempt(client, task_queue, start_worker, tmp_path) -> None:
+    provider = ScriptProvider(steps=[CALLS, ZOOM_BUDGET])
+    wf_id = f"nav-tools-{uuid.uuid4()}"
+    async with start_worker(make_activities(tmp_path, provider)):
+        result = await run(client, task_queue, make_request(tmp_path), wf_id)
+        handle = client.get_workflow_handle(wf_id)
+        log = await handle.query(NavigatorWorkflow.get_decision_log)
+        history = await handle.fetch_history()
+    assert result.stop_reason is StopReason.FINALIZED and result.iterations == 3
+    entry = log.entries[0]
+    assert entry.action == "call_tools" and entry.diff_lines[0] == "search_codebase 'ledger reserve'"
+    assert entry.error is not None and "read_file" in entry.error  # the escape, as an error result
+    # the next prompt (and only that one) shows the results
+    second, third = provider.prompts[1], provider.prompts[2]
+    assert "## Tool results" in second and "## Tool results" not in third
+    assert "ledger.py" in second and "ERROR:" in second
+    assert "root:" not in second  # nothing outside the repository was read
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    assert scheduled.count("tools.read_file") == 2 and "tools.search_codebase" in scheduled
