@@ -308,6 +308,11 @@ def _collect(chunks: list[types.GenerateContentResponse]) -> _Answer:
 
 
 def _decision(model: str, parsed: ParsedCall, usage: TokenUsage, calls: int) -> ModelDecision:
+    if parsed.action == "call_tools":
+        return ModelDecision(
+            action="call_tools", reasoning=_cap(parsed.reasoning), tool_calls=list(parsed.tool_calls),
+            model=model, usage=usage, calls=calls,
+        )
     if parsed.action == FINALIZE_FUNCTION:
         return ModelDecision(
             action="finalize_context",

@@ -21,6 +21,7 @@ from google.genai import types
 from pydantic import ValidationError
 
 from navcore.flightplan import FlightPlanUpdate
+from navcore.tools import TOOL_NAMES, ToolCall
 
 __all__ = [
     "UPDATE_FUNCTION",
@@ -156,7 +157,9 @@ def navigator_tool() -> types.Tool:
             required=["summary"],
         ),
     )
-    return types.Tool(function_declarations=[update, finalize])
+    from activities.tools import gemini_code_tool_declarations  # the code tools' own declarations
+
+    return types.Tool(function_declarations=[update, finalize, *gemini_code_tool_declarations()])
 
 
 def forced_tool_config() -> types.ToolConfig:
@@ -164,7 +167,7 @@ def forced_tool_config() -> types.ToolConfig:
     return types.ToolConfig(
         function_calling_config=types.FunctionCallingConfig(
             mode=types.FunctionCallingConfigMode.ANY,
-            allowed_function_names=list(FUNCTION_NAMES),
+            allowed_function_names=[*FUNCTION_NAMES, *TOOL_NAMES],
         )
     )
 
@@ -178,6 +181,20 @@ class ParsedCall:
     updates: FlightPlanUpdate | None = None
     summary: str | None = None
     error: str | None = None
+    #: code-tool calls (action ``call_tools``); their arguments are checked by the tool activity
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+#: tool calls accepted in one answer (more is a corrective re-ask)
+MAX_TOOL_CALLS = 8
+
+
+def _tool_calls(calls: list[types.FunctionCall]) -> ParsedCall:
+    if len(calls) > MAX_TOOL_CALLS:
+        return ParsedCall(error=f"{len(calls)} tool calls; make at most {MAX_TOOL_CALLS} per turn")
+    parsed = tuple(ToolCall(name=c.name, args=dict(c.args or {})) for c in calls)  # type: ignore[arg-type]
+    return ParsedCall(action="call_tools", reasoning="tool calls: " + "; ".join(c.summary() for c in parsed),
+                      tool_calls=parsed)
 
 
 def _validation_text(exc: ValidationError) -> str:
@@ -191,11 +208,16 @@ def _validation_text(exc: ValidationError) -> str:
 def parse_function_call(calls: list[types.FunctionCall]) -> ParsedCall:
     """Validate the model's function calls; exactly one navigator call is usable."""
     named = [c for c in calls if c.name in FUNCTION_NAMES]
+    tools = [c for c in calls if c.name in TOOL_NAMES]
     if not calls:
         return ParsedCall(error="the answer contained no function call")
+    if tools and named:
+        return ParsedCall(error="call code tools or one navigator function in a turn, not both")
+    if tools and len(tools) == len(calls):
+        return _tool_calls(tools)
     if not named:
         names = ", ".join(sorted({str(c.name) for c in calls}))
-        return ParsedCall(error=f"unknown function(s) {names}; only {', '.join(FUNCTION_NAMES)}")
+        return ParsedCall(error=f"unknown function(s) {names}; only {', '.join((*FUNCTION_NAMES, *TOOL_NAMES))}")
     if len(named) > 1:
         return ParsedCall(error=f"{len(named)} function calls; call exactly one function")
     call = named[0]

@@ -85,7 +85,9 @@ async def test_streamed_function_call_round_trip() -> None:
     assert body["systemInstruction"]["parts"][0]["text"].startswith("SYSTEM:")
     assert body["contents"][0]["parts"][0]["text"].startswith("GOAL:")
     names = [f["name"] for f in body["tools"][0]["functionDeclarations"]]
-    assert names == ["update_flight_plan", "finalize_context"]
+    # the navigator functions, then the code tools (issue 4)
+    assert names == ["update_flight_plan", "finalize_context", "search_codebase", "read_file", "list_directory",
+                     "get_callers", "get_callees"]
     assert body["toolConfig"]["functionCallingConfig"]["mode"] == "ANY"
     assert body["generationConfig"]["maxOutputTokens"] == 777
 
