@@ -181,6 +181,8 @@ class NavigatorState(BaseModel):
     stage_done: bool = False
     #: criteria checks of finished stages, in order
     criteria: list[CriteriaCheck] = []
+    #: decision-log entries of navigator steps ever logged (compression folds the log, not this)
+    decisions_logged: int = 0
     #: replans made after a rejected plan (kept: states carried by earlier runs hold it)
     replans: int = 0
     #: results of the last decision's tool calls, shown in the next prompt only

@@ -12,6 +12,7 @@ remaining stages, and are logged. Every call is priced in the ledger
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -43,7 +44,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from navcore.pricing import cost_micro_usd, estimate_micro_usd
     from navcore.report import shorten
-    from navcore.state import DecisionLogEntry, NavigatorState, StopReason
+    from navcore.state import DecisionLogEntry, ExecutionMode, NavigatorState, PendingTurn, Status, StopReason
 
 __all__ = ["StagesMixin", "PLANNING_TIMEOUT"]
 
@@ -112,9 +113,52 @@ class StagesMixin:
                 PlanResult,
                 "plan",
             )
+            self._set_plan(planned.plan, f"{len(planned.plan.stages)} stages planned", planned)
+            if s.mode is ExecutionMode.INTERACTIVE:
+                await self._approve_plan(PlanInput(**common, analysis=analysis, review=review,
+                                                   map_metadata=s.map_metadata, flight_plan=s.flight_plan))
         except PlanningFailed:
             return
-        self._set_plan(planned.plan, f"{len(planned.plan.stages)} stages planned", planned)
+
+    async def _approve_plan(self, replan: PlanInput) -> None:
+        """Interactive: the plan is approved like a turn; a rejection re-plans once with the feedback."""
+        s, cfg = self.state, self._planning_config()
+        for attempt in (1, 2):
+            verdict, feedback = await self._plan_verdict()
+            s.decision_log[-1].verdict, s.decision_log[-1].feedback = verdict, feedback
+            if verdict == "approve":
+                return
+            if verdict == "stop":
+                self._stop(StopReason.STOPPED, f"{s.stop_requested or 'the plan was stopped'} (by {s.stop_sender or 'user'})")
+                return
+            if attempt == 2:
+                self._set_plan(direct_plan(s.goal, cfg), "the re-plan was rejected too: one direct stage")
+                return
+            note = f"\nUSER FEEDBACK ON THE PREVIOUS PLAN (revise it): {feedback or 'rejected without feedback'}"
+            analysis = replan.analysis.model_copy(update={"analysis": (replan.analysis.analysis + note)[-20_000:]})
+            planned = await self._priced("planning.plan", replan.model_copy(update={"analysis": analysis}),
+                                         PlanResult, "re-plan with feedback")
+            self._set_plan(planned.plan, f"re-planned after the user's feedback: {shorten(feedback or '', 300)}",
+                           planned)
+
+    async def _plan_verdict(self) -> tuple[str, str | None]:
+        """Wait for approve / reject / stop of the stage plan (the pending turn ``iteration + 1``)."""
+        s = self.state
+        pending = PendingTurn(turn=s.iteration + 1, previous_plan=s.flight_plan, proposed_plan=s.flight_plan)
+        s.pending, s.status = pending, Status.AWAITING_APPROVAL
+        self._publish()
+        try:
+            await workflow.wait_condition(
+                lambda: pending.verdict is not None or s.stop_requested is not None
+                or s.mode is ExecutionMode.AUTONOMOUS,
+                timeout=timedelta(seconds=self.req.approval.timeout_s),
+                timeout_summary="approval of the stage plan",
+            )
+        except asyncio.TimeoutError:
+            pending.verdict = self.req.approval.default_verdict
+        s.pending, s.status = None, Status.THINKING
+        verdict = pending.verdict or ("stop" if s.stop_requested is not None else "approve")
+        return verdict, pending.feedback
 
     def _set_plan(self, plan: StagePlan, why: str, result: Any = None) -> None:
         s = self.state

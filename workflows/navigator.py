@@ -522,7 +522,7 @@ class NavigatorWorkflow(StagesMixin, ToolsMixin):
             stop_reason=s.stop_reason,
             stop_detail=s.stop_detail,
             iterations=s.iteration,
-            decisions=len(s.decision_log),
+            decisions=s.decisions_logged,
             cost_micros=s.ledger.spent_micros,
             cost_usd=micros_to_usd(s.ledger.spent_micros),
             max_usd=micros_to_usd(s.ledger.max_micros),
@@ -579,6 +579,7 @@ class NavigatorWorkflow(StagesMixin, ToolsMixin):
             decision_ref=out.decision_ref if out else None,
         )
         s.decision_log.append(entry)
+        s.decisions_logged += 1
         if step_taken:
             s.last_reasoning, s.last_diff_lines = entry.reasoning, entry.diff_lines
         self._publish()

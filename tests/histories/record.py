@@ -138,6 +138,23 @@ async def planned(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, S
     return await _start(client, tq, req), provider
 
 
+async def planned_interactive(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
+    req = make_request(tmp, max_iterations=4, planning="auto", mode=ExecutionMode.INTERACTIVE)
+    return await _start(client, tq, req), ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI])
+
+
+async def drive_planned_interactive(handle: WorkflowHandle) -> None:
+    # reject the plan (re-plan with the feedback), approve the re-plan, approve turn 1, stop at turn 2
+    await wait_for(handle, lambda r: r.awaiting_turn == 1 and r.stage_plan is not None)
+    await handle.signal(NavigatorWorkflow.reject, RejectInput(turn=1, sender="rec", feedback="CLI first"))
+    await wait_for(handle, lambda r: r.awaiting_turn == 1 and r.decisions == 3)
+    await handle.signal(NavigatorWorkflow.approve, ApproveInput(turn=1, sender="rec"))
+    await wait_for(handle, lambda r: r.awaiting_turn == 1 and r.decisions == 4)
+    await handle.signal(NavigatorWorkflow.approve, ApproveInput(turn=1, sender="rec"))
+    await wait_for(handle, lambda r: r.awaiting_turn == 2)
+    await handle.signal(NavigatorWorkflow.stop, StopInput(sender="rec", reason="enough"))
+
+
 async def tool_calls(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
     # a search, a read and a ../ escape (an error result), then a map update
     calls = [
@@ -158,6 +175,7 @@ SCENARIOS = {
     "compression": (compression, None),
     "planning": (planned, None),
     "tool_calls": (tool_calls, None),
+    "planning_interactive": (planned_interactive, drive_planned_interactive),
 }
 
 
@@ -168,7 +186,7 @@ async def record(client: Client, out_dir: Path) -> list[Path]:
         with tempfile.TemporaryDirectory() as tmp_name:
             tmp, tq = Path(tmp_name), f"record-{name}-{uuid.uuid4()}"
             handle, provider = await start(client, tq, tmp)
-            text_model = ScriptedTextModel(PLANNING_TEXTS) if name == "planning" else OfflineTextModel()
+            text_model = ScriptedTextModel(PLANNING_TEXTS) if name.startswith("planning") else OfflineTextModel()
             planning = PlanningActivities(text_model_for=lambda model: text_model).all()
             async with build_worker(client, tq, activities=make_activities(tmp, provider), extra_activities=planning):
                 if drive is not None:

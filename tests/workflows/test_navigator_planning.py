@@ -12,12 +12,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update
-from test_navigator import make_activities, make_request, run
+from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update, wait_for
+from test_navigator import TIMEOUT, make_activities, make_request, run
 
 from activities.models.text import ScriptedTextModel
 from activities.planning import PlanningActivities
-from navcore.state import StopReason
+from navcore.messages import ApproveInput, RejectInput, StopInput
+from navcore.state import ExecutionMode, StopReason
 from workflows.navigator import NavigatorWorkflow
 
 TWO_STAGES = (
@@ -105,3 +106,36 @@ async def test_review_and_failed_criteria_rewrite_the_remaining_stages(
     assert "Find reserve" in context and "[!]" in context
     report = json.loads(Path(result.report_path).read_text())
     assert report["stop_reason"] == "finalized"
+
+
+async def test_interactive_plan_approval_replans_once_with_the_feedback(
+    client, task_queue, start_worker, tmp_path
+) -> None:
+    texts = {
+        "planning.analyze": ["Ledger and CLI.\nREFLECT: no"],
+        "planning.plan": [TWO_STAGES],
+        "stages.check_criteria": ["C1: MET | ok\nC2: MET | ok"],
+        "stages.reflect": ["KEEP: fine"],
+    }
+    provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI])
+    acts, model = planning(texts)
+    req = make_request(tmp_path, planning="auto", mode=ExecutionMode.INTERACTIVE)
+    async with start_worker(make_activities(tmp_path, provider), extra_activities=acts):
+        handle = await client.start_workflow(NavigatorWorkflow.run, req, id=f"nav-plan-{uuid.uuid4()}",
+                                             task_queue=task_queue, execution_timeout=TIMEOUT)
+        report = await wait_for(handle, lambda r: r.awaiting_turn == 1)
+        assert report.stage_plan and "Find where the ledger books tokens" in report.stage_plan
+        await handle.signal(NavigatorWorkflow.reject, RejectInput(turn=1, sender="t", feedback="start with the CLI"))
+        await wait_for(handle, lambda r: r.awaiting_turn == 1 and r.decisions == 3)
+        assert not provider.prompts  # nothing decided while the plan waits
+        await handle.signal(NavigatorWorkflow.approve, ApproveInput(turn=1, sender="t"))
+        await wait_for(handle, lambda r: r.awaiting_turn == 1 and r.decisions == 4)  # decision turn 1
+        await handle.signal(NavigatorWorkflow.stop, StopInput(sender="t", reason="enough"))
+        result = await handle.result()
+        log = await handle.query(NavigatorWorkflow.get_decision_log)
+    plans = [e for e in log.entries if e.action == "stage_plan"]
+    assert [p.verdict for p in plans] == ["reject", "approve"] and plans[0].feedback == "start with the CLI"
+    assert "re-planned after the user's feedback" in plans[1].reasoning
+    replan_prompt = [user for kind, _, user in model.requests if kind == "planning.plan"][-1]
+    assert "USER FEEDBACK ON THE PREVIOUS PLAN (revise it): start with the CLI" in replan_prompt
+    assert result.stop_reason is StopReason.STOPPED
