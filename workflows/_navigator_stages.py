@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from temporalio import workflow
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
@@ -52,6 +53,10 @@ R = TypeVar("R", bound=BaseModel)
 
 #: one planning / stage call (a model call plus a render for the map excerpt)
 PLANNING_TIMEOUT = timedelta(minutes=5)
+#: transient provider failures retry a few times; parse/model/budget errors never do
+_PLANNING_RETRY = RetryPolicy(
+    maximum_attempts=3, non_retryable_error_types=["NavigatorError", "ModelError", "PlanParseError", "BudgetError", "ConfigError"]
+)
 #: prompt tokens reserved on top of the map excerpt (instructions, goal, analysis, review)
 _PROMPT_OVERHEAD_TOKENS = 4000
 
@@ -261,6 +266,7 @@ class StagesMixin:
         try:
             res = await workflow.execute_activity(
                 name, inp, result_type=result_type, start_to_close_timeout=PLANNING_TIMEOUT,
+                retry_policy=_PLANNING_RETRY,
                 summary=f"iter {s.iteration} · {label}",
             )
         except ActivityError as err:
