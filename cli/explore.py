@@ -69,6 +69,8 @@ def build_request(
     max_iterations: int | None,
     out: Path | None,
     profile: Path | None = None,
+    planning: str = "off",
+    review: bool = False,
 ) -> ExplorationRequest:
     """Validate the inputs and build the workflow input (no credentials in it, ever)."""
     root = repo.expanduser()
@@ -103,6 +105,8 @@ def build_request(
             out_dir=str((out or config.defaults.out_dir).expanduser().resolve()),
             approval=ApprovalConfig(timeout_s=config.defaults.approval_timeout_s),
             profile=run_profile,
+            planning=planning,
+            review=review,
         )
     except ValidationError as exc:
         first = exc.errors(include_input=False)[0]
@@ -137,6 +141,13 @@ def explore(
         Path | None,
         typer.Option("--profile", help="Run-profile YAML: guardrails (loop / stall detection, goal anchoring, caps)."),
     ] = None,
+    planning: Annotated[
+        str,
+        typer.Option("--planning", help="Planning phase: off | auto (analyze → [review] → staged plan) | direct."),
+    ] = "off",
+    review: Annotated[
+        bool, typer.Option("--review", help="Critic / pragmatist / detailer review of the plan when the analysis asks.")
+    ] = False,
     workflow_id: Annotated[str | None, typer.Option("--id", help="Workflow id (default nav-<repo>-<random>).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result (or the started id) as JSON.")] = False,
 ) -> None:
@@ -145,6 +156,7 @@ def explore(
     request = build_request(
         repo, goal, config=config, interactive=interactive, budget_usd=budget_usd, tokens=tokens,
         model=model, max_iterations=max_iterations, out=out, profile=profile,
+        planning=planning, review=review,
     )  # fmt: skip
     local_worker = config.temporal.address is None and not detach
     validate_model(request.model, config, local_worker)

@@ -116,3 +116,9 @@ def test_explore_refuses_a_bad_run_profile(isolated_config: Callable[..., dict[s
     assert result.stderr == f"Error: {bad}: loop.bogus: Extra inputs are not permitted (1 error(s) in total)\n"
     missing = invoke(["explore", str(FIXTURE_REPO), "goal", "--profile", str(tmp_path / "nope.yaml")], env)
     assert missing.exit_code == 2 and "does not exist" in missing.stderr
+
+
+def test_explore_refuses_an_unknown_planning_mode(isolated_config: Callable[..., dict[str, str]]) -> None:
+    result = invoke(["explore", str(FIXTURE_REPO), "goal", "--planning", "maybe"], isolated_config())
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: invalid planning:") and result.stderr.count("\n") == 1
