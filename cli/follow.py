@@ -216,6 +216,7 @@ async def follow_run(session: TemporalSession, handle: Any, *, interactive: bool
     closed = asyncio.create_task(_wait_closed(handle))
     failures = 0
     warned_no_worker = False
+    report_seen = False
     try:
         while not closed.done():
             try:
@@ -229,14 +230,21 @@ async def follow_run(session: TemporalSession, handle: Any, *, interactive: bool
                     warned_no_worker = True
                 await asyncio.wait({closed}, timeout=POLL_INTERVAL_S)
                 continue
-            except CliError:
+            except CliError as exc:
                 failures += 1
                 if closed.done():
                     break
+                if not warned_no_worker and report_seen is False:
+                    # before any answer, a failed poll (a deadline mapped to another code under
+                    # load) means the same: no worker has picked the run up yet
+                    follower.pause()
+                    stderr.print(f"waiting for a worker on task queue {session.task_queue!r}: {exc}", markup=False)
+                    warned_no_worker = True
                 if failures >= MAX_QUERY_FAILURES:
                     raise
                 await asyncio.wait({closed}, timeout=POLL_INTERVAL_S)
                 continue
+            report_seen = True
             follower.show(report)
             if interactive and report.awaiting_turn is not None and report.awaiting_turn not in follower.answered:
                 await follower.verdict(report)
