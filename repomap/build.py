@@ -8,12 +8,17 @@ a ``ProcessPoolExecutor`` with chunks of files per task so pickling stays small
 
 from __future__ import annotations
 
+import gc
 import hashlib
+import heapq
 import marshal
+import multiprocessing
 import os
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +27,7 @@ from repomap.config import PARSER_VERSION, EngineConfig
 from repomap.discover import Discovery
 from repomap.index import index_file
 from repomap.parse_treesitter import tags_query_version
+from repomap.tokens import COUNTER_NAME, token_byte_lengths
 
 __all__ = ["BuiltIndex", "build_index", "content_key_version"]
 
@@ -42,6 +48,7 @@ def content_key_version(cfg: EngineConfig) -> str:
     """Everything besides content that changes a file's record."""
     h = hashlib.blake2b(digest_size=6)
     h.update(PARSER_VERSION.encode())
+    h.update(COUNTER_NAME.encode())  # token costs are part of every record
     h.update(tags_query_version().encode())
     h.update(cfg.discover.model_dump_json().encode())
     h.update(str(cfg.render.doc_max_lines).encode())
@@ -52,19 +59,66 @@ def _hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def _index_chunk(root: str, paths: list[str], cfg_json: str, version: str) -> list[tuple[str, str, bytes, bytes]]:
-    """Worker task: read, hash and index a chunk of files (returns marshal blobs)."""
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Pause the cyclic GC: ``ast.parse`` allocates millions of short-lived nodes.
+
+    AST nodes hold no reference cycles, so reference counting frees them; the
+    cyclic collector only re-scans every live object again and again (it costs
+    a quarter of the parse time on the stdlib).
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _index_chunk(root: str, paths: list[str], cfg_json: str, version: str,
+                 db_path: str) -> list[tuple[str, str, bytes | None, bytes | None]]:
+    """Worker task: read and hash a chunk of files, index those the cache lacks.
+
+    Returns ``(path, key, record_blob, bag_blob)``; the blobs are None when the
+    cache already holds that content and key is "" when the file is unreadable.
+    Hashing here rather than in the parent keeps the cold path to one read of
+    each file, split over the workers.
+    """
     cfg = EngineConfig.model_validate_json(cfg_json)
-    out = []
+    keyed: list[tuple[str, str, bytes]] = []
+    out: list[tuple[str, str, bytes | None, bytes | None]] = []
     for rel in paths:
         try:
             data = (Path(root) / rel).read_bytes()
         except OSError:
-            out.append((rel, "", b"", b""))
+            out.append((rel, "", None, None))
             continue
-        rec, bag = index_file(rel, data, cfg.discover, cfg.render)
-        out.append((rel, f"{_hash(data)}:{version}", marshal.dumps(rec), marshal.dumps(bag)))
+        keyed.append((rel, f"{_hash(data)}:{version}", data))
+    have = IndexCache.existing_keys_readonly(Path(db_path), [k for _, k, _ in keyed])
+    with _no_gc():
+        for rel, key, data in keyed:
+            if key in have:
+                out.append((rel, key, None, None))
+                continue
+            rec, bag = index_file(rel, data, cfg.discover, cfg.render)
+            out.append((rel, key, marshal.dumps(rec), marshal.dumps(bag)))
     return out
+
+
+def _balanced_chunks(paths: list[str], sizes: dict[str, int], n_chunks: int) -> list[list[str]]:
+    """Split into ``n_chunks`` of about equal bytes, largest chunk first (LPT scheduling).
+
+    Parse time grows with file size, so chunks cut by count leave one worker
+    idle while the other finishes a chunk of big files.
+    """
+    heap = [(0, i) for i in range(n_chunks)]
+    chunks: list[list[str]] = [[] for _ in range(n_chunks)]
+    for rel in sorted(paths, key=lambda r: (-sizes.get(r, 0), r)):
+        load, i = heapq.heappop(heap)
+        chunks[i].append(rel)
+        heapq.heappush(heap, (load + sizes.get(rel, 0) + 1, i))
+    return [c for c in chunks if c]
 
 
 def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int | None) -> BuiltIndex:
@@ -82,70 +136,71 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
         else:
             stale.append(e.path)
     unreadable: Counter[str] = Counter()
-    to_parse = _rehash(disc.root, stale, version, keys, cache, unreadable)
     t1 = time.perf_counter()
-    _parse_all(root, to_parse, cfg, version, jobs, cache, keys, unreadable)
+    sizes = {e.path: e.size for e in disc.files}
+    fresh, parsed = _index_stale(root, stale, sizes, cfg, version, jobs, cache, keys, unreadable)
     t2 = time.perf_counter()
-    stats = {e.path: e for e in disc.files}
-    manifest = {p: (stats[p].size, stats[p].mtime_ns, k) for p, k in keys.items()}
+    manifest = {e.path: (e.size, e.mtime_ns, keys[e.path]) for e in disc.files if e.path in keys}
     if manifest != old:
         cache.save_manifest(root, manifest)
-    built = _load_records(keys, cache, version)
+    built = _load_records(keys, cache, fresh)
     built.skipped.update(unreadable)
-    built.parsed = len(to_parse)
-    built.timings_ms = {"stat_hash": (t1 - t0) * 1e3, "parse": (t2 - t1) * 1e3,
+    built.parsed = parsed
+    built.timings_ms = {"stat": (t1 - t0) * 1e3, "parse": (t2 - t1) * 1e3,
                         "load": (time.perf_counter() - t2) * 1e3}
     return built
 
 
-def _rehash(root: Path, stale: list[str], version: str, keys: dict[str, str],
-            cache: IndexCache, unreadable: Counter[str]) -> list[str]:
-    """Hash files whose stat changed; return those whose content is not cached."""
-    hashed: dict[str, str] = {}
-    for rel in stale:
-        try:
-            hashed[rel] = f"{_hash((root / rel).read_bytes())}:{version}"
-        except OSError:
-            unreadable["unreadable"] += 1
-    have = cache.existing_keys(hashed.values())
-    to_parse = []
-    for rel, key in hashed.items():
-        if key in have:
-            keys[rel] = key
-        else:
-            to_parse.append(rel)
-    return to_parse
+def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: EngineConfig, version: str,
+                 jobs: int | None, cache: IndexCache, keys: dict[str, str],
+                 unreadable: Counter[str]) -> tuple[dict[str, bytes], int]:
+    """Hash and (where the cache lacks the content) index ``paths``, storing results as they arrive.
 
-
-def _parse_all(root: str, paths: list[str], cfg: EngineConfig, version: str, jobs: int | None,
-               cache: IndexCache, keys: dict[str, str], unreadable: Counter[str]) -> None:
+    Returns the record blobs indexed now (``key -> blob``, so loading does not
+    read them back) and how many files were parsed.
+    """
     if not paths:
-        return
-    cfg_json = cfg.model_dump_json()
+        return {}, 0
+    args = (cfg.model_dump_json(), version, str(cache.path))
     n_jobs = max(1, jobs or os.cpu_count() or 1)
-    size = cfg.index_chunk_files
-    # balance: at least ~4 chunks per worker so one slow chunk does not idle the others
-    size = max(1, min(size, len(paths) // (n_jobs * 4) or 1))
-    chunks = [paths[i:i + size] for i in range(0, len(paths), size)]
-    if n_jobs == 1 or len(paths) < cfg.parallel_min_files:
-        results = [_index_chunk(root, c, cfg_json, version) for c in chunks]
-    else:
-        with ProcessPoolExecutor(max_workers=n_jobs) as pool:
-            results = list(pool.map(_index_chunk, [root] * len(chunks), chunks,
-                                    [cfg_json] * len(chunks), [version] * len(chunks)))
-    rows = []
-    for chunk in results:
+    fresh: dict[str, bytes] = {}
+    parsed = 0
+
+    def take(chunk: list[tuple[str, str, bytes | None, bytes | None]]) -> None:
+        nonlocal parsed
+        rows = []
         for rel, key, rec, bag in chunk:
             if not key:
                 unreadable["unreadable"] += 1
                 continue
             keys[rel] = key
-            rows.append((key, rec, bag))
-    cache.put_blobs(rows)
+            if rec is not None and bag is not None:
+                rows.append((key, rec, bag))
+                fresh[key] = rec
+        parsed += len(rows)
+        cache.put_blobs(rows)
+
+    if n_jobs == 1 or len(paths) < cfg.parallel_min_files:
+        take(_index_chunk(root, paths, *args))
+        return fresh, parsed
+    token_byte_lengths()  # load the tokenizer once here; forked workers inherit it
+    # several chunks per worker even out what byte-balancing misses; the file cap keeps
+    # each result (and the parent's memory while it is written) small on huge trees
+    n_chunks = min(len(paths), max(n_jobs * cfg.chunks_per_worker, -(-len(paths) // cfg.index_chunk_files)))
+    chunks = _balanced_chunks(paths, sizes, n_chunks)
+    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    with ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx) as pool:
+        futures = [pool.submit(_index_chunk, root, c, *args) for c in chunks]
+        for fut in as_completed(futures):
+            take(fut.result())
+    return fresh, parsed
 
 
-def _load_records(keys: dict[str, str], cache: IndexCache, version: str) -> BuiltIndex:
-    """Load all records: one snapshot read when this exact index was seen before."""
+def _load_records(keys: dict[str, str], cache: IndexCache, fresh: dict[str, bytes]) -> BuiltIndex:
+    """Load all records: one snapshot read when this exact index was seen before.
+
+    ``fresh`` holds the record blobs just indexed; only the rest is read back.
+    """
     h = hashlib.blake2b(digest_size=16)
     for p in sorted(keys):
         h.update(f"{p}\0{keys[p]}\n".encode("utf-8", "surrogateescape"))
@@ -154,7 +209,8 @@ def _load_records(keys: dict[str, str], cache: IndexCache, version: str) -> Buil
     if blob is not None:
         records = marshal.loads(blob)
     else:
-        by_key = cache.get_column("rec", sorted(set(keys.values())))
+        by_key = {k: marshal.loads(b) for k, b in fresh.items()}
+        by_key.update(cache.get_column("rec", sorted(set(keys.values()) - by_key.keys())))
         records = {p: by_key[k] for p, k in keys.items() if k in by_key}
         cache.put_named("snapshots", ihash, marshal.dumps(records))
     built = BuiltIndex(records={}, keys={}, index_hash=ihash)

@@ -108,18 +108,29 @@ class IndexCache:
         self._guard(self._write, "INSERT OR REPLACE INTO manifest VALUES (?, ?)", [(root, blob)])
 
     # ---- per-file blobs ---------------------------------------------------------------
-    def existing_keys(self, keys: Iterable[str]) -> set[str]:
-        """Which of ``keys`` already have a record."""
-        keys = list(keys)
+    @staticmethod
+    def existing_keys_readonly(db_path: Path, keys: list[str]) -> set[str]:
+        """Which of ``keys`` the database at ``db_path`` holds, over a short read-only connection.
+
+        Index workers call this (a connection is not shared across processes);
+        a database that cannot be read yields an empty set, so the files are
+        simply indexed again.
+        """
+        if not keys:
+            return set()
         found: set[str] = set()
-
-        def run() -> None:
-            for i in range(0, len(keys), _SQL_PARAM_CHUNK):
-                part = keys[i:i + _SQL_PARAM_CHUNK]
-                q = f"SELECT key FROM blobs WHERE key IN ({','.join('?' * len(part))})"
-                found.update(r[0] for r in self._conn.execute(q, part))
-
-        self._guard(run)
+        try:
+            conn = sqlite3.connect(f"{db_path.as_uri()}?mode=ro", uri=True, timeout=_BUSY_TIMEOUT_S)
+            try:
+                for i in range(0, len(keys), _SQL_PARAM_CHUNK):
+                    part = keys[i:i + _SQL_PARAM_CHUNK]
+                    q = f"SELECT key FROM blobs WHERE key IN ({','.join('?' * len(part))})"
+                    found.update(r[0] for r in conn.execute(q, part))
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            log.warning("repo-map cache %s unreadable from an index worker (%s); re-indexing", db_path, exc)
+            return set()
         return found
 
     def put_blobs(self, rows: list[tuple[str, bytes, bytes]]) -> None:

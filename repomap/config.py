@@ -95,7 +95,9 @@ class EngineConfig(_Cfg):
     discover: DiscoverConfig = DiscoverConfig()
     rank: RankConfig = RankConfig()
     render: RenderConfig = RenderConfig()
-    #: files per worker task in cold indexing (bigger chunks = less pickling overhead)
-    index_chunk_files: int = Field(64, gt=0)
+    #: at most this many files per worker task in cold indexing (bounds each result's size)
+    index_chunk_files: int = Field(512, gt=0)
+    #: worker tasks per worker process (byte-balanced; more = smoother finish, more overhead)
+    chunks_per_worker: int = Field(16, gt=0)
     #: below this many files to parse, cold indexing stays in-process
     parallel_min_files: int = Field(48, ge=0)

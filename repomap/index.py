@@ -21,7 +21,7 @@ from repomap.layout import doc_block, outline_line
 from repomap.parse_python import parse_python
 from repomap.parse_treesitter import language_for, parse_treesitter
 from repomap.parsed import ParsedFile
-from repomap.tokens import count_many, encoding
+from repomap.tokens import count_many, tokens_per_line
 
 __all__ = ["index_file", "split_identifier", "path_terms", "REC", "SYM", "BAG"]
 
@@ -82,8 +82,9 @@ def index_file(path: str, data: bytes, dcfg: DiscoverConfig, rcfg: RenderConfig)
         text = data.decode("utf-8", "replace")
         replaced = True
     lines = text.splitlines()
-    lang, parsed = _parse(path, text, data if not replaced else text.encode(), lines)
-    line_tokens = _tokens_per_line(text)
+    raw = data if not replaced else text.encode()
+    lang, parsed = _parse(path, text, raw, lines)
+    line_tokens = tokens_per_line(text, raw)
     symbols, c2, c3 = _price_symbols(parsed, line_tokens, rcfg)
     c4 = int(line_tokens.sum()) + _fence_cost()
     rec = (
@@ -95,7 +96,7 @@ def index_file(path: str, data: bytes, dcfg: DiscoverConfig, rcfg: RenderConfig)
 
 def _parse(path: str, text: str, data: bytes, lines: list[str]) -> tuple[str, ParsedFile]:
     if path.endswith((".py", ".pyi")):
-        return "python", parse_python(text)
+        return "python", parse_python(text, lines)
     lang = language_for(path)
     if lang is None:
         return "", ParsedFile()
@@ -105,40 +106,6 @@ def _parse(path: str, text: str, data: bytes, lines: list[str]) -> tuple[str, Pa
 @functools.cache
 def _fence_cost() -> int:
     return sum(count_many(["```\n", "```\n"]))
-
-
-@functools.cache
-def _token_byte_lengths() -> np.ndarray:
-    """Byte length of every token id (lets one whole-file encode be split per line)."""
-    enc = encoding()
-    out = np.zeros(enc.n_vocab, dtype=np.int64)
-    ranks = getattr(enc, "_mergeable_ranks", None)
-    if isinstance(ranks, dict) and len(ranks) > 0:
-        # 10x faster than decoding 100k tokens one by one; special tokens never
-        # occur in encode_ordinary output, so their length stays 0
-        for token_bytes, rank in ranks.items():
-            out[rank] = len(token_bytes)
-        return out
-    for i in range(enc.n_vocab):
-        try:
-            out[i] = len(enc.decode_single_token_bytes(i))
-        except KeyError:
-            out[i] = 0
-    return out
-
-
-def _tokens_per_line(text: str) -> np.ndarray:
-    """Exact tokens attributed to each line (a token belongs to the line it starts on)."""
-    raw = text.encode("utf-8")
-    n_lines = text.count("\n") + 1
-    if not raw:
-        return np.zeros(n_lines, dtype=np.int64)
-    toks = np.asarray(encoding().encode_ordinary(text), dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(_token_byte_lengths()[toks])[:-1]))
-    nl = np.frombuffer(raw, dtype=np.uint8) == 10
-    line_starts = np.concatenate(([0], np.flatnonzero(nl) + 1))
-    line_of = np.searchsorted(line_starts, starts, side="right") - 1
-    return np.bincount(line_of, minlength=len(line_starts))[:n_lines]
 
 
 def _price_symbols(parsed: ParsedFile, line_tokens: np.ndarray, rcfg: RenderConfig) -> tuple[list[tuple], int, int]:
@@ -162,18 +129,37 @@ def _price_symbols(parsed: ParsedFile, line_tokens: np.ndarray, rcfg: RenderConf
 def _bag(path: str, text: str, parsed: ParsedFile) -> tuple:
     idents = Counter(_IDENT.findall(text))
     defs = tuple(sorted({s.name for s in parsed.symbols}))
-    terms: Counter[str] = Counter()
+    terms: dict[str, int] = {}
+    get = terms.get
+    split = _SPLIT_MEMO.get
     for ident, n in idents.items():
-        for t in split_identifier(ident):
-            terms[t] += n
+        for t in split(ident) or _split_new(ident):
+            terms[t] = get(t, 0) + n
     for t in path_terms(path):
-        terms[t] += 1
-    refs = dict(idents)
-    for name in defs:
-        if name in refs:
-            refs[name] -= 1
-            if refs[name] <= 0:
-                del refs[name]
-    refs = {k: v for k, v in refs.items() if len(k) >= _MIN_REF}
-    return dict(terms), refs, defs, tuple(parsed.imports)
+        terms[t] = get(t, 0) + 1
+    for name in defs:  # a definition is not a reference to itself
+        n = idents.get(name)
+        if n is not None:
+            if n <= 1:
+                del idents[name]
+            else:
+                idents[name] = n - 1
+    refs = {k: v for k, v in idents.items() if len(k) >= _MIN_REF}
+    return terms, refs, defs, tuple(parsed.imports)
 
+
+#: identifier -> terms, per process: index workers see the same names in file after
+#: file, and a plain dict lookup is what keeps the per-file loop cheap
+_SPLIT_MEMO: dict[str, tuple[str, ...]] = {}
+_SPLIT_MEMO_MAX = 1 << 20
+
+
+def _split_new(ident: str) -> tuple[str, ...]:
+    if len(_SPLIT_MEMO) >= _SPLIT_MEMO_MAX:
+        _SPLIT_MEMO.clear()
+    if ident.isalpha() and ident.islower():  # most names: one lowercase word, no regex needed
+        parts: tuple[str, ...] = (ident,) if len(ident) >= _MIN_TERM else ()
+    else:
+        parts = split_identifier(ident)
+    _SPLIT_MEMO[ident] = parts
+    return parts

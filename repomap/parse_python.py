@@ -12,8 +12,11 @@ __all__ = ["parse_python"]
 _MAX_VALUE_SIG_CHARS = 120
 
 
-def parse_python(text: str) -> ParsedFile:
-    """Parse Python source; a syntax error yields an empty outline with ``error`` set."""
+def parse_python(text: str, lines: list[str] | None = None) -> ParsedFile:
+    """Parse Python source; a syntax error yields an empty outline with ``error`` set.
+
+    ``lines`` is ``text.splitlines()`` when the caller already has it.
+    """
     try:
         with warnings.catch_warnings():
             # stdlib/test sources contain invalid escape sequences on purpose
@@ -22,7 +25,7 @@ def parse_python(text: str) -> ParsedFile:
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return ParsedFile(error=f"python syntax error: {type(exc).__name__}")
     out = ParsedFile()
-    lines = text.splitlines()
+    lines = text.splitlines() if lines is None else lines
     _walk_body(tree.body, "", 0, out, lines)
     for node in tree.body:
         if isinstance(node, ast.Import):
