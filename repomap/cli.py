@@ -43,6 +43,9 @@ def generate(
     cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help=(
         "index cache directory (default: $NAVIGATOR_CACHE_DIR/repomap or the user cache dir)"))] = None,
     jobs: Annotated[int | None, typer.Option("--jobs", help="parallel indexing processes")] = None,
+    timings: Annotated[bool, typer.Option("--timings", help=(
+        "put open/rank timings into the header (the output is then no longer byte-identical "
+        "across runs)"))] = False,
 ) -> None:
     """Render the map of ``path``."""
     from repomap.engine import RepoMap
@@ -60,7 +63,7 @@ def generate(
         if updates:
             fp = _validated(fp, updates)
         rm = RepoMap.open(path, cache_dir=cache_dir, jobs=jobs)
-        result = rm.render(fp)
+        result = rm.render(fp, include_timings=timings)
     except NavigatorError as exc:
         _fail(exc)
         return

@@ -130,15 +130,22 @@ class RepoMap(QueryMixin):
                                   (0, line, line + c2, line + c3, line + c4)))
         return out
 
-    def render(self, plan: FlightPlan) -> RenderResult:
-        """Render ``plan``; the text never exceeds ``plan.token_budget`` (exact counter)."""
+    def render(self, plan: FlightPlan, include_timings: bool = False) -> RenderResult:
+        """Render ``plan``; the text never exceeds ``plan.token_budget`` (exact counter).
+
+        ``include_timings`` puts the open and rank times into the header (then the
+        same input no longer gives the same bytes); they are always in
+        ``metadata.timings_ms``.
+        """
         t0 = time.perf_counter()
         ctx = self._request(plan)
         t1 = time.perf_counter()
+        head_t = ({"open": round(self.open_ms, 1), "rank": round((t1 - t0) * 1e3, 1)}
+                  if include_timings else None)
         inp = RenderInput(root=self.root, paths=self.files, records=self._built.records,
                           score=ctx.score, focused=ctx.focused, why=ctx.why(plan, self.config.render.why_max),
                           expand=ctx.expand, index_version=self.index_version, cfg=self.config.render,
-                          line_base=self._base_line_costs())
+                          line_base=self._base_line_costs(), header_timings=head_t)
         result = render_plan(inp, plan)
         t2 = time.perf_counter()
         files = summaries(inp, result, ctx.order)

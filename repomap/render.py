@@ -48,6 +48,9 @@ class RenderInput:
     cfg: RenderConfig
     #: exact cost of each file's path line without a why (cached by the engine)
     line_base: np.ndarray | None = None
+    #: timings known before fitting (open, rank) to put into the header; None keeps
+    #: the header byte-identical for identical input
+    header_timings: dict[str, float] | None = None
 
 
 @dataclass
@@ -181,6 +184,8 @@ def _header(inp: RenderInput, budget: int, tokens: int, levels: list[int], req: 
     fields = {"budget": budget, "tokens": tokens, "files": len(inp.paths),
               "levels": {k: per[k] for k in sorted(per)}, **counts,
               "index": inp.index_version, "counter": COUNTER_NAME}
+    if inp.header_timings is not None:
+        fields["timings_ms"] = inp.header_timings
     return header_line(fields), counts
 
 

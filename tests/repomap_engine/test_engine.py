@@ -117,3 +117,19 @@ def test_concurrent_renders_on_one_engine_agree(multi_repo: Path, tmp_path: Path
     with ThreadPoolExecutor(max_workers=4) as pool:
         texts = list(pool.map(lambda p: rm.render(p).text, plans))
     assert texts == [rm.render(p).text for p in plans]
+
+
+def test_timings_go_into_the_header_only_when_asked(tmp_path: Path) -> None:
+    root = _copy(tmp_path)
+    rm = RepoMap.open(root, cache_dir=tmp_path / "cache")
+    plan = FlightPlan(token_budget=300, goal="charge tokens")
+    plain_a, plain_b = rm.render(plan).text, rm.render(plan).text
+    assert plain_a == plain_b and "timings_ms" not in plain_a.splitlines()[0]
+    timed = rm.render(plan, include_timings=True)
+    head = json.loads(timed.text.splitlines()[0].removeprefix("# repo-map "))
+    assert set(head["timings_ms"]) == {"open", "rank"} and head["timings_ms"]["open"] > 0
+    assert count_tokens(timed.text) == timed.metadata.tokens_used <= 300
+    res = CliRunner().invoke(app, ["generate", str(root), "--budget", "300", "--timings"],
+                             env={"NAVIGATOR_CACHE_DIR": str(tmp_path / "cache2")})
+    assert res.exit_code == 0, res.output
+    assert '"timings_ms":{"open":' in res.stdout.splitlines()[0]
