@@ -14,6 +14,7 @@ import heapq
 import marshal
 import multiprocessing
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -106,6 +107,21 @@ def _index_chunk(root: str, paths: list[str], cfg_json: str, version: str,
     return out
 
 
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """``fork`` when this process has one thread (cheapest: workers inherit the loaded
+    tokenizer), else ``forkserver``: forking a multi-threaded process -- a Temporal
+    worker opens engines from a thread pool -- can copy a lock some other thread
+    holds and hang the child."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" in methods:
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["repomap.build"])
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
 def _balanced_chunks(paths: list[str], sizes: dict[str, int], n_chunks: int) -> list[list[str]]:
     """Split into ``n_chunks`` of about equal bytes, largest chunk first (LPT scheduling).
 
@@ -153,17 +169,17 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
 
 def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: EngineConfig, version: str,
                  jobs: int | None, cache: IndexCache, keys: dict[str, str],
-                 unreadable: Counter[str]) -> tuple[dict[str, bytes], int]:
+                 unreadable: Counter[str]) -> tuple[dict[str, tuple], int]:
     """Hash and (where the cache lacks the content) index ``paths``, storing results as they arrive.
 
-    Returns the record blobs indexed now (``key -> blob``, so loading does not
+    Returns the records indexed now (``key -> record``, so loading does not
     read them back) and how many files were parsed.
     """
     if not paths:
         return {}, 0
     args = (cfg.model_dump_json(), version, str(cache.path))
     n_jobs = max(1, jobs or os.cpu_count() or 1)
-    fresh: dict[str, bytes] = {}
+    fresh: dict[str, tuple] = {}
     parsed = 0
 
     def take(chunk: list[tuple[str, str, bytes | None, bytes | None]]) -> None:
@@ -176,19 +192,20 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
             keys[rel] = key
             if rec is not None and bag is not None:
                 rows.append((key, rec, bag))
-                fresh[key] = rec
+                fresh[key] = marshal.loads(rec)  # the blob itself is dropped once stored
         parsed += len(rows)
         cache.put_blobs(rows)
 
     if n_jobs == 1 or len(paths) < cfg.parallel_min_files:
         take(_index_chunk(root, paths, *args))
         return fresh, parsed
-    token_byte_lengths()  # load the tokenizer once here; forked workers inherit it
+    ctx = _pool_context()
+    if ctx.get_start_method() == "fork":
+        token_byte_lengths()  # load the tokenizer once here; forked workers inherit it
     # several chunks per worker even out what byte-balancing misses; the file cap keeps
     # each result (and the parent's memory while it is written) small on huge trees
     n_chunks = min(len(paths), max(n_jobs * cfg.chunks_per_worker, -(-len(paths) // cfg.index_chunk_files)))
     chunks = _balanced_chunks(paths, sizes, n_chunks)
-    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx) as pool:
         futures = [pool.submit(_index_chunk, root, c, *args) for c in chunks]
         for fut in as_completed(futures):
@@ -196,10 +213,10 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
     return fresh, parsed
 
 
-def _load_records(keys: dict[str, str], cache: IndexCache, fresh: dict[str, bytes]) -> BuiltIndex:
+def _load_records(keys: dict[str, str], cache: IndexCache, fresh: dict[str, tuple]) -> BuiltIndex:
     """Load all records: one snapshot read when this exact index was seen before.
 
-    ``fresh`` holds the record blobs just indexed; only the rest is read back.
+    ``fresh`` holds the records just indexed; only the rest is read back.
     """
     h = hashlib.blake2b(digest_size=16)
     for p in sorted(keys):
@@ -209,7 +226,7 @@ def _load_records(keys: dict[str, str], cache: IndexCache, fresh: dict[str, byte
     if blob is not None:
         records = marshal.loads(blob)
     else:
-        by_key = {k: marshal.loads(b) for k, b in fresh.items()}
+        by_key = dict(fresh)
         by_key.update(cache.get_column("rec", sorted(set(keys.values()) - by_key.keys())))
         records = {p: by_key[k] for p, k in keys.items() if k in by_key}
         cache.put_named("snapshots", ihash, marshal.dumps(records))

@@ -59,7 +59,11 @@ def discover(root: Path, cfg: DiscoverConfig) -> Discovery:
     """List candidate files under ``root`` (already resolved) with stats."""
     names = _git_ls_files(root)
     git = names is not None
-    if names is None:
+    if names == [] and _git_ignores(root):
+        # pointed at a directory its enclosing repository ignores (a vendored tree, an
+        # installed stdlib under a git-managed prefix): index it with the plain walk
+        git = False
+    if not git:
         names = _walk(root, cfg)
     disc = Discovery(root=root, files=[], git=git)
     lock = set(cfg.lockfile_names)
@@ -121,6 +125,16 @@ def _git_ls_files(root: Path) -> list[str] | None:
     if proc.returncode != 0:
         return None
     return [p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def _git_ignores(root: Path) -> bool:
+    """Whether the enclosing repository's ignore rules exclude ``root`` itself."""
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "check-ignore", "-q", "."],
+                              capture_output=True, timeout=_GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
 
 
 def _inside_git(root: Path) -> bool:

@@ -47,6 +47,23 @@ def test_parallel_cold_index_matches_serial(tmp_path: Path, multi_repo: Path) ->
     assert par.render(plan).text == ser.render(plan).text
 
 
+def test_parallel_cold_index_from_a_thread_uses_forkserver(tmp_path: Path, multi_repo: Path) -> None:
+    """A Temporal worker opens engines from a thread pool: its index workers must not be forked."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from repomap import EngineConfig
+    from repomap import build
+
+    cfg = EngineConfig(parallel_min_files=1, index_chunk_files=2)
+    with ThreadPoolExecutor(1) as pool:
+        method = pool.submit(lambda: build._pool_context().get_start_method()).result()
+        par = pool.submit(RepoMap.open, multi_repo, cfg, tmp_path / "p", 2).result()
+    assert method == "forkserver"
+    ser = RepoMap.open(multi_repo, cache_dir=tmp_path / "s", jobs=1)
+    plan = FlightPlan(token_budget=900, goal="queue push")
+    assert par.render(plan).text == ser.render(plan).text
+
+
 def test_git_discovery_respects_gitignore(tmp_path: Path) -> None:
     root = _copy(tmp_path)
     (root / ".gitignore").write_text("ignored/\n")
@@ -56,6 +73,11 @@ def test_git_discovery_respects_gitignore(tmp_path: Path) -> None:
     rm = RepoMap.open(root, cache_dir=tmp_path / "c", jobs=1)
     assert "ignored/x.py" not in rm.files and "pkg/budget.py" in rm.files
     assert not (root / ".cache").exists()
+    # pointed straight at a directory the enclosing repository ignores: it is walked
+    (root / "ignored" / ".gitignore").write_text("skip.py\n")
+    (root / "ignored" / "skip.py").write_text("S = 1\n")
+    inner = RepoMap.open(root / "ignored", cache_dir=tmp_path / "c", jobs=1)
+    assert inner.files == [".gitignore", "x.py"]  # its own .gitignore still applies (skip.py)
 
 
 def test_walk_discovery_respects_nested_gitignore(tmp_path: Path) -> None:
