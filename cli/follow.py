@@ -118,7 +118,7 @@ class _Follower:
         self.session = session
         self.handle = handle
         self.interactive = interactive
-        self.answered: set[int] = set()
+        self.answered: set[tuple[str, int]] = set()  # (kind, turn) already answered
         self.budget_asked_at: int | None = None
         self.live = Live(console=stderr, auto_refresh=False, transient=True) if stderr.is_terminal else None
         self.last_step: int | None = None
@@ -141,29 +141,34 @@ class _Follower:
         await signal_run(self.session.client, self.handle.id, name, payload)
 
     async def verdict(self, report: TurnReport) -> None:
-        turn = report.awaiting_turn
+        turn, kind = report.awaiting_turn, report.awaiting_kind or "turn"
         assert turn is not None
         self.pause()
-        stderr.print(turn_panel(report, title=f"turn {turn} · awaiting your verdict"))
+        what = "stage plan" if kind == "plan" else f"turn {turn}"
+        stderr.print(turn_panel(report, title=f"{what} · awaiting your verdict"))
         sender = default_sender()
         while True:
             answer = (await _ask(self.reader, VERDICT_PROMPT)).lower()[:1]
             if answer == "a":
-                await self.signal(SIGNAL_APPROVE, ApproveInput(turn=turn, sender=sender))
+                await self.signal(SIGNAL_APPROVE, ApproveInput(turn=turn, kind=kind, sender=sender))
             elif answer == "r":
                 feedback = await _ask(self.reader, "feedback for the model > ")
-                await self.signal(SIGNAL_REJECT, RejectInput(turn=turn, feedback=feedback[:4000], sender=sender))
+                await self.signal(SIGNAL_REJECT, RejectInput(turn=turn, kind=kind, feedback=feedback[:4000],
+                                                             sender=sender))
             elif answer == "s":
                 reason = await _ask(self.reader, "reason (enter for 'stopped by user') > ") or "stopped by user"
                 await self.signal(SIGNAL_STOP, StopInput(reason=reason[:500], turn=turn, sender=sender))
+            elif answer == "e" and kind == "plan":
+                stderr.print("the stage plan cannot be edited: approve it, or reject it with feedback")
+                continue
             elif answer == "e":
                 await self.edit(turn, sender)
                 continue
             else:
                 stderr.print("please answer a, r, e or s")
                 continue
-            self.answered.add(turn)
-            stderr.print(f"sent {dict(a='approve', r='reject', s='stop')[answer]} for turn {turn}")
+            self.answered.add((kind, turn))
+            stderr.print(f"sent {dict(a='approve', r='reject', s='stop')[answer]} for {what}")
             return
 
     async def edit(self, turn: int, sender: str) -> None:
@@ -246,7 +251,8 @@ async def follow_run(session: TemporalSession, handle: Any, *, interactive: bool
                 continue
             report_seen = True
             follower.show(report)
-            if interactive and report.awaiting_turn is not None and report.awaiting_turn not in follower.answered:
+            if (interactive and report.awaiting_turn is not None
+                    and (report.awaiting_kind or "turn", report.awaiting_turn) not in follower.answered):
                 await follower.verdict(report)
             elif interactive and report.status == "awaiting_budget" and follower.budget_asked_at != report.decisions:
                 await follower.budget(report)

@@ -37,6 +37,10 @@ TurnOpt = Annotated[
     int | None,
     typer.Option("--turn", min=1, help="Turn the verdict answers (default: the turn awaiting a verdict)."),
 ]
+PlanOpt = Annotated[
+    bool,
+    typer.Option("--plan", help="With --turn N: answer round N of the stage plan, not map turn N."),
+]
 SenderOpt = Annotated[
     str | None, typer.Option("--sender", help="Who sends it (default: $USER@cli).", envvar="NAVIGATOR_SENDER")
 ]
@@ -52,9 +56,13 @@ def default_sender(explicit: str | None = None) -> str:
         return "cli"
 
 
-async def _awaiting_turn(ctx: typer.Context, workflow_id: str, turn: int | None) -> int:
+async def _awaiting_turn(
+    ctx: typer.Context, workflow_id: str, turn: int | None, plan: bool = False
+) -> tuple[int, str]:
+    """The (turn, kind) to answer: ``--turn N`` names map turn N (plan round N with ``--plan``);
+    else what the run awaits."""
     if turn is not None:
-        return turn
+        return turn, "plan" if plan else "turn"
     async with open_session(config_of(ctx)) as session:
         handle, desc = await describe_run(session.client, workflow_id)
         if not is_running(desc):
@@ -65,7 +73,11 @@ async def _awaiting_turn(ctx: typer.Context, workflow_id: str, turn: int | None)
             f"run {workflow_id} is not waiting for a verdict (status {report.status}); "
             "pass --turn N to answer a specific turn"
         )
-    return report.awaiting_turn
+    kind = report.awaiting_kind or "turn"
+    if plan and kind != "plan":
+        raise CliError(f"run {workflow_id} is waiting for map turn {report.awaiting_turn}, not for the stage plan; "
+                       "drop --plan to answer it")
+    return report.awaiting_turn, kind
 
 
 def _send(ctx: typer.Context, workflow_id: str, name: str, payload: object, as_json: bool) -> None:
@@ -87,12 +99,14 @@ def approve(
     ctx: typer.Context,
     workflow_id: WorkflowIdArg,
     turn: TurnOpt = None,
+    plan: PlanOpt = False,
     sender: SenderOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Approve the proposed turn of an interactive run."""
-    number = run_async(_awaiting_turn(ctx, workflow_id, turn))
-    _send(ctx, workflow_id, SIGNAL_APPROVE, ApproveInput(turn=number, sender=default_sender(sender)), json_out)
+    """Approve the proposed turn (or stage plan) of an interactive run."""
+    number, kind = run_async(_awaiting_turn(ctx, workflow_id, turn, plan))
+    _send(ctx, workflow_id, SIGNAL_APPROVE, ApproveInput(turn=number, kind=kind, sender=default_sender(sender)),
+          json_out)
 
 
 @signals_app.command()
@@ -104,12 +118,14 @@ def reject(
         str, typer.Option("--feedback", "-f", help="What to do instead; the model sees it next turn.")
     ] = "",
     turn: TurnOpt = None,
+    plan: PlanOpt = False,
     sender: SenderOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Reject the proposed turn, with feedback for the model."""
-    number = run_async(_awaiting_turn(ctx, workflow_id, turn))
-    payload = _validated(lambda: RejectInput(turn=number, feedback=feedback, sender=default_sender(sender)))
+    """Reject the proposed turn (or stage plan), with feedback for the model."""
+    number, kind = run_async(_awaiting_turn(ctx, workflow_id, turn, plan))
+    payload = _validated(lambda: RejectInput(turn=number, kind=kind, feedback=feedback,
+                                             sender=default_sender(sender)))
     _send(ctx, workflow_id, SIGNAL_REJECT, payload, json_out)
 
 

@@ -7,7 +7,7 @@ stale or duplicated verdict (an old turn, a second click) is ignored and logged.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -52,16 +52,22 @@ class _Msg(BaseModel):
     sender: Sender = "cli"
 
 
+#: what a verdict answers: a map turn or the stage plan (see ``PendingTurn.kind``)
+VerdictKind = Literal["turn", "plan"]
+
+
 class ApproveInput(_Msg):
-    """Accept the proposed turn ``turn``."""
+    """Accept the proposed turn ``turn`` (or round ``turn`` of the stage plan)."""
 
     turn: int = Field(ge=1)
+    kind: VerdictKind = "turn"
 
 
 class RejectInput(_Msg):
     """Undo the proposed turn ``turn``; ``feedback`` is shown to the model next turn."""
 
     turn: int = Field(ge=1)
+    kind: VerdictKind = "turn"
     feedback: Annotated[str, Field(max_length=4000)] = ""
 
 

@@ -117,6 +117,8 @@ class TurnReport(BaseModel):
     reasoning: str
     proposed_diff: list[str]
     awaiting_turn: int | None = None
+    #: what the awaited verdict is for: "turn" (a map turn) or "plan" (the stage plan)
+    awaiting_kind: str | None = None
     decisions: int
     #: the stage plan with criteria status (markdown), when the run has one
     stage_plan: str | None = None
@@ -149,6 +151,7 @@ def build_turn_report(state: NavigatorState) -> TurnReport:
         reasoning=shorten(state.last_reasoning, REPORT_REASONING_CHARS),
         proposed_diff=list(state.last_diff_lines),
         awaiting_turn=state.pending.turn if state.pending else None,
+        awaiting_kind=state.pending.kind if state.pending else None,
         decisions=len(state.decision_log),
         stage_plan=_stage_markdown(state),
     )

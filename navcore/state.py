@@ -105,6 +105,10 @@ class PendingTurn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     turn: int
+    #: "plan": the stage plan of the planning phase (its round, 1 or 2, is ``turn``);
+    #: "turn": a map turn (``turn`` = iteration). A verdict names both, so an answer
+    #: meant for the plan can never approve a map turn with the same number.
+    kind: Literal["turn", "plan"] = "turn"
     previous_plan: FlightPlan
     previous_map_ref: ArtifactRef | None = None
     previous_metadata: MapMetadata | None = None

@@ -66,13 +66,17 @@ def restore_turn(state: NavigatorState, pending: PendingTurn) -> None:
 
 
 def record_verdict(
-    state: NavigatorState, verdict: Verdict, turn: int, sender: str, feedback: str | None
+    state: NavigatorState, verdict: Verdict, turn: int, sender: str, feedback: str | None,
+    kind: str = "turn",
 ) -> bool:
-    """Apply a verdict to the pending turn; False (and a note) when stale or duplicate."""
+    """Apply a verdict to the pending turn; False (and a note) when stale or duplicate.
+
+    ``kind`` must match too: a verdict for the stage plan never lands on a map turn.
+    """
     pending = state.pending
-    if pending is None or pending.turn != turn:
-        now = pending.turn if pending else None
-        state.note(verdict, sender, turn, f"ignored: stale verdict (pending turn: {now})")
+    if pending is None or pending.turn != turn or pending.kind != kind:
+        now = f"{pending.kind} {pending.turn}" if pending else None
+        state.note(verdict, sender, turn, f"ignored: stale verdict for {kind} {turn} (pending: {now})")
         return False
     if pending.verdict is not None:
         state.note(verdict, sender, turn, f"ignored: duplicate (already {pending.verdict})")

@@ -57,6 +57,8 @@ PLANNING_TIMEOUT = timedelta(minutes=5)
 _PLANNING_RETRY = RetryPolicy(
     maximum_attempts=3, non_retryable_error_types=["NavigatorError", "ModelError", "PlanParseError", "BudgetError", "ConfigError"]
 )
+#: plan verdicts name kind "plan" (before: they shared turn number 1 with the first map turn)
+_PLAN_VERDICT_KIND_PATCH = "plan-verdict-kind"
 #: prompt tokens reserved on top of the map excerpt (instructions, goal, analysis, review)
 _PROMPT_OVERHEAD_TOKENS = 4000
 
@@ -129,7 +131,7 @@ class StagesMixin:
         """Interactive: the plan is approved like a turn; a rejection re-plans once with the feedback."""
         s, cfg = self.state, self._planning_config()
         for attempt in (1, 2):
-            verdict, feedback = await self._plan_verdict()
+            verdict, feedback = await self._plan_verdict(attempt)
             s.decision_log[-1].verdict, s.decision_log[-1].feedback = verdict, feedback
             if verdict == "approve":
                 return
@@ -146,10 +148,14 @@ class StagesMixin:
             self._set_plan(planned.plan, f"re-planned after the user's feedback: {shorten(feedback or '', 300)}",
                            planned)
 
-    async def _plan_verdict(self) -> tuple[str, str | None]:
-        """Wait for approve / reject / stop of the stage plan (the pending turn ``iteration + 1``)."""
+    async def _plan_verdict(self, round_: int) -> tuple[str, str | None]:
+        """Wait for approve / reject / stop of the stage plan (pending kind "plan", turn = round)."""
         s = self.state
-        pending = PendingTurn(turn=s.iteration + 1, previous_plan=s.flight_plan, proposed_plan=s.flight_plan)
+        if workflow.patched(_PLAN_VERDICT_KIND_PATCH):
+            pending = PendingTurn(turn=round_, kind="plan", previous_plan=s.flight_plan,
+                                  proposed_plan=s.flight_plan)
+        else:  # histories from before plan verdicts had their own kind: turn iteration + 1
+            pending = PendingTurn(turn=s.iteration + 1, previous_plan=s.flight_plan, proposed_plan=s.flight_plan)
         s.pending, s.status = pending, Status.AWAITING_APPROVAL
         self._publish()
         try:

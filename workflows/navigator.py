@@ -616,18 +616,18 @@ class NavigatorWorkflow(StagesMixin, ToolsMixin):
         """Accept the pending turn."""
         if _invalid_payload("approve", inp):
             return
-        self._verdict("approve", inp.turn, inp.sender, None)
+        self._verdict("approve", inp.turn, inp.sender, None, inp.kind)
 
     @workflow.signal(name="reject")
     def reject(self, inp: RejectInput) -> None:
         """Undo the pending turn; the feedback goes into the next prompt."""
         if _invalid_payload("reject", inp):
             return
-        self._verdict("reject", inp.turn, inp.sender, inp.feedback)
+        self._verdict("reject", inp.turn, inp.sender, inp.feedback, inp.kind)
 
-    def _verdict(self, verdict: Verdict, turn: int, sender: str, feedback: str | None) -> None:
-        if not record_verdict(self.state, verdict, turn, sender, feedback):
-            workflow.logger.info("ignored %s for turn %d from %s: stale or duplicate", verdict, turn, sender)
+    def _verdict(self, verdict: Verdict, turn: int, sender: str, feedback: str | None, kind: str) -> None:
+        if not record_verdict(self.state, verdict, turn, sender, feedback, kind):
+            workflow.logger.info("ignored %s for %s %d from %s: stale or duplicate", verdict, kind, turn, sender)
 
     @workflow.signal(name="stop")
     def stop(self, inp: StopInput) -> None:

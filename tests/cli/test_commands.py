@@ -89,7 +89,8 @@ async def test_interactive_run_driven_by_signal_commands(cli_env: dict[str, str]
     assert approved.exit_code == 0 and f"sent approve to {wid}" in approved.stdout
     await _status_until(env, wid, _awaiting(2))
     rejected = json_of(await ainvoke(["reject", wid, "-f", "look at the ledger instead", "--json"], env))
-    assert rejected["payload"] == {"turn": 2, "feedback": "look at the ledger instead", "sender": "tester@cli"}
+    assert rejected["payload"] == {"turn": 2, "kind": "turn", "feedback": "look at the ledger instead",
+                                   "sender": "tester@cli"}
     await _status_until(env, wid, _awaiting(3))
 
     log = json_of(await ainvoke(["log", wid, "--json"], env))

@@ -123,18 +123,26 @@ async def test_interactive_plan_approval_replans_once_with_the_feedback(
     async with start_worker(make_activities(tmp_path, provider), extra_activities=acts):
         handle = await client.start_workflow(NavigatorWorkflow.run, req, id=f"nav-plan-{uuid.uuid4()}",
                                              task_queue=task_queue, execution_timeout=TIMEOUT)
-        report = await wait_for(handle, lambda r: r.awaiting_turn == 1)
+        report = await wait_for(handle, lambda r: r.awaiting_kind == "plan" and r.awaiting_turn == 1)
         assert report.stage_plan and "Find where the ledger books tokens" in report.stage_plan
-        await handle.signal(NavigatorWorkflow.reject, RejectInput(turn=1, sender="t", feedback="start with the CLI"))
-        await wait_for(handle, lambda r: r.awaiting_turn == 1 and r.decisions == 3)
-        assert not provider.prompts  # nothing decided while the plan waits
+        # a verdict for map turn 1 is not a verdict for the plan
         await handle.signal(NavigatorWorkflow.approve, ApproveInput(turn=1, sender="t"))
-        await wait_for(handle, lambda r: r.awaiting_turn == 1 and r.decisions == 4)  # decision turn 1
+        await handle.signal(NavigatorWorkflow.reject, RejectInput(turn=1, kind="plan", sender="t",
+                                                                 feedback="start with the CLI"))
+        await wait_for(handle, lambda r: r.awaiting_kind == "plan" and r.awaiting_turn == 2 and r.decisions == 3)
+        assert not provider.prompts  # nothing decided while the plan waits
+        await handle.signal(NavigatorWorkflow.approve, ApproveInput(turn=2, kind="plan", sender="t"))
+        await handle.signal(NavigatorWorkflow.approve, ApproveInput(turn=2, kind="plan", sender="t"))  # a double click
+        report = await wait_for(handle, lambda r: r.awaiting_kind == "turn" and r.awaiting_turn == 1
+                                and r.decisions == 4)  # decision turn 1 still waits for its own verdict
         await handle.signal(NavigatorWorkflow.stop, StopInput(sender="t", reason="enough"))
         result = await handle.result()
         log = await handle.query(NavigatorWorkflow.get_decision_log)
     plans = [e for e in log.entries if e.action == "stage_plan"]
     assert [p.verdict for p in plans] == ["reject", "approve"] and plans[0].feedback == "start with the CLI"
+    ignored = [n for n in log.notes if n.note.startswith("ignored")]
+    assert [(n.kind, n.turn) for n in ignored] == [("approve", 1), ("approve", 2)], ignored
+    assert result.stop_reason == "stopped"
     assert "re-planned after the user's feedback" in plans[1].reasoning
     replan_prompt = [user for kind, _, user in model.requests if kind == "planning.plan"][-1]
     assert "USER FEEDBACK ON THE PREVIOUS PLAN (revise it): start with the CLI" in replan_prompt
