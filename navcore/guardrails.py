@@ -36,6 +36,7 @@ from navcore.compression import CompressionConfig
 from navcore.flightplan import FlightPlan, FlightPlanUpdate
 from navcore.mapmeta import MapMetadata
 from navcore.planning import PlanningConfig
+from navcore.tools import ToolCall
 
 __all__ = [
     "LoopConfig",
@@ -49,6 +50,7 @@ __all__ = [
     "GuardrailVerdict",
     "GuardStopReason",
     "plan_fingerprint",
+    "tools_fingerprint",
     "decision_signature",
     "similarity",
     "map_quality",
@@ -184,15 +186,32 @@ def plan_fingerprint(plan: FlightPlan) -> str:
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
-def decision_signature(action: str, reasoning: str, updates: FlightPlanUpdate | None) -> str:
+def _tools_body(calls: list[ToolCall]) -> str:
+    return json.dumps([c.model_dump(mode="json") for c in calls], sort_keys=True)
+
+
+def tools_fingerprint(calls: list[ToolCall]) -> str:
+    """A stable hash of a turn's tool calls (names and arguments, in order).
+
+    A tool-only turn leaves the flight plan as it was, so its plan fingerprint
+    would repeat the previous turn's; what it *does* is its calls.
+    """
+    return "tools:" + hashlib.sha256(_tools_body(calls).encode()).hexdigest()[:16]
+
+
+def decision_signature(
+    action: str, reasoning: str, updates: FlightPlanUpdate | None, tool_calls: list[ToolCall] | None = None
+) -> str:
     """Normalised word set of what a decision *does*, for near-identical comparison.
 
     The action and the non-default fields of the update count; the reasoning
     only when there is no update (a model may repeat its explanation while its
     moves make progress, and unset update fields would make every decision
-    look alike).
+    look alike). A tool-only turn is its calls.
     """
-    if updates is not None:
+    if tool_calls:
+        body = _tools_body(tool_calls)
+    elif updates is not None:
         body = json.dumps(updates.model_dump(mode="json", exclude_defaults=True), sort_keys=True)
     else:
         body = reasoning
@@ -234,13 +253,19 @@ def observe(
     plan: FlightPlan,
     meta: MapMetadata | None,
     profile: RunProfile,
+    tool_calls: list[ToolCall] | None = None,
 ) -> Observation:
-    """Build the observation of one finished iteration."""
+    """Build the observation of one finished iteration.
+
+    With ``tool_calls`` (a ``call_tools`` turn) the fingerprint and signature
+    are those of the calls: distinct tool turns are progress, not repeats of
+    the unchanged plan, while the same call with the same arguments repeats.
+    """
     return Observation(
         step=step,
         action=action,
-        plan_fingerprint=plan_fingerprint(plan),
-        signature=decision_signature(action, reasoning, updates),
+        plan_fingerprint=tools_fingerprint(tool_calls) if tool_calls else plan_fingerprint(plan),
+        signature=decision_signature(action, reasoning, updates, tool_calls),
         quality=map_quality(meta, profile.quality),
     )
 
@@ -303,7 +328,8 @@ def check_guardrails(profile: RunProfile, state: GuardrailState, p: RunProgress)
         stop = "loop_detected"
     elif repeats >= profile.loop.warn_repeats:
         warnings.append(
-            f"LOOP WARNING: the same flight plan or a near-identical decision came {repeats} times in "
+            f"LOOP WARNING: the same flight plan, the same tool call or a near-identical decision came "
+            f"{repeats} times in "
             f"the last {len(state.window)} iterations. Change approach or call finalize_context; "
             "one more repeat finalizes the run."
         )

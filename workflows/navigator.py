@@ -124,6 +124,8 @@ _WORK_HEARTBEAT = timedelta(seconds=30)
 _TRANSIENT = frozenset({Status.THINKING, Status.RENDERING})
 #: final summary kept in state (the full one is in the decision artifact)
 _SUMMARY_CHARS = 2000
+#: tool turns are observed by their calls, not by the (unchanged) flight plan
+_TOOL_TURN_LOOP_PATCH = "tool-turn-loop-fingerprint"
 #: reasoning kept per decision-log entry (full text in the decision artifact)
 _LOG_REASONING_CHARS = 1200
 
@@ -235,8 +237,13 @@ class NavigatorWorkflow(StagesMixin, ToolsMixin):
         s.tool_results = []  # shown once, in the prompt of this decision
         observed = await self._apply(step, out)
         d = out.decision
+        # only tool turns ask (so histories without tools carry no marker); before the patch
+        # a tool turn counted as a repeat of the unchanged flight plan
+        tools = d.tool_calls if d.action == "call_tools" and d.tool_calls and workflow.patched(
+            _TOOL_TURN_LOOP_PATCH) else None
         s.guard = record_iteration(
-            self.profile, s.guard, observe(step, d.action, d.reasoning, d.updates, observed, s.map_metadata, self.profile)
+            self.profile, s.guard,
+            observe(step, d.action, d.reasoning, d.updates, observed, s.map_metadata, self.profile, tools),
         )
         if s.stage_plan is not None and s.pending is None:
             await self._after_stage_step()
@@ -702,7 +709,7 @@ class NavigatorWorkflow(StagesMixin, ToolsMixin):
 def _guard_detail(reason: str, repeats: int) -> str:
     """The stop detail of a guardrail stop, for the report and the Web UI."""
     if reason == "loop_detected":
-        return f"the same flight plan or a near-identical decision came {repeats} times"
+        return f"the same flight plan, the same tool call or a near-identical decision came {repeats} times"
     if reason == "activity_cap":
         return "the run reached its profile's hard cap on activities"
     if reason == "stalled":

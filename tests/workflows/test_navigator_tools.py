@@ -47,3 +47,35 @@ async def test_tool_call_round_trip_with_an_escape_attempt(client, task_queue, s
         if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
     ]
     assert scheduled.count("tools.read_file") == 2 and "tools.search_codebase" in scheduled
+
+
+def _loop_warnings(prompts: list[str]) -> list[int]:
+    return [i + 1 for i, p in enumerate(prompts) if "LOOP WARNING" in p]
+
+
+async def test_distinct_tool_turns_are_not_loop_repeats(client, task_queue, start_worker, tmp_path) -> None:
+    # five tool-only turns leave the flight plan unchanged; each asks something new
+    queries = ["ledger", "reserve", "budget limit", "token count", "cli command"]
+    steps: list = [[ToolCall(name="search_codebase", args={"query": q})] for q in queries]
+    provider = ScriptProvider(steps=[*steps, ZOOM_BUDGET])
+    wf_id = f"nav-tools-distinct-{uuid.uuid4()}"
+    async with start_worker(make_activities(tmp_path, provider)):
+        result = await run(client, task_queue, make_request(tmp_path, max_iterations=10), wf_id)
+        log = await client.get_workflow_handle(wf_id).query(NavigatorWorkflow.get_decision_log)
+    assert result.stop_reason is StopReason.FINALIZED and result.iterations == 7
+    assert [e.action for e in log.entries[:5]] == ["call_tools"] * 5
+    assert _loop_warnings(provider.prompts) == []
+
+
+async def test_the_same_tool_call_three_times_is_a_loop(client, task_queue, start_worker, tmp_path) -> None:
+    same = [ToolCall(name="read_file", args={"path": "src/budgetkit/ledger.py", "start_line": 1, "end_line": 5})]
+    provider = ScriptProvider(steps=[same] * 8)
+    wf_id = f"nav-tools-loop-{uuid.uuid4()}"
+    async with start_worker(make_activities(tmp_path, provider)):
+        result = await run(client, task_queue, make_request(tmp_path, max_iterations=10), wf_id)
+    # three identical calls: a warning in the 4th prompt; the 4th repeat finalizes before step 5
+    assert _loop_warnings(provider.prompts) == [4]
+    assert "the same tool call" in provider.prompts[3]
+    assert result.stop_reason is StopReason.LOOP_DETECTED and result.iterations == 4
+    assert "near-identical" in (result.stop_detail or "")
+    assert result.context_path is not None
