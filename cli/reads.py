@@ -89,7 +89,12 @@ def _print_status(row: dict[str, Any]) -> None:
     if row.get("goal"):
         stdout.print(f"goal: {row['goal']}", markup=False)
     if row["report"]:
-        stdout.print(progress_line(TurnReport.model_validate(row["report"])))
+        report = TurnReport.model_validate(row["report"])
+        stdout.print(progress_line(report))
+        if report.planning_fallback:
+            stdout.print(f"planning fallback: {report.planning_fallback}", markup=False)
+        if report.stage_plan:
+            stdout.print(report.stage_plan, markup=False)
     if row.get("ui_url"):
         stdout.print(f"Web UI: {row['ui_url']}", markup=False)
 

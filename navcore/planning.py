@@ -122,6 +122,8 @@ class StagePlan(BaseModel):
     dropped_stages: int = Field(0, ge=0)
     #: compound objectives that were split into several stages
     split_stages: int = Field(0, ge=0)
+    #: why this plan is a fallback (a planning call failed), shown wherever the plan is
+    fallback: str | None = Field(None, max_length=600)
 
 
 class PlanningAnalysis(BaseModel):
@@ -332,6 +334,8 @@ def plan_markdown(
             lines.append(f"   - {box} {crit}{ev}")
     if plan.dropped_stages:
         lines.append(f"_{plan.dropped_stages} stage(s) dropped by the stage cap._")
+    if plan.fallback:
+        lines.append(f"_Fallback: {plan.fallback}_")
     return "\n".join(lines)
 
 

@@ -122,6 +122,8 @@ class TurnReport(BaseModel):
     decisions: int
     #: the stage plan with criteria status (markdown), when the run has one
     stage_plan: str | None = None
+    #: why planning fell back to one direct stage (a planning call failed), if it did
+    planning_fallback: str | None = None
 
 
 class DecisionLogView(BaseModel):
@@ -154,6 +156,7 @@ def build_turn_report(state: NavigatorState) -> TurnReport:
         awaiting_kind=state.pending.kind if state.pending else None,
         decisions=len(state.decision_log),
         stage_plan=_stage_markdown(state),
+        planning_fallback=state.stage_plan.fallback if state.stage_plan else None,
     )
 
 
@@ -177,6 +180,8 @@ def turn_report_markdown(report: TurnReport, goal: str) -> str:
         lines.append(f"**Stopped:** {report.stop_reason}")
     if report.awaiting_turn is not None:
         lines.append(f"**Awaiting verdict for turn {report.awaiting_turn}** (approve / reject / stop)")
+    if report.planning_fallback:
+        lines.append(f"**Planning fallback:** {report.planning_fallback}")
     if report.focus_areas:
         lines.append("**Focus:** " + ", ".join(f"`{f}`" for f in report.focus_areas[:10]))
     if report.proposed_diff:

@@ -170,4 +170,5 @@ def report_dict(state: NavigatorState, workflow_id: str) -> dict[str, Any]:
         "notes": [n.model_dump(mode="json") for n in s.notes],
         "continued_runs": s.continued_runs,
         "index_version": s.index_version,
+        "planning_fallback": s.stage_plan.fallback if s.stage_plan else None,
     }

@@ -59,12 +59,18 @@ _PLANNING_RETRY = RetryPolicy(
 )
 #: plan verdicts name kind "plan" (before: they shared turn number 1 with the first map turn)
 _PLAN_VERDICT_KIND_PATCH = "plan-verdict-kind"
+#: a failed planning call falls back to one direct stage (before: it ended the run)
+_PLANNING_FALLBACK_PATCH = "planning-failure-fallback"
 #: prompt tokens reserved on top of the map excerpt (instructions, goal, analysis, review)
 _PROMPT_OVERHEAD_TOKENS = 4000
 
 
 class PlanningFailed(Exception):
     """A planning/stage call was refused by the budget or failed (already logged)."""
+
+    def __init__(self, name: str, reason: str, stop: StopReason) -> None:
+        super().__init__(f"{name}: {reason}")
+        self.name, self.reason, self.stop = name, reason, stop
 
 
 class StagesMixin:
@@ -86,46 +92,62 @@ class StagesMixin:
         return cfg if review == cfg.review else cfg.model_copy(update={"review": review})
 
     async def _plan_phase(self) -> None:
-        """Produce the stage plan (logged); a failed planning call stops the run."""
+        """Produce the stage plan (logged); a failed planning call falls back to one direct stage."""
+        try:
+            await self._plan_stages()
+        except PlanningFailed as failed:
+            if not workflow.patched(_PLANNING_FALLBACK_PATCH):
+                self._stop(failed.stop, f"{failed.name} failed: {failed.reason}")
+                return
+            self._fall_back(failed)
+
+    def _fall_back(self, failed: PlanningFailed) -> None:
+        """Log why planning failed and go on with one direct stage (visible in status and report)."""
+        s = self.state
+        why = shorten(f"{failed.name} failed ({failed.reason}); the run goes on with one direct stage", 590)
+        workflow.logger.warning("planning fallback: %s", why)
+        plan = direct_plan(s.goal, self._planning_config()).model_copy(update={"fallback": why})
+        self._set_plan(plan, f"planning fallback: {why}")
+        s.decision_log[-1].error = f"planning fallback: {shorten(failed.reason, 400)}"
+
+    async def _plan_stages(self) -> None:
+        """analyze → (review) → plan → (interactive approval); raises :class:`PlanningFailed`."""
         s, cfg = self.state, self._planning_config()
         if self.req.planning == "direct":
             self._set_plan(direct_plan(s.goal, cfg), "planning off: one direct stage")
             return
         common = dict(goal=s.goal, model=s.model, repo_root=s.repo_root, config=cfg)
-        try:
-            analyzed = await self._priced(
-                "planning.analyze", AnalyzeInput(**common, map_metadata=s.map_metadata), AnalyzeResult, "analyze"
-            )
-            analysis = analyzed.analysis
-            self._log_fields("planning_analysis", f"{'DIRECT' if analysis.direct else 'plan'}: {analysis.analysis}",
-                             [f"reflect: {'yes' if analysis.reflect else 'no'}"], analyzed)
-            if analysis.direct:
-                self._set_plan(direct_plan(s.goal, cfg), "the analysis found the goal DIRECT")
-                return
-            review = None
-            if analysis.reflect and cfg.review:
-                reviewed = await self._priced(
-                    "planning.review",
-                    ReviewInput(**common, analysis=analysis, map_metadata=s.map_metadata),
-                    ReviewResult,
-                    "review (critic · pragmatist · detailer)",
-                )
-                review = reviewed.review
-                self._log_fields("planning_review", f"critic: {review.critic}",
-                                 [shorten(a, 300) for a in review.adjustments[:8]], reviewed)
-            planned = await self._priced(
-                "planning.plan",
-                PlanInput(**common, analysis=analysis, review=review, map_metadata=s.map_metadata,
-                          flight_plan=s.flight_plan),
-                PlanResult,
-                "plan",
-            )
-            self._set_plan(planned.plan, f"{len(planned.plan.stages)} stages planned", planned)
-            if s.mode is ExecutionMode.INTERACTIVE:
-                await self._approve_plan(PlanInput(**common, analysis=analysis, review=review,
-                                                   map_metadata=s.map_metadata, flight_plan=s.flight_plan))
-        except PlanningFailed:
+        analyzed = await self._priced(
+            "planning.analyze", AnalyzeInput(**common, map_metadata=s.map_metadata), AnalyzeResult, "analyze"
+        )
+        analysis = analyzed.analysis
+        self._log_fields("planning_analysis", f"{'DIRECT' if analysis.direct else 'plan'}: {analysis.analysis}",
+                         [f"reflect: {'yes' if analysis.reflect else 'no'}"], analyzed)
+        if analysis.direct:
+            self._set_plan(direct_plan(s.goal, cfg), "the analysis found the goal DIRECT")
             return
+        review = None
+        if analysis.reflect and cfg.review:
+            reviewed = await self._priced(
+                "planning.review",
+                ReviewInput(**common, analysis=analysis, map_metadata=s.map_metadata),
+                ReviewResult,
+                "review (critic · pragmatist · detailer)",
+            )
+            review = reviewed.review
+            self._log_fields("planning_review", f"critic: {review.critic}",
+                             [shorten(a, 300) for a in review.adjustments[:8]], reviewed)
+        planned = await self._priced(
+            "planning.plan",
+            PlanInput(**common, analysis=analysis, review=review, map_metadata=s.map_metadata,
+                      flight_plan=s.flight_plan),
+            PlanResult,
+            "plan",
+        )
+        self._set_plan(planned.plan, f"{len(planned.plan.stages)} stages planned", planned)
+        if s.mode is ExecutionMode.INTERACTIVE:
+            await self._approve_plan(PlanInput(**common, analysis=analysis, review=review,
+                                               map_metadata=s.map_metadata, flight_plan=s.flight_plan))
 
     async def _approve_plan(self, replan: PlanInput) -> None:
         """Interactive: the plan is approved like a turn; a rejection re-plans once with the feedback."""
@@ -241,8 +263,13 @@ class StagesMixin:
                 )
                 s.stage_plan = apply_reflection(s.stage_plan, index, reflected.reflection, cfg)
                 self._log_fields(result=reflected, **reflection_log_fields(reflected.reflection, index))  # type: ignore[arg-type]
-        except PlanningFailed:
-            return
+        except PlanningFailed as failed:
+            if not workflow.patched(_PLANNING_FALLBACK_PATCH):
+                self._stop(failed.stop, f"{failed.name} failed: {failed.reason}")
+                return
+            # logged by _priced; the plan goes on unchanged (the failed entry says why)
+            workflow.logger.warning("stage %d: %s failed, the plan goes on: %s", index + 1, failed.name,
+                                    failed.reason)
         if self._more_stages():
             s.stage_index, s.stage_iterations, s.stage_done = index + 1, 0, False
         elif not finalized:
@@ -258,7 +285,12 @@ class StagesMixin:
     # -- priced calls and logging ---------------------------------------
 
     async def _priced(self, name: str, inp: BaseModel, result_type: type[R], label: str) -> R:
-        """Run one planning/stage activity under a ledger reservation; log and stop on failure."""
+        """Run one planning/stage activity under a ledger reservation; log and raise on failure.
+
+        The caller decides what a failure means (:class:`PlanningFailed`): the
+        planning phase falls back to one direct stage, a stage end goes on
+        without the check or reflection.
+        """
         s, cfg = self.state, self._planning_config()
         tokens = cfg.map_excerpt_chars // 3 + _PROMPT_OVERHEAD_TOKENS
         estimate = estimate_micro_usd(tokens, cfg.max_output_tokens, s.model_rates) if s.model_rates else 0
@@ -266,8 +298,7 @@ class StagesMixin:
             reservation = s.ledger.reserve(s.model, estimate, s.iteration)
         except BudgetError as exc:
             self._log_fields(name, "", [], None, error=str(exc))
-            self._stop(StopReason.BUDGET_EXHAUSTED, str(exc))
-            raise PlanningFailed(name) from exc
+            raise PlanningFailed(name, str(exc), StopReason.BUDGET_EXHAUSTED) from exc
         s.activities_used += 1
         try:
             res = await workflow.execute_activity(
@@ -279,8 +310,7 @@ class StagesMixin:
             s.ledger.release(reservation)
             message = " ".join(str(err.cause or err).split())[:500]
             self._log_fields(name, "", [], None, error=message)
-            self._stop(StopReason.FAILED, f"{name} failed: {message}")
-            raise PlanningFailed(name) from err
+            raise PlanningFailed(name, message, StopReason.FAILED) from err
         usage, calls = res.usage, max(res.calls, 1)  # type: ignore[attr-defined]
         cost = cost_micro_usd(usage, s.model_rates, calls=calls) if s.model_rates and usage.input_tokens else 0
         s.ledger.reconcile(reservation, usage, cost, calls, 1)

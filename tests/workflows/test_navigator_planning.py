@@ -147,3 +147,36 @@ async def test_interactive_plan_approval_replans_once_with_the_feedback(
     replan_prompt = [user for kind, _, user in model.requests if kind == "planning.plan"][-1]
     assert "USER FEEDBACK ON THE PREVIOUS PLAN (revise it): start with the CLI" in replan_prompt
     assert result.stop_reason is StopReason.STOPPED
+
+
+async def test_a_failed_planning_call_falls_back_to_one_direct_stage(
+    client, task_queue, start_worker, tmp_path
+) -> None:
+    texts = {
+        "planning.analyze": ["Several areas.\nREFLECT: no"],
+        # the plan call answers garbage every time (the activity's re-ask included)
+        "planning.plan": [["no stages here, sorry", "still nothing usable", "garbage"]],
+        "stages.check_criteria": ["C1: MET | ledger at L4"],
+    }
+    provider = ScriptProvider(steps=[ZOOM_BUDGET])
+    acts, model = planning(texts)
+    wf_id = f"nav-plan-fail-{uuid.uuid4()}"
+    async with start_worker(make_activities(tmp_path, provider), extra_activities=acts):
+        result = await run(client, task_queue, make_request(tmp_path, planning="auto"), wf_id)
+        handle = client.get_workflow_handle(wf_id)
+        log = await handle.query(NavigatorWorkflow.get_decision_log)
+        status = await handle.query(NavigatorWorkflow.get_status)
+    # the exploration went on: a decision was made and the run finalized
+    assert result.stop_reason is StopReason.FINALIZED and result.iterations >= 1
+    actions = [e.action for e in log.entries]
+    assert actions[:3] == ["planning_analysis", "planning.plan", "stage_plan"], actions
+    failed, fallback = log.entries[1], log.entries[2]
+    assert failed.error  # the parse failure, as the activity reported it
+    assert fallback.reasoning.startswith("planning fallback: planning.plan failed (")
+    assert fallback.error and fallback.error.startswith("planning fallback:")
+    assert "Stage 1 of 1: Answer the goal directly" in provider.prompts[0]
+    # visible in status, report.json and the context pack
+    assert status.planning_fallback and "planning.plan failed" in status.planning_fallback
+    report = json.loads(Path(result.report_path).read_text())
+    assert report["planning_fallback"] == status.planning_fallback
+    assert "Fallback: planning.plan failed" in Path(result.context_path).read_text()
