@@ -255,7 +255,7 @@ class NavigatorActivities:
             tokens = self.count_tokens(SYSTEM_PROMPT) + self.count_tokens(user)
             estimate = self.pricer.estimate(inp.model, tokens, inp.max_output_tokens)
             context = DecideContext(
-                goal=goal, flight_plan=plan, recent=recent, feedback=inp.feedback
+                goal=goal, flight_plan=plan, recent=recent, feedback=inp.feedback, tool_results=inp.tool_results
             )
             bundle = PromptBundle(system=SYSTEM_PROMPT, user=user, context=context)
             return PromptOutput(
@@ -313,6 +313,8 @@ class NavigatorActivities:
             feedback=ctx.feedback,
             recent_decisions=tuple((r.action, r.reasoning) for r in ctx.recent),
             engine=await self.engine(inp.repo_root),
+            tools_available=True,
+            tool_results=tuple(ctx.tool_results),
             heartbeat=lambda note: activity.heartbeat(prior.model_dump(mode="json"), note),
         )
 

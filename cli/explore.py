@@ -22,9 +22,11 @@ from cli.connect import TemporalSession, open_session
 from cli.display import result_panel
 from cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
 from cli.follow import follow_run
-from cli.handles import WORKFLOW_TYPE
+from cli.handles import WORKFLOW_TYPE, query_run
 from cli.reads import exit_code_for_result
 from navcore.errors import BudgetError, ModelError, RepoError
+from navcore.messages import QUERY_STATUS
+from navcore.report import TurnReport
 from navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult
 from navcore.state import ExecutionMode
 
@@ -69,7 +71,7 @@ def build_request(
     max_iterations: int | None,
     out: Path | None,
     profile: Path | None = None,
-    planning: str = "off",
+    planning: str = "auto",
     review: bool = False,
 ) -> ExplorationRequest:
     """Validate the inputs and build the workflow input (no credentials in it, ever)."""
@@ -143,8 +145,12 @@ def explore(
     ] = None,
     planning: Annotated[
         str,
-        typer.Option("--planning", help="Planning phase: off | auto (analyze → [review] → staged plan) | direct."),
-    ] = "off",
+        typer.Option(
+            "--planning",
+            help="Planning phase: auto (default: analyze → [review] → a plan of stages with success criteria, "
+            "or one direct stage for a simple goal) | direct (one stage) | off (no stages: the open-ended loop).",
+        ),
+    ] = "auto",
     review: Annotated[
         bool, typer.Option("--review", help="Critic / pragmatist / detailer review of the plan when the analysis asks.")
     ] = False,
@@ -222,9 +228,22 @@ async def _explore(
         if json_out:
             print_json({**result.model_dump(mode="json"), "ui_url": link})
         else:
+            await _print_stage_plan(handle)
             stdout.print(result_panel(result, link))
             if result.context_path:
                 stdout.print(f"context written to {result.context_path}", markup=False, soft_wrap=True)
         if session.embedded is not None:
             stderr.print("the embedded server stops now; its history is kept — `navigator server` shows it again")
         return exit_code_for_result(result)
+
+
+async def _print_stage_plan(handle: WorkflowHandle) -> None:
+    """The final stage plan with each criterion's status (also in context.md), when the run had one."""
+    try:
+        report = await query_run(handle, QUERY_STATUS, TurnReport)
+    except CliError as exc:
+        # display only: the plan is in context.md either way; say why it is not shown here
+        stderr.print(f"(stage plan not shown: {exc}; see context.md)", markup=False)
+        return
+    if report.stage_plan:
+        stdout.print(report.stage_plan.replace(" ← current", "").replace("### ", ""), markup=False, soft_wrap=True)

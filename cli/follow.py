@@ -111,6 +111,12 @@ async def _wait_closed(handle: Any) -> None:
         return
 
 
+def plan_stage_lines(markdown: str) -> tuple[str, ...]:
+    """The heading and stage lines of a stage-plan markdown, without the "current" marker."""
+    lines = [ln.replace(" ← current", "") for ln in markdown.splitlines()]
+    return tuple(ln.replace("### ", "") for ln in lines if ln.startswith("### ") or ln[:1].isdigit())
+
+
 class _Follower:
     """State of one follow loop (what was answered, the live display)."""
 
@@ -123,8 +129,10 @@ class _Follower:
         self.live = Live(console=stderr, auto_refresh=False, transient=True) if stderr.is_terminal else None
         self.last_step: int | None = None
         self.reader = _LineReader()
+        self.plan_key: tuple[str, ...] = ()
 
     def show(self, report: TurnReport) -> None:
+        self.show_plan(report)
         if self.live is not None:
             if not self.live.is_started:
                 self.live.start()
@@ -132,6 +140,19 @@ class _Follower:
         elif report.step != self.last_step:
             stderr.print(progress_line(report))
         self.last_step = report.step
+
+    def show_plan(self, report: TurnReport) -> None:
+        """Print the stage plan when it appears or its stages change (not on every criteria tick)."""
+        if not report.stage_plan:
+            return
+        key = plan_stage_lines(report.stage_plan)
+        if key == self.plan_key:
+            return
+        self.plan_key = key
+        self.pause()
+        if report.planning_fallback:
+            stderr.print(f"planning fallback: {report.planning_fallback}", markup=False)
+        stderr.print("\n".join(key), markup=False, soft_wrap=True)
 
     def pause(self) -> None:
         if self.live is not None and self.live.is_started:

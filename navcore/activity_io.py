@@ -155,6 +155,8 @@ class DecideContext(_IO):
     flight_plan: FlightPlan
     recent: list[RecentDecision] = []
     feedback: str | None = None
+    #: the tool results this prompt shows (capped lines), for prompt-free providers
+    tool_results: list[str] = []
 
 
 class PromptBundle(_IO):

@@ -64,9 +64,10 @@ class ExplorationRequest(BaseModel):
     initial_plan: FlightPlan | None = None
     #: guardrails (loop / stall detection, goal anchoring, safety caps); see navcore.guardrails
     profile: RunProfile | None = None
-    #: planning phase: "auto" (analyze → [review] → plan, or DIRECT), "direct" (one implicit
-    #: stage), "off" (no stages: the open-ended loop)
-    planning: Literal["auto", "off", "direct"] = "off"
+    #: planning phase: "auto" (analyze → [review] → plan, or DIRECT; the default), "direct"
+    #: (one implicit stage), "off" (no stages: the open-ended loop). Recorded requests carry
+    #: the field explicitly, so the default changing from "off" does not change their replay.
+    planning: Literal["auto", "off", "direct"] = "auto"
     #: run the critic/pragmatist/detailer review when the analysis asks for it
     review: bool = False
     #: set only by the workflow itself when it continues as new

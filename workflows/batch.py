@@ -193,6 +193,8 @@ class BatchWorkflow:
             max_iterations=job.max_iterations,
             max_output_tokens=job.max_output_tokens,
             out_dir=f"{self.req.out_dir.rstrip('/')}/{self.req.batch_id}",
+            # batch jobs keep the open-ended loop (their input did before the default became "auto")
+            planning="off",
             **({"decide_retry": self.req.decide_retry} if self.req.decide_retry else {}),
         )
 

@@ -42,6 +42,10 @@ class DecideCall:
     #: (action, reasoning) of the most recent decisions, oldest first
     recent_decisions: tuple[tuple[str, str], ...] = ()
     engine: Any = None
+    #: the caller runs ``call_tools`` decisions (the workflow does; the benchmark loop does not)
+    tools_available: bool = False
+    #: results of the previous turn's tool calls, as the prompt shows them (``### summary\nbody``)
+    tool_results: tuple[str, ...] = ()
     #: called with a short progress note while the model streams
     heartbeat: Callable[[str], None] = field(default=lambda note: None)
 

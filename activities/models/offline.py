@@ -6,7 +6,8 @@ zoom-out decisions with human-readable reasons and finalizes when the budget is
 well used and the ranking is stable. No network; same inputs -> same decision.
 It costs nothing (model ``offline`` is priced at 0): usage is zero tokens and
 ``calls=1``. The policy itself lives in ``offline_policy`` / ``offline_diff`` /
-``offline_symbols``; how feedback is obeyed is in ``offline_feedback``.
+``offline_symbols``; how feedback is obeyed is in ``offline_feedback``; its one
+round of code tools (first turn, then hints for the survey) is in ``offline_tools``.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from activities.models.base import DecideCall
 from activities.models.offline_feedback import feedback_update
 from activities.models.offline_policy import OfflinePolicyConfig, PolicyOutcome, plan_turn
 from activities.models.offline_terms import parse_feedback
+from activities.models.offline_tools import TOOL_TURN_PREFIX, tool_round
 from navcore.decision import ModelDecision, TokenUsage
 from navcore.errors import ModelError
+from navcore.tools import ToolCall
 
 __all__ = ["OFFLINE_MODEL", "OfflineProvider"]
 
@@ -51,6 +54,12 @@ class OfflineProvider:
             )
         from repomap.tokens import estimate_tokens
 
+        calls = self._tool_round(call)
+        if calls:
+            return ModelDecision(
+                action="call_tools", reasoning=_tool_reasoning(calls), tool_calls=calls,
+                model=OFFLINE_MODEL, usage=TokenUsage(), calls=1,
+            )
         outcome = self._outcome(call, estimate_tokens)
         if outcome.finalize:
             return ModelDecision(
@@ -62,6 +71,14 @@ class OfflineProvider:
             action="update_flight_plan", reasoning=outcome.reasoning, updates=outcome.update,
             model=OFFLINE_MODEL, usage=TokenUsage(), calls=1,
         )
+
+    def _tool_round(self, call: DecideCall) -> list[ToolCall]:
+        """The first turn's code-tool calls (see ``offline_tools``), when the caller can run them."""
+        if not call.tools_available or (call.feedback and call.feedback.strip()):
+            return []
+        goal = call.goal or call.flight_plan.goal or ""
+        return tool_round(goal, call.flight_plan, call.iteration, call.max_iterations, call.recent_decisions,
+                          self.config.tools)
 
     def _outcome(self, call: DecideCall, estimate: object) -> PolicyOutcome:
         from activities.models.offline_diff import finalize_summary
@@ -80,3 +97,10 @@ class OfflineProvider:
             turn.reasoning = "; ".join(notes + [turn.reasoning]) if notes else turn.reasoning
             return turn
         return plan_turn(call.engine, call, self.config, estimate)
+
+
+def _tool_reasoning(calls: list[ToolCall]) -> str:
+    """Why the offline model asks for tools (its own marker first: it counts its rounds by it)."""
+    what = "; ".join(c.summary() for c in calls)
+    return (f"{TOOL_TURN_PREFIX} locate the goal's terms and named identifiers in the code before the "
+            f"survey: {what}")

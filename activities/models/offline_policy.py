@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict
 from activities.models.base import DecideCall
 from activities.models.offline_symbols import ScoredSymbol, SymbolScoreConfig, score_symbols
 from activities.models.offline_terms import NOISE_AREAS, goal_terms, mentioned_noise
+from activities.models.offline_tools import OfflineToolConfig, hint_update, parse_tool_results
 from navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, Level, VerbosityRule
 
 __all__ = ["OfflinePolicyConfig", "Allocation", "PolicyOutcome", "survey", "allocate", "base_plan", "plan_turn", "ranked_for", "glob_matches"]
@@ -78,6 +79,8 @@ class OfflinePolicyConfig(BaseModel):
     #: weight of focus the human asked for in feedback (never removed by the policy)
     feedback_weight: float = 4.0
     symbols: SymbolScoreConfig = SymbolScoreConfig()
+    #: the first turn's code-tool round and the focus its results give the survey
+    tools: OfflineToolConfig = OfflineToolConfig()
     #: engine signals that say nothing about the goal's words (for the "no lexical match" note)
     structural_signals: tuple[str, ...] = ("pagerank", "focus")
 
@@ -146,8 +149,13 @@ class PolicyOutcome:
     summary: str | None = None
 
 
-def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig) -> PolicyOutcome:
-    """First turn: set the goal, zoom out noise, zoom in on the top directories and files."""
+def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
+           tool_results: tuple[str, ...] = ()) -> PolicyOutcome:
+    """First map turn: set the goal, zoom out noise, zoom in on the top directories and files.
+
+    With ``tool_results`` (the offline tool round's answers) the files and
+    symbols the tools pointed at are focused too.
+    """
     wanted = mentioned_noise(goal)
     files = engine.files
     noise: list[str] = []
@@ -195,6 +203,13 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig) -
     elif not any(v > 0 for r in ranked for k, v in r.signals.items() if k not in cfg.structural_signals):
         notes.append("no file matches the goal lexically: zooming in by reference-graph centrality only")
     update = FlightPlanUpdate(goal=goal, add_exclude=noise, add_focus_paths=focus, set_rules=rules)
+    if tool_results:
+        hints = parse_tool_results(tool_results)
+        exclude = [*plan.exclude, *noise]
+        update, tool_notes = hint_update(update, hints, goal, exclude, cfg.tools,
+                                         lambda globs, path: any(glob_matches(g, path) for g in globs))
+        # right after the goal terms: the log keeps the head of a long reasoning
+        notes.insert(1, "from the tools: " + ("; ".join(tool_notes) if tool_notes else "nothing usable"))
     return PolicyOutcome(False, "survey: " + "; ".join(notes), update)
 
 
@@ -313,7 +328,7 @@ def plan_turn(engine: Any, call: DecideCall, cfg: OfflinePolicyConfig, estimate:
     plan, goal = call.flight_plan, call.goal or call.flight_plan.goal or ""
     untouched = not (plan.rules or plan.focus_paths or plan.focus_symbols or plan.exclude)
     if plan.goal != goal or untouched:
-        return survey(engine, plan, goal, cfg)
+        return survey(engine, plan, goal, cfg, call.tool_results)
     alloc, ranked = allocate(engine, plan, goal, cfg, estimate)
     meta = call.map_metadata
     update, notes = diff_allocation(plan, alloc, ranked, cfg, meta)

@@ -35,6 +35,11 @@ def test_explore_on_the_embedded_server_writes_the_context_pack(tmp_path: Path) 
     report = json.loads((context.parent / "report.json").read_text())
     assert isinstance(report, dict) and report
     assert wid in json.dumps(report)
+    # planning is on by default: the plan is printed and logged; the offline model's tool round ran
+    actions = [d["action"] for d in report["decisions"]]
+    assert actions[:2] == ["planning_analysis", "stage_plan"] and "call_tools" in actions, actions
+    assert re.search(r"^Plan \((direct|\d+ stages)\)$", proc.stderr + proc.stdout, re.M), proc.stderr[-2000:]
+    assert "## Stages and success criteria" in text
     # the embedded server was ours: it is gone, its database stays for `navigator server`
     assert not port_in_use("127.0.0.1", box.port)
     assert (tmp_path / "state" / "temporal.db").is_file()

@@ -45,7 +45,7 @@ def test_explore_survives_a_server_restart(tmp_path: Path) -> None:
     server = _server(box)
     explore = subprocess.Popen(
         [str(NAVIGATOR), "explore", str(FIXTURE_REPO), "why?", "--model", f"scripted:{script}",
-         "--max-iterations", str(TURNS), "--out", str(tmp_path / "out")],
+         "--max-iterations", str(TURNS), "--planning", "off", "--out", str(tmp_path / "out")],
         cwd=tmp_path, env=box.env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
     time.sleep(5)

