@@ -124,6 +124,9 @@ class StagePlan(BaseModel):
     split_stages: int = Field(0, ge=0)
     #: why this plan is a fallback (a planning call failed), shown wherever the plan is
     fallback: str | None = Field(None, max_length=600)
+    #: the one direct stage spans the whole run: the run's iteration cap applies, not the
+    #: profile's per-stage cap (False in plans made before this field existed)
+    whole_run: bool = False
 
 
 class PlanningAnalysis(BaseModel):
@@ -282,14 +285,18 @@ class ReflectResult(_Result):
 # --------------------------------------------------------------------------- plan operations
 
 
-def direct_plan(goal: str, config: PlanningConfig = PlanningConfig()) -> StagePlan:
-    """The implicit single stage of a DIRECT goal (or of a run with planning off)."""
+def direct_plan(goal: str, config: PlanningConfig = PlanningConfig(), run_iterations: int | None = None) -> StagePlan:
+    """The implicit single stage of a DIRECT goal (or of ``planning="direct"``).
+
+    With ``run_iterations`` the stage spans the whole run (``whole_run``): a
+    DIRECT goal must not end sooner than the same run without planning would.
+    """
     stage = Stage(
         objective=_clip(f"Answer the goal directly: {goal}"),
         success_criteria=["The map shows the code that answers the goal in detail (level 2 or more)."],
-        max_iterations=config.max_stage_iterations,
+        max_iterations=min(run_iterations, 100) if run_iterations else config.max_stage_iterations,
     )
-    return StagePlan(stages=[stage], direct=True)
+    return StagePlan(stages=[stage], direct=True, whole_run=run_iterations is not None)
 
 
 def apply_reflection(

@@ -61,6 +61,8 @@ _PLANNING_RETRY = RetryPolicy(
 _PLAN_VERDICT_KIND_PATCH = "plan-verdict-kind"
 #: a failed planning call falls back to one direct stage (before: it ended the run)
 _PLANNING_FALLBACK_PATCH = "planning-failure-fallback"
+#: a direct stage spans the whole run (before: it ended at the profile's per-stage cap)
+_DIRECT_WHOLE_RUN_PATCH = "direct-stage-whole-run"
 #: prompt tokens reserved on top of the map excerpt (instructions, goal, analysis, review)
 _PROMPT_OVERHEAD_TOKENS = 4000
 
@@ -106,7 +108,7 @@ class StagesMixin:
         s = self.state
         why = shorten(f"{failed.name} failed ({failed.reason}); the run goes on with one direct stage", 590)
         workflow.logger.warning("planning fallback: %s", why)
-        plan = direct_plan(s.goal, self._planning_config()).model_copy(update={"fallback": why})
+        plan = self._direct_plan().model_copy(update={"fallback": why})
         self._set_plan(plan, f"planning fallback: {why}")
         s.decision_log[-1].error = f"planning fallback: {shorten(failed.reason, 400)}"
 
@@ -114,7 +116,7 @@ class StagesMixin:
         """analyze → (review) → plan → (interactive approval); raises :class:`PlanningFailed`."""
         s, cfg = self.state, self._planning_config()
         if self.req.planning == "direct":
-            self._set_plan(direct_plan(s.goal, cfg), "planning off: one direct stage")
+            self._set_plan(self._direct_plan(), "planning direct: one direct stage")
             return
         common = dict(goal=s.goal, model=s.model, repo_root=s.repo_root, config=cfg)
         analyzed = await self._priced(
@@ -124,7 +126,7 @@ class StagesMixin:
         self._log_fields("planning_analysis", f"{'DIRECT' if analysis.direct else 'plan'}: {analysis.analysis}",
                          [f"reflect: {'yes' if analysis.reflect else 'no'}"], analyzed)
         if analysis.direct:
-            self._set_plan(direct_plan(s.goal, cfg), "the analysis found the goal DIRECT")
+            self._set_plan(self._direct_plan(), "the analysis found the goal DIRECT")
             return
         review = None
         if analysis.reflect and cfg.review:
@@ -161,7 +163,7 @@ class StagesMixin:
                 self._stop(StopReason.STOPPED, f"{s.stop_requested or 'the plan was stopped'} (by {s.stop_sender or 'user'})")
                 return
             if attempt == 2:
-                self._set_plan(direct_plan(s.goal, cfg), "the re-plan was rejected too: one direct stage")
+                self._set_plan(self._direct_plan(), "the re-plan was rejected too: one direct stage")
                 return
             note = f"\nUSER FEEDBACK ON THE PREVIOUS PLAN (revise it): {feedback or 'rejected without feedback'}"
             analysis = replan.analysis.model_copy(update={"analysis": (replan.analysis.analysis + note)[-20_000:]})
@@ -212,7 +214,17 @@ class StagesMixin:
         return s.stage_plan is not None and s.stage_index + 1 < len(s.stage_plan.stages)
 
     def _stage_cap(self, stage: Stage) -> int:
+        plan = self.state.stage_plan
+        if plan is not None and plan.whole_run:
+            return stage.max_iterations  # the run's own cap (max_iterations, guardrails) ends it
         return min(stage.max_iterations, self.profile.safety.max_stage_iterations)
+
+    def _direct_plan(self) -> StagePlan:
+        """One direct stage; since the patch it spans the whole run (not the per-stage cap)."""
+        s, cfg = self.state, self._planning_config()
+        if workflow.patched(_DIRECT_WHOLE_RUN_PATCH):
+            return direct_plan(s.goal, cfg, run_iterations=self.req.max_iterations)
+        return direct_plan(s.goal, cfg)
 
     def _stage_lines(self) -> list[str]:
         """The prompt's "Current stage" section: objective, budget, criteria."""

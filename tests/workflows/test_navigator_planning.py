@@ -180,3 +180,65 @@ async def test_a_failed_planning_call_falls_back_to_one_direct_stage(
     report = json.loads(Path(result.report_path).read_text())
     assert report["planning_fallback"] == status.planning_fallback
     assert "Fallback: planning.plan failed" in Path(result.context_path).read_text()
+
+
+SCRIPT_FILE = """
+decisions:
+  - action: call_tools
+    reasoning: find the ledger first
+    tool_calls: [{name: search_codebase, args: {query: ledger reserve}}]
+  - action: update_flight_plan
+    reasoning: zoom into the ledger
+    updates: {set_rules: [{glob: src/budgetkit/ledger.py, level: 4}]}
+  - action: update_flight_plan
+    reasoning: the CLI
+    updates: {set_rules: [{glob: src/budgetkit/cli.py, level: 3}]}
+  - action: finalize_context
+    summary: the ledger and the CLI
+text:
+  planning.analyze: ["Two areas.\\nREFLECT: yes"]
+  planning.review: ["CRITIC: fine\\nPRAGMATIST: ledger first\\nDETAILER: reserve"]
+  planning.plan: ["STAGE 1: Find the ledger\\n- `ledger.py` is shown\\nMAX_ITERATIONS: 2\\nSTAGE 2: The CLI\\n- the CLI is shown\\nMAX_ITERATIONS: 2"]
+  stages.check_criteria: ["C1: NOT MET | not yet", "C1: MET | cli shown"]
+  stages.reflect: ["REWRITE: the CLI matters\\nSTAGE 1: Show the CLI\\n- the CLI is shown\\nMAX_ITERATIONS: 2"]
+"""
+
+
+async def test_a_scripted_model_file_drives_tools_planning_review_criteria_and_reflection(
+    client, task_queue, start_worker, tmp_path
+) -> None:
+    """``--model scripted:<file>``: one file answers decisions (tool calls included) and every text call."""
+    from activities.artifacts import LocalArtifactStore
+    from activities.models.registry import TablePricer
+    from activities.navigator import NavigatorActivities
+
+    script = tmp_path / "run.yaml"
+    script.write_text(SCRIPT_FILE)
+    acts = NavigatorActivities(LocalArtifactStore(tmp_path / "artifacts"), pricer=TablePricer.load())
+    req = make_request(tmp_path, model=f"scripted:{script}", planning="auto", review=True, max_iterations=8)
+    wf_id = f"nav-scripted-file-{uuid.uuid4()}"
+    async with start_worker(acts):
+        result = await run(client, task_queue, req, wf_id)
+        log = await client.get_workflow_handle(wf_id).query(NavigatorWorkflow.get_decision_log)
+    actions = [e.action for e in log.entries]
+    assert actions[:3] == ["planning_analysis", "planning_review", "stage_plan"], actions
+    assert actions[3:6] == ["call_tools", "update_flight_plan", "criteria_check"], actions
+    assert "reflection" in actions and actions.count("criteria_check") == 2
+    reflection = next(e for e in log.entries if e.action == "reflection")
+    assert reflection.diff_lines == ["+ stage: Show the CLI"]
+    assert not any(e.error for e in log.entries if e.action.startswith(("planning", "stage")))
+    assert result.stop_reason is StopReason.FINALIZED
+
+
+async def test_a_direct_stage_spans_the_whole_run(client, task_queue, start_worker, tmp_path) -> None:
+    """The default planning must not cut a DIRECT run short at the profile's per-stage cap."""
+    from navcore.guardrails import RunProfile, SafetyConfig
+
+    texts = {"planning.analyze": ["DIRECT: simple"], "stages.check_criteria": ["C1: MET | ok"]}
+    steps = [update(set_rules=[{"glob": f"src/budgetkit/part{i}.py", "level": 2}]) for i in range(4)]
+    profile = RunProfile(safety=SafetyConfig(max_stage_iterations=2))
+    result, log, provider, model = await _explore(client, task_queue, start_worker, tmp_path, steps, texts,
+                                                  planning="auto", profile=profile, max_iterations=8)
+    assert result.stop_reason is StopReason.FINALIZED and result.iterations == 5  # 4 moves, then finalize
+    assert "Iteration 3 of at most 8 in this stage." in provider.prompts[2]
+    assert [k for k, _, _ in model.requests].count("stages.check_criteria") == 1
