@@ -18,7 +18,7 @@ import marshal
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,10 +122,7 @@ class IndexCache:
         try:
             conn = sqlite3.connect(f"{db_path.as_uri()}?mode=ro", uri=True, timeout=_BUSY_TIMEOUT_S)
             try:
-                for i in range(0, len(keys), _SQL_PARAM_CHUNK):
-                    part = keys[i:i + _SQL_PARAM_CHUNK]
-                    q = f"SELECT key FROM blobs WHERE key IN ({','.join('?' * len(part))})"
-                    found.update(r[0] for r in conn.execute(q, part))
+                found.update(r[0] for r in _rows_with_keys(conn, "key", keys))
             finally:
                 conn.close()
         except sqlite3.Error as exc:
@@ -144,10 +141,7 @@ class IndexCache:
         out: dict[str, Any] = {}
 
         def run() -> None:
-            for i in range(0, len(keys), _SQL_PARAM_CHUNK):
-                part = keys[i:i + _SQL_PARAM_CHUNK]
-                q = f"SELECT key, {column} FROM blobs WHERE key IN ({','.join('?' * len(part))})"
-                out.update((k, marshal.loads(b)) for k, b in self._conn.execute(q, part))
+            out.update((k, marshal.loads(b)) for k, b in _rows_with_keys(self._conn, f"key, {column}", keys))
 
         self._guard(run)
         return out
@@ -175,3 +169,10 @@ class IndexCache:
         """Close the connection."""
         with self._lock:
             self._conn.close()
+
+
+def _rows_with_keys(conn: sqlite3.Connection, columns: str, keys: list[str]) -> Iterator[tuple[Any, ...]]:
+    """``SELECT columns FROM blobs`` for ``keys``, in chunks under SQLite's parameter limit."""
+    for i in range(0, len(keys), _SQL_PARAM_CHUNK):
+        part = keys[i:i + _SQL_PARAM_CHUNK]
+        yield from conn.execute(f"SELECT {columns} FROM blobs WHERE key IN ({','.join('?' * len(part))})", part)

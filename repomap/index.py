@@ -160,6 +160,6 @@ def _split_new(ident: str) -> tuple[str, ...]:
     if ident.isalpha() and ident.islower():  # most names: one lowercase word, no regex needed
         parts: tuple[str, ...] = (ident,) if len(ident) >= _MIN_TERM else ()
     else:
-        parts = split_identifier(ident)
+        parts = split_identifier.__wrapped__(ident)  # this memo replaces the shared LRU here
     _SPLIT_MEMO[ident] = parts
     return parts

@@ -123,11 +123,17 @@ def _segment_counts(texts: list[str]) -> list[int]:
     joined = "".join(texts)
     if not joined:
         return [0] * len(texts)
-    toks = np.asarray(encode(joined), dtype=np.int64)
-    tok_starts = np.cumsum(token_byte_lengths()[toks]) - token_byte_lengths()[toks]
     seg_starts = np.cumsum([0] + [len(t.encode("utf-8")) for t in texts[:-1]])
-    seg_of = np.searchsorted(seg_starts, tok_starts, side="right") - 1
-    return np.bincount(seg_of, minlength=len(texts)).tolist()
+    return _tokens_per_span(joined, seg_starts).tolist()
+
+
+def _tokens_per_span(text: str, span_starts: np.ndarray) -> np.ndarray:
+    """Tokens of ``text`` per span (sorted byte offsets, the first 0): a token counts
+    for the span its first byte lies in."""
+    lengths = token_byte_lengths()[np.asarray(encode(text), dtype=np.int64)]
+    tok_starts = np.cumsum(lengths) - lengths
+    span_of = np.searchsorted(span_starts, tok_starts, side="right") - 1
+    return np.bincount(span_of, minlength=len(span_starts))
 
 
 @functools.cache
@@ -152,12 +158,9 @@ def tokens_per_line(text: str, raw: bytes | None = None) -> np.ndarray:
     n_lines = text.count("\n") + 1
     if not raw:
         return np.zeros(n_lines, dtype=np.int64)
-    toks = np.asarray(encode(text), dtype=np.int64)
-    starts = np.concatenate(([0], np.cumsum(token_byte_lengths()[toks])[:-1]))
     nl = np.frombuffer(raw, dtype=np.uint8) == 10
     line_starts = np.concatenate(([0], np.flatnonzero(nl) + 1))
-    line_of = np.searchsorted(line_starts, starts, side="right") - 1
-    return np.bincount(line_of, minlength=len(line_starts))[:n_lines]
+    return _tokens_per_span(text, line_starts)[:n_lines]
 
 
 def estimate_tokens(text: str) -> int:
