@@ -15,8 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from navcore.artifacts import SUMMARY_MAX_CHARS, ArtifactRef
-from navcore.errors import ArtifactError
+from durable_navigator.navcore.artifacts import SUMMARY_MAX_CHARS, ArtifactRef
+from durable_navigator.navcore.errors import ArtifactError
 
 __all__ = ["ArtifactStore", "LocalArtifactStore", "make_ref", "atomic_write_bytes"]
 

@@ -22,17 +22,17 @@ from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
-from activities.artifacts import atomic_write_bytes
-from navcore.batch import (
+from durable_navigator.activities.artifacts import atomic_write_bytes
+from durable_navigator.navcore.batch import (
     JobsFile,
     RecoverChildInput,
     RecoverChildOutput,
     WriteBatchResultsInput,
     WriteBatchResultsOutput,
 )
-from navcore.budget import micros_to_usd
-from navcore.errors import ConfigError
-from navcore.requests import ExplorationResult
+from durable_navigator.navcore.budget import micros_to_usd
+from durable_navigator.navcore.errors import ConfigError
+from durable_navigator.navcore.requests import ExplorationResult
 
 __all__ = ["JobsFileError", "load_jobs_file", "parse_jobs_text", "BatchActivities", "MAX_JOBS_FILE_BYTES"]
 

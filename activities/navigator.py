@@ -32,10 +32,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.artifacts import ArtifactStore, atomic_write_bytes
-from activities.models.base import DecideCall, ModelProvider
-from activities.models.registry import Pricer, build_provider
-from navcore.activity_io import (
+from durable_navigator.activities.artifacts import ArtifactStore, atomic_write_bytes
+from durable_navigator.activities.models.base import DecideCall, ModelProvider
+from durable_navigator.activities.models.registry import Pricer, build_provider
+from durable_navigator.navcore.activity_io import (
     AttemptUsage,
     DecideContext,
     DecideInput,
@@ -52,12 +52,12 @@ from navcore.activity_io import (
     WriteResultInput,
     WriteResultOutput,
 )
-from navcore.artifacts import ArtifactRef
-from navcore.decision import ModelDecision, TokenUsage
-from navcore.errors import ArtifactError, NavigatorError, RepoError
-from navcore.flightplan import FlightPlan
-from navcore.mapmeta import MapMetadata
-from navcore.prompt import (
+from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.decision import ModelDecision, TokenUsage
+from durable_navigator.navcore.errors import ArtifactError, NavigatorError, RepoError
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navcore.prompt import (
     GOAL_SLOT,
     RECENT_DIFF_LINES,
     RECENT_REASONING_CHARS,
@@ -65,7 +65,7 @@ from navcore.prompt import (
     PromptParts,
     build_user_prompt,
 )
-from navcore.report import shorten, update_diff_lines
+from durable_navigator.navcore.report import shorten, update_diff_lines
 
 __all__ = ["NavigatorActivities", "ActivityLimits", "EngineFactory", "ProviderFactory", "to_application_error"]
 
@@ -380,12 +380,12 @@ def _context_markdown(inp: WriteResultInput, map_text: str) -> str:
 
 
 def _open_repomap(root: Path) -> Any:
-    from repomap import RepoMap
+    from durable_navigator.repomap import RepoMap
 
     return RepoMap.open(root)
 
 
 def _repomap_count_tokens(text: str) -> int:
-    from repomap.tokens import count_tokens
+    from durable_navigator.repomap.tokens import count_tokens
 
     return int(count_tokens(text))

@@ -36,13 +36,13 @@ from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.models.text import TextModel, build_text_model
-from navcore.compression import CompressInput, CompressResult, summary_prompt
-from navcore.decision import TokenUsage
-from navcore.errors import ConfigError, NavigatorError
-from navcore.flightplan import FlightPlan
-from navcore.guardrails import RunProfile
-from navcore.planning import (
+from durable_navigator.activities.models.text import TextModel, build_text_model
+from durable_navigator.navcore.compression import CompressInput, CompressResult, summary_prompt
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.errors import ConfigError, NavigatorError
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navcore.guardrails import RunProfile
+from durable_navigator.navcore.planning import (
     AnalyzeInput,
     AnalyzeResult,
     CriteriaInput,
@@ -55,14 +55,14 @@ from navcore.planning import (
     ReviewInput,
     ReviewResult,
 )
-from navcore.planning_parse import (
+from durable_navigator.navcore.planning_parse import (
     parse_analysis,
     parse_criteria_check,
     parse_reflection,
     parse_review,
     parse_stage_plan,
 )
-from navcore.planning_prompts import (
+from durable_navigator.navcore.planning_prompts import (
     analysis_prompt,
     corrective_suffix,
     criteria_prompt,

@@ -17,13 +17,13 @@ from typing import Any
 
 import yaml
 
-from navcore.errors import ConfigError
-from navcore.pricing import PRICING_FILE_ENV, PricingTable
+from durable_navigator.navcore.errors import ConfigError
+from durable_navigator.navcore.pricing import PRICING_FILE_ENV, PricingTable
 
 __all__ = ["SHIPPED_PRICING_RESOURCE", "load_pricing_table", "load_shipped_pricing", "parse_yaml"]
 
 #: the shipped table, as package data of ``navcore`` (see pyproject package-data)
-SHIPPED_PRICING_RESOURCE = ("navcore", "pricing.yaml")
+SHIPPED_PRICING_RESOURCE = ("durable_navigator.navcore", "pricing.yaml")
 
 #: refuse absurdly large override files before parsing them
 _MAX_OVERRIDE_BYTES = 1_000_000

@@ -31,11 +31,11 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 from temporalio import activity
 
-from activities.planning import EngineFor, open_engine
-from navcore.artifacts import ArtifactRef
-from navcore.compression import truncate_text
-from navcore.errors import NavigatorError, PathEscapeError
-from navcore.tools import (
+from durable_navigator.activities.planning import EngineFor, open_engine
+from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.compression import truncate_text
+from durable_navigator.navcore.errors import NavigatorError, PathEscapeError
+from durable_navigator.navcore.tools import (
     TOOL_DECLARATIONS,
     ListDirectoryArgs,
     ReadFileArgs,
@@ -59,7 +59,7 @@ class BytesStore(Protocol):
 
 
 def _resolve_inside(root: Path, relpath: str) -> Path:
-    from repomap.safepath import resolve_inside
+    from durable_navigator.repomap.safepath import resolve_inside
 
     return resolve_inside(root, relpath)
 

@@ -41,10 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from offline_taskset import Task, load_tasks, materialize, repo_dir  # noqa: E402
 
-from activities.models.base import DecideCall  # noqa: E402
-from activities.models.offline import OfflineProvider  # noqa: E402
-from activities.models.offline_terms import STOPWORDS, split_identifier  # noqa: E402
-from navcore.flightplan import FlightPlan  # noqa: E402
+from durable_navigator.activities.models.base import DecideCall  # noqa: E402
+from durable_navigator.activities.models.offline import OfflineProvider  # noqa: E402
+from durable_navigator.activities.models.offline_terms import STOPWORDS, split_identifier  # noqa: E402
+from durable_navigator.navcore.flightplan import FlightPlan  # noqa: E402
 
 MIN_LINE_CHARS = 4
 MAX_ITERATIONS = 8
@@ -221,8 +221,8 @@ def read_docs(rm) -> dict[str, str]:
 
 def run(tasks: list[Task], budgets: list[int], verbose: bool) -> dict:
     """Every task x budget x method; returns the raw per-task records."""
-    from repomap import RepoMap
-    from repomap.tokens import count_tokens
+    from durable_navigator.repomap import RepoMap
+    from durable_navigator.repomap.tokens import count_tokens
 
     provider = OfflineProvider()
     records = []

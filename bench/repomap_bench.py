@@ -193,7 +193,7 @@ def make_requests(root: Path, files: list[str], n: int, cfg: BenchConfig) -> lis
 
 def plan_from_request(req: dict[str, Any]) -> Any:
     """Our flight plan for one shared request (chat file -> heavier focus)."""
-    from navcore.flightplan import FlightPlan
+    from durable_navigator.navcore.flightplan import FlightPlan
 
     focus = [{"glob": p, "weight": 3.0 if p in req["chat_files"] else 1.5}
              for p in req["focus_paths"]]
@@ -206,7 +206,7 @@ def plan_from_request(req: dict[str, Any]) -> Any:
 def random_plan(rng: random.Random, files: list[str], idents: list[str],
                 cfg: BenchConfig) -> Any:
     """A random flight plan: random rules/focus/levels/excludes and a log-uniform budget."""
-    from navcore.flightplan import FlightPlan
+    from durable_navigator.navcore.flightplan import FlightPlan
 
     def glob() -> str:
         f = files[rng.randrange(len(files))]
@@ -277,7 +277,7 @@ def _timed_renders(rm: Any, plans: list[Any], count: Any) -> list[dict[str, Any]
 def worker_ours(args: argparse.Namespace) -> dict[str, Any]:
     """One phase of our engine in a fresh process: ``cold``, ``warm`` or ``budget``."""
     t_proc = time.perf_counter()
-    from repomap import RepoMap
+    from durable_navigator.repomap import RepoMap
 
     t_imported = time.perf_counter()
     count = _exact_counter()

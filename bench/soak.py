@@ -92,8 +92,8 @@ class MeteredProvider:
         return bool(self.inner.handles(model))
 
     async def decide(self, call: Any) -> Any:
-        from navcore.decision import TokenUsage
-        from repomap.tokens import count_tokens
+        from durable_navigator.navcore.decision import TokenUsage
+        from durable_navigator.repomap.tokens import count_tokens
 
         decision = await self.inner.decide(call)
         tokens = count_tokens(call.system_prompt) + count_tokens(call.user_prompt)
@@ -105,13 +105,13 @@ async def run_worker(target: str, task_queue: str, artifacts: str) -> None:
     """A full navigator worker (navigator + batch) with metered offline decisions."""
     from temporalio.client import Client
 
-    from activities.artifacts import LocalArtifactStore
-    from activities.models.registry import TablePricer, build_provider
-    from activities.navigator import NavigatorActivities
-    from navcore.pricing import PricingTable
-    from workers.converter import DATA_CONVERTER
-    from workers.logging import configure_logging
-    from workers.worker import build_worker
+    from durable_navigator.activities.artifacts import LocalArtifactStore
+    from durable_navigator.activities.models.registry import TablePricer, build_provider
+    from durable_navigator.activities.navigator import NavigatorActivities
+    from durable_navigator.navcore.pricing import PricingTable
+    from durable_navigator.workers.converter import DATA_CONVERTER
+    from durable_navigator.workers.logging import configure_logging
+    from durable_navigator.workers.worker import build_worker
 
     configure_logging(json_output=True, level="warning")
     client = await Client.connect(target, data_converter=DATA_CONVERTER)
@@ -183,8 +183,8 @@ def _goals(repo: Path, n: int, seed: int) -> list[str]:
 
 
 def _batch_request(cfg: SoakConfig, repo: Path, out: Path, batch_id: str) -> Any:
-    from navcore.batch import BatchJob, BatchLimits, BatchRequest
-    from navcore.requests import DecideRetryConfig
+    from durable_navigator.navcore.batch import BatchJob, BatchLimits, BatchRequest
+    from durable_navigator.navcore.requests import DecideRetryConfig
 
     jobs = [
         BatchJob(index=i, name=f"soak-{i}", repo_path=str(repo), goal=goal, model="offline",
@@ -282,7 +282,7 @@ async def _histories(client: Any, workflow_id: str) -> list[Any]:
 
 async def _check_exploration(client: Any, outcome: Any) -> dict[str, Any]:
     """One exploration's checks: complete, steps, decide completions, ledger, key, history size."""
-    from navcore.report import DecisionLogView
+    from durable_navigator.navcore.report import DecisionLogView
 
     histories = await _histories(client, outcome.workflow_id)
     texts = [h.to_json() for h in histories]
@@ -347,7 +347,7 @@ def _prewarm(repo: Path, cache_home: Path) -> float:
     that exploration for the scan's whole 15-minute start-to-close timeout).
     """
     os.environ["XDG_CACHE_HOME"] = str(cache_home)
-    from repomap import RepoMap
+    from durable_navigator.repomap import RepoMap
 
     t0 = time.monotonic()
     RepoMap.open(repo)
@@ -359,9 +359,9 @@ async def soak(cfg: SoakConfig) -> dict[str, Any]:
     from gen_large_tree import generate
     from temporalio.client import Client
 
-    from navcore.batch import BatchResult
-    from workers.converter import DATA_CONVERTER
-    from workers.devserver import DevServer, DevServerConfig, free_port
+    from durable_navigator.navcore.batch import BatchResult
+    from durable_navigator.workers.converter import DATA_CONVERTER
+    from durable_navigator.workers.devserver import DevServer, DevServerConfig, free_port
 
     work = Path(tempfile.mkdtemp(prefix="navigator-soak-"))
     repo = work / "repo"

@@ -13,12 +13,12 @@ from typing import Annotated
 
 import typer
 
-from cli.common import GlobalOptions, config_of, print_json, stdout
-from cli.errors import EXIT_CODE_DOC, handles_errors
-from cli.explore import explore_app
-from cli.reads import reads_app
-from cli.serve import serve_app
-from cli.signals import signals_app
+from durable_navigator.cli.common import GlobalOptions, config_of, print_json, stdout
+from durable_navigator.cli.errors import EXIT_CODE_DOC, handles_errors
+from durable_navigator.cli.explore import explore_app
+from durable_navigator.cli.reads import reads_app
+from durable_navigator.cli.serve import serve_app
+from durable_navigator.cli.signals import signals_app
 
 __all__ = ["app", "main"]
 
@@ -81,10 +81,10 @@ app.add_typer(config_app, name="config")
 
 def _mount_batch() -> None:
     """Mount ``navigator batch`` if ``cli/batch.py`` (another module of this package) exists."""
-    if importlib.util.find_spec("cli.batch") is None:
+    if importlib.util.find_spec("durable_navigator.cli.batch") is None:
         return
     # imported only when present; an ImportError inside it is a real bug and must surface
-    module = importlib.import_module("cli.batch")
+    module = importlib.import_module("durable_navigator.cli.batch")
     app.add_typer(module.batch_app, name="batch")
 
 

@@ -22,15 +22,15 @@ from rich.table import Table
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
-from activities.batch import JobsFileError, load_jobs_file
-from cli.common import JsonOpt, config_of, print_json, run_async, stdout
-from cli.config import NavigatorConfig
-from cli.connect import TemporalSession, open_session
-from cli.errors import CliError, ExitCode, RunFailedError, handles_errors, stderr
-from cli.explore import validate_model
-from cli.handles import describe_run, query_run, signal_run
-from navcore.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
-from navcore.errors import BudgetError, NavigatorError
+from durable_navigator.activities.batch import JobsFileError, load_jobs_file
+from durable_navigator.cli.common import JsonOpt, config_of, print_json, run_async, stdout
+from durable_navigator.cli.config import NavigatorConfig
+from durable_navigator.cli.connect import TemporalSession, open_session
+from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors, stderr
+from durable_navigator.cli.explore import validate_model
+from durable_navigator.cli.handles import describe_run, query_run, signal_run
+from durable_navigator.navcore.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
+from durable_navigator.navcore.errors import BudgetError, NavigatorError
 
 __all__ = ["batch_app", "build_batch_request", "new_batch_id"]
 

@@ -14,8 +14,8 @@ import typer
 from pydantic import BaseModel
 from rich.console import Console
 
-from cli.config import NavigatorConfig, load_config
-from workers.logging import configure_logging
+from durable_navigator.cli.config import NavigatorConfig, load_config
+from durable_navigator.workers.logging import configure_logging
 
 __all__ = [
     "GlobalOptions",

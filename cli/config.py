@@ -29,8 +29,8 @@ from pydantic import (
     model_validator,
 )
 
-from navcore.errors import ConfigError
-from workers.devserver import APP_NAME, default_db_path
+from durable_navigator.navcore.errors import ConfigError
+from durable_navigator.workers.devserver import APP_NAME, default_db_path
 
 __all__ = [
     "CONFIG_FILENAME",

@@ -25,16 +25,16 @@ from typing import Any
 
 from temporalio.client import Client, TLSConfig
 
-from cli.config import NavigatorConfig
-from cli.errors import TemporalUnreachableError
-from workers.devserver import (
+from durable_navigator.cli.config import NavigatorConfig
+from durable_navigator.cli.errors import TemporalUnreachableError
+from durable_navigator.workers.devserver import (
     DevServer,
     DevServerConfig,
     default_state_dir,
     port_in_use,
     workflow_ui_url,
 )
-from workers.logging import get_logger
+from durable_navigator.workers.logging import get_logger
 
 __all__ = [
     "TemporalSession",
@@ -95,7 +95,7 @@ def ui_base_for(config: NavigatorConfig) -> str | None:
 
 def _data_converter() -> Any:
     # The worker, every client and the Replayer share one converter (STYLE habit 6).
-    from workers.converter import DATA_CONVERTER
+    from durable_navigator.workers.converter import DATA_CONVERTER
 
     return DATA_CONVERTER
 
@@ -185,7 +185,7 @@ async def open_session(
 
 @contextlib.asynccontextmanager
 async def _in_process_worker(session: TemporalSession) -> AsyncIterator[None]:
-    from workers.worker import build_worker
+    from durable_navigator.workers.worker import build_worker
 
     worker = build_worker(session.client, task_queue=session.task_queue)
     async with worker:

@@ -10,10 +10,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from navcore.budget import format_usd
-from navcore.report import TurnReport
-from navcore.requests import ExplorationResult
-from navcore.state import DecisionLogEntry
+from durable_navigator.navcore.budget import format_usd
+from durable_navigator.navcore.report import TurnReport
+from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.state import DecisionLogEntry
 
 __all__ = [
     "progress_line",

@@ -16,7 +16,7 @@ from typing import ParamSpec, TypeVar
 import typer
 from rich.console import Console
 
-from navcore.errors import NavigatorError
+from durable_navigator.navcore.errors import NavigatorError
 
 __all__ = [
     "ExitCode",

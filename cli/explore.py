@@ -14,21 +14,21 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
-from activities.models.registry import KNOWN_PREFIXES
-from activities.pricing_loader import load_pricing_table
-from cli.common import config_of, print_json, run_async, stdout
-from cli.config import NavigatorConfig
-from cli.connect import TemporalSession, open_session
-from cli.display import result_panel
-from cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
-from cli.follow import follow_run
-from cli.handles import WORKFLOW_TYPE, query_run
-from cli.reads import exit_code_for_result
-from navcore.errors import BudgetError, ModelError, RepoError
-from navcore.messages import QUERY_STATUS
-from navcore.report import TurnReport
-from navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult
-from navcore.state import ExecutionMode
+from durable_navigator.activities.models.registry import KNOWN_PREFIXES
+from durable_navigator.activities.pricing_loader import load_pricing_table
+from durable_navigator.cli.common import config_of, print_json, run_async, stdout
+from durable_navigator.cli.config import NavigatorConfig
+from durable_navigator.cli.connect import TemporalSession, open_session
+from durable_navigator.cli.display import result_panel
+from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
+from durable_navigator.cli.follow import follow_run
+from durable_navigator.cli.handles import WORKFLOW_TYPE, query_run
+from durable_navigator.cli.reads import exit_code_for_result
+from durable_navigator.navcore.errors import BudgetError, ModelError, RepoError
+from durable_navigator.navcore.messages import QUERY_STATUS
+from durable_navigator.navcore.report import TurnReport
+from durable_navigator.navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.state import ExecutionMode
 
 __all__ = ["explore_app", "build_request", "new_workflow_id", "validate_model"]
 
@@ -90,7 +90,7 @@ def build_request(
         raise BudgetError("--budget-usd must be above 0; a run cannot spend nothing")
     run_profile = None
     if profile is not None:
-        from activities.planning import load_run_profile
+        from durable_navigator.activities.planning import load_run_profile
 
         if not profile.is_file():
             raise CliError(f"--profile {profile} does not exist; pass a run-profile YAML file")

@@ -21,13 +21,13 @@ import yaml
 from pydantic import ValidationError
 from rich.live import Live
 
-from cli.connect import TemporalSession
-from cli.display import progress_line, turn_panel
-from cli.errors import CliError, TemporalUnreachableError, stderr
-from cli.handles import query_run, signal_run, update_run
-from cli.signals import default_sender
-from navcore.flightplan import FlightPlan, FlightPlanUpdate
-from navcore.messages import (
+from durable_navigator.cli.connect import TemporalSession
+from durable_navigator.cli.display import progress_line, turn_panel
+from durable_navigator.cli.errors import CliError, TemporalUnreachableError, stderr
+from durable_navigator.cli.handles import query_run, signal_run, update_run
+from durable_navigator.cli.signals import default_sender
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate
+from durable_navigator.navcore.messages import (
     QUERY_STATUS,
     SIGNAL_APPROVE,
     SIGNAL_RAISE_BUDGET,
@@ -40,7 +40,7 @@ from navcore.messages import (
     RejectInput,
     StopInput,
 )
-from navcore.report import TurnReport
+from durable_navigator.navcore.report import TurnReport
 
 __all__ = ["follow_run", "POLL_INTERVAL_S", "VERDICT_PROMPT", "BUDGET_PROMPT"]
 

@@ -22,7 +22,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from cli.errors import CliError, RunNotFoundError, TemporalUnreachableError
+from durable_navigator.cli.errors import CliError, RunNotFoundError, TemporalUnreachableError
 
 __all__ = [
     "WORKFLOW_TYPE",

@@ -12,11 +12,11 @@ from rich.live import Live
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
-from cli.common import JsonOpt, WorkflowIdArg, config_of, print_json, run_async, stdout
-from cli.connect import TemporalSession, open_session, ui_base_for
-from cli.display import RunRow, decision_table, progress_line, result_panel, runs_table
-from cli.errors import CliError, ExitCode, RunFailedError, handles_errors
-from cli.handles import (
+from durable_navigator.cli.common import JsonOpt, WorkflowIdArg, config_of, print_json, run_async, stdout
+from durable_navigator.cli.connect import TemporalSession, open_session, ui_base_for
+from durable_navigator.cli.display import RunRow, decision_table, progress_line, result_panel, runs_table
+from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors
+from durable_navigator.cli.handles import (
     WORKFLOW_TYPE,
     describe_run,
     is_running,
@@ -24,11 +24,11 @@ from cli.handles import (
     search_attribute,
     status_name,
 )
-from navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS
-from navcore.report import DecisionLogView, TurnReport
-from navcore.requests import ExplorationResult
-from navcore.state import Status
-from workers.devserver import workflow_ui_url
+from durable_navigator.navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS
+from durable_navigator.navcore.report import DecisionLogView, TurnReport
+from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.state import Status
+from durable_navigator.workers.devserver import workflow_ui_url
 
 __all__ = ["reads_app", "run_row", "fetch_status", "exit_code_for_result", "ABNORMAL_STOPS"]
 

@@ -9,12 +9,12 @@ from typing import Annotated
 
 import typer
 
-from cli.common import config_of, print_json, run_async, stdout
-from cli.connect import open_session
-from cli.errors import ExitCode, handles_errors, stderr
-from cli.health import HealthState, monitor_frontend, serve_health
-from workers.devserver import SEARCH_ATTRIBUTES, DevServer, DevServerConfig, default_state_dir
-from workers.logging import bind_ids, configure_logging, get_logger
+from durable_navigator.cli.common import config_of, print_json, run_async, stdout
+from durable_navigator.cli.connect import open_session
+from durable_navigator.cli.errors import ExitCode, handles_errors, stderr
+from durable_navigator.cli.health import HealthState, monitor_frontend, serve_health
+from durable_navigator.workers.devserver import SEARCH_ATTRIBUTES, DevServer, DevServerConfig, default_state_dir
+from durable_navigator.workers.logging import bind_ids, configure_logging, get_logger
 
 __all__ = ["serve_app", "FRONTEND_CHECK_INTERVAL_S"]
 
@@ -121,7 +121,7 @@ def worker(
 
 
 async def _work(ctx: typer.Context, slots: int, health_port: int | None, health_host: str) -> None:
-    from workers.worker import build_worker
+    from durable_navigator.workers.worker import build_worker
 
     config = config_of(ctx)
     stop = _stop_event()

@@ -9,11 +9,11 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from cli.common import JsonOpt, WorkflowIdArg, config_of, print_json, run_async, stdout
-from cli.connect import open_session
-from cli.errors import CliError, handles_errors
-from cli.handles import describe_run, is_running, query_run, signal_run
-from navcore.messages import (
+from durable_navigator.cli.common import JsonOpt, WorkflowIdArg, config_of, print_json, run_async, stdout
+from durable_navigator.cli.connect import open_session
+from durable_navigator.cli.errors import CliError, handles_errors
+from durable_navigator.cli.handles import describe_run, is_running, query_run, signal_run
+from durable_navigator.navcore.messages import (
     QUERY_STATUS,
     SIGNAL_APPROVE,
     SIGNAL_RAISE_BUDGET,
@@ -26,8 +26,8 @@ from navcore.messages import (
     SetModeInput,
     StopInput,
 )
-from navcore.report import TurnReport
-from navcore.state import ExecutionMode
+from durable_navigator.navcore.report import TurnReport
+from durable_navigator.navcore.state import ExecutionMode
 
 __all__ = ["signals_app", "default_sender"]
 

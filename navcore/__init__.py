@@ -3,7 +3,7 @@
 Safe to import inside the Temporal workflow sandbox.
 """
 
-from navcore.activity_io import (
+from durable_navigator.navcore.activity_io import (
     AttemptUsage,
     DecideInput,
     DecideOutput,
@@ -19,10 +19,10 @@ from navcore.activity_io import (
     WriteResultInput,
     WriteResultOutput,
 )
-from navcore.artifacts import ArtifactRef
-from navcore.budget import BudgetLedger, ModelTokenTotals, Reservation, micros_to_usd, usd_to_micros
-from navcore.decision import ModelDecision, TokenUsage
-from navcore.errors import (
+from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.budget import BudgetLedger, ModelTokenTotals, Reservation, micros_to_usd, usd_to_micros
+from durable_navigator.navcore.decision import ModelDecision, TokenUsage
+from durable_navigator.navcore.errors import (
     ArtifactError,
     BudgetError,
     ConfigError,
@@ -32,9 +32,9 @@ from navcore.errors import (
     PathEscapeError,
     RepoError,
 )
-from navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
-from navcore.mapmeta import FileSummary, MapMetadata
-from navcore.messages import (
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
+from durable_navigator.navcore.mapmeta import FileSummary, MapMetadata
+from durable_navigator.navcore.messages import (
     ApproveInput,
     EditFlightPlanInput,
     RaiseBudgetInput,
@@ -42,9 +42,9 @@ from navcore.messages import (
     SetModeInput,
     StopInput,
 )
-from navcore.report import DecisionLogView, TurnReport
-from navcore.requests import ApprovalConfig, DecideRetryConfig, ExplorationRequest, ExplorationResult
-from navcore.state import (
+from durable_navigator.navcore.report import DecisionLogView, TurnReport
+from durable_navigator.navcore.requests import ApprovalConfig, DecideRetryConfig, ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.state import (
     DecisionLogEntry,
     ExecutionMode,
     NavigatorState,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from navcore.artifacts import ArtifactRef
-from navcore.decision import ModelDecision, TokenUsage
-from navcore.flightplan import FlightPlan, FlightPlanUpdate
-from navcore.mapmeta import MapMetadata
-from navcore.pricing import ModelPricingRates
-from navcore.state import ExecutionMode
+from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.decision import ModelDecision, TokenUsage
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate
+from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navcore.pricing import ModelPricingRates
+from durable_navigator.navcore.state import ExecutionMode
 
 __all__ = [
     "ScanInput",

@@ -17,10 +17,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from navcore.budget import format_usd, micros_to_usd, usd_to_micros
-from navcore.decision import TokenUsage
-from navcore.flightplan import MAX_TOKEN_BUDGET
-from navcore.requests import DecideRetryConfig, ExplorationResult
+from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_micros
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.flightplan import MAX_TOKEN_BUDGET
+from durable_navigator.navcore.requests import DecideRetryConfig, ExplorationResult
 
 __all__ = [
     "JobDefaults",

@@ -16,8 +16,8 @@ from decimal import Decimal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from navcore.decision import TokenUsage
-from navcore.errors import BudgetError
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.errors import BudgetError
 
 __all__ = [
     "MICROS_PER_USD",

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from navcore.decision import TokenUsage
+from durable_navigator.navcore.decision import TokenUsage
 
 __all__ = [
     "CompressionConfig",

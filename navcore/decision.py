@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from navcore.flightplan import FlightPlanUpdate
-from navcore.tools import ToolCall
+from durable_navigator.navcore.flightplan import FlightPlanUpdate
+from durable_navigator.navcore.tools import ToolCall
 
 __all__ = ["TokenUsage", "ModelDecision", "DecisionAction"]
 

@@ -32,11 +32,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from navcore.compression import CompressionConfig
-from navcore.flightplan import FlightPlan, FlightPlanUpdate
-from navcore.mapmeta import MapMetadata
-from navcore.planning import PlanningConfig
-from navcore.tools import ToolCall
+from durable_navigator.navcore.compression import CompressionConfig
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate
+from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navcore.planning import PlanningConfig
+from durable_navigator.navcore.tools import ToolCall
 
 __all__ = [
     "LoopConfig",

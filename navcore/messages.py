@@ -11,8 +11,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from navcore.flightplan import FlightPlan, FlightPlanUpdate
-from navcore.state import ExecutionMode
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate
+from durable_navigator.navcore.state import ExecutionMode
 
 __all__ = [
     "ApproveInput",

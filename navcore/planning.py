@@ -34,10 +34,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from navcore.decision import TokenUsage
-from navcore.errors import ModelError
-from navcore.flightplan import FlightPlan
-from navcore.mapmeta import MapMetadata
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.errors import ModelError
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navcore.mapmeta import MapMetadata
 
 __all__ = [
     "PlanParseError",

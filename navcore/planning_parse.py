@@ -25,7 +25,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from navcore.planning import (
+from durable_navigator.navcore.planning import (
     CriteriaCheck,
     CriterionStatus,
     PlanningAnalysis,

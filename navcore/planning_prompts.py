@@ -9,8 +9,8 @@ instructions. The output formats here are the ones
 
 from __future__ import annotations
 
-from navcore.mapmeta import MapMetadata
-from navcore.planning import (
+from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navcore.planning import (
     CriteriaCheck,
     PlanningAnalysis,
     PlanningConfig,

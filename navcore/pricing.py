@@ -22,8 +22,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from navcore.decision import TokenUsage
-from navcore.errors import BudgetError, ConfigError
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.errors import BudgetError, ConfigError
 
 __all__ = [
     "PRICING_FILE_ENV",

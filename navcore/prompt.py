@@ -12,10 +12,10 @@ import json
 
 from pydantic import BaseModel, ConfigDict
 
-from navcore.budget import format_usd
-from navcore.compression import SUMMARY_ACTIONS, CompressionConfig, truncate_text
-from navcore.flightplan import FlightPlan
-from navcore.mapmeta import MapMetadata
+from durable_navigator.navcore.budget import format_usd
+from durable_navigator.navcore.compression import SUMMARY_ACTIONS, CompressionConfig, truncate_text
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navcore.mapmeta import MapMetadata
 
 __all__ = [
     "PromptParts",

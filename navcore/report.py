@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from navcore.budget import format_usd
-from navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
-from navcore.planning import plan_markdown
-from navcore.state import DecisionLogEntry, MessageNote, NavigatorState
+from durable_navigator.navcore.budget import format_usd
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
+from durable_navigator.navcore.planning import plan_markdown
+from durable_navigator.navcore.state import DecisionLogEntry, MessageNote, NavigatorState
 
 __all__ = [
     "TurnReport",

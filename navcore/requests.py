@@ -7,12 +7,12 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from navcore.artifacts import ArtifactRef
-from navcore.decision import TokenUsage
-from navcore.flightplan import MAX_TOKEN_BUDGET, FlightPlan
-from navcore.guardrails import RunProfile, SafetyConfig
-from navcore.mapmeta import MapMetadata
-from navcore.state import ExecutionMode, NavigatorState, StopReason, Verdict
+from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.flightplan import MAX_TOKEN_BUDGET, FlightPlan
+from durable_navigator.navcore.guardrails import RunProfile, SafetyConfig
+from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navcore.state import ExecutionMode, NavigatorState, StopReason, Verdict
 
 __all__ = ["ApprovalConfig", "DecideRetryConfig", "ExplorationRequest", "ExplorationResult"]
 

@@ -8,14 +8,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from navcore.artifacts import ArtifactRef
-from navcore.budget import BudgetLedger
-from navcore.flightplan import FlightPlan, FlightPlanUpdate
-from navcore.guardrails import GuardrailState
-from navcore.mapmeta import MapMetadata
-from navcore.planning import CriteriaCheck, StagePlan
-from navcore.pricing import ModelPricingRates
-from navcore.tools import ToolResult
+from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.budget import BudgetLedger
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate
+from durable_navigator.navcore.guardrails import GuardrailState
+from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navcore.planning import CriteriaCheck, StagePlan
+from durable_navigator.navcore.pricing import ModelPricingRates
+from durable_navigator.navcore.tools import ToolResult
 
 __all__ = [
     "ExecutionMode",

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.artifacts import ArtifactRef
 
 __all__ = [
     "ToolName",

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from navcore.activity_io import RecentDecision
-from navcore.compression import SUMMARY_ACTIONS
-from navcore.budget import BudgetLedger, micros_to_usd, usd_to_micros
-from navcore.flightplan import FlightPlan
-from navcore.messages import EditFlightPlanInput
-from navcore.prompt import RECENT_REASONING_CHARS
-from navcore.report import plan_diff_lines, shorten
-from navcore.requests import ExplorationRequest
-from navcore.state import NavigatorState, PendingTurn, Verdict
+from durable_navigator.navcore.activity_io import RecentDecision
+from durable_navigator.navcore.compression import SUMMARY_ACTIONS
+from durable_navigator.navcore.budget import BudgetLedger, micros_to_usd, usd_to_micros
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navcore.messages import EditFlightPlanInput
+from durable_navigator.navcore.prompt import RECENT_REASONING_CHARS
+from durable_navigator.navcore.report import plan_diff_lines, shorten
+from durable_navigator.navcore.requests import ExplorationRequest
+from durable_navigator.navcore.state import NavigatorState, PendingTurn, Verdict
 
 __all__ = [
     "initial_state",

@@ -9,9 +9,9 @@ A plain library (no Temporal)::
 
 from __future__ import annotations
 
-from repomap.config import DiscoverConfig, EngineConfig, RankConfig, RenderConfig
-from repomap.engine import RepoMap
-from repomap.types import RankedFile, RenderResult, SearchHit, Symbol, SymbolRef
+from durable_navigator.repomap.config import DiscoverConfig, EngineConfig, RankConfig, RenderConfig
+from durable_navigator.repomap.engine import RepoMap
+from durable_navigator.repomap.types import RankedFile, RenderResult, SearchHit, Symbol, SymbolRef
 
 __all__ = [
     "RepoMap",

@@ -23,12 +23,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from repomap.cache import IndexCache
-from repomap.config import PARSER_VERSION, EngineConfig
-from repomap.discover import Discovery
-from repomap.index import index_file
-from repomap.parse_treesitter import tags_query_version
-from repomap.tokens import COUNTER_NAME, token_byte_lengths
+from durable_navigator.repomap.cache import IndexCache
+from durable_navigator.repomap.config import PARSER_VERSION, EngineConfig
+from durable_navigator.repomap.discover import Discovery
+from durable_navigator.repomap.index import index_file
+from durable_navigator.repomap.parse_treesitter import tags_query_version
+from durable_navigator.repomap.tokens import COUNTER_NAME, token_byte_lengths
 
 __all__ = ["BuiltIndex", "build_index", "content_key_version"]
 
@@ -117,7 +117,7 @@ def _pool_context() -> multiprocessing.context.BaseContext:
         return multiprocessing.get_context("fork")
     if "forkserver" in methods:
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["repomap.build"])
+        ctx.set_forkserver_preload(["durable_navigator.repomap.build"])
         return ctx
     return multiprocessing.get_context("spawn")
 

@@ -24,7 +24,7 @@ from typing import Any
 
 __all__ = ["IndexCache", "default_cache_dir", "CACHE_ENV"]
 
-log = logging.getLogger("repomap.cache")
+log = logging.getLogger("durable_navigator.repomap.cache")
 
 CACHE_ENV = "NAVIGATOR_CACHE_DIR"
 _DB_NAME = "index-v1.sqlite3"

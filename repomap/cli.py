@@ -14,8 +14,8 @@ from typing import Annotated
 
 import typer
 
-from navcore.errors import NavigatorError
-from navcore.flightplan import FlightPlan
+from durable_navigator.navcore.errors import NavigatorError
+from durable_navigator.navcore.flightplan import FlightPlan
 
 __all__ = ["app", "main"]
 
@@ -48,8 +48,8 @@ def generate(
         "across runs)"))] = False,
 ) -> None:
     """Render the map of ``path``."""
-    from repomap.engine import RepoMap
-    from repomap.plan_io import load_flight_plan
+    from durable_navigator.repomap.engine import RepoMap
+    from durable_navigator.repomap.plan_io import load_flight_plan
 
     try:
         if fmt not in ("text", "json"):
@@ -78,7 +78,7 @@ def generate(
 def _validated(fp: FlightPlan, updates: dict[str, object]) -> FlightPlan:
     from pydantic import ValidationError
 
-    from navcore.errors import FlightPlanError
+    from durable_navigator.navcore.errors import FlightPlanError
 
     try:
         return FlightPlan.model_validate({**fp.model_dump(), **updates})
@@ -92,7 +92,7 @@ def _validated(fp: FlightPlan, updates: dict[str, object]) -> FlightPlan:
 @app.command(help="Print the flight plan JSON Schema.")
 def schema() -> None:
     """Print the JSON Schema of a flight plan."""
-    from repomap.plan_io import flight_plan_json_schema
+    from durable_navigator.repomap.plan_io import flight_plan_json_schema
 
     sys.stdout.write(json.dumps(flight_plan_json_schema(), indent=2) + "\n")
 
@@ -105,7 +105,7 @@ def stats(
     jobs: Annotated[int | None, typer.Option("--jobs", help="parallel indexing processes")] = None,
 ) -> None:
     """Print index statistics of ``path``."""
-    from repomap.engine import RepoMap
+    from durable_navigator.repomap.engine import RepoMap
 
     try:
         rm = RepoMap.open(path, cache_dir=cache_dir, jobs=jobs)

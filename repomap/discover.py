@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pathspec
 
-from navcore.errors import RepoError
-from repomap.config import DiscoverConfig
-from repomap.safepath import is_inside
+from durable_navigator.navcore.errors import RepoError
+from durable_navigator.repomap.config import DiscoverConfig
+from durable_navigator.repomap.safepath import is_inside
 
 __all__ = ["FileEntry", "Discovery", "discover", "git_commit"]
 

@@ -17,19 +17,19 @@ from pathlib import Path
 
 import numpy as np
 
-from navcore.errors import PathEscapeError, RepoError
-from navcore.flightplan import FlightPlan
-from repomap.build import BuiltIndex, build_index
-from repomap.cache import IndexCache, default_cache_dir
-from repomap.config import EngineConfig
-from repomap.discover import check_root, discover, git_commit
-from repomap.engine_query import QueryMixin
-from repomap.layout import file_line
-from repomap.rank import RankStructure
-from repomap.render import RenderInput, metadata, render_plan, summaries
-from repomap.safepath import resolve_inside
-from repomap.tokens import count_many
-from repomap.types import RankedFile, RenderResult
+from durable_navigator.navcore.errors import PathEscapeError, RepoError
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.repomap.build import BuiltIndex, build_index
+from durable_navigator.repomap.cache import IndexCache, default_cache_dir
+from durable_navigator.repomap.config import EngineConfig
+from durable_navigator.repomap.discover import check_root, discover, git_commit
+from durable_navigator.repomap.engine_query import QueryMixin
+from durable_navigator.repomap.layout import file_line
+from durable_navigator.repomap.rank import RankStructure
+from durable_navigator.repomap.render import RenderInput, metadata, render_plan, summaries
+from durable_navigator.repomap.safepath import resolve_inside
+from durable_navigator.repomap.tokens import count_many
+from durable_navigator.repomap.types import RankedFile, RenderResult
 
 __all__ = ["RepoMap"]
 

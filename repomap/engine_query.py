@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from navcore.errors import PathEscapeError
-from navcore.flightplan import FlightPlan
-from repomap.globs import glob_match
-from repomap.index import REC, SYM
-from repomap.rank import Personalization, goal_mentions, goal_terms, personalized_rank
-from repomap.safepath import resolve_inside
-from repomap.types import SearchHit, Symbol, SymbolRef
+from durable_navigator.navcore.errors import PathEscapeError
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.repomap.globs import glob_match
+from durable_navigator.repomap.index import REC, SYM
+from durable_navigator.repomap.rank import Personalization, goal_mentions, goal_terms, personalized_rank
+from durable_navigator.repomap.safepath import resolve_inside
+from durable_navigator.repomap.types import SearchHit, Symbol, SymbolRef
 
 if TYPE_CHECKING:
-    from repomap.rank import RankStructure
+    from durable_navigator.repomap.rank import RankStructure
 
 __all__ = ["QueryMixin", "RequestContext"]
 

@@ -16,12 +16,12 @@ import re
 from collections import Counter
 import numpy as np
 
-from repomap.config import DiscoverConfig, RenderConfig
-from repomap.layout import doc_block, outline_line
-from repomap.parse_python import parse_python
-from repomap.parse_treesitter import language_for, parse_treesitter
-from repomap.parsed import ParsedFile
-from repomap.tokens import count_many, tokens_per_line
+from durable_navigator.repomap.config import DiscoverConfig, RenderConfig
+from durable_navigator.repomap.layout import doc_block, outline_line
+from durable_navigator.repomap.parse_python import parse_python
+from durable_navigator.repomap.parse_treesitter import language_for, parse_treesitter
+from durable_navigator.repomap.parsed import ParsedFile
+from durable_navigator.repomap.tokens import count_many, tokens_per_line
 
 __all__ = ["index_file", "split_identifier", "path_terms", "REC", "SYM", "BAG"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import warnings
 
-from repomap.parsed import ParsedFile, SymbolDraft
+from durable_navigator.repomap.parsed import ParsedFile, SymbolDraft
 
 __all__ = ["parse_python"]
 

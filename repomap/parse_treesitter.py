@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from repomap.parsed import ParsedFile, SymbolDraft
+from durable_navigator.repomap.parsed import ParsedFile, SymbolDraft
 
 __all__ = ["TS_LANGUAGES", "language_for", "parse_treesitter", "tags_query_version"]
 

@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from navcore.errors import FlightPlanError
-from navcore.flightplan import FlightPlan, FocusPath, FocusSymbol, Level, VerbosityRule
+from durable_navigator.navcore.errors import FlightPlanError
+from durable_navigator.navcore.flightplan import FlightPlan, FocusPath, FocusSymbol, Level, VerbosityRule
 
 __all__ = ["load_flight_plan", "dump_flight_plan", "flight_plan_json_schema"]
 

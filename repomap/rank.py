@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from repomap.config import RankConfig
-from repomap.index import BAG, split_identifier
+from durable_navigator.repomap.config import RankConfig
+from durable_navigator.repomap.index import BAG, split_identifier
 
 __all__ = ["RankStructure", "Personalization", "RankOutput", "goal_terms", "goal_mentions", "personalized_rank"]
 

@@ -16,16 +16,16 @@ from pathlib import Path
 
 import numpy as np
 
-from navcore.errors import FlightPlanError
-from navcore.flightplan import FlightPlan, Level
-from navcore.mapmeta import FileSummary, MapMetadata
-from repomap.config import RenderConfig
-from repomap.fit import FileCosts, Fitter
-from repomap.globs import glob_match
-from repomap.index import REC, SYM
-from repomap.layout import doc_block, file_line, header_line, outline_line, source_block
-from repomap.safepath import resolve_inside
-from repomap.tokens import COUNTER_NAME, count_many, count_tokens
+from durable_navigator.navcore.errors import FlightPlanError
+from durable_navigator.navcore.flightplan import FlightPlan, Level
+from durable_navigator.navcore.mapmeta import FileSummary, MapMetadata
+from durable_navigator.repomap.config import RenderConfig
+from durable_navigator.repomap.fit import FileCosts, Fitter
+from durable_navigator.repomap.globs import glob_match
+from durable_navigator.repomap.index import REC, SYM
+from durable_navigator.repomap.layout import doc_block, file_line, header_line, outline_line, source_block
+from durable_navigator.repomap.safepath import resolve_inside
+from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, count_tokens
 
 __all__ = ["RenderInput", "Rendered", "requested_levels", "render_plan", "has_symbol_support", "summaries",
            "metadata"]

@@ -21,8 +21,8 @@ from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from workers.converter import DATA_CONVERTER
-from workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES
+from durable_navigator.workers.converter import DATA_CONVERTER
+from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES
 
 sys.path.insert(0, str(Path(__file__).parent / "workflows"))
 
@@ -64,7 +64,7 @@ def task_queue() -> str:
 @pytest.fixture
 def start_worker(client: Client, task_queue: str) -> Callable[..., Any]:
     """``async with start_worker(activities, extra_activities=...)`` runs a navigator worker."""
-    from workers.worker import build_worker
+    from durable_navigator.workers.worker import build_worker
 
     @asynccontextmanager
     async def _start(activities: Any, extra_activities: Sequence[Callable[..., Any]] = ()) -> AsyncIterator[Worker]:

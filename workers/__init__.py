@@ -1,7 +1,7 @@
 """workers: the worker process wiring (registration, data converter, dev server)."""
 
-from workers.converter import DATA_CONVERTER, data_converter
-from workers.worker import (
+from durable_navigator.workers.converter import DATA_CONVERTER, data_converter
+from durable_navigator.workers.worker import (
     DEFAULT_TASK_QUEUE,
     WORKFLOW_FAILURE_EXCEPTION_TYPES,
     WORKFLOWS,

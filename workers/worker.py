@@ -16,16 +16,16 @@ import platformdirs
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from activities.artifacts import LocalArtifactStore
-from activities.batch import BatchActivities
-from activities.models.registry import TablePricer
-from activities.navigator import NavigatorActivities
-from activities.planning import PlanningActivities
-from activities.tools import CodeToolActivities
-from navcore.errors import NavigatorError
-from workflows.navigator import NavigatorWorkflow
-from workflows.batch import BatchWorkflow
-from workers.converter import DATA_CONVERTER
+from durable_navigator.activities.artifacts import LocalArtifactStore
+from durable_navigator.activities.batch import BatchActivities
+from durable_navigator.activities.models.registry import TablePricer
+from durable_navigator.activities.navigator import NavigatorActivities
+from durable_navigator.activities.planning import PlanningActivities
+from durable_navigator.activities.tools import CodeToolActivities
+from durable_navigator.navcore.errors import NavigatorError
+from durable_navigator.workflows.navigator import NavigatorWorkflow
+from durable_navigator.workflows.batch import BatchWorkflow
+from durable_navigator.workers.converter import DATA_CONVERTER
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",

@@ -22,8 +22,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from navcore.errors import BudgetError
-    from navcore.planning import (
+    from durable_navigator.navcore.errors import BudgetError
+    from durable_navigator.navcore.planning import (
         AnalyzeInput,
         AnalyzeResult,
         CriteriaInput,
@@ -43,9 +43,9 @@ with workflow.unsafe.imports_passed_through():
         plan_markdown,
         reflection_log_fields,
     )
-    from navcore.pricing import cost_micro_usd, estimate_micro_usd
-    from navcore.report import shorten
-    from navcore.state import DecisionLogEntry, ExecutionMode, NavigatorState, PendingTurn, Status, StopReason
+    from durable_navigator.navcore.pricing import cost_micro_usd, estimate_micro_usd
+    from durable_navigator.navcore.report import shorten
+    from durable_navigator.navcore.state import DecisionLogEntry, ExecutionMode, NavigatorState, PendingTurn, Status, StopReason
 
 __all__ = ["StagesMixin", "PLANNING_TIMEOUT"]
 

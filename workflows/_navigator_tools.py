@@ -18,8 +18,8 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from navcore.state import NavigatorState
-    from navcore.tools import ToolCall, ToolRequest, ToolResult
+    from durable_navigator.navcore.state import NavigatorState
+    from durable_navigator.navcore.tools import ToolCall, ToolRequest, ToolResult
 
 __all__ = ["ToolsMixin", "tool_result_lines"]
 

@@ -31,7 +31,7 @@ from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
-    from navcore.batch import (
+    from durable_navigator.navcore.batch import (
         BatchJob,
         BatchProgress,
         BatchRequest,
@@ -48,10 +48,10 @@ with workflow.unsafe.imports_passed_through():
         progress_markdown,
         progress_of,
     )
-    from navcore.budget import micros_to_usd, usd_to_micros
-    from navcore.messages import StopInput
-    from navcore.requests import ExplorationRequest, ExplorationResult
-    from workflows.navigator import SA_COST_USD, SA_ITERATION, SA_REPO, SA_STATUS
+    from durable_navigator.navcore.budget import micros_to_usd, usd_to_micros
+    from durable_navigator.navcore.messages import StopInput
+    from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
+    from durable_navigator.workflows.navigator import SA_COST_USD, SA_ITERATION, SA_REPO, SA_STATUS
 
 __all__ = ["BatchWorkflow", "BATCH_REPO_TAG"]
 

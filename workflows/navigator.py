@@ -24,11 +24,11 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributeKey
 from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 
-from workflows._navigator_stages import StagesMixin
-from workflows._navigator_tools import ToolsMixin, tool_result_lines
+from durable_navigator.workflows._navigator_stages import StagesMixin
+from durable_navigator.workflows._navigator_tools import ToolsMixin, tool_result_lines
 
 with workflow.unsafe.imports_passed_through():
-    from navcore.activity_io import (
+    from durable_navigator.navcore.activity_io import (
         AttemptUsage,
         DecideInput,
         DecideOutput,
@@ -42,8 +42,8 @@ with workflow.unsafe.imports_passed_through():
         WriteResultInput,
         WriteResultOutput,
     )
-    from navcore.budget import format_usd, micros_to_usd, usd_to_micros
-    from navcore.compression import (
+    from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_micros
+    from durable_navigator.navcore.compression import (
         CompressInput,
         CompressResult,
         SummaryRequest,
@@ -53,12 +53,12 @@ with workflow.unsafe.imports_passed_through():
         needs_compression,
         truncate_entries,
     )
-    from navcore.pricing import cost_micro_usd, estimate_micro_usd
-    from navcore.errors import BudgetError
-    from navcore.flightplan import FlightPlan, FlightPlanUpdate
-    from navcore.guardrails import RunProgress, check_guardrails, observe, record_iteration
-    from navcore.prompt import GOAL_SLOT
-    from navcore.messages import (
+    from durable_navigator.navcore.pricing import cost_micro_usd, estimate_micro_usd
+    from durable_navigator.navcore.errors import BudgetError
+    from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate
+    from durable_navigator.navcore.guardrails import RunProgress, check_guardrails, observe, record_iteration
+    from durable_navigator.navcore.prompt import GOAL_SLOT
+    from durable_navigator.navcore.messages import (
         ApproveInput,
         EditFlightPlanInput,
         RaiseBudgetInput,
@@ -66,7 +66,7 @@ with workflow.unsafe.imports_passed_through():
         SetModeInput,
         StopInput,
     )
-    from navcore.report import (
+    from durable_navigator.navcore.report import (
         DecisionLogView,
         TurnReport,
         build_turn_report,
@@ -76,8 +76,8 @@ with workflow.unsafe.imports_passed_through():
         turn_report_markdown,
         update_diff_lines,
     )
-    from navcore.requests import ExplorationRequest, ExplorationResult
-    from navcore.turns import (
+    from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
+    from durable_navigator.navcore.turns import (
         apply_edit,
         edited_plan,
         initial_state,
@@ -88,7 +88,7 @@ with workflow.unsafe.imports_passed_through():
         request_stop,
         restore_turn,
     )
-    from navcore.state import (
+    from durable_navigator.navcore.state import (
         DecisionLogEntry,
         ExecutionMode,
         NavigatorState,

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from navcore.decision import ModelDecision
-from navcore.flightplan import FlightPlan
-from navcore.mapmeta import MapMetadata
+from durable_navigator.navcore.decision import ModelDecision
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navcore.mapmeta import MapMetadata
 
 __all__ = ["DecideCall", "ModelProvider"]
 

@@ -31,15 +31,15 @@ from google.genai import errors as genai_errors
 from google.genai import types
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.models.base import DecideCall
-from activities.models.gemini_errors import (
+from durable_navigator.activities.models.base import DecideCall
+from durable_navigator.activities.models.gemini_errors import (
     FATAL_ERROR_TYPE,
     TRANSIENT_ERROR_TYPE,
     GeminiCallError,
     classify_api_error,
     redact,
 )
-from activities.models.gemini_tools import (
+from durable_navigator.activities.models.gemini_tools import (
     FINALIZE_FUNCTION,
     FUNCTION_NAMES,
     ParsedCall,
@@ -47,8 +47,8 @@ from activities.models.gemini_tools import (
     navigator_tool,
     parse_function_call,
 )
-from navcore.decision import ModelDecision, TokenUsage
-from navcore.errors import ModelError
+from durable_navigator.navcore.decision import ModelDecision, TokenUsage
+from durable_navigator.navcore.errors import ModelError
 
 __all__ = [
     "GeminiConfig",

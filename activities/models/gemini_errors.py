@@ -12,8 +12,8 @@ from __future__ import annotations
 from google.genai import errors as genai_errors
 from temporalio.exceptions import ApplicationError
 
-from navcore.decision import TokenUsage
-from navcore.errors import ModelError
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.errors import ModelError
 
 __all__ = [
     "TRANSIENT_ERROR_TYPE",

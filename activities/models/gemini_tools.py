@@ -20,8 +20,8 @@ from typing import Any
 from google.genai import types
 from pydantic import ValidationError
 
-from navcore.flightplan import FlightPlanUpdate
-from navcore.tools import TOOL_NAMES, ToolCall
+from durable_navigator.navcore.flightplan import FlightPlanUpdate
+from durable_navigator.navcore.tools import TOOL_NAMES, ToolCall
 
 __all__ = [
     "UPDATE_FUNCTION",
@@ -157,7 +157,7 @@ def navigator_tool() -> types.Tool:
             required=["summary"],
         ),
     )
-    from activities.tools import gemini_code_tool_declarations  # the code tools' own declarations
+    from durable_navigator.activities.tools import gemini_code_tool_declarations  # the code tools' own declarations
 
     return types.Tool(function_declarations=[update, finalize, *gemini_code_tool_declarations()])
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import asyncio
 
-from activities.models.base import DecideCall
-from activities.models.offline_feedback import feedback_update
-from activities.models.offline_policy import OfflinePolicyConfig, PolicyOutcome, plan_turn
-from activities.models.offline_terms import parse_feedback
-from activities.models.offline_tools import TOOL_TURN_PREFIX, tool_round
-from navcore.decision import ModelDecision, TokenUsage
-from navcore.errors import ModelError
-from navcore.tools import ToolCall
+from durable_navigator.activities.models.base import DecideCall
+from durable_navigator.activities.models.offline_feedback import feedback_update
+from durable_navigator.activities.models.offline_policy import OfflinePolicyConfig, PolicyOutcome, plan_turn
+from durable_navigator.activities.models.offline_terms import parse_feedback
+from durable_navigator.activities.models.offline_tools import TOOL_TURN_PREFIX, tool_round
+from durable_navigator.navcore.decision import ModelDecision, TokenUsage
+from durable_navigator.navcore.errors import ModelError
+from durable_navigator.navcore.tools import ToolCall
 
 __all__ = ["OFFLINE_MODEL", "OfflineProvider"]
 
@@ -52,7 +52,7 @@ class OfflineProvider:
                 "the offline model needs the repo-map engine: open repomap.RepoMap on the repository "
                 "and pass it as DecideCall.engine"
             )
-        from repomap.tokens import estimate_tokens
+        from durable_navigator.repomap.tokens import estimate_tokens
 
         calls = self._tool_round(call)
         if calls:
@@ -81,7 +81,7 @@ class OfflineProvider:
                           self.config.tools)
 
     def _outcome(self, call: DecideCall, estimate: object) -> PolicyOutcome:
-        from activities.models.offline_diff import finalize_summary
+        from durable_navigator.activities.models.offline_diff import finalize_summary
 
         intent = parse_feedback(call.feedback)
         if intent.finalize and not (intent.mentions or intent.ignores or intent.less or intent.more):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.models.offline_policy import Allocation, OfflinePolicyConfig, why
-from navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
-from navcore.mapmeta import MapMetadata
+from durable_navigator.activities.models.offline_policy import Allocation, OfflinePolicyConfig, why
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
+from durable_navigator.navcore.mapmeta import MapMetadata
 
 __all__ = ["diff_allocation", "fill_move", "finalize_summary"]
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities.models.offline_policy import OfflinePolicyConfig, glob_matches
-from activities.models.offline_terms import FeedbackIntent
-from navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
+from durable_navigator.activities.models.offline_policy import OfflinePolicyConfig, glob_matches
+from durable_navigator.activities.models.offline_terms import FeedbackIntent
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
 
 __all__ = ["feedback_update"]
 

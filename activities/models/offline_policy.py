@@ -32,11 +32,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.models.base import DecideCall
-from activities.models.offline_symbols import ScoredSymbol, SymbolScoreConfig, score_symbols
-from activities.models.offline_terms import NOISE_AREAS, goal_terms, mentioned_noise
-from activities.models.offline_tools import OfflineToolConfig, hint_update, parse_tool_results
-from navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, Level, VerbosityRule
+from durable_navigator.activities.models.base import DecideCall
+from durable_navigator.activities.models.offline_symbols import ScoredSymbol, SymbolScoreConfig, score_symbols
+from durable_navigator.activities.models.offline_terms import NOISE_AREAS, goal_terms, mentioned_noise
+from durable_navigator.activities.models.offline_tools import OfflineToolConfig, hint_update, parse_tool_results
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, Level, VerbosityRule
 
 __all__ = ["OfflinePolicyConfig", "Allocation", "PolicyOutcome", "survey", "allocate", "base_plan", "plan_turn", "ranked_for", "glob_matches"]
 
@@ -323,7 +323,7 @@ def _neighbours(engine: Any, top: list[ScoredSymbol], alloc: Allocation, cfg: Of
 def plan_turn(engine: Any, call: DecideCall, cfg: OfflinePolicyConfig, estimate: Any) -> PolicyOutcome:
     """One turn without feedback: survey, or allocate and diff, or finalize."""
     # offline_diff builds on this module's types; importing it here avoids an import cycle
-    from activities.models.offline_diff import diff_allocation, fill_move, finalize_summary
+    from durable_navigator.activities.models.offline_diff import diff_allocation, fill_move, finalize_summary
 
     plan, goal = call.flight_plan, call.goal or call.flight_plan.goal or ""
     untouched = not (plan.rules or plan.focus_paths or plan.focus_symbols or plan.exclude)

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict
 
-from activities.models.offline_terms import goal_terms
-from navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol
-from navcore.tools import ToolCall
+from durable_navigator.activities.models.offline_terms import goal_terms
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol
+from durable_navigator.navcore.tools import ToolCall
 
 __all__ = [
     "OfflineToolConfig",

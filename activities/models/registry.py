@@ -15,10 +15,10 @@ import importlib
 from pathlib import Path
 from typing import Protocol
 
-from activities.models.base import ModelProvider
-from navcore.decision import TokenUsage
-from navcore.errors import ModelError
-from navcore.pricing import ModelPricingRates, PricingTable, cost_micro_usd, estimate_micro_usd
+from durable_navigator.activities.models.base import ModelProvider
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.errors import ModelError
+from durable_navigator.navcore.pricing import ModelPricingRates, PricingTable, cost_micro_usd, estimate_micro_usd
 
 __all__ = ["build_provider", "Pricer", "TablePricer", "KNOWN_PREFIXES"]
 
@@ -50,7 +50,7 @@ class TablePricer:
     @classmethod
     def load(cls, override: str | Path | None = None) -> "TablePricer":
         """The shipped table merged with the user override (``--pricing`` / env)."""
-        from activities.pricing_loader import load_pricing_table
+        from durable_navigator.activities.pricing_loader import load_pricing_table
 
         return cls(load_pricing_table(override))
 
@@ -80,13 +80,13 @@ def build_provider(model: str) -> ModelProvider:
     """Return a provider serving ``model``; raise ``ModelError`` for unknown names."""
     name = model.strip()
     if name == "offline":
-        provider = _load("activities.models.offline", "OfflineProvider")()
+        provider = _load("durable_navigator.activities.models.offline", "OfflineProvider")()
     elif name == "scripted" or name.startswith("scripted:"):
         script = name.partition(":")[2] or None
-        cls = _load("activities.models.scripted", "ScriptedProvider")
+        cls = _load("durable_navigator.activities.models.scripted", "ScriptedProvider")
         provider = cls(Path(script)) if script else cls()
     elif name.startswith("gemini-") or name.startswith("models/gemini-"):
-        provider = _load("activities.models.gemini", "GeminiProvider")()
+        provider = _load("durable_navigator.activities.models.gemini", "GeminiProvider")()
     else:
         raise ModelError(
             f"unknown model {model!r}; use 'offline', 'scripted:<file>' or a 'gemini-*' model name"

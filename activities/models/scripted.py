@@ -34,12 +34,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.models.base import DecideCall
-from navcore.decision import ModelDecision, TokenUsage
-from navcore.errors import ConfigError, ModelError
-from navcore.flightplan import FlightPlanUpdate
-from navcore.tools import ToolCall
-from navcore.pricing import format_validation_error
+from durable_navigator.activities.models.base import DecideCall
+from durable_navigator.navcore.decision import ModelDecision, TokenUsage
+from durable_navigator.navcore.errors import ConfigError, ModelError
+from durable_navigator.navcore.flightplan import FlightPlanUpdate
+from durable_navigator.navcore.tools import ToolCall
+from durable_navigator.navcore.pricing import format_validation_error
 
 __all__ = ["ScriptedDecision", "DecisionScript", "ScriptedProvider", "ScriptedAttemptError"]
 

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import yaml
-from navcore.decision import TokenUsage
-from navcore.errors import ConfigError, ModelError
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.errors import ConfigError, ModelError
 
 __all__ = [
     "TextModel",
@@ -157,7 +157,7 @@ class GeminiTextModel:
         credentials: Any | None = None,
         transport: Any | None = None,
     ) -> None:
-        from activities.models.gemini import GeminiConfig, GeminiCredentials, build_client
+        from durable_navigator.activities.models.gemini import GeminiConfig, GeminiCredentials, build_client
 
         self.name = model
         self._creds = credentials if credentials is not None else GeminiCredentials.from_env()
@@ -176,7 +176,7 @@ class GeminiTextModel:
         import httpx
         from google.genai import errors, types
 
-        from activities.models.gemini import classify_api_error, usage_from_metadata
+        from durable_navigator.activities.models.gemini import classify_api_error, usage_from_metadata
 
         config = types.GenerateContentConfig(system_instruction=system, max_output_tokens=max_output_tokens)
         try:
@@ -190,7 +190,7 @@ def build_text_model(model: str) -> TextModel:
     """The text model for a run's model name; ``ModelError`` for unknown names."""
     name = model.strip()
     if name == "offline":
-        from activities.models.text_offline import OfflineTextModel
+        from durable_navigator.activities.models.text_offline import OfflineTextModel
 
         return OfflineTextModel()
     if name.startswith("scripted:"):

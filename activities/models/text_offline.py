@@ -26,13 +26,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from activities.models.text import approx_tokens
-from navcore.compression import SummaryRequest
-from navcore.decision import TokenUsage
-from navcore.errors import ModelError
-from navcore.flightplan import FlightPlan
-from navcore.mapmeta import FileSummary
-from navcore.planning import CriteriaCheck, PlanningConfig, Stage, StagePlan
+from durable_navigator.activities.models.text import approx_tokens
+from durable_navigator.navcore.compression import SummaryRequest
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.errors import ModelError
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navcore.mapmeta import FileSummary
+from durable_navigator.navcore.planning import CriteriaCheck, PlanningConfig, Stage, StagePlan
 
 __all__ = ["OfflinePlannerConfig", "OfflineTextModel", "criterion_evidence"]
 

@@ -17,12 +17,12 @@ import yaml
 from nav_support import FIXTURE_REPO, engine_factory, token_counter
 from temporalio.client import Client, WorkflowHandle
 
-from activities.artifacts import LocalArtifactStore
-from activities.models.registry import TablePricer
-from activities.navigator import NavigatorActivities
-from navcore.batch import BatchJob, BatchLimits, BatchRequest, BatchResult
-from navcore.pricing import PricingTable
-from workflows.batch import BatchWorkflow
+from durable_navigator.activities.artifacts import LocalArtifactStore
+from durable_navigator.activities.models.registry import TablePricer
+from durable_navigator.activities.navigator import NavigatorActivities
+from durable_navigator.navcore.batch import BatchJob, BatchLimits, BatchRequest, BatchResult
+from durable_navigator.navcore.pricing import PricingTable
+from durable_navigator.workflows.batch import BatchWorkflow
 
 __all__ = [
     "FIXTURE_REPO",

@@ -11,7 +11,7 @@ import yaml
 from batch_support import FIXTURE_REPO, priced_activities, write_script
 from typer.testing import CliRunner
 
-from cli.app import app
+from durable_navigator.cli.app import app
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any
 
 from typer.testing import CliRunner, Result
 
-from cli.app import app
+from durable_navigator.cli.app import app
 
 FIXTURE_REPO = Path(__file__).resolve().parents[1] / "fixtures" / "navigator_repo"
 RUNNER = CliRunner()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workers.devserver import free_port
+from durable_navigator.workers.devserver import free_port
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from workers.devserver import free_port
+from durable_navigator.workers.devserver import free_port
 
 NAVIGATOR = Path(sys.executable).parent / "navigator"
 

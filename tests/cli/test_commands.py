@@ -19,10 +19,10 @@ from cli_support import FIXTURE_REPO, ainvoke, json_of
 from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, engine_factory, token_counter
 from temporalio.client import Client
 
-from activities.artifacts import LocalArtifactStore
-from activities.models.registry import TablePricer
-from activities.navigator import NavigatorActivities
-from workers.worker import build_worker
+from durable_navigator.activities.artifacts import LocalArtifactStore
+from durable_navigator.activities.models.registry import TablePricer
+from durable_navigator.activities.navigator import NavigatorActivities
+from durable_navigator.workers.worker import build_worker
 
 #: scripted decisions: zoom in, zoom out, zoom in again, ... then finalize
 STEPS = [ZOOM_BUDGET, ZOOM_OUT_CLI, ZOOM_BUDGET, ZOOM_OUT_CLI, ZOOM_BUDGET]

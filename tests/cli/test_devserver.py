@@ -10,7 +10,7 @@ import pytest
 from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
 from temporalio.client import Client
 
-from workers.devserver import (
+from durable_navigator.workers.devserver import (
     SEARCH_ATTRIBUTES,
     DevServer,
     DevServerConfig,

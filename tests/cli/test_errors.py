@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cli_support import FIXTURE_REPO, invoke, json_of
 
-from workers.devserver import free_port
+from durable_navigator.workers.devserver import free_port
 
 
 def test_help_lists_every_command() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from cli_support import FIXTURE_REPO
 from e2e_support import NAVIGATOR, Sandbox
 
-from workers.devserver import port_in_use
+from durable_navigator.workers.devserver import port_in_use
 
 GOAL = "why are tokens double-counted in budget enforcement?"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-from cli.health import HealthState, monitor_frontend, serve_health
-from workers.devserver import free_port
+from durable_navigator.cli.health import HealthState, monitor_frontend, serve_health
+from durable_navigator.workers.devserver import free_port
 
 
 async def _get(port: int, path: str) -> tuple[int, dict]:

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from workers.logging import bind_ids, clear_ids, configure_logging, get_logger
+from durable_navigator.workers.logging import bind_ids, clear_ids, configure_logging, get_logger
 
 
 @pytest.fixture

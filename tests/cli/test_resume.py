@@ -13,7 +13,7 @@ from pathlib import Path
 from cli_support import FIXTURE_REPO
 from e2e_support import NAVIGATOR, Sandbox
 
-from workers.devserver import port_in_use
+from durable_navigator.workers.devserver import port_in_use
 
 #: enough scripted turns that the run is still going when the server is stopped
 TURNS = 80

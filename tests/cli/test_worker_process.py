@@ -14,7 +14,7 @@ from cli_support import FIXTURE_REPO, ainvoke, json_of
 from e2e_support import NAVIGATOR, Sandbox
 from temporalio.client import Client
 
-from workers.devserver import free_port
+from durable_navigator.workers.devserver import free_port
 
 SCRIPT = """
 decisions:

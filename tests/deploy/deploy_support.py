@@ -8,8 +8,8 @@ from typing import Any
 import typer.main
 import yaml
 
-from cli.app import app
-from cli.config import ENV_VARS, SECRET_ENV_VARS
+from durable_navigator.cli.app import app
+from durable_navigator.cli.config import ENV_VARS, SECRET_ENV_VARS
 
 ROOT = Path(__file__).resolve().parents[2]
 #: variables set for the runtime itself (platformdirs honours XDG), not navigator settings
@@ -71,7 +71,7 @@ def check_navigator_argv(argv: list[str]) -> dict[str, str]:
 
 def workflow_search_attributes() -> dict[str, str]:
     """Name → type of the search attributes the workflow upserts."""
-    from workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES
+    from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES
 
     return {
         key.name: SA_TYPE_NAMES[key.indexed_value_type.name.removeprefix("INDEXED_VALUE_TYPE_")]

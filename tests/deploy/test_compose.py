@@ -15,9 +15,9 @@ from deploy_support import (
     workflow_search_attributes,
 )
 
-from cli.config import EmbeddedSettings
-from cli.health import HEALTH_PATHS
-from workers.devserver import SEARCH_ATTRIBUTES
+from durable_navigator.cli.config import EmbeddedSettings
+from durable_navigator.cli.health import HEALTH_PATHS
+from durable_navigator.workers.devserver import SEARCH_ATTRIBUTES
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from deploy_support import KNOWN_ENV, ROOT, check_navigator_argv, load_yaml_docs
 
-from cli.config import ENV_VARS, SECRET_ENV_VARS
-from cli.health import HEALTH_PATHS
+from durable_navigator.cli.config import ENV_VARS, SECRET_ENV_VARS
+from durable_navigator.cli.health import HEALTH_PATHS
 
 K8S = ROOT / "deploy" / "k8s"
 
@@ -80,7 +80,8 @@ def test_dockerfile_matches_package_and_manifests(manifests: dict[str, dict[str,
     cmd = json.loads(re.search(r"^CMD (\[.*\])$", text, re.M).group(1))  # type: ignore[union-attr]
     port = check_navigator_argv(cmd)["--health-port"]
     assert re.search(rf"^EXPOSE {port}$", text, re.M)
-    packages = {p.rstrip("*") for p in project["tool"]["setuptools"]["packages"]["find"]["include"]}
+    # every folder installed under the durable_navigator namespace is copied into the image
+    packages = set(project["tool"]["setuptools"]["package-dir"].values())
     copied = set(re.findall(r"^COPY (\w+) \./\1$", text, re.M))
     assert copied == packages
     uid = int(re.search(r"useradd .*--uid (\d+)", text).group(1))  # type: ignore[union-attr]

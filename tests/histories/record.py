@@ -34,19 +34,19 @@ from temporalio.client import Client, WorkflowHandle  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 from test_navigator import make_activities, make_request  # noqa: E402
 
-from activities.models.text import ScriptedTextModel  # noqa: E402
-from activities.models.text_offline import OfflineTextModel  # noqa: E402
-from activities.planning import PlanningActivities  # noqa: E402
-from navcore.compression import CompressionConfig  # noqa: E402
-from navcore.decision import TokenUsage  # noqa: E402
-from navcore.tools import ToolCall  # noqa: E402
-from navcore.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig  # noqa: E402
-from navcore.messages import ApproveInput, EditFlightPlanInput, RaiseBudgetInput, RejectInput, StopInput  # noqa: E402
-from navcore.requests import DecideRetryConfig  # noqa: E402
-from navcore.state import ExecutionMode  # noqa: E402
-from workers.converter import DATA_CONVERTER  # noqa: E402
-from workers.worker import build_worker  # noqa: E402
-from workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES, NavigatorWorkflow  # noqa: E402
+from durable_navigator.activities.models.text import ScriptedTextModel  # noqa: E402
+from durable_navigator.activities.models.text_offline import OfflineTextModel  # noqa: E402
+from durable_navigator.activities.planning import PlanningActivities  # noqa: E402
+from durable_navigator.navcore.compression import CompressionConfig  # noqa: E402
+from durable_navigator.navcore.decision import TokenUsage  # noqa: E402
+from durable_navigator.navcore.tools import ToolCall  # noqa: E402
+from durable_navigator.navcore.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig  # noqa: E402
+from durable_navigator.navcore.messages import ApproveInput, EditFlightPlanInput, RaiseBudgetInput, RejectInput, StopInput  # noqa: E402
+from durable_navigator.navcore.requests import DecideRetryConfig  # noqa: E402
+from durable_navigator.navcore.state import ExecutionMode  # noqa: E402
+from durable_navigator.workers.converter import DATA_CONVERTER  # noqa: E402
+from durable_navigator.workers.worker import build_worker  # noqa: E402
+from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES, NavigatorWorkflow  # noqa: E402
 
 TIMEOUT = timedelta(seconds=60)
 Scenario = Callable[[Client, str, Path], Awaitable[WorkflowHandle]]

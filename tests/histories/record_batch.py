@@ -33,11 +33,11 @@ from conftest import temporal_binary  # noqa: E402
 from temporalio.client import Client, WorkflowHandle  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 
-from navcore.batch import BatchLimits, BatchStopInput  # noqa: E402
-from workers.converter import DATA_CONVERTER  # noqa: E402
-from workers.worker import build_worker  # noqa: E402
-from workflows.batch import BatchWorkflow  # noqa: E402
-from workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES  # noqa: E402
+from durable_navigator.navcore.batch import BatchLimits, BatchStopInput  # noqa: E402
+from durable_navigator.workers.converter import DATA_CONVERTER  # noqa: E402
+from durable_navigator.workers.worker import build_worker  # noqa: E402
+from durable_navigator.workflows.batch import BatchWorkflow  # noqa: E402
+from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES  # noqa: E402
 
 Scenario = Callable[[Client, str, Path], Awaitable[list[WorkflowHandle[Any, Any]]]]
 

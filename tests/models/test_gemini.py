@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from activities.models.base import DecideCall
-from activities.models.gemini import (
+from durable_navigator.activities.models.base import DecideCall
+from durable_navigator.activities.models.gemini import (
     FATAL_ERROR_TYPE,
     TRANSIENT_ERROR_TYPE,
     GeminiCallError,
@@ -15,8 +15,8 @@ from activities.models.gemini import (
     GeminiCredentials,
     GeminiProvider,
 )
-from activities.models.gemini_tools import updates_schema
-from activities.models.testing import (
+from durable_navigator.activities.models.gemini_tools import updates_schema
+from durable_navigator.activities.models.testing import (
     ScriptedGemini,
     connection_error_reply,
     empty_reply,
@@ -25,9 +25,9 @@ from activities.models.testing import (
     text_reply,
     usage_metadata,
 )
-from navcore.decision import TokenUsage
-from navcore.errors import ModelError
-from navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.errors import ModelError
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
 
 KEY = "AIzaTEST-not-a-real-key-4f9c2e"
 UPDATE_ARGS = {

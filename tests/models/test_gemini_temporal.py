@@ -21,10 +21,10 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
-from activities.models.base import DecideCall
-from activities.models.gemini import GeminiConfig, GeminiCredentials, GeminiProvider
-from activities.models.testing import ScriptedGemini, error_reply, function_call_reply, usage_metadata
-from navcore.flightplan import FlightPlan
+from durable_navigator.activities.models.base import DecideCall
+from durable_navigator.activities.models.gemini import GeminiConfig, GeminiCredentials, GeminiProvider
+from durable_navigator.activities.models.testing import ScriptedGemini, error_reply, function_call_reply, usage_metadata
+from durable_navigator.navcore.flightplan import FlightPlan
 
 KEY = "AIzaTEST-temporal-key-7d1e0b"
 ACTIVITY = "test.gemini_decide"

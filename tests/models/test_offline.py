@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from activities.models.base import DecideCall, ModelProvider
-from activities.models.offline import OfflineProvider
-from activities.models.offline_policy import glob_matches
-from activities.models.offline_terms import goal_terms, parse_feedback
-from navcore.decision import ModelDecision
-from navcore.errors import ModelError
-from navcore.flightplan import FlightPlan, Level
+from durable_navigator.activities.models.base import DecideCall, ModelProvider
+from durable_navigator.activities.models.offline import OfflineProvider
+from durable_navigator.activities.models.offline_policy import glob_matches
+from durable_navigator.activities.models.offline_terms import goal_terms, parse_feedback
+from durable_navigator.navcore.decision import ModelDecision
+from durable_navigator.navcore.errors import ModelError
+from durable_navigator.navcore.flightplan import FlightPlan, Level
 
-import repomap  # noqa: E402  (the real engine; no fake)
+from durable_navigator import repomap  # noqa: E402  (the real engine; no fake)
 
 GOAL = "why are tokens double-counted when the ledger records usage?"
 
@@ -233,8 +233,8 @@ def test_a_repeated_undone_move_finalizes_as_a_cycle(engine) -> None:
 
 
 def test_fill_move_raises_the_best_file_into_unused_budget(engine) -> None:
-    from activities.models.offline_diff import fill_move
-    from activities.models.offline_policy import OfflinePolicyConfig, ranked_for
+    from durable_navigator.activities.models.offline_diff import fill_move
+    from durable_navigator.activities.models.offline_policy import OfflinePolicyConfig, ranked_for
 
     cfg = OfflinePolicyConfig()
     plan = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])
@@ -265,8 +265,8 @@ def _run_goal(engine, goal: str) -> tuple[FlightPlan, list[ModelDecision]]:
 
 
 def test_an_undone_fill_is_not_retried(engine) -> None:
-    from activities.models.offline_diff import fill_move
-    from activities.models.offline_policy import OfflinePolicyConfig, _fill_was_undone, ranked_for
+    from durable_navigator.activities.models.offline_diff import fill_move
+    from durable_navigator.activities.models.offline_policy import OfflinePolicyConfig, _fill_was_undone, ranked_for
 
     cfg = OfflinePolicyConfig()
     plan = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])

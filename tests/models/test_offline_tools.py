@@ -12,21 +12,21 @@ from pathlib import Path
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.models.base import DecideCall
-from activities.models.offline import OfflineProvider
-from activities.models.offline_tools import (
+from durable_navigator.activities.models.base import DecideCall
+from durable_navigator.activities.models.offline import OfflineProvider
+from durable_navigator.activities.models.offline_tools import (
     OfflineToolConfig,
     goal_identifiers,
     parse_tool_results,
     tool_round,
     trace_frames,
 )
-from activities.tools import CodeToolActivities
-from navcore.flightplan import FlightPlan
-from navcore.tools import ToolCall, ToolRequest
-from workflows._navigator_tools import tool_result_lines
+from durable_navigator.activities.tools import CodeToolActivities
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navcore.tools import ToolCall, ToolRequest
+from durable_navigator.workflows._navigator_tools import tool_result_lines
 
-import repomap  # noqa: E402  (the real engine; no fake)
+from durable_navigator import repomap  # noqa: E402  (the real engine; no fake)
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "navigator_repo"
 TRACE_GOAL = (

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from activities.pricing_loader import load_pricing_table, load_shipped_pricing
-from navcore.decision import TokenUsage
-from navcore.errors import BudgetError, ConfigError
-from navcore.pricing import (
+from durable_navigator.activities.pricing_loader import load_pricing_table, load_shipped_pricing
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.errors import BudgetError, ConfigError
+from durable_navigator.navcore.pricing import (
     PRICING_FILE_ENV,
     ModelPricingRates,
     PricingTable,
@@ -205,7 +205,7 @@ def test_pricing_module_stays_pure() -> None:
     roots = set()
     for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            roots.update(alias.name.split(".")[0] for alias in node.names)
+            roots.update(alias.name.removeprefix("durable_navigator.").split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
-            roots.add(node.module.split(".")[0])
+            roots.add(node.module.removeprefix("durable_navigator.").split(".")[0])
     assert roots <= {"__future__", "math", "collections", "decimal", "typing", "pydantic", "navcore"}

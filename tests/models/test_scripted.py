@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.models.base import DecideCall
-from activities.models.scripted import ScriptedAttemptError, ScriptedProvider
-from navcore.decision import ModelDecision, TokenUsage
-from navcore.errors import ConfigError, ModelError
-from navcore.flightplan import FlightPlan, Level
+from durable_navigator.activities.models.base import DecideCall
+from durable_navigator.activities.models.scripted import ScriptedAttemptError, ScriptedProvider
+from durable_navigator.navcore.decision import ModelDecision, TokenUsage
+from durable_navigator.navcore.errors import ConfigError, ModelError
+from durable_navigator.navcore.flightplan import FlightPlan, Level
 
 SCRIPT = """
 decisions:

@@ -14,14 +14,14 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from navcore.compression import CompressInput, CompressResult, CompressionConfig, LogEntry, build_summary_request
-    from navcore.flightplan import FlightPlan, Level, VerbosityRule
-    from navcore.guardrails import GuardrailState, RunProfile, RunProgress, check_guardrails, observe, record_iteration
-    from navcore.planning import (
+    from durable_navigator.navcore.compression import CompressInput, CompressResult, CompressionConfig, LogEntry, build_summary_request
+    from durable_navigator.navcore.flightplan import FlightPlan, Level, VerbosityRule
+    from durable_navigator.navcore.guardrails import GuardrailState, RunProfile, RunProgress, check_guardrails, observe, record_iteration
+    from durable_navigator.navcore.planning import (
         AnalyzeInput, AnalyzeResult, CriteriaInput, CriteriaResult, PlanInput, PlanResult,
         ReflectInput, ReflectResult, apply_reflection, direct_plan, plan_markdown,
     )
-    from navcore.tools import TOOL_ACTIVITY, ToolCall, ToolRequest, ToolResult
+    from durable_navigator.navcore.tools import TOOL_ACTIVITY, ToolCall, ToolRequest, ToolResult
 
 
 class ProbeInput(BaseModel):

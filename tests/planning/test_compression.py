@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.planning import PlanningActivities
-from navcore.compression import (
+from durable_navigator.activities.planning import PlanningActivities
+from durable_navigator.navcore.compression import (
     CompressInput,
     CompressionConfig,
     LogEntry,
@@ -22,12 +22,12 @@ from navcore.compression import (
     truncate_entries,
     truncate_text,
 )
-from navcore.flightplan import FlightPlan
-from navcore.guardrails import GuardrailState, RunProfile, RunProgress, check_guardrails
-from navcore.mapmeta import MapMetadata
-from navcore.prompt import SYSTEM_PROMPT, PromptParts, build_user_prompt
-from navcore.state import DecisionLogEntry
-from repomap.tokens import count_tokens
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navcore.guardrails import GuardrailState, RunProfile, RunProgress, check_guardrails
+from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navcore.prompt import SYSTEM_PROMPT, PromptParts, build_user_prompt
+from durable_navigator.navcore.state import DecisionLogEntry
+from durable_navigator.repomap.tokens import count_tokens
 
 GOAL = "why are tokens double-counted in budget enforcement?"
 ITERATIONS = 200

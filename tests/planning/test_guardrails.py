@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from activities.planning import load_run_profile
-from navcore.errors import ConfigError
-from navcore.flightplan import FlightPlan, FlightPlanUpdate, Level, VerbosityRule
-from navcore.guardrails import (
+from durable_navigator.activities.planning import load_run_profile
+from durable_navigator.navcore.errors import ConfigError
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, Level, VerbosityRule
+from durable_navigator.navcore.guardrails import (
     GuardrailState,
     RunProfile,
     RunProgress,
@@ -18,7 +18,7 @@ from navcore.guardrails import (
     observe,
     record_iteration,
 )
-from navcore.mapmeta import FileSummary, MapMetadata
+from durable_navigator.navcore.mapmeta import FileSummary, MapMetadata
 
 GOAL = "why are tokens double-counted in budget enforcement?"
 

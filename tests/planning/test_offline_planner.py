@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.planning import PlanningActivities
-from navcore.flightplan import FlightPlan, Level, VerbosityRule
-from navcore.planning import (
+from durable_navigator.activities.planning import PlanningActivities
+from durable_navigator.navcore.flightplan import FlightPlan, Level, VerbosityRule
+from durable_navigator.navcore.planning import (
     AnalyzeInput,
     CriteriaInput,
     PlanInput,
@@ -19,7 +19,7 @@ from navcore.planning import (
     ReviewInput,
     apply_reflection,
 )
-from repomap import RepoMap
+from durable_navigator.repomap import RepoMap
 
 SHORT = "where is the budget ledger?"
 LONG = (

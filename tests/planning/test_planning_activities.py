@@ -14,13 +14,13 @@ import yaml
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.models.gemini import GeminiCredentials
-from activities.models.testing import ScriptedGemini, error_reply, text_reply, usage_metadata
-from activities.models.text import GeminiTextModel, ScriptedTextModel, build_text_model
-from activities.planning import PlanningActivities
-from navcore.flightplan import FlightPlan
-from navcore.mapmeta import FileSummary, MapMetadata
-from navcore.planning import (
+from durable_navigator.activities.models.gemini import GeminiCredentials
+from durable_navigator.activities.models.testing import ScriptedGemini, error_reply, text_reply, usage_metadata
+from durable_navigator.activities.models.text import GeminiTextModel, ScriptedTextModel, build_text_model
+from durable_navigator.activities.planning import PlanningActivities
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navcore.mapmeta import FileSummary, MapMetadata
+from durable_navigator.navcore.planning import (
     AnalyzeInput,
     CriteriaInput,
     PlanInput,
@@ -125,7 +125,7 @@ async def test_failed_criteria_trigger_a_rewrite(tmp_path: Path) -> None:
         },
     )
     env = ActivityEnvironment()
-    from navcore.planning import PlanningAnalysis
+    from durable_navigator.navcore.planning import PlanningAnalysis
 
     plan = (await env.run(acts.plan, PlanInput(**_base(), analysis=PlanningAnalysis(direct=False)))).plan
     check = (
@@ -165,7 +165,7 @@ async def test_corrective_reask_then_nonretryable_failure(tmp_path: Path) -> Non
 
 
 async def test_stage_calls_are_keyed_by_stage_index(tmp_path: Path) -> None:
-    from navcore.planning import Stage
+    from durable_navigator.navcore.planning import Stage
 
     acts, _ = _acts(tmp_path, {"stages.check_criteria": ["C1: NOT MET | stage 0", "C1: MET | stage 1"]})
     stage = Stage(objective="o", success_criteria=["c"])

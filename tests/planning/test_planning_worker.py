@@ -8,10 +8,10 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from activities.planning import PlanningActivities
-from activities.tools import CodeToolActivities
+from durable_navigator.activities.planning import PlanningActivities
+from durable_navigator.activities.tools import CodeToolActivities
 from planning_probe_workflow import PlanningProbe, ProbeInput, ProbeResult
-from workers.worker import build_activities, build_worker
+from durable_navigator.workers.worker import build_activities, build_worker
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "navigator_repo"
 GOAL = (

@@ -19,9 +19,9 @@ def test_module_imports_only_pure_dependencies(name: str) -> None:
     imported: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            imported |= {a.name.split(".")[0] for a in node.names}
+            imported |= {a.name.removeprefix("durable_navigator.").split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module:
-            imported.add(node.module.split(".")[0])
+            imported.add(node.module.removeprefix("durable_navigator.").split(".")[0])
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             assert node.func.id not in FORBIDDEN_NAMES, f"navcore/{name}.py calls {node.func.id}()"
     assert imported <= ALLOWED, f"navcore/{name}.py imports {sorted(imported - ALLOWED)}"

@@ -21,14 +21,14 @@ from batch_support import PRICES  # noqa: E402
 from nav_support import engine_factory, token_counter  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 
-from activities.artifacts import LocalArtifactStore  # noqa: E402
-from activities.models.base import DecideCall, ModelProvider  # noqa: E402
-from activities.models.registry import TablePricer, build_provider  # noqa: E402
-from activities.navigator import NavigatorActivities  # noqa: E402
-from navcore.decision import ModelDecision  # noqa: E402
-from workers.converter import DATA_CONVERTER  # noqa: E402
-from workers.logging import configure_logging  # noqa: E402
-from workers.worker import build_worker  # noqa: E402
+from durable_navigator.activities.artifacts import LocalArtifactStore  # noqa: E402
+from durable_navigator.activities.models.base import DecideCall, ModelProvider  # noqa: E402
+from durable_navigator.activities.models.registry import TablePricer, build_provider  # noqa: E402
+from durable_navigator.activities.navigator import NavigatorActivities  # noqa: E402
+from durable_navigator.navcore.decision import ModelDecision  # noqa: E402
+from durable_navigator.workers.converter import DATA_CONVERTER  # noqa: E402
+from durable_navigator.workers.logging import configure_logging  # noqa: E402
+from durable_navigator.workers.worker import build_worker  # noqa: E402
 
 
 class SlowProvider:

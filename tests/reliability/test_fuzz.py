@@ -22,15 +22,15 @@ from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.service import RPCError, RPCStatusCode
 from test_navigator import make_activities, make_request
 
-from activities.batch import JobsFileError, parse_jobs_text
-from navcore.errors import FlightPlanError
-from navcore.flightplan import FlightPlan, FlightPlanUpdate
-from navcore.requests import ExplorationResult
-from navcore.state import ExecutionMode, StopReason
-from repomap import RepoMap
-from repomap.plan_io import load_flight_plan
-from repomap.tokens import count_tokens
-from workflows.navigator import NavigatorWorkflow
+from durable_navigator.activities.batch import JobsFileError, parse_jobs_text
+from durable_navigator.navcore.errors import FlightPlanError
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate
+from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.state import ExecutionMode, StopReason
+from durable_navigator.repomap import RepoMap
+from durable_navigator.repomap.plan_io import load_flight_plan
+from durable_navigator.repomap.tokens import count_tokens
+from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 PURE = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -195,7 +195,7 @@ async def test_fuzzed_signals_never_wedge_the_navigator(client, task_queue, star
 async def test_fuzzed_batch_signals_never_wedge_the_batch(client, task_queue, start_worker, tmp_path) -> None:
     from batch_support import batch_request, job, priced_activities, start_batch, write_script
 
-    from navcore.batch import BatchResult
+    from durable_navigator.navcore.batch import BatchResult
 
     sends = _collect(payloads, 10)
     script = write_script(tmp_path / "s.yaml", steps=1)

@@ -20,11 +20,11 @@ from pathlib import Path
 from batch_support import batch_request, job, write_script
 from temporalio.client import Client
 
-from navcore.batch import BatchProgress, BatchResult, JobStatus
-from navcore.budget import usd_to_micros
-from navcore.report import DecisionLogView
-from navcore.requests import DecideRetryConfig
-from workflows.batch import BatchWorkflow
+from durable_navigator.navcore.batch import BatchProgress, BatchResult, JobStatus
+from durable_navigator.navcore.budget import usd_to_micros
+from durable_navigator.navcore.report import DecisionLogView
+from durable_navigator.navcore.requests import DecideRetryConfig
+from durable_navigator.workflows.batch import BatchWorkflow
 
 WORKER = Path(__file__).with_name("rel_worker.py")
 FAKE_GEMINI = "AIzaFAKE-reliability-gemini-key-77aa11"
@@ -51,7 +51,7 @@ def kill(proc: subprocess.Popen[bytes]) -> None:
 
 async def wait_thinking(client: Client, batch_id: str, ids: list[str], timeout_s: float = 60) -> None:
     """Until some child of the batch has logged a decision and is thinking again."""
-    from navcore.report import TurnReport
+    from durable_navigator.navcore.report import TurnReport
 
     deadline = asyncio.get_running_loop().time() + timeout_s
     while asyncio.get_running_loop().time() < deadline:

@@ -12,8 +12,8 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from workers.converter import DATA_CONVERTER
-from workers.worker import WORKFLOW_FAILURE_EXCEPTION_TYPES, WORKFLOWS
+from durable_navigator.workers.converter import DATA_CONVERTER
+from durable_navigator.workers.worker import WORKFLOW_FAILURE_EXCEPTION_TYPES, WORKFLOWS
 
 HISTORY_DIR = Path(__file__).resolve().parents[1] / "histories"
 HISTORIES = sorted(HISTORY_DIR.glob("*.json"))

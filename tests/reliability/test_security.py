@@ -20,14 +20,14 @@ from batch_support import priced_activities
 from pydantic import ValidationError
 from temporalio.testing import ActivityEnvironment
 
-from activities.tools import CodeToolActivities
-from navcore.errors import PathEscapeError
-from navcore.flightplan import FlightPlan, Level
-from navcore.prompt import SYSTEM_PROMPT
-from navcore.requests import ExplorationRequest, ExplorationResult
-from navcore.tools import ToolCall, ToolRequest, ToolResult
-from repomap import RepoMap
-from workflows.navigator import NavigatorWorkflow
+from durable_navigator.activities.tools import CodeToolActivities
+from durable_navigator.navcore.errors import PathEscapeError
+from durable_navigator.navcore.flightplan import FlightPlan, Level
+from durable_navigator.navcore.prompt import SYSTEM_PROMPT
+from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.tools import ToolCall, ToolRequest, ToolResult
+from durable_navigator.repomap import RepoMap
+from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 SECRET = "OUTSIDE-SECRET-5150-do-not-leak"
 INJECTION = (

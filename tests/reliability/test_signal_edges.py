@@ -19,9 +19,9 @@ from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import WorkflowHandle
 from test_navigator import make_activities, make_request
 
-from navcore.batch import BatchResult, JobStatus
-from navcore.state import ExecutionMode
-from workflows.navigator import NavigatorWorkflow
+from durable_navigator.navcore.batch import BatchResult, JobStatus
+from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 
 async def _failed_tasks(handle: WorkflowHandle[Any, Any]) -> list[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from repomap import RepoMap
+from durable_navigator.repomap import RepoMap
 
 from rm_support import FIXTURES, LANGUAGES
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from navcore.errors import FlightPlanError, PathEscapeError, RepoError
-from navcore.flightplan import FlightPlan
-from repomap import RepoMap
-from repomap.plan_io import dump_flight_plan, flight_plan_json_schema, load_flight_plan
-from repomap.safepath import resolve_inside
-from repomap.tokens import count_tokens
+from durable_navigator.navcore.errors import FlightPlanError, PathEscapeError, RepoError
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.repomap import RepoMap
+from durable_navigator.repomap.plan_io import dump_flight_plan, flight_plan_json_schema, load_flight_plan
+from durable_navigator.repomap.safepath import resolve_inside
+from durable_navigator.repomap.tokens import count_tokens
 
 
 def _repo(tmp_path: Path, files: dict[str, bytes]) -> Path:
@@ -111,7 +111,7 @@ def test_budget_below_minimum_says_the_minimum(tmp_path: Path) -> None:
 
 
 def test_oversized_file_is_skipped(tmp_path: Path) -> None:
-    from repomap import DiscoverConfig, EngineConfig
+    from durable_navigator.repomap import DiscoverConfig, EngineConfig
 
     root = _repo(tmp_path, {"big.py": b"x = 1\n" * 400, "a.py": b"A = 1\n"})
     cfg = EngineConfig(discover=DiscoverConfig(max_file_bytes=1000))

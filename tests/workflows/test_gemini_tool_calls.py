@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from google.genai import types
 
-from activities.models.gemini import _decision
-from activities.models.gemini_tools import forced_tool_config, navigator_tool, parse_function_call
-from navcore.decision import ModelDecision, TokenUsage
-from navcore.tools import TOOL_NAMES
+from durable_navigator.activities.models.gemini import _decision
+from durable_navigator.activities.models.gemini_tools import forced_tool_config, navigator_tool, parse_function_call
+from durable_navigator.navcore.decision import ModelDecision, TokenUsage
+from durable_navigator.navcore.tools import TOOL_NAMES
 
 
 def test_code_tools_are_declared_next_to_the_navigator_functions() -> None:

@@ -12,13 +12,13 @@ from typing import Any
 from nav_support import FIXTURE_REPO, ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, engine_factory, make_pricer, token_counter
 from temporalio.client import Client
 
-from activities.artifacts import LocalArtifactStore
-from activities.navigator import NavigatorActivities
-from navcore.guardrails import LoopConfig, RunProfile
-from navcore.decision import TokenUsage
-from navcore.requests import DecideRetryConfig, ExplorationRequest, ExplorationResult
-from navcore.state import StopReason
-from workflows.navigator import SA_COST_USD, SA_ITERATION, SA_STATUS, NavigatorWorkflow
+from durable_navigator.activities.artifacts import LocalArtifactStore
+from durable_navigator.activities.navigator import NavigatorActivities
+from durable_navigator.navcore.guardrails import LoopConfig, RunProfile
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.requests import DecideRetryConfig, ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.state import StopReason
+from durable_navigator.workflows.navigator import SA_COST_USD, SA_ITERATION, SA_STATUS, NavigatorWorkflow
 
 TIMEOUT = timedelta(seconds=60)
 ONE_ATTEMPT = DecideRetryConfig(max_attempts=1, initial_interval_s=0.1)

@@ -15,14 +15,14 @@ from datetime import timedelta
 from nav_support import ScriptProvider, update
 from test_navigator import make_activities, make_request
 
-from activities.models.text_offline import OfflineTextModel
-from activities.planning import PlanningActivities
-from navcore.compression import CompressionConfig
-from navcore.guardrails import LoopConfig, RunProfile, SafetyConfig
-from navcore.prompt import RECENT_REASONING_CHARS
-from navcore.state import StopReason
-from repomap.tokens import count_tokens
-from workflows.navigator import NavigatorWorkflow
+from durable_navigator.activities.models.text_offline import OfflineTextModel
+from durable_navigator.activities.planning import PlanningActivities
+from durable_navigator.navcore.compression import CompressionConfig
+from durable_navigator.navcore.guardrails import LoopConfig, RunProfile, SafetyConfig
+from durable_navigator.navcore.prompt import RECENT_REASONING_CHARS
+from durable_navigator.navcore.state import StopReason
+from durable_navigator.repomap.tokens import count_tokens
+from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 ITERATIONS = 200
 #: each step moves one rule to a new file: plans never repeat and the plan stays one rule long

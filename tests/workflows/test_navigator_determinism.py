@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import workflows.navigator as module
+import durable_navigator.workflows.navigator as module
 
 FORBIDDEN_IMPORTS = {"time", "random", "os", "threading", "subprocess", "socket", "uuid", "pathlib", "datetime.datetime"}
 FORBIDDEN_CALLS = {"print", "open", "input"}
@@ -17,8 +17,8 @@ def test_workflow_module_has_no_nondeterministic_calls() -> None:
     problems: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            problems += [a.name for a in node.names if a.name.split(".")[0] in FORBIDDEN_IMPORTS]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in FORBIDDEN_IMPORTS:
+            problems += [a.name for a in node.names if a.name.removeprefix("durable_navigator.").split(".")[0] in FORBIDDEN_IMPORTS]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.removeprefix("durable_navigator.").split(".")[0] in FORBIDDEN_IMPORTS:
             problems.append(node.module)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
             problems.append(f"{node.func.id}() at line {node.lineno}")
@@ -32,6 +32,6 @@ def test_project_imports_are_passed_through_the_sandbox() -> None:
     tree = ast.parse(Path(module.__file__).read_text())
     top_level_project = [
         n.module for n in tree.body
-        if isinstance(n, ast.ImportFrom) and n.module and n.module.split(".")[0] in {"navcore", "activities", "repomap"}
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.removeprefix("durable_navigator.").split(".")[0] in {"navcore", "activities", "repomap"}
     ]
     assert top_level_project == []  # only inside workflow.unsafe.imports_passed_through()

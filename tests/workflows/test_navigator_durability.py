@@ -15,9 +15,9 @@ from pathlib import Path
 from nav_support import ZOOM_BUDGET, ScriptProvider, update, wait_for
 from test_navigator import NO_LOOP_GUARD, make_activities, make_request
 
-from navcore.requests import DecideRetryConfig, ExplorationResult
-from navcore.state import StopReason
-from workflows.navigator import NavigatorWorkflow
+from durable_navigator.navcore.requests import DecideRetryConfig, ExplorationResult
+from durable_navigator.navcore.state import StopReason
+from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 WORKER_PROC = Path(__file__).with_name("worker_proc.py")
 FAKE_KEY = "AIzaFAKE-test-credential-0123456789abcdef"

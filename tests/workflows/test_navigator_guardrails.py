@@ -13,9 +13,9 @@ import uuid
 from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update
 from test_navigator import make_activities, make_request, run
 
-from navcore.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig
-from navcore.state import StopReason
-from workflows.navigator import NavigatorWorkflow
+from durable_navigator.navcore.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig
+from durable_navigator.navcore.state import StopReason
+from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 #: a plan that changes every step (no loop): one new rule per step
 DISTINCT = [update(set_rules=[{"glob": f"src/budgetkit/part{i}.py", "level": 2}]) for i in range(12)]

@@ -10,12 +10,12 @@ from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update, wait_
 from temporalio.client import WorkflowUpdateFailedError
 from test_navigator import TIMEOUT, make_activities, make_request
 
-from navcore.flightplan import FlightPlan
-from navcore.messages import ApproveInput, EditFlightPlanInput, RejectInput, StopInput
-from navcore.report import DecisionLogView
-from navcore.requests import ApprovalConfig, ExplorationResult
-from navcore.state import ExecutionMode, StopReason
-from workflows.navigator import NavigatorWorkflow
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navcore.messages import ApproveInput, EditFlightPlanInput, RejectInput, StopInput
+from durable_navigator.navcore.report import DecisionLogView
+from durable_navigator.navcore.requests import ApprovalConfig, ExplorationResult
+from durable_navigator.navcore.state import ExecutionMode, StopReason
+from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 
 def _plan_fields(**kw: object) -> dict[str, object]:
@@ -120,7 +120,7 @@ async def test_approval_timeout_uses_default_verdict(client, task_queue, start_w
 async def test_interactive_budget_park_waits_for_a_raise(client, task_queue, start_worker, tmp_path) -> None:
     from decimal import Decimal
 
-    from navcore.messages import RaiseBudgetInput
+    from durable_navigator.navcore.messages import RaiseBudgetInput
 
     provider = ScriptProvider(steps=[ZOOM_BUDGET])
     acts = make_activities(tmp_path, provider)
@@ -141,7 +141,7 @@ async def test_interactive_budget_park_waits_for_a_raise(client, task_queue, sta
 
 
 async def test_set_mode_to_autonomous_releases_a_pending_turn(client, task_queue, start_worker, tmp_path) -> None:
-    from navcore.messages import SetModeInput
+    from durable_navigator.navcore.messages import SetModeInput
 
     provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI])
     acts = make_activities(tmp_path, provider)

@@ -15,11 +15,11 @@ from typing import Any
 from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update, wait_for
 from test_navigator import TIMEOUT, make_activities, make_request, run
 
-from activities.models.text import ScriptedTextModel
-from activities.planning import PlanningActivities
-from navcore.messages import ApproveInput, RejectInput, StopInput
-from navcore.state import ExecutionMode, StopReason
-from workflows.navigator import NavigatorWorkflow
+from durable_navigator.activities.models.text import ScriptedTextModel
+from durable_navigator.activities.planning import PlanningActivities
+from durable_navigator.navcore.messages import ApproveInput, RejectInput, StopInput
+from durable_navigator.navcore.state import ExecutionMode, StopReason
+from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 TWO_STAGES = (
     "STAGE 1: Find where the ledger books tokens\n- `src/budgetkit/ledger.py` is shown\n- `reserve` is visible\n"
@@ -208,9 +208,9 @@ async def test_a_scripted_model_file_drives_tools_planning_review_criteria_and_r
     client, task_queue, start_worker, tmp_path
 ) -> None:
     """``--model scripted:<file>``: one file answers decisions (tool calls included) and every text call."""
-    from activities.artifacts import LocalArtifactStore
-    from activities.models.registry import TablePricer
-    from activities.navigator import NavigatorActivities
+    from durable_navigator.activities.artifacts import LocalArtifactStore
+    from durable_navigator.activities.models.registry import TablePricer
+    from durable_navigator.activities.navigator import NavigatorActivities
 
     script = tmp_path / "run.yaml"
     script.write_text(SCRIPT_FILE)
@@ -232,7 +232,7 @@ async def test_a_scripted_model_file_drives_tools_planning_review_criteria_and_r
 
 async def test_a_direct_stage_spans_the_whole_run(client, task_queue, start_worker, tmp_path) -> None:
     """The default planning must not cut a DIRECT run short at the profile's per-stage cap."""
-    from navcore.guardrails import RunProfile, SafetyConfig
+    from durable_navigator.navcore.guardrails import RunProfile, SafetyConfig
 
     texts = {"planning.analyze": ["DIRECT: simple"], "stages.check_criteria": ["C1: MET | ok"]}
     steps = [update(set_rules=[{"glob": f"src/budgetkit/part{i}.py", "level": 2}]) for i in range(4)]

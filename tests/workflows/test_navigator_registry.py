@@ -10,14 +10,14 @@ import pytest
 from nav_support import FIXTURE_REPO
 from temporalio.client import WorkflowFailureError
 
-from activities.artifacts import LocalArtifactStore
-from activities.models.registry import TablePricer, build_provider
-from activities.navigator import NavigatorActivities
-from navcore.decision import TokenUsage
-from navcore.errors import BudgetError, ModelError
-from navcore.requests import ExplorationRequest
-from navcore.state import StopReason
-from workflows.navigator import NavigatorWorkflow
+from durable_navigator.activities.artifacts import LocalArtifactStore
+from durable_navigator.activities.models.registry import TablePricer, build_provider
+from durable_navigator.activities.navigator import NavigatorActivities
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.errors import BudgetError, ModelError
+from durable_navigator.navcore.requests import ExplorationRequest
+from durable_navigator.navcore.state import StopReason
+from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 
 def test_registry_refuses_unknown_models_and_prices() -> None:

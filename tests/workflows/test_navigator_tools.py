@@ -13,9 +13,9 @@ from nav_support import ZOOM_BUDGET, ScriptProvider
 from test_navigator import make_activities, make_request, run
 from temporalio.api.enums.v1 import EventType
 
-from navcore.state import StopReason
-from navcore.tools import ToolCall
-from workflows.navigator import NavigatorWorkflow
+from durable_navigator.navcore.state import StopReason
+from durable_navigator.navcore.tools import ToolCall
+from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 CALLS = [
     ToolCall(name="search_codebase", args={"query": "ledger reserve"}),
@@ -86,12 +86,12 @@ async def test_offline_model_uses_code_tools_then_focuses_what_they_found(
 ) -> None:
     from datetime import timedelta
 
-    from activities.artifacts import LocalArtifactStore
-    from activities.models.registry import TablePricer
-    from activities.navigator import NavigatorActivities
+    from durable_navigator.activities.artifacts import LocalArtifactStore
+    from durable_navigator.activities.models.registry import TablePricer
+    from durable_navigator.activities.navigator import NavigatorActivities
     from nav_support import FIXTURE_REPO
 
-    from navcore.requests import ExplorationRequest
+    from durable_navigator.navcore.requests import ExplorationRequest
 
     acts = NavigatorActivities(LocalArtifactStore(tmp_path / "artifacts"), pricer=TablePricer.load())
     req = ExplorationRequest(repo_path=str(FIXTURE_REPO), goal="why does `Ledger.record` count tokens twice?",

@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from nav_support import ZOOM_BUDGET, update
 from pydantic import ValidationError
 
-from navcore.artifacts import ArtifactRef
-from navcore.messages import EditFlightPlanInput
-from navcore.requests import ExplorationRequest
-from navcore.state import DecisionLogEntry
-from navcore.turns import (
+from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.messages import EditFlightPlanInput
+from durable_navigator.navcore.requests import ExplorationRequest
+from durable_navigator.navcore.state import DecisionLogEntry
+from durable_navigator.navcore.turns import (
     apply_edit,
     edited_plan,
     initial_state,

@@ -16,10 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, engine_factory, make_pricer, token_counter  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 
-from activities.artifacts import LocalArtifactStore  # noqa: E402
-from activities.navigator import NavigatorActivities  # noqa: E402
-from workers.converter import DATA_CONVERTER  # noqa: E402
-from workers.worker import build_worker  # noqa: E402
+from durable_navigator.activities.artifacts import LocalArtifactStore  # noqa: E402
+from durable_navigator.activities.navigator import NavigatorActivities  # noqa: E402
+from durable_navigator.workers.converter import DATA_CONVERTER  # noqa: E402
+from durable_navigator.workers.worker import build_worker  # noqa: E402
 
 KILL_TEST_STEPS = [ZOOM_BUDGET, ZOOM_OUT_CLI] * 3
 
