@@ -1,30 +1,19 @@
-"""The navigator's activities: every side effect of one exploration.
+"""The navigator's non-model activities: scan, render, write the result.
 
 Built once per worker as :class:`NavigatorActivities` with its dependencies
-(artifact store, provider factory, pricing, repo-map opener) injected. It
+(artifact store, pricing, model registry, repo-map opener) injected. It
 caches one opened ``repomap.RepoMap`` per repository root *on the instance*
 (never at class level: the sandbox re-imports modules and tests build many
 instances). Names are stable public API: ``navigator.scan``,
-``navigator.render_map``, ``navigator.build_prompt``, ``navigator.decide``,
-``navigator.write_result``.
-
-Usage accounting across attempts (``navigator.decide``): each attempt adds its
-own consumption to an :class:`~navcore.activity_io.AttemptUsage` carried in
-heartbeat details, which Temporal hands to the next attempt
-(``activity.info().heartbeat_details``). A successful attempt returns the
-total of every attempt; a failed attempt raises an ``ApplicationError`` whose
-details carry the running total (the workflow charges it when retries are
-exhausted); a crashed worker leaves the last heartbeat, which the workflow
-reads from the timeout failure. A provider that fails after spending tokens
-reports them by setting ``usage`` (a ``TokenUsage``) on its exception; usage
-a provider does not report cannot be counted.
+``navigator.render_map``, ``navigator.write_result``. Model calls are the
+``model.prepare`` / ``model.request`` activities (:mod:`activities.model_calls`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -33,18 +22,11 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_navigator.activities.artifacts import ArtifactStore, atomic_write_bytes
-from durable_navigator.activities.models.base import DecideCall, ModelProvider
-from durable_navigator.activities.models.registry import Pricer, build_provider
+from durable_navigator.activities.models.base import Model
+from durable_navigator.activities.models.registry import ModelRegistry
+from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.navcore.activity_io import (
-    AttemptUsage,
-    DecideContext,
-    DecideInput,
-    DecideOutput,
     MapView,
-    PromptBundle,
-    PromptInput,
-    PromptOutput,
-    RecentDecision,
     RenderInput,
     RenderOutput,
     ScanInput,
@@ -53,24 +35,13 @@ from durable_navigator.navcore.activity_io import (
     WriteResultOutput,
 )
 from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.decision import ModelDecision, TokenUsage
-from durable_navigator.navcore.errors import ArtifactError, NavigatorError, RepoError
+from durable_navigator.navcore.errors import NavigatorError, RepoError
 from durable_navigator.navcore.flightplan import FlightPlan
 from durable_navigator.navcore.mapmeta import MapMetadata
-from durable_navigator.navcore.prompt import (
-    GOAL_SLOT,
-    RECENT_DIFF_LINES,
-    RECENT_REASONING_CHARS,
-    SYSTEM_PROMPT,
-    PromptParts,
-    build_user_prompt,
-)
-from durable_navigator.navcore.report import shorten, update_diff_lines
 
-__all__ = ["NavigatorActivities", "ActivityLimits", "EngineFactory", "ProviderFactory", "to_application_error"]
+__all__ = ["NavigatorActivities", "ActivityLimits", "EngineFactory", "to_application_error"]
 
 EngineFactory = Callable[[Path], Any]
-ProviderFactory = Callable[[str], ModelProvider]
 T = TypeVar("T")
 
 MEDIA_MARKDOWN = "text/markdown; charset=utf-8"
@@ -85,10 +56,6 @@ class ActivityLimits(BaseModel):
 
     #: top files kept in the MapMetadata returned to the workflow
     history_top_files: int = Field(3, ge=0, le=50)
-    #: reasoning characters kept in the decision returned to the workflow
-    history_reasoning_chars: int = Field(400, ge=0)
-    #: finalize summary characters kept in history (full text in the artifact)
-    history_summary_chars: int = Field(2000, ge=0)
     #: seconds between liveness heartbeats of scan / render / prompt / result
     #: activities (the workflow sets a heartbeat timeout a few times larger, so a
     #: killed worker is noticed in seconds, not after the start-to-close timeout)
@@ -123,21 +90,24 @@ class NavigatorActivities:
         self,
         store: ArtifactStore,
         *,
-        pricer: Pricer,
-        provider_factory: ProviderFactory = build_provider,
+        pricer: TablePricer,
+        models: ModelRegistry | None = None,
+        model_overrides: Mapping[str, Model] | None = None,
         engine_factory: EngineFactory | None = None,
         token_counter: Callable[[str], int] | None = None,
         limits: ActivityLimits | None = None,
     ) -> None:
+        """``model_overrides``: models served under a name of their own (tests, embedders)."""
         self.store = store
         self.pricer = pricer
-        self.provider_factory = provider_factory
         self.engine_factory = engine_factory or _open_repomap
-        self.count_tokens = token_counter or _repomap_count_tokens
+        #: the exact token counter ``model.prepare`` counts prompts with (None: the engine's)
+        self.count_tokens = token_counter
         self.limits = limits or ActivityLimits()
         self._engines: dict[Path, Any] = {}
         self._engine_lock = asyncio.Lock()
-        self._providers: dict[str, ModelProvider] = {}
+        #: the models this worker serves (the offline one reads this instance's engines)
+        self.models = models or ModelRegistry(self.engine, overrides=model_overrides)
 
     # -- helpers ---------------------------------------------------------
 
@@ -150,12 +120,6 @@ class NavigatorActivities:
                     raise RepoError(f"repository {root} does not exist or is not a directory; pass a repo path")
                 self._engines[root] = await asyncio.to_thread(self.engine_factory, root)
             return self._engines[root]
-
-    def provider(self, model: str) -> ModelProvider:
-        """The provider of ``model`` (built once per worker and model)."""
-        if model not in self._providers:
-            self._providers[model] = self.provider_factory(model)
-        return self._providers[model]
 
     def _put_text(self, text: str, media_type: str, summary: str) -> ArtifactRef:
         # an empty summary stays empty (the store's own default would quote the text)
@@ -194,8 +158,8 @@ class NavigatorActivities:
         """Check the model, index the repository (cached) and render the first map."""
 
         async def work() -> ScanOutput:
-            self.provider(inp.model)  # unknown model → ModelError before any spend
-            self.pricer.estimate(inp.model, 1, 1)  # a model without a price is refused now
+            self.models.check(inp.model)  # unknown model, no credentials → ModelError before any spend
+            rates = self.pricer.rates(inp.model)  # a model without a price is refused now
             engine = await self.engine(inp.repo_root)
             render = await self._render(inp.repo_root, inp.flight_plan, "scan")
             goal_ref = self._put_text(inp.goal, MEDIA_TEXT, "goal") if inp.goal is not None else None
@@ -205,7 +169,7 @@ class NavigatorActivities:
                 index_version=str(engine.index_version),
                 files_total=len(engine.files),
                 render=render,
-                rates=self.pricer.rates(inp.model),
+                rates=rates,
             )
 
         return await self._guard(work())
@@ -223,123 +187,6 @@ class NavigatorActivities:
             return await self._render(inp.repo_root, plan, f"step {inp.step}")
 
         return await self._guard(work())
-
-    @activity.defn(name="navigator.build_prompt")
-    async def build_prompt(self, inp: PromptInput) -> PromptOutput:
-        """Build and store the prompt; return its exact token count and cost estimate."""
-
-        async def work() -> PromptOutput:
-            view = MapView.model_validate_json(self._get_text(inp.view_ref))
-            meta, plan = view.metadata, view.plan
-            goal = inp.goal if inp.goal is not None else self._get_text(inp.goal_ref) if inp.goal_ref else ""
-            if not goal.strip():
-                raise ArtifactError("the prompt has no goal; pass PromptInput.goal or goal_ref")
-            recent = [self._expand(r) for r in inp.recent]
-            parts = PromptParts(
-                goal=goal,
-                step=inp.step,
-                max_iterations=inp.max_iterations,
-                flight_plan=plan,
-                map_text=self._get_text(inp.map_ref),
-                metadata=meta,
-                spent_micros=inp.spent_micros,
-                max_micros=inp.max_micros,
-                recent=[(r.step, r.action, r.reasoning, r.diff_lines, r.verdict) for r in recent],
-                feedback=inp.feedback,
-                notes=[note.replace(GOAL_SLOT, goal.strip()) for note in inp.notes],
-                summary_chars=inp.summary_chars,
-                stage=inp.stage,
-                tool_results=inp.tool_results,
-            )
-            user = build_user_prompt(parts)
-            tokens = self.count_tokens(SYSTEM_PROMPT) + self.count_tokens(user)
-            estimate = self.pricer.estimate(inp.model, tokens, inp.max_output_tokens)
-            context = DecideContext(
-                goal=goal, flight_plan=plan, recent=recent, feedback=inp.feedback, tool_results=inp.tool_results
-            )
-            bundle = PromptBundle(system=SYSTEM_PROMPT, user=user, context=context)
-            return PromptOutput(
-                prompt_ref=self._put_text(bundle.model_dump_json(), MEDIA_JSON, ""),
-                prompt_tokens=tokens,
-                estimate_micros=estimate,
-            )
-
-        return await self._guard(work())
-
-    def _expand(self, recent: RecentDecision) -> RecentDecision:
-        """Fill a quoted decision's reasoning and diff from its artifact."""
-        if recent.decision_ref is None:
-            return recent
-        decision = ModelDecision.model_validate_json(self._get_text(recent.decision_ref))
-        diff = recent.diff_lines or (update_diff_lines(decision.updates) if decision.updates else [])
-        return recent.model_copy(
-            update={"reasoning": shorten(decision.reasoning, RECENT_REASONING_CHARS), "diff_lines": diff[:RECENT_DIFF_LINES]}
-        )
-
-    @activity.defn(name="navigator.decide")
-    async def decide(self, inp: DecideInput) -> DecideOutput:
-        """Ask the model for one decision; heartbeats while it streams."""
-        info = activity.info()
-        prior = AttemptUsage.model_validate(info.heartbeat_details[0]) if info.heartbeat_details else AttemptUsage()
-        # Temporal's attempt number, so an attempt lost with a crashed worker still counts.
-        prior = prior.model_copy(update={"attempts": info.attempt})
-        activity.heartbeat(prior.model_dump(mode="json"), "starting")
-        try:
-            call = await self._decide_call(inp, prior)
-            decision = await self.provider(inp.model).decide(call)
-        except Exception as exc:
-            raise self._failed_attempt(inp.model, prior, exc) from exc
-        cost = self.pricer.cost(inp.model, decision.usage, decision.calls)
-        spent = prior.plus(decision.usage, cost, decision.calls)
-        activity.heartbeat(spent.model_dump(mode="json"), "decided")
-        ref = self._put_text(decision.model_dump_json(), MEDIA_JSON, "")
-        return DecideOutput(decision=self._trimmed_decision(decision), decision_ref=ref, spent=spent)
-
-    async def _decide_call(self, inp: DecideInput, prior: AttemptUsage) -> DecideCall:
-        view = MapView.model_validate_json(self._get_text(inp.view_ref))
-        bundle = PromptBundle.model_validate_json(self._get_text(inp.prompt_ref))
-        ctx, meta = bundle.context, view.metadata
-        return DecideCall(
-            model=inp.model,
-            system_prompt=bundle.system,
-            user_prompt=bundle.user,
-            max_output_tokens=inp.max_output_tokens,
-            goal=ctx.goal,
-            flight_plan=ctx.flight_plan,
-            iteration=inp.step,
-            max_iterations=inp.max_iterations,
-            repo_root=Path(inp.repo_root),
-            map_metadata=meta,
-            feedback=ctx.feedback,
-            recent_decisions=tuple((r.action, r.reasoning) for r in ctx.recent),
-            engine=await self.engine(inp.repo_root),
-            tools_available=True,
-            tool_results=tuple(ctx.tool_results),
-            heartbeat=lambda note: activity.heartbeat(prior.model_dump(mode="json"), note),
-        )
-
-    def _failed_attempt(self, model: str, prior: AttemptUsage, exc: BaseException) -> ApplicationError:
-        usage = getattr(exc, "usage", None)
-        usage = usage if isinstance(usage, TokenUsage) else TokenUsage()
-        calls = 1 if usage != TokenUsage() else 0
-        spent = prior.plus(usage, self.pricer.cost(model, usage, calls), calls)
-        details = spent.model_dump(mode="json")
-        # Recorded as the last heartbeat so the next attempt starts from it.
-        activity.heartbeat(details, "attempt failed")
-        if isinstance(exc, NavigatorError):
-            return to_application_error(exc, [details])
-        if isinstance(exc, ApplicationError):
-            return ApplicationError(
-                str(exc), details, type=exc.type, non_retryable=exc.non_retryable, next_retry_delay=exc.next_retry_delay
-            )
-        return ApplicationError(str(exc) or type(exc).__name__, details, type=type(exc).__name__)
-
-    def _trimmed_decision(self, decision: ModelDecision) -> ModelDecision:
-        lim = self.limits
-        summary = decision.summary[: lim.history_summary_chars] if decision.summary else decision.summary
-        return decision.model_copy(
-            update={"reasoning": decision.reasoning[: lim.history_reasoning_chars], "summary": summary}
-        )
 
     @activity.defn(name="navigator.write_result")
     async def write_result(self, inp: WriteResultInput) -> WriteResultOutput:
@@ -365,7 +212,7 @@ class NavigatorActivities:
 
     def all(self) -> list[Callable[..., Any]]:
         """Every activity of this instance, for worker registration."""
-        return [self.scan, self.render_map, self.build_prompt, self.decide, self.write_result]
+        return [self.scan, self.render_map, self.write_result]
 
 
 def _context_markdown(inp: WriteResultInput, map_text: str) -> str:
@@ -385,7 +232,3 @@ def _open_repomap(root: Path) -> Any:
     return RepoMap.open(root)
 
 
-def _repomap_count_tokens(text: str) -> int:
-    from durable_navigator.repomap.tokens import count_tokens
-
-    return int(count_tokens(text))

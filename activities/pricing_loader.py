@@ -11,16 +11,31 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from decimal import ROUND_CEILING, Decimal
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navcore.errors import ConfigError
-from durable_navigator.navcore.pricing import PRICING_FILE_ENV, PricingTable
+from durable_navigator.navcore.pricing import (
+    PRICING_FILE_ENV,
+    ModelPricingRates,
+    PricingTable,
+    cost_micro_usd,
+    estimate_micro_usd,
+)
 
-__all__ = ["SHIPPED_PRICING_RESOURCE", "load_pricing_table", "load_shipped_pricing", "parse_yaml"]
+__all__ = [
+    "SHIPPED_PRICING_RESOURCE",
+    "PROMPT_TOKEN_MARGIN",
+    "TablePricer",
+    "load_pricing_table",
+    "load_shipped_pricing",
+    "parse_yaml",
+]
 
 #: the shipped table, as package data of ``navcore`` (see pyproject package-data)
 SHIPPED_PRICING_RESOURCE = ("durable_navigator.navcore", "pricing.yaml")
@@ -76,3 +91,40 @@ def load_pricing_table(
         return table
     path = Path(chosen).expanduser()
     return table.merged(_read_override(path), f"pricing override {path}")
+
+
+#: our exact counter is cl100k; a provider's tokenizer may count the same prompt
+#: higher, so the upper bound of a call's prompt carries this margin
+PROMPT_TOKEN_MARGIN = Decimal("1.25")
+#: plus this many tokens per call (message framing, tool declarations' overhead)
+PROMPT_TOKEN_SLACK = 64
+
+
+class TablePricer:
+    """Prices model usage in integer micro-dollars from a :class:`PricingTable` (the one pricer)."""
+
+    def __init__(self, table: PricingTable) -> None:
+        self.table = table
+
+    @classmethod
+    def load(cls, override: str | Path | None = None) -> "TablePricer":
+        """The shipped table merged with the user override (``--pricing`` / env)."""
+        return cls(load_pricing_table(override))
+
+    def cost(self, model: str, usage: TokenUsage, calls: int = 1) -> int:
+        """Exact micro-dollar cost; zero usage costs nothing."""
+        if usage == TokenUsage():
+            return 0
+        return cost_micro_usd(usage, self.table.rates_for(model), calls=max(calls, 1))
+
+    def prompt_bound(self, prompt_tokens: int) -> int:
+        """Upper bound of a provider's count of a prompt we counted at ``prompt_tokens``."""
+        return int((Decimal(prompt_tokens) * PROMPT_TOKEN_MARGIN).to_integral_value(ROUND_CEILING)) + PROMPT_TOKEN_SLACK
+
+    def estimate(self, model: str, prompt_tokens: int, max_output_tokens: int) -> int:
+        """Upper-bound micro-dollar cost of one HTTP call with this prompt and output cap."""
+        return estimate_micro_usd(self.prompt_bound(prompt_tokens), max_output_tokens, self.table.rates_for(model))
+
+    def rates(self, model: str) -> ModelPricingRates:
+        """The table's rates of ``model`` (``ConfigError`` when it has no price)."""
+        return self.table.rates_for(model)

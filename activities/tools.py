@@ -31,12 +31,11 @@ from typing import Any, Protocol
 from pydantic import ValidationError
 from temporalio import activity
 
-from durable_navigator.activities.planning import EngineFor, open_engine
+from durable_navigator.activities.requests import EngineSource
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.compression import truncate_text
 from durable_navigator.navcore.errors import NavigatorError, PathEscapeError
 from durable_navigator.navcore.tools import (
-    TOOL_DECLARATIONS,
     ListDirectoryArgs,
     ReadFileArgs,
     SearchArgs,
@@ -48,7 +47,7 @@ from durable_navigator.navcore.tools import (
     parse_tool_args,
 )
 
-__all__ = ["CodeToolActivities", "BytesStore", "gemini_code_tool_declarations"]
+__all__ = ["CodeToolActivities", "BytesStore"]
 
 class BytesStore(Protocol):
     """The part of ``activities.artifacts.ArtifactStore`` the tools need."""
@@ -71,26 +70,6 @@ def _rel(root: Path, path: str) -> str:
     return "" if rel == "." else rel
 
 
-def gemini_code_tool_declarations() -> list[Any]:
-    """:data:`navcore.tools.TOOL_DECLARATIONS` as google-genai ``FunctionDeclaration`` s."""
-    from google.genai import types
-
-    # Typed Schema objects (like the decide path's declarations): this SDK version
-    # sends ``parameters_json_schema`` un-camelCased, which the REST API does not read.
-    def schema(node: dict[str, Any]) -> Any:
-        return types.Schema(
-            type=types.Type(node["type"].upper()),
-            description=node.get("description"),
-            properties={k: schema(v) for k, v in node.get("properties", {}).items()} or None,
-            required=node.get("required") or None,
-        )
-
-    return [
-        types.FunctionDeclaration(name=d["name"], description=d["description"], parameters=schema(d["parameters"]))
-        for d in TOOL_DECLARATIONS
-    ]
-
-
 def _fail(tool: str, error: str) -> ToolResult:
     return ToolResult(tool=tool, ok=False, error=" ".join(error.split())[:1000], summary=f"{tool}: error")
 
@@ -100,7 +79,7 @@ class CodeToolActivities:
 
     def __init__(
         self,
-        engine_for: EngineFor,
+        engine_for: EngineSource,
         store: BytesStore | None = None,
         limits: ToolLimits = ToolLimits(),
     ) -> None:
@@ -145,7 +124,7 @@ class CodeToolActivities:
             errs = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()[:3])
             return _fail(name, f"bad arguments for {name}: {errs}")
         try:
-            engine = await open_engine(self._engine_for, req.repo_root)
+            engine = await self._engine_for(req.repo_root)
             return await asyncio.to_thread(body, engine, Path(engine.root), args)
         except PathEscapeError as exc:
             return _fail(name, f"refused: {exc}")

@@ -41,9 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from offline_taskset import Task, load_tasks, materialize, repo_dir  # noqa: E402
 
-from durable_navigator.activities.models.base import DecideCall  # noqa: E402
-from durable_navigator.activities.models.offline import OfflineProvider  # noqa: E402
-from durable_navigator.activities.models.offline_terms import STOPWORDS, split_identifier  # noqa: E402
+from durable_navigator.activities.models.offline import OfflineTurn, offline_decision  # noqa: E402
+from durable_navigator.activities.models.offline.terms import STOPWORDS, split_identifier  # noqa: E402
 from durable_navigator.navcore.flightplan import FlightPlan  # noqa: E402
 
 MIN_LINE_CHARS = 4
@@ -182,7 +181,7 @@ def score(task: Task, root: Path, text: str, levels: dict[str, int], count) -> S
 
 
 # ---------------------------------------------------------------- the offline loop
-def run_offline(rm, goal: str, budget: int, provider: OfflineProvider) -> tuple[str, dict[str, int], dict]:
+def run_offline(rm, goal: str, budget: int) -> tuple[str, dict[str, int], dict]:
     """Decide -> apply -> render until finalize or the cap; returns the final map."""
     plan = FlightPlan(token_budget=budget)
     result = rm.render(plan)
@@ -190,12 +189,9 @@ def run_offline(rm, goal: str, budget: int, provider: OfflineProvider) -> tuple[
     log: list[tuple[str, str]] = []
     stop = "max_iterations"
     for it in range(1, MAX_ITERATIONS + 1):
-        call = DecideCall(
-            model="offline", system_prompt="", user_prompt="", max_output_tokens=0, goal=goal,
-            flight_plan=plan, iteration=it, max_iterations=MAX_ITERATIONS, repo_root=rm.root,
-            map_metadata=meta, recent_decisions=tuple(log[-3:]), engine=rm,
-        )
-        d = provider.decide_sync(call)
+        turn = OfflineTurn(goal=goal, flight_plan=plan, iteration=it, max_iterations=MAX_ITERATIONS, engine=rm,
+                           map_metadata=meta, recent_decisions=tuple(log[-3:]))
+        d = offline_decision(turn)
         log.append((d.action, d.reasoning))
         if d.action == "finalize_context":
             stop = "finalized"
@@ -224,7 +220,6 @@ def run(tasks: list[Task], budgets: list[int], verbose: bool) -> dict:
     from durable_navigator.repomap import RepoMap
     from durable_navigator.repomap.tokens import count_tokens
 
-    provider = OfflineProvider()
     records = []
     for i, task in enumerate(tasks):
         root = repo_dir(task)
@@ -236,7 +231,7 @@ def run(tasks: list[Task], budgets: list[int], verbose: bool) -> dict:
                 text, levels = bm25_context(docs, task.goal, budget, trunc, count_tokens)
                 rec[name] = score(task, root, text, levels, count_tokens).__dict__
             t0 = time.perf_counter()
-            text, levels, info = run_offline(rm, task.goal, budget, provider)
+            text, levels, info = run_offline(rm, task.goal, budget)
             s = score(task, root, text, levels, count_tokens)
             s.extra = {"iterations": info["iterations"], "stop": info["stop"],
                        "seconds": round(time.perf_counter() - t0, 3),

@@ -82,23 +82,29 @@ class SoakConfig(BaseModel):
 # -- worker mode ---------------------------------------------------------------
 
 
-class MeteredProvider:
-    """The real offline provider; its decisions report the prompt's token count as usage."""
+class MeteredModel:
+    """The real offline model; its answers report the prompt's token count as usage."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
 
-    def handles(self, model: str) -> bool:
-        return bool(self.inner.handles(model))
-
-    async def decide(self, call: Any) -> Any:
+    async def request(self, req: Any, ctx: Any) -> Any:
         from durable_navigator.navcore.decision import TokenUsage
-        from durable_navigator.repomap.tokens import count_tokens
 
-        decision = await self.inner.decide(call)
-        tokens = count_tokens(call.system_prompt) + count_tokens(call.user_prompt)
-        usage = TokenUsage(input_tokens=tokens, output_tokens=METERED_OUTPUT_TOKENS)
-        return decision.model_copy(update={"usage": usage})
+        answer = await self.inner.request(req, ctx)
+        usage = TokenUsage(input_tokens=ctx.prompt_tokens, output_tokens=METERED_OUTPUT_TOKENS)
+        return answer.model_copy(update={"usage": usage})
+
+
+class MeteredRegistry:
+    """The worker's real registry, every model metered."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.spec, self.check = inner.spec, inner.check
+
+    def model(self, model: str) -> Any:
+        return MeteredModel(self.inner.model(model))
 
 
 async def run_worker(target: str, task_queue: str, artifacts: str) -> None:
@@ -106,7 +112,7 @@ async def run_worker(target: str, task_queue: str, artifacts: str) -> None:
     from temporalio.client import Client
 
     from durable_navigator.activities.artifacts import LocalArtifactStore
-    from durable_navigator.activities.models.registry import TablePricer, build_provider
+    from durable_navigator.activities.pricing_loader import TablePricer
     from durable_navigator.activities.navigator import NavigatorActivities
     from durable_navigator.navcore.pricing import PricingTable
     from durable_navigator.workers.converter import DATA_CONVERTER
@@ -118,8 +124,8 @@ async def run_worker(target: str, task_queue: str, artifacts: str) -> None:
     acts = NavigatorActivities(
         LocalArtifactStore(artifacts),
         pricer=TablePricer(PricingTable.from_mapping(SOAK_PRICES, "soak")),
-        provider_factory=lambda model: MeteredProvider(build_provider(model)),
     )
+    acts.models = MeteredRegistry(acts.models)  # type: ignore[assignment]
     worker = build_worker(client, task_queue, activities=acts)
     print("worker ready", flush=True)
     await worker.run()
@@ -184,7 +190,7 @@ def _goals(repo: Path, n: int, seed: int) -> list[str]:
 
 def _batch_request(cfg: SoakConfig, repo: Path, out: Path, batch_id: str) -> Any:
     from durable_navigator.navcore.batch import BatchJob, BatchLimits, BatchRequest
-    from durable_navigator.navcore.requests import DecideRetryConfig
+    from durable_navigator.navcore.requests import ModelCallConfig
 
     jobs = [
         BatchJob(index=i, name=f"soak-{i}", repo_path=str(repo), goal=goal, model="offline",
@@ -195,7 +201,7 @@ def _batch_request(cfg: SoakConfig, repo: Path, out: Path, batch_id: str) -> Any
         batch_id=batch_id, jobs=jobs, total_budget_usd=cfg.total_budget_usd, max_concurrency=cfg.concurrency,
         out_dir=str(out), limits=BatchLimits(job_timeout_s=cfg.timeout_s),
         # a killed decide is retried after 5 s of silence, not the production minute
-        decide_retry=DecideRetryConfig(max_attempts=20, heartbeat_s=5, start_to_close_s=120, initial_interval_s=0.5),
+        model_call=ModelCallConfig(max_attempts=20, heartbeat_s=5, start_to_close_s=120, initial_interval_s=0.5),
     )
 
 

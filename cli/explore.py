@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
-from durable_navigator.activities.models.registry import KNOWN_PREFIXES
+from durable_navigator.navcore.modelspec import parse_model_spec
 from durable_navigator.activities.pricing_loader import load_pricing_table
 from durable_navigator.cli.common import config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
@@ -47,14 +47,12 @@ def new_workflow_id(repo: Path) -> str:
 
 def validate_model(model: str, config: NavigatorConfig, local_worker: bool) -> None:
     """Refuse an unknown or unpriced model (and a keyless Gemini run on a local worker) up front."""
-    name = model.strip()
-    if not any(name == p or name.startswith(p if p.endswith("-") else p + ":") for p in KNOWN_PREFIXES):
-        raise ModelError(f"unknown model {model!r}; use 'offline', 'scripted:<file>' or a 'gemini-*' model name")
-    load_pricing_table(config.pricing_file).rates_for(name)  # BudgetError names how to add a price
-    script = name.partition(":")[2] if name.startswith("scripted:") else ""
+    spec = parse_model_spec(model)  # the one parser: ModelError says what to use instead
+    load_pricing_table(config.pricing_file).rates_for(spec.model)  # BudgetError names how to add a price
+    script = spec.script or ""
     if script and local_worker and not Path(script).expanduser().is_file():
         raise ModelError(f"decision script {script} does not exist; pass scripted:<path of a YAML/JSON file>")
-    if name.startswith("gemini-") and local_worker and not config.gemini_key_present:
+    if spec.provider == "gemini" and local_worker and not config.gemini_key_present:
         raise ModelError(f"model {model!r} needs GEMINI_API_KEY or GOOGLE_API_KEY in the environment; "
                          "set one, or use --model offline")
 
@@ -90,7 +88,7 @@ def build_request(
         raise BudgetError("--budget-usd must be above 0; a run cannot spend nothing")
     run_profile = None
     if profile is not None:
-        from durable_navigator.activities.planning import load_run_profile
+        from durable_navigator.activities.profiles import load_run_profile
 
         if not profile.is_file():
             raise CliError(f"--profile {profile} does not exist; pass a run-profile YAML file")

@@ -43,7 +43,7 @@ from durable_navigator.navcore.messages import (
     StopInput,
 )
 from durable_navigator.navcore.report import DecisionLogView, TurnReport
-from durable_navigator.navcore.requests import ApprovalConfig, DecideRetryConfig, ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.requests import ApprovalConfig, ModelCallConfig, ExplorationRequest, ExplorationResult
 from durable_navigator.navcore.state import (
     DecisionLogEntry,
     ExecutionMode,
@@ -64,7 +64,7 @@ __all__ = [
     "ConfigError",
     "DecideInput",
     "DecideOutput",
-    "DecideRetryConfig",
+    "ModelCallConfig",
     "DecisionLogEntry",
     "DecisionLogView",
     "EditFlightPlanInput",

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_micros
 from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navcore.flightplan import MAX_TOKEN_BUDGET
-from durable_navigator.navcore.requests import DecideRetryConfig, ExplorationResult
+from durable_navigator.navcore.requests import ModelCallConfig, ExplorationResult
 
 __all__ = [
     "JobDefaults",
@@ -261,7 +261,7 @@ class BatchRequest(BaseModel):
     task_queue: str | None = None
     limits: BatchLimits = BatchLimits()
     #: timeouts/retries of every child's ``navigator.decide`` (default: the navigator's own)
-    decide_retry: DecideRetryConfig | None = None
+    model_call: ModelCallConfig | None = None
     #: set only by the workflow itself when it continues as new
     carried_state: BatchState | None = None
 

@@ -40,8 +40,6 @@ __all__ = [
     "CompressionConfig",
     "LogEntry",
     "SummaryRequest",
-    "CompressInput",
-    "CompressResult",
     "TRUNCATION_MARKER",
     "truncate_text",
     "truncate_entries",
@@ -126,29 +124,6 @@ class SummaryRequest(BaseModel):
     entry_count: int
     #: the replaced entries, as :class:`LogEntry` (truncated)
     entries: list[LogEntry]
-
-
-class CompressInput(BaseModel):
-    """Input of the ``navigator.compress`` activity."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: str
-    goal: str
-    request: SummaryRequest
-    #: 0-based count of earlier compressions in this run (scripted models key answers by it)
-    ordinal: int = Field(0, ge=0)
-
-
-class CompressResult(BaseModel):
-    """Output of ``navigator.compress``: the summary text and what it cost."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: str
-    summary: str
-    usage: TokenUsage = TokenUsage()
-    calls: int = Field(1, ge=0)
 
 
 def truncate_text(text: str, cap: int) -> str:

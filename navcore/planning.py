@@ -1,29 +1,16 @@
 """Planning phase and stages: models and pure plan operations.
 
-Integration note (for ``workflows/navigator.py``)
--------------------------------------------------
-The planning phase is three activities (``activities/planning.py``), each
-taking one input model from this module and returning one result model that
-carries the :class:`~navcore.decision.TokenUsage` of its model calls, so the
-budget ledger is reconciled exactly like for ``navigator.decide``:
-
-1. ``planning.analyze`` (:class:`AnalyzeInput` -> :class:`AnalyzeResult`):
-   ``result.analysis.direct`` -> skip planning, run one implicit stage
-   (:func:`direct_plan`).
-2. ``planning.review`` (:class:`ReviewInput` -> :class:`ReviewResult`), only
-   when ``analysis.reflect`` and the run profile enables review.
-3. ``planning.plan`` (:class:`PlanInput` -> :class:`PlanResult`): the
-   :class:`StagePlan` (1..8 stages, hard cap, compound steps split).
-
-Per stage the workflow runs iterations until the stage's ``max_iterations``
-(see :mod:`navcore.guardrails` for the caps), then calls
-``stages.check_criteria`` (:class:`CriteriaInput` -> :class:`CriteriaResult`)
-and, if some criterion is unmet or more stages remain, ``stages.reflect``
-(:class:`ReflectInput` -> :class:`ReflectResult`); :func:`apply_reflection`
-rewrites the remaining stages. :func:`criteria_log_fields` /
-:func:`reflection_log_fields` give the decision-log entries' ``action``,
-``reasoning`` and ``diff_lines`` (``DecisionLogEntry(step=..., at=workflow.now(), **fields)``). :func:`plan_markdown` renders the plan and the
-criteria status for the Web UI details, the CLI and the context pack.
+The planning phase is three model calls (tasks ``planning.analyze``,
+``planning.review``, ``planning.plan``; see :mod:`navcore.model_calls` for
+their prompt specs and typed results): a DIRECT analysis skips planning and
+runs one implicit stage (:func:`direct_plan`); otherwise the
+:class:`StagePlan` has 1..8 stages (hard cap, compound steps split). When a
+stage ends, ``stages.check_criteria`` gives a :class:`CriteriaCheck` and
+``stages.reflect`` a :class:`Reflection`, which :func:`apply_reflection` applies
+to the remaining stages. :func:`criteria_log_fields` /
+:func:`reflection_log_fields` give the decision-log entries; :func:`plan_markdown`
+renders the plan and the criteria status for the Web UI, the CLI and the
+context pack.
 
 Everything here is pure pydantic + stdlib: safe in the workflow sandbox.
 """
@@ -34,10 +21,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navcore.errors import ModelError
-from durable_navigator.navcore.flightplan import FlightPlan
-from durable_navigator.navcore.mapmeta import MapMetadata
 
 __all__ = [
     "PlanParseError",
@@ -49,16 +33,6 @@ __all__ = [
     "CriterionStatus",
     "CriteriaCheck",
     "Reflection",
-    "AnalyzeInput",
-    "AnalyzeResult",
-    "ReviewInput",
-    "ReviewResult",
-    "PlanInput",
-    "PlanResult",
-    "CriteriaInput",
-    "CriteriaResult",
-    "ReflectInput",
-    "ReflectResult",
     "direct_plan",
     "apply_reflection",
     "plan_markdown",
@@ -191,98 +165,6 @@ class Reflection(BaseModel):
 
 
 # --------------------------------------------------------------------------- activity I/O
-
-
-class _Input(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    goal: Annotated[str, Field(min_length=1, max_length=8000)]
-    model: str
-    #: repository root as the worker sees it (the engine is opened there)
-    repo_root: str
-    config: PlanningConfig = PlanningConfig()
-
-
-class _Result(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: str
-    usage: TokenUsage = TokenUsage()
-    #: provider calls made (1 + corrective re-asks)
-    calls: int = Field(1, ge=0)
-
-
-class AnalyzeInput(_Input):
-    """Input of ``planning.analyze``."""
-
-    map_metadata: MapMetadata | None = None
-
-
-class AnalyzeResult(_Result):
-    """Output of ``planning.analyze``."""
-
-    analysis: PlanningAnalysis
-
-
-class ReviewInput(_Input):
-    """Input of ``planning.review``."""
-
-    analysis: PlanningAnalysis
-    map_metadata: MapMetadata | None = None
-
-
-class ReviewResult(_Result):
-    """Output of ``planning.review``."""
-
-    review: PlanReview
-
-
-class PlanInput(_Input):
-    """Input of ``planning.plan``."""
-
-    analysis: PlanningAnalysis
-    review: PlanReview | None = None
-    map_metadata: MapMetadata | None = None
-    flight_plan: FlightPlan | None = None
-
-
-class PlanResult(_Result):
-    """Output of ``planning.plan``."""
-
-    plan: StagePlan
-
-
-class CriteriaInput(_Input):
-    """Input of ``stages.check_criteria``: the stage and the map it ended with."""
-
-    stage_index: int = Field(ge=0)
-    stage: Stage
-    flight_plan: FlightPlan
-    map_metadata: MapMetadata | None = None
-
-
-class CriteriaResult(_Result):
-    """Output of ``stages.check_criteria``."""
-
-    check: CriteriaCheck
-
-
-class ReflectInput(_Input):
-    """Input of ``stages.reflect``."""
-
-    plan: StagePlan
-    completed_index: int = Field(ge=0)
-    check: CriteriaCheck
-    map_metadata: MapMetadata | None = None
-
-
-class ReflectResult(_Result):
-    """Output of ``stages.reflect``."""
-
-    reflection: Reflection
-
-
-# --------------------------------------------------------------------------- plan operations
 
 
 def direct_plan(goal: str, config: PlanningConfig = PlanningConfig(), run_iterations: int | None = None) -> StagePlan:

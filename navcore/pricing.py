@@ -23,7 +23,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.errors import BudgetError, ConfigError
+from durable_navigator.navcore.errors import BudgetError, ConfigError, ModelError
+from durable_navigator.navcore.modelspec import parse_model_spec
 
 __all__ = [
     "PRICING_FILE_ENV",
@@ -47,10 +48,6 @@ ROUNDING = ROUND_CEILING
 
 #: USD per million tokens; six decimals is a thousandth of a micro-dollar per token
 Rate = Annotated[Decimal, Field(ge=0, le=10_000, decimal_places=6)]
-
-#: model-name prefixes that select a pricing entry regardless of what follows,
-#: e.g. ``scripted:tests/fixtures/run.yaml`` is priced as ``scripted``
-_PREFIX_FAMILIES = ("scripted:",)
 
 _MICROS_PER_USD = 1_000_000
 
@@ -120,14 +117,16 @@ class ModelPricingRates(_Rates):
 
 
 def canonical_model_name(model: str) -> str:
-    """The pricing key of a model name: ``models/`` dropped, ``scripted:<path>`` → ``scripted``."""
-    name = model.strip()
-    if name.startswith("models/"):
-        name = name[len("models/") :]
-    for prefix in _PREFIX_FAMILIES:
-        if name.startswith(prefix):
-            return prefix[:-1]
-    return name
+    """The pricing key of a model name (:func:`navcore.modelspec.parse_model_spec`'s ``pricing_key``).
+
+    ``models/`` is dropped and any ``scripted:<path>`` is ``scripted``. A name
+    the parser does not know (a model a test or an embedder registered itself)
+    is looked up as it is: it still needs its own entry in the table.
+    """
+    try:
+        return parse_model_spec(model).pricing_key
+    except ModelError:
+        return model.strip()
 
 
 class PricingTable(BaseModel):

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict
 from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
 from durable_navigator.navcore.planning import plan_markdown
-from durable_navigator.navcore.state import DecisionLogEntry, MessageNote, NavigatorState
+from durable_navigator.navcore.state import DecisionLogEntry, MessageNote, NavigatorState, StageState
 
 __all__ = [
     "TurnReport",
@@ -137,34 +137,34 @@ class DecisionLogView(BaseModel):
 
 def build_turn_report(state: NavigatorState) -> TurnReport:
     """Summarize ``state`` for queries and the Web UI."""
-    meta = state.map_metadata
-    plan = state.pending.proposed_plan if state.pending else state.flight_plan
+    meta, pending, run, log = state.map.metadata, state.steering.pending, state.run, state.log
+    plan = pending.proposed_plan if pending else state.map.flight_plan
     return TurnReport(
-        step=state.iteration,
-        status=state.status.value,
-        mode=state.mode.value,
-        stop_reason=state.stop_reason.value if state.stop_reason else None,
-        cost_this_turn_usd=format_usd(state.last_cost_micros),
+        step=run.iteration,
+        status=run.status.value,
+        mode=state.steering.mode.value,
+        stop_reason=run.stop_reason.value if run.stop_reason else None,
+        cost_this_turn_usd=format_usd(log.last_cost_micros),
         cost_total_usd=format_usd(state.ledger.spent_micros),
         budget_usd=format_usd(state.ledger.max_micros),
         map_tokens=meta.tokens_used if meta else 0,
         map_token_budget=plan.token_budget,
         focus_areas=[f.glob for f in plan.focus_paths] + [f.symbol for f in plan.focus_symbols],
-        reasoning=shorten(state.last_reasoning, REPORT_REASONING_CHARS),
-        proposed_diff=list(state.last_diff_lines),
-        awaiting_turn=state.pending.turn if state.pending else None,
-        awaiting_kind=state.pending.kind if state.pending else None,
-        decisions=len(state.decision_log),
-        stage_plan=_stage_markdown(state),
-        planning_fallback=state.stage_plan.fallback if state.stage_plan else None,
+        reasoning=shorten(log.last_reasoning, REPORT_REASONING_CHARS),
+        proposed_diff=list(log.last_diff_lines),
+        awaiting_turn=pending.turn if pending else None,
+        awaiting_kind=pending.kind if pending else None,
+        decisions=len(log.entries),
+        stage_plan=_stage_markdown(state.stages),
+        planning_fallback=state.stages.plan.fallback if state.stages.plan else None,
     )
 
 
-def _stage_markdown(state: NavigatorState) -> str | None:
-    if state.stage_plan is None:
+def _stage_markdown(stages: StageState) -> str | None:
+    if stages.plan is None:
         return None
-    checks = {c.stage_index: c for c in state.criteria}
-    return plan_markdown(state.stage_plan, checks, state.stage_index)
+    checks = {c.stage_index: c for c in stages.criteria}
+    return plan_markdown(stages.plan, checks, stages.index)
 
 
 def turn_report_markdown(report: TurnReport, goal: str) -> str:

@@ -12,9 +12,10 @@ from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navcore.flightplan import MAX_TOKEN_BUDGET, FlightPlan
 from durable_navigator.navcore.guardrails import RunProfile, SafetyConfig
 from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navcore.model_calls import StreamGuard
 from durable_navigator.navcore.state import ExecutionMode, NavigatorState, StopReason, Verdict
 
-__all__ = ["ApprovalConfig", "DecideRetryConfig", "ExplorationRequest", "ExplorationResult"]
+__all__ = ["ApprovalConfig", "ModelCallConfig", "ExplorationRequest", "ExplorationResult"]
 
 
 class ApprovalConfig(BaseModel):
@@ -27,18 +28,33 @@ class ApprovalConfig(BaseModel):
     default_verdict: Verdict = "stop"
 
 
-class DecideRetryConfig(BaseModel):
-    """Timeouts and Temporal retry policy of the ``navigator.decide`` activity."""
+class ModelCallConfig(BaseModel):
+    """How the workflow's model-call block runs every model call of a run.
+
+    Attempts are the workflow's (the ``model.request`` activity runs once per
+    attempt), so the budget and the stop flag are checked before each one;
+    a transient failure waits ``initial_interval_s × backoff^(n-1)`` (capped),
+    or the provider's Retry-After, before the next attempt.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: one attempt (a streaming call plus its corrective re-asks)
     start_to_close_s: float = Field(300.0, gt=0)
-    #: a model stream silent for this long is considered dead
-    heartbeat_s: float = Field(60.0, gt=0)
+    #: a worker that stops heartbeating this long is considered dead (the attempt is lost)
+    heartbeat_s: float = Field(30.0, gt=0)
     max_attempts: int = Field(4, ge=1, le=20)
     initial_interval_s: float = Field(2.0, gt=0)
     backoff: float = Field(2.0, ge=1.0)
     max_interval_s: float = Field(60.0, gt=0)
+    #: corrective re-asks after an unusable answer (each priced and budget-checked)
+    max_reasks: int = Field(1, ge=0, le=3)
+    #: first-chunk and inter-chunk timeouts of streaming providers
+    stream: StreamGuard = StreamGuard()
+
+    def retry_delay_s(self, attempt: int) -> float:
+        """The wait after failed attempt ``attempt`` (1-based) without a Retry-After."""
+        return min(self.initial_interval_s * self.backoff ** (attempt - 1), self.max_interval_s)
 
 
 class ExplorationRequest(BaseModel):
@@ -56,7 +72,7 @@ class ExplorationRequest(BaseModel):
     max_output_tokens: Annotated[int, Field(ge=64, le=65_536)] = 2048
     out_dir: Annotated[str, Field(min_length=1, max_length=4096)] = "navigator-out"
     approval: ApprovalConfig = ApprovalConfig()
-    decide_retry: DecideRetryConfig = DecideRetryConfig()
+    model_call: ModelCallConfig = ModelCallConfig()
     #: continue-as-new when history reaches this many events (or the server suggests it)
     continue_as_new_events: Annotated[int, Field(ge=50, le=50_000)] = 8000
     #: decisions (most recent) quoted in each prompt

@@ -1,4 +1,10 @@
-"""The navigator's whole workflow state: one object, carried through continue-as-new."""
+"""Workflow state in typed parts, carried through continue-as-new.
+
+:class:`NavigatorState` is composed of parts the workflow building blocks
+work on — :class:`RunStatus`, :class:`MapState`, the budget ledger,
+:class:`DecisionLog`, :class:`Steering` (human verdicts), :class:`StageState`,
+the guardrail memory — so another workflow composes the parts it needs.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +24,11 @@ from durable_navigator.navcore.pricing import ModelPricingRates
 from durable_navigator.navcore.tools import ToolResult
 
 __all__ = [
+    "RunStatus",
+    "MapState",
+    "DecisionLog",
+    "Steering",
+    "StageState",
     "ExecutionMode",
     "Status",
     "StopReason",
@@ -41,6 +52,9 @@ class Status(str, Enum):
 
     STARTING = "starting"
     SCANNING = "scanning"
+    #: building the next model request (prompt, map excerpt)
+    PREPARING = "preparing"
+    #: a model call is in flight
     THINKING = "thinking"
     RENDERING = "rendering"
     AWAITING_APPROVAL = "awaiting_approval"
@@ -131,68 +145,113 @@ class MessageNote(BaseModel):
     note: str
 
 
+class RunStatus(BaseModel):
+    """Where a run is and why it ended (any workflow)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: Status = Status.STARTING
+    stop_reason: StopReason | None = None
+    stop_detail: str | None = None
+    #: decisions made (model turns that returned), 0 before the first
+    iteration: int = 0
+    continued_runs: int = 0
+    #: activities scheduled so far (the profile's hard cap is the third safety layer)
+    activities_used: int = 0
+    #: the model's closing summary (shortened), written into the result
+    final_summary: str | None = None
+
+    def stop(self, reason: StopReason, detail: str) -> bool:
+        """Record the first stop reason; later ones are ignored (False)."""
+        if self.stop_reason is not None:
+            return False
+        self.stop_reason, self.stop_detail = reason, detail
+        return True
+
+
+class MapState(BaseModel):
+    """The current flight plan and the map rendered under it (by reference)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    flight_plan: FlightPlan
+    map_ref: ArtifactRef | None = None
+    #: the stored ``MapView`` (full metadata + flight plan) of ``map_ref``
+    view_ref: ArtifactRef | None = None
+    metadata: MapMetadata | None = None
+    index_version: str = ""
+
+
+class DecisionLog(BaseModel):
+    """The decision log (bounded by compression) and what the turn report shows of it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    entries: list[DecisionLogEntry] = []
+    #: entries ever logged (compression folds the list, not this)
+    logged: int = 0
+    #: compressions done so far (the scripted summarizer keys by it)
+    compressions: int = 0
+    last_reasoning: str = ""
+    last_diff_lines: list[str] = []
+    last_cost_micros: int = 0
+
+
+class Steering(BaseModel):
+    """What humans asked: mode, the pending verdict, feedback, stop, and message notes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: ExecutionMode = ExecutionMode.AUTONOMOUS
+    pending: PendingTurn | None = None
+    #: feedback of the last rejected turn, shown to the model next prompt
+    feedback: str | None = None
+    stop_requested: str | None = None
+    stop_sender: str | None = None
+    notes: list[MessageNote] = []
+
+    def note(self, kind: str, sender: str, turn: int | None, note: str) -> None:
+        """Remember a message outcome, keeping only the most recent ones."""
+        self.notes.append(MessageNote(kind=kind, sender=sender, turn=turn, note=note))
+        del self.notes[:-MAX_MESSAGE_NOTES]
+
+
+class StageState(BaseModel):
+    """The stage plan of the planning phase and the progress through it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    #: None: no planning, one open-ended run
+    plan: StagePlan | None = None
+    #: the stage being worked on (index into ``plan.stages``)
+    index: int = 0
+    #: decisions made in the current stage
+    iterations: int = 0
+    #: the model finalized the current (non-final) stage
+    done: bool = False
+    #: criteria checks of finished stages, in order
+    criteria: list[CriteriaCheck] = []
+
+
 class NavigatorState(BaseModel):
-    """Everything the navigator workflow knows; small enough for history."""
+    """Everything the navigator workflow knows, in typed parts; small enough for history."""
 
     model_config = ConfigDict(extra="forbid")
 
     goal: str
     repo_root: str
     model: str
-    mode: ExecutionMode = ExecutionMode.AUTONOMOUS
-    ledger: BudgetLedger
-    flight_plan: FlightPlan
-    decision_log: list[DecisionLogEntry] = []
-    map_metadata: MapMetadata | None = None
-    map_ref: ArtifactRef | None = None
-    #: the stored ``MapView`` (full metadata + flight plan) of ``map_ref``
-    map_view_ref: ArtifactRef | None = None
-    index_version: str = ""
     #: the goal text in the artifact store (set by scan)
     goal_ref: ArtifactRef | None = None
-    status: Status = Status.STARTING
-    stop_reason: StopReason | None = None
-    stop_detail: str | None = None
-    pending: PendingTurn | None = None
-    #: decisions made (model calls that returned), 0 before the first
-    iteration: int = 0
-    #: feedback of the last rejected turn, shown to the model next prompt
-    feedback: str | None = None
-    stop_requested: str | None = None
-    stop_sender: str | None = None
-    notes: list[MessageNote] = []
-    continued_runs: int = 0
-    #: the model's finalize summary (shortened), written into context.md
-    final_summary: str | None = None
-    last_cost_micros: int = 0
-    last_reasoning: str = ""
-    last_diff_lines: list[str] = []
+    #: the model's price (from scan)
+    model_rates: ModelPricingRates | None = None
+    run: RunStatus = RunStatus()
+    map: MapState
+    ledger: BudgetLedger
+    log: DecisionLog = DecisionLog()
+    steering: Steering = Steering()
+    stages: StageState = StageState()
     #: guardrail memory (bounded window of observations; loop / stall detection)
     guard: GuardrailState = GuardrailState()
-    #: activities scheduled so far (the profile's hard cap is the third safety layer)
-    activities_used: int = 0
-    #: the model's price (from scan): compression calls are priced in the workflow
-    model_rates: ModelPricingRates | None = None
-    #: decision-log compressions done so far (the scripted summarizer keys by it)
-    compressions: int = 0
-    #: the stage plan of the planning phase (None: no planning, one open-ended run)
-    stage_plan: StagePlan | None = None
-    #: the stage being worked on (index into ``stage_plan.stages``)
-    stage_index: int = 0
-    #: decisions made in the current stage
-    stage_iterations: int = 0
-    #: the model finalized the current (non-final) stage
-    stage_done: bool = False
-    #: criteria checks of finished stages, in order
-    criteria: list[CriteriaCheck] = []
-    #: decision-log entries of navigator steps ever logged (compression folds the log, not this)
-    decisions_logged: int = 0
-    #: replans made after a rejected plan (kept: states carried by earlier runs hold it)
-    replans: int = 0
     #: results of the last decision's tool calls, shown in the next prompt only
     tool_results: list[ToolResult] = []
-
-    def note(self, kind: str, sender: str, turn: int | None, note: str) -> None:
-        """Remember a message outcome, keeping only the most recent ones."""
-        self.notes.append(MessageNote(kind=kind, sender=sender, turn=turn, note=note))
-        del self.notes[:-MAX_MESSAGE_NOTES]

@@ -17,7 +17,7 @@ from durable_navigator.navcore.messages import EditFlightPlanInput
 from durable_navigator.navcore.prompt import RECENT_REASONING_CHARS
 from durable_navigator.navcore.report import plan_diff_lines, shorten
 from durable_navigator.navcore.requests import ExplorationRequest
-from durable_navigator.navcore.state import NavigatorState, PendingTurn, Verdict
+from durable_navigator.navcore.state import DecisionLog, MapState, NavigatorState, PendingTurn, Steering, Verdict
 
 __all__ = [
     "initial_state",
@@ -40,33 +40,35 @@ def initial_state(req: ExplorationRequest) -> NavigatorState:
         goal=req.goal,
         repo_root=req.repo_path,
         model=req.model,
-        mode=req.mode,
+        steering=Steering(mode=req.mode),
         ledger=BudgetLedger(max_micros=usd_to_micros(req.budget_usd)),
-        flight_plan=req.first_plan(),
+        map=MapState(flight_plan=req.first_plan()),
     )
 
 
 def propose_turn(state: NavigatorState, turn: int, proposed: FlightPlan) -> PendingTurn:
     """A pending turn that remembers the committed plan and map (for a reject)."""
+    m = state.map
     return PendingTurn(
         turn=turn,
-        previous_plan=state.flight_plan,
-        previous_map_ref=state.map_ref,
-        previous_metadata=state.map_metadata,
-        previous_view_ref=state.map_view_ref,
+        previous_plan=m.flight_plan,
+        previous_map_ref=m.map_ref,
+        previous_metadata=m.metadata,
+        previous_view_ref=m.view_ref,
         proposed_plan=proposed,
     )
 
 
 def restore_turn(state: NavigatorState, pending: PendingTurn) -> None:
     """Undo a proposal: the plan and map of before it are current again."""
-    state.flight_plan = pending.previous_plan
-    state.map_ref, state.map_view_ref = pending.previous_map_ref, pending.previous_view_ref
-    state.map_metadata = pending.previous_metadata
+    m = state.map
+    m.flight_plan = pending.previous_plan
+    m.map_ref, m.view_ref = pending.previous_map_ref, pending.previous_view_ref
+    m.metadata = pending.previous_metadata
 
 
 def record_verdict(
-    state: NavigatorState, verdict: Verdict, turn: int, sender: str, feedback: str | None,
+    state: Steering, verdict: Verdict, turn: int, sender: str, feedback: str | None,
     kind: str = "turn",
 ) -> bool:
     """Apply a verdict to the pending turn; False (and a note) when stale or duplicate.
@@ -86,7 +88,7 @@ def record_verdict(
     return True
 
 
-def request_stop(state: NavigatorState, reason: str, sender: str, turn: int | None) -> bool:
+def request_stop(state: Steering, reason: str, sender: str, turn: int | None) -> bool:
     """Ask the run to finalize; the first stop wins, later ones are noted and ignored."""
     if state.stop_requested is not None:
         state.note("stop", sender, turn, "ignored: duplicate stop")
@@ -96,7 +98,7 @@ def request_stop(state: NavigatorState, reason: str, sender: str, turn: int | No
     return True
 
 
-def edited_plan(state: NavigatorState, inp: EditFlightPlanInput) -> FlightPlan:
+def edited_plan(state: Steering, inp: EditFlightPlanInput) -> FlightPlan:
     """The plan an edit would propose; ``ValueError`` (or a validation error) if refused."""
     pending = state.pending
     if pending is None or pending.verdict is not None:
@@ -113,24 +115,24 @@ def edited_plan(state: NavigatorState, inp: EditFlightPlanInput) -> FlightPlan:
 
 def apply_edit(state: NavigatorState, inp: EditFlightPlanInput) -> FlightPlan:
     """Make the edited plan the proposal of the pending turn and return it."""
-    plan = edited_plan(state, inp)
-    pending = state.pending
+    plan = edited_plan(state.steering, inp)
+    pending = state.steering.pending
     assert pending is not None  # edited_plan checked it
-    pending.proposed_plan, pending.edited, state.flight_plan = plan, True, plan
-    state.last_diff_lines = plan_diff_lines(pending.previous_plan, plan)
-    state.note("edit_flight_plan", inp.sender, inp.turn, "applied")
+    pending.proposed_plan, pending.edited, state.map.flight_plan = plan, True, plan
+    state.log.last_diff_lines = plan_diff_lines(pending.previous_plan, plan)
+    state.steering.note("edit_flight_plan", inp.sender, inp.turn, "applied")
     return plan
 
 
-def recent_decisions(state: NavigatorState, count: int) -> list[RecentDecision]:
+def recent_decisions(log: DecisionLog, count: int) -> list[RecentDecision]:
     """The decision-log summaries, then the last ``count`` decisions, for the prompt.
 
     Decisions travel by reference to their artifacts; summary entries (from
     compression) have no artifact and carry their text, which is already
     capped by the compression config, so the prompt stays bounded.
     """
-    summaries = [e for e in state.decision_log if e.action in SUMMARY_ACTIONS]
-    entries = [e for e in state.decision_log if e.action != "budget_refused" and e.action not in SUMMARY_ACTIONS]
+    summaries = [e for e in log.entries if e.action in SUMMARY_ACTIONS]
+    entries = [e for e in log.entries if e.action != "budget_refused" and e.action not in SUMMARY_ACTIONS]
     quoted = [
         RecentDecision(step=e.step, action=e.action, reasoning=e.reasoning, diff_lines=e.diff_lines[:1])
         for e in summaries
@@ -157,18 +159,18 @@ def report_dict(state: NavigatorState, workflow_id: str) -> dict[str, Any]:
         "repo_root": s.repo_root,
         "model": s.model,
         "workflow_id": workflow_id,
-        "stop_reason": s.stop_reason.value if s.stop_reason else None,
-        "stop_detail": s.stop_detail,
-        "iterations": s.iteration,
+        "stop_reason": s.run.stop_reason.value if s.run.stop_reason else None,
+        "stop_detail": s.run.stop_detail,
+        "iterations": s.run.iteration,
         "cost_usd": str(micros_to_usd(s.ledger.spent_micros)),
         "max_usd": str(micros_to_usd(s.ledger.max_micros)),
         "ledger": s.ledger.model_dump(mode="json"),
         "tokens": s.ledger.total_usage().model_dump(mode="json"),
-        "flight_plan": s.flight_plan.model_dump(mode="json"),
-        "map_metadata": s.map_metadata.model_dump(mode="json") if s.map_metadata else None,
-        "decisions": [e.model_dump(mode="json") for e in s.decision_log],
-        "notes": [n.model_dump(mode="json") for n in s.notes],
-        "continued_runs": s.continued_runs,
-        "index_version": s.index_version,
-        "planning_fallback": s.stage_plan.fallback if s.stage_plan else None,
+        "flight_plan": s.map.flight_plan.model_dump(mode="json"),
+        "map_metadata": s.map.metadata.model_dump(mode="json") if s.map.metadata else None,
+        "decisions": [e.model_dump(mode="json") for e in s.log.entries],
+        "notes": [n.model_dump(mode="json") for n in s.steering.notes],
+        "continued_runs": s.run.continued_runs,
+        "index_version": s.map.index_version,
+        "planning_fallback": s.stages.plan.fallback if s.stages.plan else None,
     }

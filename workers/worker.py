@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,9 @@ from temporalio.worker import Worker
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.batch import BatchActivities
-from durable_navigator.activities.models.registry import TablePricer
+from durable_navigator.activities.model_calls import ModelCallActivities
 from durable_navigator.activities.navigator import NavigatorActivities
-from durable_navigator.activities.planning import PlanningActivities
+from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.tools import CodeToolActivities
 from durable_navigator.navcore.errors import NavigatorError
 from durable_navigator.workflows.navigator import NavigatorWorkflow
@@ -39,6 +40,8 @@ __all__ = [
 DEFAULT_TASK_QUEUE = "navigator"
 #: every workflow class this worker serves
 WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow]
+#: the longest a heartbeat waits before it is sent (and a cancel request comes back)
+HEARTBEAT_THROTTLE = timedelta(seconds=1)
 #: raised from workflow code these can never succeed on a task retry: fail the workflow
 WORKFLOW_FAILURE_EXCEPTION_TYPES: list[type[BaseException]] = [NavigatorError]
 
@@ -73,10 +76,11 @@ def build_worker(
         raise NavigatorError("the Temporal client must use workers.converter.DATA_CONVERTER; reconnect with it")
     acts = activities or build_activities()
     by_name: dict[str, Callable[..., Any]] = {}
-    # planning/compression activities call the run's model through a text model
-    planning = PlanningActivities(engine_for=acts.engine)
+    # every model call of every workflow goes through model.prepare / model.request
+    models = ModelCallActivities(acts.store, pricer=acts.pricer, registry=acts.models, engines=acts.engine,
+                                 token_counter=acts.count_tokens)
     tools = CodeToolActivities(engine_for=acts.engine, store=acts.store)
-    for fn in [*acts.all(), *planning.all(), *tools.all(), *BatchActivities().all(), *extra_activities]:
+    for fn in [*acts.all(), *models.all(), *tools.all(), *BatchActivities().all(), *extra_activities]:
         by_name[_activity_name(fn)] = fn
     return Worker(
         client,
@@ -85,6 +89,9 @@ def build_worker(
         activities=list(by_name.values()),
         activity_executor=activity_executor,
         workflow_failure_exception_types=WORKFLOW_FAILURE_EXCEPTION_TYPES,
+        # heartbeats reach the server at least once a second, so a stop cancels a model call in ~1 s
+        max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+        default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         **({"max_concurrent_activities": max_concurrent_activities} if max_concurrent_activities else {}),
     )
 

@@ -51,7 +51,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.budget import micros_to_usd, usd_to_micros
     from durable_navigator.navcore.messages import StopInput
     from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
-    from durable_navigator.workflows.navigator import SA_COST_USD, SA_ITERATION, SA_REPO, SA_STATUS
+    from durable_navigator.workflows.blocks.webui import SA_COST_USD, SA_ITERATION, SA_REPO, SA_STATUS
 
 __all__ = ["BatchWorkflow", "BATCH_REPO_TAG"]
 
@@ -195,7 +195,7 @@ class BatchWorkflow:
             out_dir=f"{self.req.out_dir.rstrip('/')}/{self.req.batch_id}",
             # batch jobs keep the open-ended loop (their input did before the default became "auto")
             planning="off",
-            **({"decide_retry": self.req.decide_retry} if self.req.decide_retry else {}),
+            **({"model_call": self.req.model_call} if self.req.model_call else {}),
         )
 
     # -- outcomes ------------------------------------------------------------

@@ -1,63 +1,152 @@
-"""The one interface every model provider implements.
+"""The one interface every model provider implements, and what a call can see.
 
-Providers run only on the worker, inside the ``navigator.decide`` activity (and
-the planning / criteria / compression activities). Credentials are read from
-the worker's environment when a provider is built, never from workflow input.
+``Model.request(ModelRequest, CallContext) -> ModelResponse``: one HTTP call
+(or one deterministic answer). Providers run only on the worker, inside the
+``model.request`` activity, which owns corrective re-asks, parsing, pricing,
+the budget check before each HTTP call and error reporting; a provider only
+talks to its backend, keeps the :class:`UsageMeter` current while it streams
+(so a cancelled or stalled call is booked with what it had consumed), and
+raises :class:`ModelCallError` with the usage it knows. Credentials are read
+from the worker's environment when a provider is built, never from workflow
+input.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from durable_navigator.navcore.decision import ModelDecision
-from durable_navigator.navcore.flightplan import FlightPlan
-from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.errors import ModelError
+from durable_navigator.navcore.model import ModelRequest, ModelResponse
+from durable_navigator.navcore.model_calls import StreamGuard
 
-__all__ = ["DecideCall", "ModelProvider"]
+__all__ = [
+    "Model",
+    "CallContext",
+    "UsageMeter",
+    "ModelCallError",
+    "ModelTransientError",
+    "ModelStalledError",
+    "TRANSIENT_ERROR_TYPE",
+    "STALLED_ERROR_TYPE",
+    "approx_tokens",
+]
+
+TRANSIENT_ERROR_TYPE = "ModelTransientError"
+STALLED_ERROR_TYPE = "ModelStalled"
 
 
-@dataclass(frozen=True)
-class DecideCall:
-    """Everything one navigator decision may look at.
+def approx_tokens(text: str) -> int:
+    """A cheap token estimate (~4 characters per token), for output the provider did not count."""
+    return (len(text) + 3) // 4
 
-    Prompt-driven providers (Gemini, scripted) use ``system_prompt`` and
-    ``user_prompt``; the offline policy uses the structured fields and the
-    repo-map ``engine`` (a ``repomap.RepoMap`` already opened by the worker).
+
+class UsageMeter:
+    """What the HTTP calls of one attempt consumed, kept current while they run.
+
+    ``begin`` opens a call with the prompt's token count; streaming providers
+    ``observe`` the cumulative usage the backend reports and the ``text`` they
+    receive; ``end`` closes the call with its final usage. :meth:`settle`
+    closes a call that ended abnormally with the best knowledge: the usage
+    reported so far, else the prompt plus the output text received.
     """
 
-    model: str
-    system_prompt: str
-    user_prompt: str
-    max_output_tokens: int
-    goal: str
-    flight_plan: FlightPlan
-    iteration: int
-    max_iterations: int
-    repo_root: Path
-    map_metadata: MapMetadata | None = None
-    feedback: str | None = None
-    #: (action, reasoning) of the most recent decisions, oldest first
-    recent_decisions: tuple[tuple[str, str], ...] = ()
-    engine: Any = None
-    #: the caller runs ``call_tools`` decisions (the workflow does; the benchmark loop does not)
-    tools_available: bool = False
-    #: results of the previous turn's tool calls, as the prompt shows them (``### summary\nbody``)
-    tool_results: tuple[str, ...] = ()
-    #: called with a short progress note while the model streams
+    def __init__(self) -> None:
+        self.usage = TokenUsage()
+        self.calls = 0
+        self._open = False
+        self._prompt_tokens = 0
+        self._reported: TokenUsage | None = None
+        self._text_chars = 0
+
+    @property
+    def in_flight(self) -> bool:
+        """True while an HTTP call is open."""
+        return self._open
+
+    def begin(self, prompt_tokens: int) -> None:
+        """An HTTP call starts (closing a previous open one first)."""
+        if self._open:
+            self.settle()
+        self._open, self._prompt_tokens, self._reported, self._text_chars = True, prompt_tokens, None, 0
+
+    def observe(self, usage: TokenUsage) -> None:
+        """The backend's cumulative usage of the open call so far."""
+        self._reported = usage
+
+    def text(self, delta: str) -> None:
+        """Output text received on the open call."""
+        self._text_chars += len(delta)
+
+    def end(self, usage: TokenUsage) -> None:
+        """Close the open call with its final usage."""
+        self.usage, self.calls, self._open = self.usage + usage, self.calls + 1, False
+
+    def settle(self, known: TokenUsage | None = None) -> None:
+        """Close an open call that ended abnormally (cancelled, stalled, failed)."""
+        if not self._open:
+            return
+        if known is not None and known != TokenUsage():
+            used = known
+        elif self._reported is not None:
+            used = self._reported
+        elif self._text_chars:
+            # the prompt was read and output had started: both are billed
+            used = TokenUsage(input_tokens=self._prompt_tokens, output_tokens=(self._text_chars + 3) // 4)
+        else:
+            used = known or TokenUsage()
+        self.end(used)
+
+
+@dataclass
+class CallContext:
+    """What a provider may use during one call besides the request."""
+
+    meter: UsageMeter = field(default_factory=UsageMeter)
+    #: called with a short progress note (the activity heartbeats with it)
     heartbeat: Callable[[str], None] = field(default=lambda note: None)
+    stream_guard: StreamGuard = field(default_factory=StreamGuard)
+    #: the workflow's attempt number of this model call (1-based)
+    attempt: int = 1
+    #: prompt tokens of the request (counted by ``model.prepare``)
+    prompt_tokens: int = 0
+
+
+class ModelCallError(ModelError):
+    """A provider failure, with what the failed HTTP call consumed.
+
+    Non-retryable by default (a 4xx, a refused request): the message says what
+    to do. See :class:`ModelTransientError` for failures worth another attempt.
+    """
+
+    kind = ModelError.kind
+    retryable = False
+
+    def __init__(self, message: str, usage: TokenUsage | None = None, *, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.usage = usage or TokenUsage()
+        self.retry_after_s = retry_after_s
+
+
+class ModelTransientError(ModelCallError):
+    """408 / 429 / 5xx / transport failures: another attempt may succeed (after ``retry_after_s``)."""
+
+    kind = TRANSIENT_ERROR_TYPE
+    retryable = True
+
+
+class ModelStalledError(ModelTransientError):
+    """The stream stayed silent past the stream guard; the connection was closed."""
+
+    kind = STALLED_ERROR_TYPE
 
 
 @runtime_checkable
-class ModelProvider(Protocol):
-    """A source of navigator decisions."""
+class Model(Protocol):
+    """A source of model answers (one per model name per worker)."""
 
-    def handles(self, model: str) -> bool:
-        """True if this provider serves ``model`` (e.g. ``gemini-2.5-flash``)."""
-        ...
-
-    async def decide(self, call: DecideCall) -> ModelDecision:
-        """Return one decision; raise ``ModelError`` for non-retryable failures."""
+    async def request(self, req: ModelRequest, ctx: CallContext) -> ModelResponse:
+        """Answer one request with one HTTP call (or one deterministic answer)."""
         ...

@@ -1,96 +1,75 @@
-"""Build the model provider for a model name, and price its usage.
+"""The provider registry: one :class:`~activities.models.base.Model` per model name per worker.
 
-* ``offline`` → :class:`activities.models.offline.OfflineProvider` (no network);
-* ``scripted`` / ``scripted:<path>`` → :mod:`activities.models.scripted`;
-* ``gemini-*`` → :mod:`activities.models.gemini` (credentials from the worker env).
-
-Provider modules are imported on demand so a worker without ``google-genai``
-credentials can still run the offline model. Unknown names raise
-:class:`~navcore.errors.ModelError` before any call is made.
+Names are parsed by the one parser, :func:`navcore.model.parse_model_spec`;
+each provider lives in one module or package and is imported on demand, so a
+worker without ``google-genai`` credentials still serves the offline model.
+Tests and embedders register their own model under a name (``overrides``).
 """
 
 from __future__ import annotations
 
-import importlib
-from pathlib import Path
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from durable_navigator.activities.models.base import ModelProvider
-from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.activities.models.base import Model
 from durable_navigator.navcore.errors import ModelError
-from durable_navigator.navcore.pricing import ModelPricingRates, PricingTable, cost_micro_usd, estimate_micro_usd
+from durable_navigator.navcore.model import ModelSpec, parse_model_spec
 
-__all__ = ["build_provider", "Pricer", "TablePricer", "KNOWN_PREFIXES"]
-
-KNOWN_PREFIXES = ("offline", "scripted", "gemini-")
+__all__ = ["ModelRegistry"]
 
 
-class Pricer(Protocol):
-    """Prices model usage in integer micro-dollars (see :mod:`navcore.pricing`)."""
+class ModelRegistry:
+    """Builds and keeps the models this worker serves."""
 
-    def cost(self, model: str, usage: TokenUsage, calls: int = 1) -> int:
-        """Exact cost of ``usage`` (made over ``calls`` HTTP calls) on ``model``."""
-        ...
+    def __init__(
+        self,
+        engines: Callable[[str], Any] | None = None,
+        *,
+        overrides: Mapping[str, Model] | None = None,
+        gemini_transport: Any = None,
+        endpoints: frozenset[str] = frozenset(),
+    ) -> None:
+        """``engines``: repo root → its opened repo-map (the offline model's dependency)."""
+        self._engines = engines
+        self._overrides = dict(overrides or {})
+        self._gemini_transport = gemini_transport
+        self._endpoints = endpoints
+        self._models: dict[str, Model] = {}
 
-    def estimate(self, model: str, prompt_tokens: int, max_output_tokens: int) -> int:
-        """Upper bound of one call with this prompt size and output cap."""
-        ...
+    def spec(self, model: str) -> ModelSpec:
+        """The parsed model name (``ModelError`` when unknown)."""
+        return parse_model_spec(model, self._endpoints)
 
-    def rates(self, model: str) -> ModelPricingRates:
-        """The price of ``model`` (the workflow prices its planning/compression calls with it)."""
-        ...
+    def model(self, model: str) -> Model:
+        """The model serving ``model`` (built once per worker)."""
+        if model in self._overrides:
+            return self._overrides[model]
+        if model not in self._models:
+            self._models[model] = self._build(self.spec(model))
+        return self._models[model]
 
+    def check(self, model: str) -> None:
+        """``ModelError`` when this worker cannot serve ``model`` (unknown, no credentials)."""
+        built = self.model(model)
+        check = getattr(built, "check_credentials", None)
+        if check is not None:
+            check()
 
-class TablePricer:
-    """A :class:`Pricer` over a :class:`~navcore.pricing.PricingTable`."""
+    def _build(self, spec: ModelSpec) -> Model:
+        if spec.provider == "offline":
+            from durable_navigator.activities.models.offline import OfflineModel
 
-    def __init__(self, table: PricingTable) -> None:
-        self.table = table
+            if self._engines is None:
+                raise ModelError("the offline model needs the repo-map engines of this worker; build the "
+                                 "registry with engines=")
+            return OfflineModel(self._engines)
+        if spec.provider == "scripted":
+            from durable_navigator.activities.models.scripted import ScriptedModel
 
-    @classmethod
-    def load(cls, override: str | Path | None = None) -> "TablePricer":
-        """The shipped table merged with the user override (``--pricing`` / env)."""
-        from durable_navigator.activities.pricing_loader import load_pricing_table
+            return ScriptedModel(spec.script)
+        if spec.provider == "gemini":
+            from durable_navigator.activities.models.gemini import GeminiModel
 
-        return cls(load_pricing_table(override))
-
-    def cost(self, model: str, usage: TokenUsage, calls: int = 1) -> int:
-        """Exact micro-dollar cost; zero usage costs nothing."""
-        if usage == TokenUsage():
-            return 0
-        return cost_micro_usd(usage, self.table.rates_for(model), calls=max(calls, 1))
-
-    def estimate(self, model: str, prompt_tokens: int, max_output_tokens: int) -> int:
-        """Upper-bound micro-dollar estimate of one call."""
-        return estimate_micro_usd(prompt_tokens, max_output_tokens, self.table.rates_for(model))
-
-    def rates(self, model: str) -> ModelPricingRates:
-        """The table's rates of ``model`` (``ConfigError`` when it has no price)."""
-        return self.table.rates_for(model)
-
-
-def _load(module: str, attr: str) -> type:
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise ModelError(f"model provider {module}:{attr} is not available ({exc}); reinstall durable-navigator") from exc
-
-
-def build_provider(model: str) -> ModelProvider:
-    """Return a provider serving ``model``; raise ``ModelError`` for unknown names."""
-    name = model.strip()
-    if name == "offline":
-        provider = _load("durable_navigator.activities.models.offline", "OfflineProvider")()
-    elif name == "scripted" or name.startswith("scripted:"):
-        script = name.partition(":")[2] or None
-        cls = _load("durable_navigator.activities.models.scripted", "ScriptedProvider")
-        provider = cls(Path(script)) if script else cls()
-    elif name.startswith("gemini-") or name.startswith("models/gemini-"):
-        provider = _load("durable_navigator.activities.models.gemini", "GeminiProvider")()
-    else:
-        raise ModelError(
-            f"unknown model {model!r}; use 'offline', 'scripted:<file>' or a 'gemini-*' model name"
-        )
-    if not provider.handles(name):
-        raise ModelError(f"provider {type(provider).__name__} does not serve {model!r}; check the model name")
-    return provider
+            return GeminiModel(transport=self._gemini_transport)
+        raise ModelError(f"the {spec.provider} provider is not available on this worker for {spec.model!r}; "
+                         "use 'offline' or a gemini-* model")

@@ -1,9 +1,10 @@
-"""``scripted:<path>`` — navigator decisions read from a YAML/JSON file.
+"""``scripted:<path>`` — answers read from a YAML/JSON file (tests and demos).
 
-For tests and demos. The file is a list of decisions, or a mapping whose
-``decisions`` key holds that list (a ``text`` key may hold the planning
-responses of :class:`activities.models.text.ScriptedTextModel` in the same
-file)::
+The file is a list of navigator decisions, or a mapping whose ``decisions``
+key holds that list and whose ``text`` key maps the other task kinds
+(``planning.analyze``, ``planning.review``, ``planning.plan``,
+``stages.check_criteria``, ``stages.reflect``, ``navigator.compress``) to
+lists of text answers::
 
     decisions:
       - action: update_flight_plan
@@ -17,31 +18,47 @@ file)::
         failed_usage: {input_tokens: 1200}   # what each failed attempt consumed
       - action: finalize_context
         summary: the budget plugin double counts cached tokens
+    text:
+      planning.analyze: ["We must ... \\nREFLECT: yes"]
+      stages.check_criteria:
+        - "C1: MET | ..."                       # stage 0
+        - ["garbage", "C1: NOT MET | ..."]      # stage 1: first answer, then the re-ask's
+        - {text: "...", usage: {input_tokens: 120, output_tokens: 40}}
+        - {error: transient, usage: {input_tokens: 50}, retry_after_s: 1}
 
-Entry *i* answers iteration ``first_iteration + i`` (``first_iteration``
-defaults to 1, the workflow's first step). Keying by iteration rather than
-by a cursor keeps the script right across retries, worker restarts and
-continue-as-new. When the script runs out the provider finalizes with a note.
+Decision *i* answers iteration ``first_iteration + i`` (``first_iteration``
+defaults to 1, the workflow's first step); text entry *i* of a kind answers
+that kind's call number *i* (the task's ``index``: 0 for the one-shot planning
+calls, the stage index, the compression ordinal). Keying by the task rather
+than by a cursor keeps the script right across retries, worker restarts and
+continue-as-new. A list entry holds the answers of successive asks (the
+corrective re-ask is the second). When the decisions run out the model
+finalizes with a note.
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
-from durable_navigator.activities.models.base import DecideCall
-from durable_navigator.navcore.decision import ModelDecision, TokenUsage
+from durable_navigator.activities.models.base import (
+    CallContext,
+    ModelCallError,
+    ModelTransientError,
+    approx_tokens,
+)
+from durable_navigator.navcore.decision import FINALIZE_FUNCTION, UPDATE_FUNCTION, TokenUsage
 from durable_navigator.navcore.errors import ConfigError, ModelError
 from durable_navigator.navcore.flightplan import FlightPlanUpdate
-from durable_navigator.navcore.tools import ToolCall
+from durable_navigator.navcore.model import DecideTask, ModelRequest, ModelResponse, ToolCallOut
 from durable_navigator.navcore.pricing import format_validation_error
+from durable_navigator.navcore.tools import ToolCall
 
-__all__ = ["ScriptedDecision", "DecisionScript", "ScriptedProvider", "ScriptedAttemptError"]
+__all__ = ["ScriptedDecision", "ScriptedText", "DecisionScript", "ScriptedModel"]
 
 _MAX_SCRIPT_BYTES = 5_000_000
 
@@ -63,6 +80,12 @@ class ScriptedDecision(BaseModel):
     fail_attempts: int = Field(0, ge=0, le=20)
     #: usage each failed attempt reports
     failed_usage: TokenUsage = TokenUsage()
+    #: how the first ``fail_attempts`` attempts fail: retryable or not
+    fail_kind: Literal["transient", "fatal"] = "transient"
+    #: a transient failure's Retry-After (seconds), honoured as the next attempt's delay
+    retry_after_s: float | None = Field(None, ge=0, le=3600)
+    #: seconds each attempt waits (heartbeating) before it answers or fails: a slow model
+    stall_s: float = Field(0.0, ge=0, le=3600)
     #: the code-tool calls of a ``call_tools`` answer
     tool_calls: list[ToolCall] = []
 
@@ -84,10 +107,16 @@ class DecisionScript(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    decisions: list[ScriptedDecision] = Field(min_length=1)
+    decisions: list[ScriptedDecision] = []
     first_iteration: int = Field(1, ge=0)
-    #: planning/stage responses for ScriptedTextModel; not read here
-    text: dict[str, Any] | None = None
+    #: answers of the other task kinds, by kind; see the module docstring
+    text: dict[str, list[Any]] = {}
+
+    @model_validator(mode="after")
+    def _not_empty(self) -> "DecisionScript":
+        if not self.decisions and not self.text:
+            raise ValueError("a script needs at least one entry under 'decisions' or 'text'")
+        return self
 
     @classmethod
     def from_file(cls, path: Path) -> "DecisionScript":
@@ -107,8 +136,11 @@ class DecisionScript(BaseModel):
             raise ConfigError(f"{origin}:{where}: invalid YAML/JSON; fix the syntax") from None
         if isinstance(data, list):
             data = {"decisions": data}
+        if isinstance(data, dict) and "decisions" not in data and "text" not in data and data and all(
+                isinstance(v, list) for v in data.values()):
+            data = {"text": data}  # a text-only script: kinds at the top level
         if not isinstance(data, dict):
-            raise ConfigError(f"{origin}: expected a list of decisions or a mapping with 'decisions'")
+            raise ConfigError(f"{origin}: expected a list of decisions or a mapping with 'decisions' / 'text'")
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
@@ -125,25 +157,29 @@ class DecisionScript(BaseModel):
         return self.decisions[index] if index < len(self.decisions) else None
 
 
-class ScriptedAttemptError(ApplicationError):
-    """A scripted, retryable provider failure; ``usage`` is what the attempt consumed."""
+class ScriptedText(BaseModel):
+    """One scripted text answer, or a scripted failure of that call."""
 
-    def __init__(self, message: str, usage: TokenUsage) -> None:
-        super().__init__(message, {"usage": usage.model_dump(), "calls": 1}, type="ModelTransientError")
-        self.usage = usage
-        self.calls = 1
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-
-def _current_attempt() -> int:
-    """The activity attempt (1-based); 1 outside an activity (plain unit tests)."""
-    try:
-        return activity.info().attempt
-    except RuntimeError:
-        return 1
+    text: str = ""
+    usage: TokenUsage | None = None
+    error: Literal["transient", "fatal"] | None = None
+    retry_after_s: float | None = Field(None, ge=0, le=3600)
+    stall_s: float = Field(0.0, ge=0, le=3600)
 
 
-class ScriptedProvider:
-    """Decisions from a script file (implements ``ModelProvider``)."""
+def _text_entry(item: Any, where: str) -> ScriptedText:
+    if isinstance(item, dict):
+        try:
+            return ScriptedText.model_validate(item)
+        except ValidationError as exc:
+            raise ConfigError(f"{where}: {format_validation_error(exc)}") from None
+    return ScriptedText(text=str(item))
+
+
+class ScriptedModel:
+    """Answers from a script file (implements :class:`~activities.models.base.Model`)."""
 
     def __init__(self, path: Path | str | None = None) -> None:
         """Load and validate the script now, so a bad file fails before any run."""
@@ -151,36 +187,81 @@ class ScriptedProvider:
             raise ModelError("the scripted model needs a file: use --model scripted:<path>")
         self.path = Path(path)
         self.script = DecisionScript.from_file(self.path)
+        #: every request answered, for tests and demos to inspect
+        self.requests: list[ModelRequest] = []
 
-    def handles(self, model: str) -> bool:
-        """``scripted:<path>`` names."""
-        return model.startswith("scripted:")
+    async def request(self, req: ModelRequest, ctx: CallContext) -> ModelResponse:
+        """The scripted answer for the request's task (by kind, index, attempt and ask)."""
+        self.requests.append(req)
+        if isinstance(req.task, DecideTask):
+            return await self._decide(req.task, ctx)
+        return await self._text(req, ctx)
 
-    async def decide(self, call: DecideCall) -> ModelDecision:
-        """The entry for ``call.iteration``, or a finalize note when the script ran out."""
-        entry = self.script.entry_for(call.iteration)
+    async def _decide(self, task: DecideTask, ctx: CallContext) -> ModelResponse:
+        entry = self.script.entry_for(task.index)
         if entry is None:
-            count = len(self.script.decisions)
-            note = f"scripted decisions exhausted after {count} entries; finalizing the current map"
-            call.heartbeat("script exhausted")
-            return ModelDecision(
-                action="finalize_context", reasoning=note, summary=note, model=call.model, calls=0
-            )
-        attempt = _current_attempt()
-        if attempt <= entry.fail_attempts:
-            raise ScriptedAttemptError(
-                f"scripted transient failure (attempt {attempt} of {entry.fail_attempts} failing)",
-                entry.failed_usage,
-            )
-        call.heartbeat(f"scripted decision for iteration {call.iteration}")
-        return ModelDecision(
-            action=entry.action,
-            reasoning=entry.reasoning,
-            updates=entry.updates,
-            summary=entry.summary,
-            error=entry.error if entry.action == "invalid" else None,
-            model=call.model,
-            usage=entry.usage,
-            calls=entry.calls,
-            tool_calls=entry.tool_calls,
-        )
+            note = f"scripted decisions exhausted after {len(self.script.decisions)} entries; finalizing the current map"
+            ctx.heartbeat("script exhausted")
+            return ModelResponse(text=note, tool_calls=[ToolCallOut(name=FINALIZE_FUNCTION, args={"summary": note})],
+                                 calls=0)
+        failing = ctx.attempt <= entry.fail_attempts
+        await _stall(entry.stall_s, ctx, entry.failed_usage if failing else entry.usage)
+        if failing:
+            message = f"scripted {entry.fail_kind} failure (attempt {ctx.attempt} of {entry.fail_attempts} failing)"
+            if entry.fail_kind == "fatal":
+                raise ModelCallError(message, entry.failed_usage)
+            raise ModelTransientError(message, entry.failed_usage, retry_after_s=entry.retry_after_s)
+        ctx.heartbeat(f"scripted decision for iteration {task.index}")
+        if entry.action == "update_flight_plan":
+            assert entry.updates is not None
+            args = {"reasoning": entry.reasoning or "scripted update",
+                    "updates": entry.updates.model_dump(mode="json", exclude_defaults=True)}
+            calls = [ToolCallOut(name=UPDATE_FUNCTION, args=args)]
+        elif entry.action == "finalize_context":
+            calls = [ToolCallOut(name=FINALIZE_FUNCTION, args={"summary": entry.summary or ""})]
+        elif entry.action == "call_tools":
+            calls = [ToolCallOut(name=c.name, args=dict(c.args)) for c in entry.tool_calls]
+        else:  # invalid: an answer without a usable function call
+            calls = []
+        text = entry.error if entry.action == "invalid" else entry.reasoning
+        return ModelResponse(text=text or "", tool_calls=calls, usage=entry.usage, calls=entry.calls)
+
+    async def _text(self, req: ModelRequest, ctx: CallContext) -> ModelResponse:
+        kind, index = req.task.kind, req.task.index
+        queue = self.script.text.get(kind) or []
+        if not 0 <= index < len(queue):
+            raise ModelCallError(
+                f"no scripted answer #{index} for {kind!r} ({len(queue)} given); add it to {self.path}")
+        item = queue[index]
+        if isinstance(item, list):
+            ask = 1 + sum(1 for m in req.messages if m.role == "assistant")
+            if not 1 <= ask <= len(item):
+                raise ModelCallError(f"no scripted answer for ask {ask} of {kind!r} #{index}; add it to {self.path}")
+            item = item[ask - 1]
+        entry = _text_entry(item, f"{self.path}: text.{kind}[{index}]")
+        await _stall(entry.stall_s, ctx, entry.usage)
+        if entry.error == "fatal":
+            raise ModelCallError(f"scripted fatal failure of {kind!r} #{index}", entry.usage)
+        if entry.error == "transient":
+            raise ModelTransientError(f"scripted transient failure of {kind!r} #{index}", entry.usage,
+                                      retry_after_s=entry.retry_after_s)
+        usage = entry.usage if entry.usage is not None else TokenUsage(
+            input_tokens=approx_tokens(" ".join(m.content for m in req.messages)),
+            output_tokens=approx_tokens(entry.text))
+        return ModelResponse(text=entry.text, usage=usage, calls=1)
+
+
+async def _stall(seconds: float, ctx: CallContext, usage: TokenUsage | None) -> None:
+    """Wait like a slow model, heartbeating (so a cancel reaches the activity meanwhile).
+
+    The answer's usage is reported to the meter first, as a streaming backend
+    reports the prompt it has read: a call cancelled while it waits is booked.
+    """
+    if seconds and usage is not None:
+        ctx.meter.observe(usage)
+    waited = 0.0
+    while waited < seconds:
+        ctx.heartbeat("scripted model thinking")
+        step = min(0.2, seconds - waited)
+        await asyncio.sleep(step)
+        waited += step

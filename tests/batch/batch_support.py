@@ -18,7 +18,7 @@ from nav_support import FIXTURE_REPO, engine_factory, token_counter
 from temporalio.client import Client, WorkflowHandle
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
-from durable_navigator.activities.models.registry import TablePricer
+from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.navcore.batch import BatchJob, BatchLimits, BatchRequest, BatchResult
 from durable_navigator.navcore.pricing import PricingTable

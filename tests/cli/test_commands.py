@@ -20,7 +20,7 @@ from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, engine_factor
 from temporalio.client import Client
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
-from durable_navigator.activities.models.registry import TablePricer
+from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.workers.worker import build_worker
 
@@ -34,7 +34,7 @@ async def cli_env(client: Client, task_queue: str, tmp_path: Path) -> AsyncItera
     activities = NavigatorActivities(
         LocalArtifactStore(tmp_path / "artifacts"),
         pricer=TablePricer.load(),
-        provider_factory=lambda model: ScriptProvider(steps=list(STEPS)),
+        model_overrides={"scripted:inline": ScriptProvider(steps=list(STEPS))},
         engine_factory=engine_factory(),
         token_counter=token_counter(),
     )
@@ -163,7 +163,7 @@ async def test_explore_waits_for_a_worker_then_follows_to_the_result(
     assert not running.done()
     activities = NavigatorActivities(
         LocalArtifactStore(tmp_path / "artifacts"), pricer=TablePricer.load(),
-        provider_factory=lambda model: ScriptProvider(steps=[ZOOM_BUDGET]),
+        model_overrides={"scripted:inline": ScriptProvider(steps=[ZOOM_BUDGET])},
         engine_factory=engine_factory(), token_counter=token_counter(),
     )
     async with build_worker(client, task_queue, activities=activities):

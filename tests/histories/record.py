@@ -1,7 +1,7 @@
 """Regenerate the committed NavigatorWorkflow histories used by the replay test.
 
 Run from the repository root after a deliberate, replay-compatible change
-(or a ``workflow.patched`` one)::
+(nothing has been released: workflows change and these are re-recorded)::
 
     .venv/bin/python tests/histories/record.py [SCENARIO ...]   # all, or only those named
 
@@ -34,15 +34,12 @@ from temporalio.client import Client, WorkflowHandle  # noqa: E402
 from temporalio.testing import WorkflowEnvironment  # noqa: E402
 from test_navigator import make_activities, make_request  # noqa: E402
 
-from durable_navigator.activities.models.text import ScriptedTextModel  # noqa: E402
-from durable_navigator.activities.models.text_offline import OfflineTextModel  # noqa: E402
-from durable_navigator.activities.planning import PlanningActivities  # noqa: E402
 from durable_navigator.navcore.compression import CompressionConfig  # noqa: E402
 from durable_navigator.navcore.decision import TokenUsage  # noqa: E402
 from durable_navigator.navcore.tools import ToolCall  # noqa: E402
 from durable_navigator.navcore.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig  # noqa: E402
 from durable_navigator.navcore.messages import ApproveInput, EditFlightPlanInput, RaiseBudgetInput, RejectInput, StopInput  # noqa: E402
-from durable_navigator.navcore.requests import DecideRetryConfig  # noqa: E402
+from durable_navigator.navcore.requests import ModelCallConfig  # noqa: E402
 from durable_navigator.navcore.state import ExecutionMode  # noqa: E402
 from durable_navigator.workers.converter import DATA_CONVERTER  # noqa: E402
 from durable_navigator.workers.worker import build_worker  # noqa: E402
@@ -60,7 +57,7 @@ async def _start(client: Client, tq: str, req) -> WorkflowHandle:  # type: ignor
 
 async def autonomous(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
     provider = ScriptProvider(steps=[ZOOM_BUDGET, "invalid", ZOOM_OUT_CLI], fail_first_attempt={2: TokenUsage(input_tokens=300)})
-    req = make_request(tmp, decide_retry=DecideRetryConfig(max_attempts=2, initial_interval_s=0.1))
+    req = make_request(tmp, model_call=ModelCallConfig(max_attempts=2, initial_interval_s=0.1))
     return await _start(client, tq, req), provider
 
 
@@ -213,12 +210,11 @@ async def record(client: Client, out_dir: Path, only: list[str]) -> list[Path]:
         with tempfile.TemporaryDirectory() as tmp_name:
             tmp, tq = Path(tmp_name), f"record-{name}-{uuid.uuid4()}"
             handle, provider = await start(client, tq, tmp)
-            text_model = (
-                ScriptedTextModel(ALL_PATHS_TEXTS) if name == "all_paths"
-                else ScriptedTextModel(PLANNING_TEXTS) if name.startswith("planning") else OfflineTextModel()
-            )
-            planning = PlanningActivities(text_model_for=lambda model: text_model).all()
-            async with build_worker(client, tq, activities=make_activities(tmp, provider), extra_activities=planning):
+            # planning / check / compression answers: scripted texts, else the offline planner
+            provider.texts = ALL_PATHS_TEXTS if name == "all_paths" else PLANNING_TEXTS if name.startswith(
+                "planning") else {}
+            provider.offline_text = True
+            async with build_worker(client, tq, activities=make_activities(tmp, provider)):
                 if drive is not None:
                     await drive(handle)
                 await handle.result()

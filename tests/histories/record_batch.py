@@ -1,7 +1,7 @@
 """Regenerate the committed BatchWorkflow histories used by the replay tests.
 
 Run from the repository root after a deliberate, replay-compatible change to
-``workflows/batch.py`` (or a ``workflow.patched`` one)::
+``workflows/batch.py`` (nothing has been released: workflows change and these are re-recorded)::
 
     .venv/bin/python tests/histories/record_batch.py
 

@@ -7,15 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from durable_navigator.activities.models.base import DecideCall, ModelProvider
-from durable_navigator.activities.models.offline import OfflineProvider
-from durable_navigator.activities.models.offline_policy import glob_matches
-from durable_navigator.activities.models.offline_terms import goal_terms, parse_feedback
+from durable_navigator.activities.models.base import CallContext, Model
+from durable_navigator.activities.models.offline import OfflineModel, OfflineTurn, offline_decision
+from durable_navigator.activities.models.offline.config import glob_matches
+from durable_navigator.activities.models.offline.terms import goal_terms, parse_feedback
 from durable_navigator.navcore.decision import ModelDecision
 from durable_navigator.navcore.errors import ModelError
 from durable_navigator.navcore.flightplan import FlightPlan, Level
 
 from durable_navigator import repomap  # noqa: E402  (the real engine; no fake)
+from model_support import decide_request
 
 GOAL = "why are tokens double-counted when the ledger records usage?"
 
@@ -96,21 +97,17 @@ def engine(repo: Path, tmp_path_factory: pytest.TempPathFactory):
     return repomap.RepoMap.open(repo, cache_dir=tmp_path_factory.mktemp("cache"))
 
 
-def _call(engine, plan: FlightPlan, iteration: int, meta=None, feedback=None, goal=GOAL) -> DecideCall:
-    return DecideCall(
-        model="offline", system_prompt="", user_prompt="", max_output_tokens=0, goal=goal,
-        flight_plan=plan, iteration=iteration, max_iterations=8, repo_root=engine.root,
-        map_metadata=meta, feedback=feedback, engine=engine,
-    )
+def _call(engine, plan: FlightPlan, iteration: int, meta=None, feedback=None, goal=GOAL) -> OfflineTurn:
+    return OfflineTurn(goal=goal, flight_plan=plan, iteration=iteration, max_iterations=8, engine=engine,
+                       map_metadata=meta, feedback=feedback)
 
 
 def _run(engine, budget: int = 2000) -> tuple[FlightPlan, list[ModelDecision]]:
-    provider = OfflineProvider()
     plan = FlightPlan(token_budget=budget)
     meta = engine.render(plan).metadata
     decisions = []
     for it in range(1, 9):
-        d = provider.decide_sync(_call(engine, plan, it, meta))
+        d = offline_decision(_call(engine, plan, it, meta))
         decisions.append(d)
         if d.action == "finalize_context":
             break
@@ -119,22 +116,26 @@ def _run(engine, budget: int = 2000) -> tuple[FlightPlan, list[ModelDecision]]:
     return plan, decisions
 
 
-def test_provider_protocol_and_name() -> None:
-    provider = OfflineProvider()
-    assert isinstance(provider, ModelProvider)
-    assert provider.handles("offline")
-    assert not provider.handles("gemini-2.5-flash")
+async def test_model_protocol_and_its_engine_dependency(engine) -> None:
+    async def engines(root: str):
+        return engine
+
+    model = OfflineModel(engines)
+    assert isinstance(model, Model)
+    req = decide_request(model="offline")
+    req.task.repo_root = str(engine.root)
+    answer = await model.request(req, CallContext())
+    assert answer.tool_calls and answer.usage.input_tokens == 0
 
 
-async def test_missing_engine_is_a_clear_error(engine) -> None:
+def test_missing_engine_is_a_clear_error(engine) -> None:
     call = _call(engine, FlightPlan(), 1)
-    call = DecideCall(**{**call.__dict__, "engine": None})
     with pytest.raises(ModelError, match="repo-map engine"):
-        await OfflineProvider().decide(call)
+        offline_decision(OfflineTurn(**{**call.__dict__, "engine": None}))
 
 
 async def test_first_turn_surveys_goal_noise_and_top_files(engine) -> None:
-    d = await OfflineProvider().decide(_call(engine, FlightPlan(token_budget=2000), 1))
+    d = offline_decision(_call(engine, FlightPlan(token_budget=2000), 1))
     assert d.action == "update_flight_plan" and d.model == "offline"
     assert d.usage.input_tokens == 0 and d.usage.output_tokens == 0 and d.calls == 1
     u = d.updates
@@ -147,7 +148,7 @@ async def test_first_turn_surveys_goal_noise_and_top_files(engine) -> None:
 
 
 def test_goal_that_mentions_tests_keeps_them(engine) -> None:
-    d = OfflineProvider().decide_sync(_call(engine, FlightPlan(), 1, goal="fix the failing ledger tests"))
+    d = offline_decision(_call(engine, FlightPlan(), 1, goal="fix the failing ledger tests"))
     assert "tests/**" not in d.updates.add_exclude
     assert "docs/**" in d.updates.add_exclude
 
@@ -176,27 +177,25 @@ def test_same_inputs_same_decisions(engine, repo: Path, tmp_path: Path) -> None:
 
 
 def test_feedback_mentions_get_focus_and_less_zooms_out(engine) -> None:
-    provider = OfflineProvider()
     plan, _ = _run(engine)
-    d = provider.decide_sync(_call(engine, plan, 5, feedback="also look at src/shop/render.py and Cart.price"))
+    d = offline_decision(_call(engine, plan, 5, feedback="also look at src/shop/render.py and Cart.price"))
     assert d.action == "update_flight_plan"
     assert {r.glob: r.level for r in d.updates.set_rules}["src/shop/render.py"] == Level.DOCS
     assert any(f.glob == "src/shop/render.py" for f in d.updates.add_focus_paths)
     assert any(f.symbol.endswith("Cart.price") for f in d.updates.add_focus_symbols)
     assert "follow feedback" in d.reasoning
-    less = provider.decide_sync(_call(engine, plan, 5, feedback="too much, zoom out please"))
+    less = offline_decision(_call(engine, plan, 5, feedback="too much, zoom out please"))
     before = {r.glob: r.level for r in plan.rules}
     after = {r.glob: r.level for r in less.updates.set_rules}
     assert after and all(after[g] == before[g] - 1 for g in after)
 
 
 def test_feedback_ignore_unknown_and_finalize(engine) -> None:
-    provider = OfflineProvider()
     plan, _ = _run(engine)
-    d = provider.decide_sync(_call(engine, plan, 5, feedback="ignore src/shop/cart.py, and see nowhere/thing.py"))
+    d = offline_decision(_call(engine, plan, 5, feedback="ignore src/shop/cart.py, and see nowhere/thing.py"))
     assert "src/shop/cart.py" in d.updates.add_exclude
     assert "nowhere/thing.py" in d.reasoning and "ignored" in d.reasoning
-    done = provider.decide_sync(_call(engine, plan, 5, feedback="good enough, finalize"))
+    done = offline_decision(_call(engine, plan, 5, feedback="good enough, finalize"))
     assert done.action == "finalize_context"
 
 
@@ -219,22 +218,21 @@ def test_goal_without_any_match_still_finalizes(engine) -> None:
 
 
 def test_a_repeated_undone_move_finalizes_as_a_cycle(engine) -> None:
-    provider = OfflineProvider()
     plan = FlightPlan(token_budget=600)
-    first = provider.decide_sync(_call(engine, plan, 1, engine.render(plan).metadata))
+    first = offline_decision(_call(engine, plan, 1, engine.render(plan).metadata))
     plan = plan.apply(first.updates)
     meta = engine.render(plan).metadata
-    second = provider.decide_sync(_call(engine, plan, 2, meta))
+    second = offline_decision(_call(engine, plan, 2, meta))
     assert second.action == "update_flight_plan"
-    again = DecideCall(**{**_call(engine, plan, 4, meta).__dict__,
+    again = OfflineTurn(**{**_call(engine, plan, 4, meta).__dict__,
                           "recent_decisions": (("update_flight_plan", second.reasoning),)})
-    looped = provider.decide_sync(again)
+    looped = offline_decision(again)
     assert looped.action == "finalize_context" and "cycle" in looped.reasoning
 
 
 def test_fill_move_raises_the_best_file_into_unused_budget(engine) -> None:
-    from durable_navigator.activities.models.offline_diff import fill_move
-    from durable_navigator.activities.models.offline_policy import OfflinePolicyConfig, ranked_for
+    from durable_navigator.activities.models.offline.diff import fill_move
+    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, ranked_for
 
     cfg = OfflinePolicyConfig()
     plan = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])
@@ -250,12 +248,11 @@ def test_fill_move_raises_the_best_file_into_unused_budget(engine) -> None:
 
 
 def _run_goal(engine, goal: str) -> tuple[FlightPlan, list[ModelDecision]]:
-    provider = OfflineProvider()
     plan = FlightPlan(token_budget=800)
     meta = engine.render(plan).metadata
     decisions = []
     for it in range(1, 9):
-        d = provider.decide_sync(_call(engine, plan, it, meta, goal=goal))
+        d = offline_decision(_call(engine, plan, it, meta, goal=goal))
         decisions.append(d)
         if d.action == "finalize_context":
             break
@@ -265,8 +262,8 @@ def _run_goal(engine, goal: str) -> tuple[FlightPlan, list[ModelDecision]]:
 
 
 def test_an_undone_fill_is_not_retried(engine) -> None:
-    from durable_navigator.activities.models.offline_diff import fill_move
-    from durable_navigator.activities.models.offline_policy import OfflinePolicyConfig, _fill_was_undone, ranked_for
+    from durable_navigator.activities.models.offline.diff import fill_move
+    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, _fill_was_undone, ranked_for
 
     cfg = OfflinePolicyConfig()
     plan = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])

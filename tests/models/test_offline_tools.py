@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from durable_navigator.activities.models.base import DecideCall
-from durable_navigator.activities.models.offline import OfflineProvider
-from durable_navigator.activities.models.offline_tools import (
+from durable_navigator.activities.models.offline import OfflineTurn, offline_decision
+from durable_navigator.activities.models.offline.tools import (
     OfflineToolConfig,
     goal_identifiers,
     parse_tool_results,
@@ -24,7 +23,7 @@ from durable_navigator.activities.models.offline_tools import (
 from durable_navigator.activities.tools import CodeToolActivities
 from durable_navigator.navcore.flightplan import FlightPlan
 from durable_navigator.navcore.tools import ToolCall, ToolRequest
-from durable_navigator.workflows._navigator_tools import tool_result_lines
+from durable_navigator.workflows.blocks.tools import tool_result_lines
 
 from durable_navigator import repomap  # noqa: E402  (the real engine; no fake)
 
@@ -42,16 +41,17 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> repomap.RepoMap:
 
 
 def _call(engine: repomap.RepoMap, goal: str, *, iteration: int = 1, plan: FlightPlan | None = None,
-          recent: tuple[tuple[str, str], ...] = (), results: tuple[str, ...] = (), tools: bool = True) -> DecideCall:
-    return DecideCall(
-        model="offline", system_prompt="", user_prompt="", max_output_tokens=0, goal=goal,
-        flight_plan=plan or FlightPlan(token_budget=1500), iteration=iteration, max_iterations=8,
-        repo_root=FIXTURE, recent_decisions=recent, engine=engine, tools_available=tools, tool_results=results,
-    )
+          recent: tuple[tuple[str, str], ...] = (), results: tuple[str, ...] = (), tools: bool = True) -> OfflineTurn:
+    return OfflineTurn(goal=goal, flight_plan=plan or FlightPlan(token_budget=1500), iteration=iteration,
+                       max_iterations=8, recent_decisions=recent, engine=engine, tools_available=tools,
+                       tool_results=results)
 
 
 async def _run(engine: repomap.RepoMap, calls: list[ToolCall]) -> tuple[str, ...]:
-    tools = CodeToolActivities(engine_for=lambda root: engine)
+    async def engines(root: str) -> repomap.RepoMap:
+        return engine
+
+    tools = CodeToolActivities(engine_for=engines)
     results = [await ActivityEnvironment().run(getattr(tools, c.name), ToolRequest(repo_root=str(FIXTURE), call=c))
                for c in calls]
     return tuple(tool_result_lines(results))
@@ -66,15 +66,14 @@ def test_identifiers_and_stack_frames_are_read_from_the_goal() -> None:
 
 
 def test_one_bounded_round_only_when_the_caller_runs_tools(engine: repomap.RepoMap) -> None:
-    provider = OfflineProvider()
-    first = provider.decide_sync(_call(engine, "why are tokens double-counted by the ledger?"))
+    first = offline_decision(_call(engine, "why are tokens double-counted by the ledger?"))
     assert first.action == "call_tools" and first.reasoning.startswith("tools:")
     assert [c.name for c in first.tool_calls] == ["search_codebase"]
     # the benchmark loop cannot run tools: it gets the survey at once
-    assert provider.decide_sync(_call(engine, "why are tokens double-counted?", tools=False)).action == \
+    assert offline_decision(_call(engine, "why are tokens double-counted?", tools=False)).action == \
         "update_flight_plan"
     # after its round (seen in the recent decisions) it never asks again
-    again = provider.decide_sync(_call(engine, "why are tokens double-counted?", iteration=2,
+    again = offline_decision(_call(engine, "why are tokens double-counted?", iteration=2,
                                        recent=(("call_tools", first.reasoning),)))
     assert again.action == "update_flight_plan" and again.reasoning.startswith("survey:")
     # too few iterations left for a tool turn: straight to the map
@@ -82,16 +81,15 @@ def test_one_bounded_round_only_when_the_caller_runs_tools(engine: repomap.RepoM
 
 
 async def test_tool_answers_steer_the_survey(engine: repomap.RepoMap) -> None:
-    provider = OfflineProvider()
     goal = "why does `Ledger.record` count tokens twice?"
-    first = provider.decide_sync(_call(engine, goal))
+    first = offline_decision(_call(engine, goal))
     assert [(c.name, c.args.get("symbol")) for c in first.tool_calls] == [("search_codebase", None),
                                                                         ("get_callers", "record")]
     results = await _run(engine, first.tool_calls)
     hints = parse_tool_results(results)
     assert "src/budgetkit/ledger.py::Ledger.record" in hints.symbols
     assert any("plugin.py" in p for paths in hints.callers.values() for p in paths), hints
-    survey = provider.decide_sync(_call(engine, goal, iteration=2, recent=(("call_tools", first.reasoning),),
+    survey = offline_decision(_call(engine, goal, iteration=2, recent=(("call_tools", first.reasoning),),
                                         results=results))
     assert survey.action == "update_flight_plan" and "from the tools:" in survey.reasoning
     assert survey.updates is not None
@@ -105,12 +103,12 @@ async def test_tool_answers_steer_the_survey(engine: repomap.RepoMap) -> None:
 
 
 async def test_a_stack_trace_frame_is_read_and_focused(engine: repomap.RepoMap) -> None:
-    first = OfflineProvider().decide_sync(_call(engine, TRACE_GOAL))
+    first = offline_decision(_call(engine, TRACE_GOAL))
     read = [c for c in first.tool_calls if c.name == "read_file"]
     assert read and read[0].args == {"path": "src/budgetkit/plugin.py", "start_line": 13, "end_line": 43}
     results = await _run(engine, first.tool_calls)
     assert parse_tool_results(results).read == ["src/budgetkit/plugin.py"]
-    survey = OfflineProvider().decide_sync(_call(engine, TRACE_GOAL, iteration=2,
+    survey = offline_decision(_call(engine, TRACE_GOAL, iteration=2,
                                                  recent=(("call_tools", first.reasoning),), results=results))
     assert "focus src/budgetkit/plugin.py (the stack-trace frame read)" in survey.reasoning
 

@@ -7,11 +7,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
-from temporalio.testing import ActivityEnvironment
+from model_support import goal_ref, real_model_activities, run_spec
 
-from durable_navigator.activities.planning import PlanningActivities
+from durable_navigator.navcore.model_calls import CompressSpec, SummaryOut
 from durable_navigator.navcore.compression import (
-    CompressInput,
     CompressionConfig,
     LogEntry,
     build_summary_request,
@@ -82,10 +81,10 @@ def test_decision_log_entry_maps_onto_log_entry() -> None:
     assert (mapped.step, mapped.action, mapped.cost_micros, mapped.diff_lines) == (3, e.action, e.cost_micros, e.diff_lines)
 
 
-async def test_prompt_bounded_over_200_iterations() -> None:
+async def test_prompt_bounded_over_200_iterations(tmp_path) -> None:
     cfg = CompressionConfig()  # threshold 30, keep last 10
-    acts = PlanningActivities()  # navigator.compress needs no repo engine
-    env = ActivityEnvironment()
+    acts = real_model_activities(tmp_path)  # the offline summary needs no repository engine
+    goal = goal_ref(acts, GOAL)
     entries: list[DecisionLogEntry] = []
     uncompressed_chars = 0
     peak_prompt = ""
@@ -100,11 +99,12 @@ async def test_prompt_bounded_over_200_iterations() -> None:
         entries = truncate_entries([*entries, new], cfg)
         if needs_compression(entries, cfg):
             req = build_summary_request(entries, cfg)
-            inp = CompressInput(model="offline", goal=GOAL, request=req)
-            max_input_bytes = max(max_input_bytes, len(inp.model_dump_json()))
-            res = await env.run(acts.compress, inp)
-            assert res.usage.output_tokens > 0 and res.calls == 1
-            entries = merge_summary(entries, req, res.summary, _build, cfg)
+            spec = CompressSpec(model="offline", repo_root="/nonexistent-repo-not-read", goal_ref=goal,
+                                max_output_tokens=req.max_output_tokens, request=req, ordinal=compressions)
+            max_input_bytes = max(max_input_bytes, len(spec.model_dump_json()))
+            res = await run_spec(acts, "offline", spec)
+            assert not isinstance(res, Exception) and isinstance(res.result, SummaryOut) and res.spent.calls == 1
+            entries = merge_summary(entries, req, res.result.summary, _build, cfg)
             compressions += 1
         entries = enforce_hard_cap(entries, cfg, _build)
         assert len(entries) <= cfg.threshold

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from durable_navigator.activities.planning import load_run_profile
+from durable_navigator.activities.profiles import load_run_profile
 from durable_navigator.navcore.errors import ConfigError
 from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, Level, VerbosityRule
 from durable_navigator.navcore.guardrails import (

@@ -6,19 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from temporalio.testing import ActivityEnvironment
+from model_support import goal_ref, real_model_activities, run_spec
 
-from durable_navigator.activities.planning import PlanningActivities
 from durable_navigator.navcore.flightplan import FlightPlan, Level, VerbosityRule
-from durable_navigator.navcore.planning import (
-    AnalyzeInput,
-    CriteriaInput,
-    PlanInput,
-    PlanningConfig,
-    ReflectInput,
-    ReviewInput,
-    apply_reflection,
-)
+from durable_navigator.navcore.model_calls import AnalyzeSpec, CriteriaSpec, PlanSpec, ReflectSpec, ReviewSpec
+from durable_navigator.navcore.planning import PlanningConfig, apply_reflection
 from durable_navigator.repomap import RepoMap
 
 SHORT = "where is the budget ledger?"
@@ -45,27 +37,30 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return RepoMap.open(root, cache_dir=tmp_path_factory.mktemp("cache"), jobs=1)
 
 
-def _acts(engine: Any) -> PlanningActivities:
-    return PlanningActivities(engine_for=lambda root: engine)
+def _base(goal: str, engine: Any, tmp_path: Path) -> tuple[Any, dict[str, Any]]:
+    acts = real_model_activities(tmp_path)
+    return acts, dict(model="offline", repo_root=str(engine.root), goal_ref=goal_ref(acts, goal), max_output_tokens=2048)
 
 
-def _base(goal: str, engine: Any) -> dict[str, Any]:
-    return {"goal": goal, "model": "offline", "repo_root": str(engine.root)}
+async def _answer(acts: Any, spec: Any) -> Any:
+    out = await run_spec(acts, "offline", spec)
+    assert not isinstance(out, Exception), out
+    return out.result
 
 
-async def test_offline_short_goal_is_direct(engine: Any) -> None:
-    res = await ActivityEnvironment().run(_acts(engine).analyze, AnalyzeInput(**_base(SHORT, engine)))
-    assert res.analysis.direct
+async def test_offline_short_goal_is_direct(engine: Any, tmp_path: Path) -> None:
+    acts, base = _base(SHORT, engine, tmp_path)
+    assert (await _answer(acts, AnalyzeSpec(**base, config=PlanningConfig()))).analysis.direct
 
 
-async def test_offline_plan_review_criteria_and_reflection(engine: Any) -> None:
-    acts, env = _acts(engine), ActivityEnvironment()
+async def test_offline_plan_review_criteria_and_reflection(engine: Any, tmp_path: Path) -> None:
+    acts, base = _base(LONG, engine, tmp_path)
     cfg = PlanningConfig(review=True)
-    analysis = (await env.run(acts.analyze, AnalyzeInput(**_base(LONG, engine), config=cfg))).analysis
+    analysis = (await _answer(acts, AnalyzeSpec(**base, config=cfg))).analysis
     assert not analysis.direct and analysis.reflect and "src/budget" in analysis.analysis
-    review = (await env.run(acts.review, ReviewInput(**_base(LONG, engine), config=cfg, analysis=analysis))).review
+    review = (await _answer(acts, ReviewSpec(**base, config=cfg, analysis=analysis))).review
     assert review.critic and review.pragmatist and review.adjustments
-    plan = (await env.run(acts.plan, PlanInput(**_base(LONG, engine), config=cfg, analysis=analysis, review=review))).plan
+    plan = (await _answer(acts, PlanSpec(**base, config=cfg, analysis=analysis, review=review))).plan
     areas = [s.objective for s in plan.stages]
     assert 2 <= len(plan.stages) <= cfg.max_stages
     assert any("src/budget/" in a for a in areas) and any("src/cli/" in a for a in areas)
@@ -74,28 +69,16 @@ async def test_offline_plan_review_criteria_and_reflection(engine: Any) -> None:
 
     # Everything at level 2: the first stage's file criteria are met, with evidence.
     shown = FlightPlan(token_budget=20_000, rules=[VerbosityRule(glob="**", level=Level.OUTLINE)])
-    ok = (
-        await env.run(
-            acts.check_criteria,
-            CriteriaInput(**_base(LONG, engine), stage_index=0, stage=first, flight_plan=shown),
-        )
-    ).check
+    ok = (await _answer(acts, CriteriaSpec(**base, config=cfg, stage_index=0, stage=first, flight_plan=shown))).check
     assert ok.all_met, ok
     assert all(" at L2" in r.evidence or " at L3" in r.evidence or " at L4" in r.evidence for r in ok.results)
 
     # The stage's area excluded: criteria fail, reflection rewrites the remaining stages.
     area = first.objective.split("the ", 1)[1].split("/ area")[0]
     hidden = FlightPlan(token_budget=20_000, exclude=[f"{area}/**"])
-    bad = (
-        await env.run(
-            acts.check_criteria,
-            CriteriaInput(**_base(LONG, engine), stage_index=0, stage=first, flight_plan=hidden),
-        )
-    ).check
+    bad = (await _answer(acts, CriteriaSpec(**base, config=cfg, stage_index=0, stage=first, flight_plan=hidden))).check
     assert not bad.all_met
-    reflection = (
-        await env.run(acts.reflect, ReflectInput(**_base(LONG, engine), plan=plan, completed_index=0, check=bad))
-    ).reflection
+    reflection = (await _answer(acts, ReflectSpec(**base, config=cfg, plan=plan, completed_index=0, check=bad))).reflection
     assert reflection.action == "rewrite"
     new_plan = apply_reflection(plan, 0, reflection, cfg)
     assert new_plan.stages[1].objective.startswith("Revisit stage 1")

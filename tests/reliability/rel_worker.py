@@ -22,28 +22,37 @@ from nav_support import engine_factory, token_counter  # noqa: E402
 from temporalio.client import Client  # noqa: E402
 
 from durable_navigator.activities.artifacts import LocalArtifactStore  # noqa: E402
-from durable_navigator.activities.models.base import DecideCall, ModelProvider  # noqa: E402
-from durable_navigator.activities.models.registry import TablePricer, build_provider  # noqa: E402
+from durable_navigator.activities.models.base import CallContext, Model  # noqa: E402
+from durable_navigator.activities.models.registry import ModelRegistry  # noqa: E402
 from durable_navigator.activities.navigator import NavigatorActivities  # noqa: E402
-from durable_navigator.navcore.decision import ModelDecision  # noqa: E402
+from durable_navigator.activities.pricing_loader import TablePricer  # noqa: E402
+from durable_navigator.navcore.model import ModelRequest, ModelResponse  # noqa: E402
 from durable_navigator.workers.converter import DATA_CONVERTER  # noqa: E402
 from durable_navigator.workers.logging import configure_logging  # noqa: E402
 from durable_navigator.workers.worker import build_worker  # noqa: E402
 
 
-class SlowProvider:
-    """Delegates to the real provider after ``delay_s`` (heartbeating meanwhile)."""
+class SlowModel:
+    """Delegates to the real model after ``delay_s`` (heartbeating meanwhile)."""
 
-    def __init__(self, inner: ModelProvider, delay_s: float) -> None:
+    def __init__(self, inner: Model, delay_s: float) -> None:
         self.inner, self.delay_s = inner, delay_s
 
-    def handles(self, model: str) -> bool:
-        return self.inner.handles(model)
-
-    async def decide(self, call: DecideCall) -> ModelDecision:
-        call.heartbeat(f"slow model, step {call.iteration}")
+    async def request(self, req: ModelRequest, ctx: CallContext) -> ModelResponse:
+        ctx.heartbeat(f"slow model, {req.task.kind} {req.task.index}")
         await asyncio.sleep(self.delay_s)
-        return await self.inner.decide(call)
+        return await self.inner.request(req, ctx)
+
+
+class SlowRegistry:
+    """The worker's real registry, every model slowed down."""
+
+    def __init__(self, inner: ModelRegistry, delay_s: float) -> None:
+        self.inner, self.delay_s = inner, delay_s
+        self.spec, self.check = inner.spec, inner.check
+
+    def model(self, model: str) -> Model:
+        return SlowModel(self.inner.model(model), self.delay_s)
 
 
 async def main(target: str, task_queue: str, artifact_dir: str, delay_s: float) -> None:
@@ -52,10 +61,10 @@ async def main(target: str, task_queue: str, artifact_dir: str, delay_s: float) 
     acts = NavigatorActivities(
         LocalArtifactStore(artifact_dir),
         pricer=TablePricer(PRICES),
-        provider_factory=lambda model: SlowProvider(build_provider(model), delay_s),
         engine_factory=engine_factory(),
         token_counter=token_counter(),
     )
+    acts.models = SlowRegistry(acts.models, delay_s)  # type: ignore[assignment]
     worker = build_worker(client, task_queue, activities=acts)
     print("worker ready", flush=True)
     await worker.run()

@@ -82,7 +82,10 @@ async def _tool(tools: CodeToolActivities, name: str, **args: Any) -> ToolResult
 
 
 async def test_injection_text_does_not_widen_tool_permissions(engine: RepoMap) -> None:
-    tools = CodeToolActivities(engine_for=lambda root: engine)
+    async def engines(root: str) -> RepoMap:
+        return engine
+
+    tools = CodeToolActivities(engine_for=engines)
     before = [await _tool(tools, "read_file", path=p) for p in ESCAPES]
     injected = await _tool(tools, "read_file", path="src/injection.py")
     assert injected.ok and "IGNORE ALL PREVIOUS INSTRUCTIONS" in injected.content  # returned as data

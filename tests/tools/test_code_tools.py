@@ -14,7 +14,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
-from durable_navigator.activities.tools import CodeToolActivities, gemini_code_tool_declarations
+from durable_navigator.activities.tools import CodeToolActivities
 from durable_navigator.navcore.tools import TOOL_ACTIVITY, TOOL_DECLARATIONS, TOOL_NAMES, ToolCall, ToolLimits, ToolRequest, ToolResult
 
 from durable_navigator.repomap import RepoMap
@@ -50,7 +50,10 @@ def engine(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _tools(engine: Any, **kw: Any) -> CodeToolActivities:
-    return CodeToolActivities(engine_for=lambda root: engine, **kw)
+    async def engines(root: str) -> RepoMap:
+        return engine
+
+    return CodeToolActivities(engine_for=engines, **kw)
 
 
 async def _run(tools: CodeToolActivities, name: str, **args: Any) -> ToolResult:
@@ -145,11 +148,14 @@ async def test_declarations_reach_gemini_request() -> None:
     from google.genai import types
 
     from durable_navigator.activities.models.gemini import GeminiConfig, GeminiCredentials, build_client
-    from durable_navigator.activities.models.testing import ScriptedGemini, function_call_reply
+    from durable_navigator.activities.models.gemini.schema import function_declarations
+    from durable_navigator.activities.models.gemini.testing import ScriptedGemini, function_call_reply
+    from durable_navigator.navcore.model import ToolSpec
 
     gemini = ScriptedGemini([function_call_reply("read_file", {"path": "src/app/core.py", "start_line": 1})])
     client = build_client(GeminiCredentials(api_key="k"), GeminiConfig(), transport=gemini.transport)
-    config = types.GenerateContentConfig(tools=[types.Tool(function_declarations=gemini_code_tool_declarations())])
+    declared = function_declarations([ToolSpec(**d) for d in TOOL_DECLARATIONS])
+    config = types.GenerateContentConfig(tools=[types.Tool(function_declarations=declared)])
     resp = await client.aio.models.generate_content(model="gemini-2.5-flash", contents="go", config=config)
     sent = gemini.requests[0].body["tools"][0]["functionDeclarations"]
     assert [d["name"] for d in sent] == list(TOOL_NAMES)

@@ -18,9 +18,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from durable_navigator.activities.models.base import DecideCall
-from durable_navigator.activities.models.registry import TablePricer
-from durable_navigator.navcore.decision import ModelDecision, TokenUsage
+from durable_navigator.activities.models.base import CallContext, ModelCallError, ModelTransientError, approx_tokens
+from durable_navigator.activities.models.offline.planner import OfflinePlanner
+from durable_navigator.activities.pricing_loader import TablePricer
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.model import DecideTask, ModelRequest, ModelResponse, ToolCallOut
 from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
 from durable_navigator.navcore.mapmeta import FileSummary, MapMetadata
 from durable_navigator.navcore.pricing import PricingTable
@@ -161,10 +163,10 @@ REASONING = (
 
 @dataclass
 class ScriptProvider:
-    """Scripted decisions by step; ``None`` past the script means finalize.
+    """A model stand-in (implements ``Model``): scripted decisions by step; ``None`` past the script finalizes.
 
     ``fail_first_attempt`` maps a step to the usage a failing first attempt
-    consumed (raised as an exception carrying ``usage``).
+    consumed (raised as a retryable provider error carrying it).
     """
 
     steps: list[Any] = field(default_factory=list)
@@ -172,45 +174,66 @@ class ScriptProvider:
     fail_first_attempt: dict[int, TokenUsage] = field(default_factory=dict)
     delay_s: float = 0.0
     prompts: list[str] = field(default_factory=list)
+    #: answers of the other task kinds (as in a ``scripted:`` file's ``text``); the offline
+    #: planner answers kinds not listed when ``offline_text`` is set
+    texts: dict[str, list[Any]] = field(default_factory=dict)
+    offline_text: bool = False
+    #: (kind, system, user) of every non-decision request
+    requests: list[tuple[str, str, str]] = field(default_factory=list)
     _failed: set[int] = field(default_factory=set)
 
-    def handles(self, model: str) -> bool:
-        return True
-
-    async def decide(self, call: DecideCall) -> ModelDecision:
-        self.prompts.append(call.user_prompt)
-        step = call.iteration
-        call.heartbeat(f"thinking about step {step}")
+    async def request(self, req: ModelRequest, ctx: CallContext) -> ModelResponse:
+        if not isinstance(req.task, DecideTask):
+            return self._text(req)
+        self.prompts.append(req.messages[-1].content)
+        step = req.task.index
+        ctx.heartbeat(f"thinking about step {step}")
         if self.delay_s:
-            await asyncio.sleep(self.delay_s)
+            ctx.meter.observe(self.usage)
+            waited = 0.0
+            while waited < self.delay_s:
+                ctx.heartbeat("slow model")
+                await asyncio.sleep(min(0.1, self.delay_s - waited))
+                waited += 0.1
         if step in self.fail_first_attempt and step not in self._failed:
             self._failed.add(step)
             raise StreamBroke(self.fail_first_attempt[step])
         item = self.steps[step - 1] if step <= len(self.steps) else "finalize"
         if item == "finalize":
-            return ModelDecision(
-                action="finalize_context", reasoning=f"step {step}: enough", summary="The budget plugin double-counts.",
-                model=call.model, usage=self.usage,
-            )
+            return ModelResponse(tool_calls=[ToolCallOut(name="finalize_context", args={
+                "summary": "The budget plugin double-counts."})], text=f"step {step}: enough", usage=self.usage)
         if isinstance(item, list):  # a list of ToolCall: a call_tools decision
-            return ModelDecision(action="call_tools", reasoning=f"step {step}: look things up", tool_calls=item,
-                                 model=call.model, usage=self.usage)
+            return ModelResponse(text=f"step {step}: look things up", usage=self.usage,
+                                 tool_calls=[ToolCallOut(name=c.name, args=dict(c.args)) for c in item])
         if item == "invalid":
-            return ModelDecision(action="invalid", reasoning="no call", model=call.model, usage=self.usage, error="missing call")
+            return ModelResponse(text="no call", usage=self.usage)
         assert isinstance(item, FlightPlanUpdate)
-        return ModelDecision(
-            action="update_flight_plan", reasoning=f"step {step}: zoom. {REASONING}", updates=item, model=call.model, usage=self.usage
-        )
+        args = {"reasoning": f"step {step}: zoom. {REASONING}", "updates": item.model_dump(mode="json", exclude_defaults=True)}
+        return ModelResponse(tool_calls=[ToolCallOut(name="update_flight_plan", args=args)], usage=self.usage)
 
 
-class StreamBroke(RuntimeError):
+    def _text(self, req: ModelRequest) -> ModelResponse:
+        task = req.task
+        self.requests.append((task.kind, req.system, req.conversation[0].content))
+        usage = TokenUsage(input_tokens=approx_tokens(" ".join(m.content for m in req.messages)), output_tokens=20)
+        if task.kind in self.texts:
+            queue = self.texts[task.kind]
+            if task.index >= len(queue):
+                raise ModelCallError(f"no scripted answer #{task.index} for {task.kind!r}")
+            item = queue[task.index]
+            if isinstance(item, list):
+                item = item[sum(1 for m in req.messages if m.role == "assistant")]
+            return ModelResponse(text=str(item), usage=usage)
+        if self.offline_text:
+            return ModelResponse(text=OfflinePlanner().answer(task, None), usage=usage)
+        raise ModelCallError(f"no scripted answer for {task.kind!r}")
+
+
+class StreamBroke(ModelTransientError):
     """A retryable provider failure after tokens were spent."""
 
     def __init__(self, usage: TokenUsage) -> None:
-        super().__init__("stream broke after tokens were spent")
-        self.usage = usage
-
-
+        super().__init__("stream broke after tokens were spent", usage)
 async def wait_for(handle: Any, predicate: Any, timeout_s: float = 30.0) -> Any:
     """Poll ``get_status`` until ``predicate(report)`` holds; return the report."""
     from durable_navigator.navcore.report import TurnReport

@@ -16,12 +16,12 @@ from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.navcore.guardrails import LoopConfig, RunProfile
 from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.requests import DecideRetryConfig, ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.requests import ModelCallConfig, ExplorationRequest, ExplorationResult
 from durable_navigator.navcore.state import StopReason
 from durable_navigator.workflows.navigator import SA_COST_USD, SA_ITERATION, SA_STATUS, NavigatorWorkflow
 
 TIMEOUT = timedelta(seconds=60)
-ONE_ATTEMPT = DecideRetryConfig(max_attempts=1, initial_interval_s=0.1)
+ONE_ATTEMPT = ModelCallConfig(max_attempts=1, initial_interval_s=0.1)
 
 
 def make_activities(tmp_path: Path, provider: ScriptProvider, **kw: Any) -> NavigatorActivities:
@@ -29,7 +29,7 @@ def make_activities(tmp_path: Path, provider: ScriptProvider, **kw: Any) -> Navi
     return NavigatorActivities(
         LocalArtifactStore(tmp_path / "artifacts"),
         pricer=make_pricer(),
-        provider_factory=lambda model: provider,
+        model_overrides={"test-model": provider},
         engine_factory=engine_factory(kw.pop("pad_lines", 0)),
         token_counter=token_counter(),
         **kw,
@@ -48,7 +48,7 @@ def make_request(tmp_path: Path, **kw: Any) -> ExplorationRequest:
         budget_usd=Decimal("1"),
         token_budget=2000,
         out_dir=str(tmp_path / "out"),
-        decide_retry=ONE_ATTEMPT,
+        model_call=ONE_ATTEMPT,
         # the loop's own mechanics: no planning phase unless a test asks for one
         planning="off",
     )
@@ -122,7 +122,7 @@ async def test_ledger_counts_usage_of_failed_attempts(client, task_queue, start_
     lost = TokenUsage(input_tokens=700, output_tokens=50)  # the broken attempt's spend
     provider = ScriptProvider(steps=[ZOOM_BUDGET], fail_first_attempt={2: lost})
     acts = make_activities(tmp_path, provider)
-    req = make_request(tmp_path, decide_retry=DecideRetryConfig(max_attempts=2, initial_interval_s=0.1))
+    req = make_request(tmp_path, model_call=ModelCallConfig(max_attempts=2, initial_interval_s=0.1))
     async with start_worker(acts):
         result = await run(client, task_queue, req)
     assert result.stop_reason is StopReason.FINALIZED and result.iterations == 2

@@ -15,8 +15,6 @@ from datetime import timedelta
 from nav_support import ScriptProvider, update
 from test_navigator import make_activities, make_request
 
-from durable_navigator.activities.models.text_offline import OfflineTextModel
-from durable_navigator.activities.planning import PlanningActivities
 from durable_navigator.navcore.compression import CompressionConfig
 from durable_navigator.navcore.guardrails import LoopConfig, RunProfile, SafetyConfig
 from durable_navigator.navcore.prompt import RECENT_REASONING_CHARS
@@ -37,18 +35,13 @@ PROFILE = RunProfile(
 )
 
 
-def planning_activities() -> list:
-    """The planning/compression activities with the deterministic offline text model."""
-    return PlanningActivities(text_model_for=lambda model: OfflineTextModel()).all()
-
-
 async def test_compression_keeps_the_prompt_bounded_over_200_iterations(
     client, task_queue, start_worker, tmp_path
 ) -> None:
-    provider = ScriptProvider(steps=STEPS)
+    provider = ScriptProvider(steps=STEPS, offline_text=True)  # the offline planner writes the summaries
     req = make_request(tmp_path, max_iterations=ITERATIONS, profile=PROFILE, continue_as_new_events=1500)
     wf_id = f"nav-compress-{uuid.uuid4()}"
-    async with start_worker(make_activities(tmp_path, provider), extra_activities=planning_activities()):
+    async with start_worker(make_activities(tmp_path, provider)):
         result = await client.execute_workflow(
             NavigatorWorkflow.run, req, id=wf_id, task_queue=task_queue, execution_timeout=timedelta(seconds=150)
         )

@@ -15,7 +15,7 @@ from pathlib import Path
 from nav_support import ZOOM_BUDGET, ScriptProvider, update, wait_for
 from test_navigator import NO_LOOP_GUARD, make_activities, make_request
 
-from durable_navigator.navcore.requests import DecideRetryConfig, ExplorationResult
+from durable_navigator.navcore.requests import ModelCallConfig, ExplorationResult
 from durable_navigator.navcore.state import StopReason
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 
@@ -50,7 +50,7 @@ async def test_worker_sigkill_and_restart_completes_without_lost_or_duplicated_s
     req = make_request(
         tmp_path,
         max_iterations=8,
-        decide_retry=DecideRetryConfig(max_attempts=3, heartbeat_s=2, start_to_close_s=20, initial_interval_s=0.2),
+        model_call=ModelCallConfig(max_attempts=3, heartbeat_s=2, start_to_close_s=20, initial_interval_s=0.2),
         profile=NO_LOOP_GUARD,  # the worker's script oscillates on purpose
     )
     wf_id = f"nav-kill-{uuid.uuid4()}"
@@ -60,6 +60,7 @@ async def test_worker_sigkill_and_restart_completes_without_lost_or_duplicated_s
             NavigatorWorkflow.run, req, id=wf_id, task_queue=task_queue, execution_timeout=timedelta(seconds=120)
         )
         await wait_for(handle, lambda r: r.step >= 2 and r.status == "thinking")
+        await _model_request_started(handle)  # killed mid-call, not while the call is still queued
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait()
@@ -87,17 +88,31 @@ async def test_worker_sigkill_and_restart_completes_without_lost_or_duplicated_s
     assert "AIza" not in history.to_json()
 
 
+async def _model_request_started(handle, timeout_s: float = 20.0) -> None:
+    """Wait until a worker has started a ``model.request`` attempt (server's pending-activity view)."""
+    from temporalio.api.enums.v1 import PendingActivityState
+
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while asyncio.get_running_loop().time() < deadline:
+        described = await handle.describe()
+        if any(p.activity_type.name == "model.request" and p.state == PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+               for p in described.raw_description.pending_activities):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("no model.request attempt started in time")
+
+
 def _iteration_bytes(history) -> list[int]:
     """Server-counted (protobuf) bytes of the events of each iteration.
 
-    An iteration runs from one ``navigator.build_prompt`` schedule to the next.
+    An iteration runs from one ``model.prepare`` schedule to the next.
     """
     sizes: list[int] = []
     current: int | None = None
     for event in history.events:
         attrs = event.activity_task_scheduled_event_attributes
         if event.HasField("activity_task_scheduled_event_attributes") and attrs.activity_type.name in (
-            "navigator.build_prompt",
+            "model.prepare",
             "navigator.write_result",
         ):
             if current is not None:

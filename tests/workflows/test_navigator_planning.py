@@ -15,8 +15,6 @@ from typing import Any
 from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update, wait_for
 from test_navigator import TIMEOUT, make_activities, make_request, run
 
-from durable_navigator.activities.models.text import ScriptedTextModel
-from durable_navigator.activities.planning import PlanningActivities
 from durable_navigator.navcore.messages import ApproveInput, RejectInput, StopInput
 from durable_navigator.navcore.state import ExecutionMode, StopReason
 from durable_navigator.workflows.navigator import NavigatorWorkflow
@@ -27,17 +25,12 @@ TWO_STAGES = (
 )
 
 
-def planning(responses: dict[str, list[Any]]) -> tuple[list[Any], ScriptedTextModel]:
-    model = ScriptedTextModel(responses)
-    return PlanningActivities(text_model_for=lambda name: model).all(), model
-
-
 async def _explore(client, task_queue, start_worker, tmp_path: Path, steps: list[Any],
-                   texts: dict[str, list[Any]], **req: Any) -> tuple[Any, Any, ScriptProvider, ScriptedTextModel]:
-    provider = ScriptProvider(steps=steps)
-    acts, model = planning(texts)
+                   texts: dict[str, list[Any]], **req: Any) -> tuple[Any, Any, ScriptProvider, ScriptProvider]:
+    provider = ScriptProvider(steps=steps, texts=texts)
+    model = provider
     wf_id = f"nav-plan-{uuid.uuid4()}"
-    async with start_worker(make_activities(tmp_path, provider), extra_activities=acts):
+    async with start_worker(make_activities(tmp_path, provider)):
         result = await run(client, task_queue, make_request(tmp_path, **req), wf_id)
         log = await client.get_workflow_handle(wf_id).query(NavigatorWorkflow.get_decision_log)
     return result, log, provider, model
@@ -117,10 +110,10 @@ async def test_interactive_plan_approval_replans_once_with_the_feedback(
         "stages.check_criteria": ["C1: MET | ok\nC2: MET | ok"],
         "stages.reflect": ["KEEP: fine"],
     }
-    provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI])
-    acts, model = planning(texts)
+    provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI], texts=texts)
+    model = provider
     req = make_request(tmp_path, planning="auto", mode=ExecutionMode.INTERACTIVE)
-    async with start_worker(make_activities(tmp_path, provider), extra_activities=acts):
+    async with start_worker(make_activities(tmp_path, provider)):
         handle = await client.start_workflow(NavigatorWorkflow.run, req, id=f"nav-plan-{uuid.uuid4()}",
                                              task_queue=task_queue, execution_timeout=TIMEOUT)
         report = await wait_for(handle, lambda r: r.awaiting_kind == "plan" and r.awaiting_turn == 1)
@@ -158,10 +151,9 @@ async def test_a_failed_planning_call_falls_back_to_one_direct_stage(
         "planning.plan": [["no stages here, sorry", "still nothing usable", "garbage"]],
         "stages.check_criteria": ["C1: MET | ledger at L4"],
     }
-    provider = ScriptProvider(steps=[ZOOM_BUDGET])
-    acts, model = planning(texts)
+    provider = ScriptProvider(steps=[ZOOM_BUDGET], texts=texts)
     wf_id = f"nav-plan-fail-{uuid.uuid4()}"
-    async with start_worker(make_activities(tmp_path, provider), extra_activities=acts):
+    async with start_worker(make_activities(tmp_path, provider)):
         result = await run(client, task_queue, make_request(tmp_path, planning="auto"), wf_id)
         handle = client.get_workflow_handle(wf_id)
         log = await handle.query(NavigatorWorkflow.get_decision_log)
@@ -209,7 +201,7 @@ async def test_a_scripted_model_file_drives_tools_planning_review_criteria_and_r
 ) -> None:
     """``--model scripted:<file>``: one file answers decisions (tool calls included) and every text call."""
     from durable_navigator.activities.artifacts import LocalArtifactStore
-    from durable_navigator.activities.models.registry import TablePricer
+    from durable_navigator.activities.pricing_loader import TablePricer
     from durable_navigator.activities.navigator import NavigatorActivities
 
     script = tmp_path / "run.yaml"

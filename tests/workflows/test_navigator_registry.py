@@ -11,7 +11,9 @@ from nav_support import FIXTURE_REPO
 from temporalio.client import WorkflowFailureError
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
-from durable_navigator.activities.models.registry import TablePricer, build_provider
+from durable_navigator.activities.pricing_loader import TablePricer
+from durable_navigator.activities.models.offline import OfflineModel
+from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navcore.errors import BudgetError, ModelError
@@ -21,9 +23,11 @@ from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 
 def test_registry_refuses_unknown_models_and_prices() -> None:
+    registry = ModelRegistry(engines=lambda root: None)
     with pytest.raises(ModelError, match="unknown model 'gpt-4'"):
-        build_provider("gpt-4")
-    assert build_provider("offline").handles("offline")
+        registry.model("gpt-4")
+    assert isinstance(registry.model("offline"), OfflineModel)
+    assert registry.spec("models/gemini-2.5-flash").model == "gemini-2.5-flash"
     pricer = TablePricer.load()
     with pytest.raises(BudgetError, match="has no price"):
         pricer.estimate("gemini-9-imaginary", 10, 10)

@@ -87,7 +87,7 @@ async def test_offline_model_uses_code_tools_then_focuses_what_they_found(
     from datetime import timedelta
 
     from durable_navigator.activities.artifacts import LocalArtifactStore
-    from durable_navigator.activities.models.registry import TablePricer
+    from durable_navigator.activities.pricing_loader import TablePricer
     from durable_navigator.activities.navigator import NavigatorActivities
     from nav_support import FIXTURE_REPO
 

@@ -30,36 +30,36 @@ AT = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 def _state():  # type: ignore[no-untyped-def]
     state = initial_state(ExplorationRequest(repo_path="/r", goal="g"))
-    state.pending = propose_turn(state, 1, state.flight_plan.apply(ZOOM_BUDGET))
+    state.steering.pending = propose_turn(state, 1, state.map.flight_plan.apply(ZOOM_BUDGET))
     return state
 
 
 def test_verdicts_stale_and_duplicate_are_ignored_and_noted() -> None:
-    state = _state()
-    assert not record_verdict(state, "approve", 2, "bob", None)  # stale
-    assert record_verdict(state, "reject", 1, "alice", "no")
-    assert not record_verdict(state, "approve", 1, "bob", None)  # duplicate
-    assert state.pending is not None and state.pending.verdict == "reject"
-    assert [n.note.split(":")[0] for n in state.notes] == ["ignored", "applied", "ignored"]
-    assert request_stop(state, "enough", "carol", None) and not request_stop(state, "again", "dan", None)
-    assert state.stop_sender == "carol"
+    steering = _state().steering
+    assert not record_verdict(steering, "approve", 2, "bob", None)  # stale
+    assert record_verdict(steering, "reject", 1, "alice", "no")
+    assert not record_verdict(steering, "approve", 1, "bob", None)  # duplicate
+    assert steering.pending is not None and steering.pending.verdict == "reject"
+    assert [n.note.split(":")[0] for n in steering.notes] == ["ignored", "applied", "ignored"]
+    assert request_stop(steering, "enough", "carol", None) and not request_stop(steering, "again", "dan", None)
+    assert steering.stop_sender == "carol"
 
 
 def test_edits_are_validated_and_restore_undoes_a_proposal() -> None:
     state = _state()
     with pytest.raises(ValueError, match="not the pending turn"):
-        edited_plan(state, EditFlightPlanInput(turn=3, update=update(add_exclude=["docs"])))
+        edited_plan(state.steering, EditFlightPlanInput(turn=3, update=update(add_exclude=["docs"])))
     with pytest.raises(ValidationError):
-        edited_plan(state, EditFlightPlanInput(turn=1, update=update(add_exclude=["../etc"])))
+        edited_plan(state.steering, EditFlightPlanInput(turn=1, update=update(add_exclude=["../etc"])))
     plan = apply_edit(state, EditFlightPlanInput(turn=1, update=update(add_exclude=["docs"])))
-    assert plan.exclude == ["docs"] and state.flight_plan == plan and state.last_diff_lines == [
+    assert plan.exclude == ["docs"] and state.map.flight_plan == plan and state.log.last_diff_lines == [
         "+ rule src/budgetkit/** → L4", "+ focus src/budgetkit", "+ exclude docs"]
-    assert state.pending is not None
-    restore_turn(state, state.pending)
-    assert state.flight_plan.rules == [] and state.flight_plan.exclude == []
-    state.pending = None
+    assert state.steering.pending is not None
+    restore_turn(state, state.steering.pending)
+    assert state.map.flight_plan.rules == [] and state.map.flight_plan.exclude == []
+    state.steering.pending = None
     with pytest.raises(ValueError, match="no turn is awaiting approval"):
-        edited_plan(state, EditFlightPlanInput(turn=1, update=update(add_exclude=["docs"])))
+        edited_plan(state.steering, EditFlightPlanInput(turn=1, update=update(add_exclude=["docs"])))
 
 
 @given(st.lists(st.sampled_from(["update_flight_plan", "invalid", "budget_refused", "failed"]), max_size=30),
@@ -69,9 +69,9 @@ def test_recent_decisions_are_the_last_n_non_refusals(actions: list[str], count:
     ref = ArtifactRef(sha256="a" * 64, size=1)
     for step, action in enumerate(actions, start=1):
         has_ref = action in ("update_flight_plan", "invalid")
-        state.decision_log.append(DecisionLogEntry(step=step, action=action, at=AT, error="boom",
+        state.log.entries.append(DecisionLogEntry(step=step, action=action, at=AT, error="boom",
                                                    decision_ref=ref if has_ref else None))
-    recent = recent_decisions(state, count)
-    expected = [e.step for e in state.decision_log if e.action != "budget_refused"]
+    recent = recent_decisions(state.log, count)
+    expected = [e.step for e in state.log.entries if e.action != "budget_refused"]
     assert [r.step for r in recent] == (expected[-count:] if count else [])
     assert all(r.reasoning == ("" if r.decision_ref else "boom") for r in recent)

@@ -30,7 +30,7 @@ async def main(target: str, task_queue: str, artifact_dir: str, delay_s: float) 
     acts = NavigatorActivities(
         LocalArtifactStore(artifact_dir),
         pricer=make_pricer(),
-        provider_factory=lambda model: provider,
+        model_overrides={"test-model": provider},
         engine_factory=engine_factory(),
         token_counter=token_counter(),
     )

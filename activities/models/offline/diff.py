@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from durable_navigator.activities.models.offline_policy import Allocation, OfflinePolicyConfig, why
+from durable_navigator.activities.models.offline.config import Allocation, OfflinePolicyConfig, why
 from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
 from durable_navigator.navcore.mapmeta import MapMetadata
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from durable_navigator.activities.models.offline_terms import goal_terms
+from durable_navigator.activities.models.offline.terms import goal_terms
 
 __all__ = ["SymbolScoreConfig", "ScoredSymbol", "score_symbols"]
 

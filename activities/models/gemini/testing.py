@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ __all__ = [
     "text_reply",
     "empty_reply",
     "error_reply",
+    "stalled_reply",
     "connection_error_reply",
 ]
 
@@ -61,6 +63,10 @@ class ScriptedReply:
     body: dict[str, Any]
     #: bodies of the SSE events of a streamed reply; default: ``body`` as one event
     chunks: tuple[dict[str, Any], ...] = ()
+    #: seconds the server stays silent before each streamed event (a stalled stream)
+    delays: tuple[float, ...] = ()
+    #: extra response headers (e.g. ``Retry-After``)
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -138,16 +144,46 @@ def empty_reply(usage: dict[str, int] | None = None) -> ScriptedReply:
     return ScriptedReply(200, body)
 
 
-def error_reply(status: int, message: str = "scripted error", reason: str | None = None) -> ScriptedReply:
-    """A Google API error body with ``status`` (429, 500, 400, 403, ...)."""
+def error_reply(
+    status: int, message: str = "scripted error", reason: str | None = None, retry_delay_s: float | None = None
+) -> ScriptedReply:
+    """A Google API error body with ``status`` (429, 500, 400, 403, ...), optionally with a RetryInfo."""
     error: dict[str, Any] = {
         "code": status,
         "message": message,
         "status": _STATUS_NAMES.get(status, "UNKNOWN"),
     }
+    details: list[dict[str, Any]] = []
     if reason is not None:
-        error["details"] = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason}]
+        details.append({"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason})
+    if retry_delay_s is not None:
+        details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{retry_delay_s:g}s"})
+    if details:
+        error["details"] = details
     return ScriptedReply(status, {"error": error})
+
+
+def stalled_reply(reply: ScriptedReply, delays: tuple[float, ...]) -> ScriptedReply:
+    """``reply`` streamed with the server silent ``delays[i]`` seconds before event ``i``."""
+    events = reply.chunks or (reply.body,)
+    return ScriptedReply(reply.status, reply.body, chunks=events, delays=delays)
+
+
+class _SlowStream(httpx.AsyncByteStream):
+    """SSE events with pauses; remembers whether the client closed it (the connection)."""
+
+    def __init__(self, events: tuple[dict[str, Any], ...], delays: tuple[float, ...], owner: "ScriptedGemini") -> None:
+        self._events, self._delays, self._owner = events, delays, owner
+
+    async def __aiter__(self):  # type: ignore[override]
+        for i, event in enumerate(self._events):
+            delay = self._delays[i] if i < len(self._delays) else 0.0
+            if delay:
+                await asyncio.sleep(delay)
+            yield f"data: {json.dumps(event)}\r\n\r\n".encode()
+
+    async def aclose(self) -> None:
+        self._owner.closed_streams += 1
 
 
 def connection_error_reply() -> ScriptedReply:
@@ -161,6 +197,8 @@ class ScriptedGemini:
 
     replies: list[ScriptedReply] = field(default_factory=list)
     requests: list[RecordedRequest] = field(default_factory=list)
+    #: streamed responses the client closed (a stall cut by the stream guard closes one)
+    closed_streams: int = 0
 
     def __post_init__(self) -> None:
         self.transport: httpx.AsyncBaseTransport = httpx.MockTransport(self._handle)
@@ -192,9 +230,12 @@ class ScriptedGemini:
         reply = self.replies.pop(0)
         if reply.status == 0:
             raise httpx.ConnectError("scripted connection failure", request=request)
-        headers = {"content-type": "application/json"}
+        headers = {"content-type": "application/json", **dict(reply.headers)}
         if reply.status != 200 or not recorded.streamed:
             return httpx.Response(reply.status, json=reply.body, headers=headers)
         events = reply.chunks or (reply.body,)
+        if reply.delays:
+            return httpx.Response(200, stream=_SlowStream(events, reply.delays, self),
+                                  headers={"content-type": "text/event-stream"})
         sse = "".join(f"data: {json.dumps(event)}\r\n\r\n" for event in events)
         return httpx.Response(200, content=sse.encode(), headers={"content-type": "text/event-stream"})

@@ -18,23 +18,20 @@ structured inputs from ``data`` (see :mod:`activities.planning`):
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from durable_navigator.activities.models.text import approx_tokens
 from durable_navigator.navcore.compression import SummaryRequest
-from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navcore.errors import ModelError
 from durable_navigator.navcore.flightplan import FlightPlan
 from durable_navigator.navcore.mapmeta import FileSummary
 from durable_navigator.navcore.planning import CriteriaCheck, PlanningConfig, Stage, StagePlan
 
-__all__ = ["OfflinePlannerConfig", "OfflineTextModel", "criterion_evidence"]
+__all__ = ["OfflinePlannerConfig", "OfflinePlanner", "criterion_evidence"]
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _PATHLIKE = re.compile(r"`([^`]+)`|(?<![\w/])((?:[\w.\-]+/)+[\w.\-]*|[\w\-]+\.[A-Za-z]{1,5})(?![\w/])")
@@ -119,24 +116,18 @@ def _stage_text(n: int, stage: Stage) -> str:
     return f"STAGE {n}: {stage.objective}\n{crit}\nMAX_ITERATIONS: {stage.max_iterations}"
 
 
-class OfflineTextModel:
-    """Deterministic :class:`~activities.models.text.TextModel` (no network)."""
+class OfflinePlanner:
+    """Deterministic planning, stage checks, reflection and summaries (no network).
 
-    name = "offline"
+    Each method answers one typed task with the canonical text an LLM is asked
+    for, so the same parsers read both.
+    """
 
     def __init__(self, config: OfflinePlannerConfig = OfflinePlannerConfig()) -> None:
         self.config = config
 
-    async def complete(
-        self,
-        system: str,
-        user: str,
-        max_output_tokens: int,
-        *,
-        kind: str = "",
-        data: Mapping[str, Any] | None = None,
-    ) -> tuple[str, TokenUsage]:
-        """Dispatch on ``kind``; usage is an estimate (the offline model is free)."""
+    def answer(self, task: Any, engine: Any) -> str:
+        """The text answering ``task`` (a ``navcore.model`` task of a planning/stage/compress kind)."""
         handler = {
             "planning.analyze": self._analyze,
             "planning.review": self._review,
@@ -144,12 +135,11 @@ class OfflineTextModel:
             "stages.check_criteria": self._criteria,
             "stages.reflect": self._reflect,
             "navigator.compress": self._compress,
-        }.get(kind)
+        }.get(task.kind)
         if handler is None:
-            raise ModelError(f"the offline text model has no behaviour for {kind!r}; use a known activity")
-        # Ranking/rendering is CPU work: keep the activity's event loop free.
-        text = await asyncio.to_thread(handler, dict(data or {}))
-        return text, TokenUsage(input_tokens=approx_tokens(system + user), output_tokens=approx_tokens(text))
+            raise ModelError(f"the offline model has no behaviour for {task.kind!r}; use a known task kind")
+        data = {**{k: getattr(task, k) for k in type(task).model_fields}, "engine": engine}
+        return handler(data)
 
     def _analyze(self, d: dict[str, Any]) -> str:
         goal: str = d["goal"]

@@ -1,6 +1,6 @@
 """How the offline policy obeys a human's feedback text, deterministically.
 
-Rules, applied in this order (see :func:`activities.models.offline_terms.parse_feedback`):
+Rules, applied in this order (see :func:`activities.models.offline.terms.parse_feedback`):
 
 * "finalize" / "done" / "good enough" / "stop" -> finalize now.
 * "ignore X" / "exclude X" / "skip X" / "drop X" / "hide X" / "not X", where X is
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from durable_navigator.activities.models.offline_policy import OfflinePolicyConfig, glob_matches
-from durable_navigator.activities.models.offline_terms import FeedbackIntent
+from durable_navigator.activities.models.offline.config import OfflinePolicyConfig, glob_matches
+from durable_navigator.activities.models.offline.terms import FeedbackIntent
 from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
 
 __all__ = ["feedback_update"]

@@ -1,0 +1,297 @@
+"""The model activities: ``model.prepare`` and ``model.request`` — every model call, every provider.
+
+``model.prepare`` builds the request of a prompt spec (:mod:`activities.requests`),
+stores it, counts its prompt exactly and prices one HTTP call's upper bound.
+
+``model.request`` is one attempt of a model call:
+
+* before every HTTP call (the first, and each corrective re-ask) the attempt
+  checks that what it has spent plus that call's upper bound stays within its
+  ``allowance_micros`` — the run's remaining budget — so the limit is a hard
+  cap; a first call that cannot fit is refused (``BudgetError``) before any
+  spend;
+* the provider's answer is parsed into the task's typed result (a navigator
+  decision from function calls; a plan, a check, a reflection or a summary
+  from text); an unusable answer gets ``max_reasks`` corrective re-asks, each
+  priced; a turn still unusable is an ``invalid`` decision, other tasks fail
+  non-retryably (``PlanParseError``) and the workflow falls back;
+* what the attempt consumed is reported everywhere the workflow can see it:
+  in the result, in a failure's details, in the failure raised when the
+  workflow cancels the call (type ``ModelCallCancelled``), and in every
+  heartbeat (with the upper bound of the HTTP call in flight, which a crashed
+  attempt is booked at).
+
+Temporal does not retry ``model.request`` (one attempt per activity): the
+workflow's model-call block decides each next attempt, after the budget
+check and the stop check (see ``workflows/blocks/model_call.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from durable_navigator.activities.artifacts import ArtifactStore
+from durable_navigator.activities.models.base import CallContext, ModelCallError, UsageMeter
+from durable_navigator.activities.models.registry import ModelRegistry
+from durable_navigator.activities.pricing_loader import TablePricer
+from durable_navigator.activities.requests import EngineSource, RequestBuilder
+from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.decision import FUNCTION_NAMES, ModelDecision
+from durable_navigator.navcore.errors import BudgetError, NavigatorError
+from durable_navigator.navcore.model import Message, ModelRequest, ModelResponse, ToolCallOut
+from durable_navigator.navcore.model_calls import (
+    AnalysisOut,
+    AttemptUsage,
+    CheckOut,
+    DecisionOut,
+    ModelCallInput,
+    ModelCallOutput,
+    ModelResult,
+    PlanOut,
+    PreparedCall,
+    PrepareInput,
+    ReflectionOut,
+    ReviewOut,
+    SummaryOut,
+)
+from durable_navigator.navcore.planning import PlanParseError
+from durable_navigator.navcore.planning_parse import (
+    parse_analysis,
+    parse_criteria_check,
+    parse_reflection,
+    parse_review,
+    parse_stage_plan,
+)
+from durable_navigator.navcore.planning_prompts import corrective_suffix
+
+__all__ = ["ModelCallActivities", "CANCELLED_ERROR_TYPE", "PARSE_ERROR_TYPE"]
+
+CANCELLED_ERROR_TYPE = "ModelCallCancelled"
+PARSE_ERROR_TYPE = "PlanParseError"
+MEDIA_JSON = "application/json"
+#: reasoning / summary characters of a decision kept in history (full text in its artifact)
+HISTORY_REASONING_CHARS = 400
+HISTORY_SUMMARY_CHARS = 2000
+#: seconds between heartbeats of a running call (the worker's throttle sends at most ~1/s)
+HEARTBEAT_EVERY_S = 0.5
+
+
+class ModelCallActivities:
+    """``model.prepare`` and ``model.request`` with their dependencies (one instance per worker)."""
+
+    def __init__(
+        self,
+        store: ArtifactStore,
+        *,
+        pricer: TablePricer,
+        registry: ModelRegistry,
+        engines: EngineSource,
+        token_counter: Callable[[str], int] | None = None,
+    ) -> None:
+        self.store = store
+        self.pricer = pricer
+        self.registry = registry
+        self.builder = RequestBuilder(store, engines)
+        self.count_tokens = token_counter or _repomap_count_tokens
+
+    def all(self) -> list[Callable[..., Any]]:
+        """The activities of this instance, for worker registration."""
+        return [self.prepare, self.request]
+
+    # -- prepare -----------------------------------------------------------
+
+    @activity.defn(name="model.prepare")
+    async def prepare(self, inp: PrepareInput) -> PreparedCall:
+        """Build, count, price and store one model request (heartbeating: it may render a map)."""
+        beat = asyncio.create_task(_heartbeat_forever())
+        try:
+            self.registry.check(inp.model)  # unknown model, no credentials on this worker: refused here
+            rates = self.pricer.rates(inp.model)  # a model without a price is refused here
+            req = await self.builder.build(inp.model, inp.spec)
+            tokens = self._prompt_tokens(req)
+            ref = self.store.put_bytes(req.model_dump_json().encode("utf-8"), MEDIA_JSON, "")
+        except NavigatorError as exc:
+            raise ApplicationError(str(exc), type=exc.kind, non_retryable=True) from exc
+        finally:
+            beat.cancel()
+        return PreparedCall(
+            request_ref=ref,
+            prompt_tokens=tokens,
+            max_output_tokens=req.max_output_tokens,
+            estimate_micros=self.pricer.estimate(inp.model, tokens, req.max_output_tokens),
+            rates=rates,
+        )
+
+    def _prompt_tokens(self, req: ModelRequest) -> int:
+        text = sum(self.count_tokens(m.content) for m in req.messages)
+        tools = self.count_tokens(json.dumps([t.model_dump() for t in req.tools])) if req.tools else 0
+        return text + tools
+
+    # -- request -------------------------------------------------------------
+
+    @activity.defn(name="model.request")
+    async def request(self, inp: ModelCallInput) -> ModelCallOutput:
+        """One attempt: budget-checked HTTP call(s), parsed; consumption reported on every exit."""
+        call = _Attempt(self, inp)
+        beat = asyncio.create_task(call.heartbeat_forever())
+        try:
+            return await call.run()
+        except asyncio.CancelledError:
+            call.meter.settle()
+            raise call.failure(ApplicationError(
+                "the model call was cancelled by the workflow (stop)", type=CANCELLED_ERROR_TYPE, non_retryable=True))
+        except ModelCallError as exc:
+            call.meter.settle(exc.usage)
+            delay = timedelta(seconds=exc.retry_after_s) if exc.retry_after_s else None
+            raise call.failure(ApplicationError(str(exc), type=exc.kind, non_retryable=not exc.retryable,
+                                                next_retry_delay=delay)) from None
+        except NavigatorError as exc:
+            call.meter.settle()
+            raise call.failure(ApplicationError(str(exc), type=exc.kind, non_retryable=True)) from None
+        except ApplicationError as exc:
+            call.meter.settle()
+            raise call.failure(exc) from None
+        except Exception as exc:  # an unexpected provider failure: retryable, booked
+            call.meter.settle()
+            raise call.failure(ApplicationError(f"{type(exc).__name__}: {exc}"[:500] or type(exc).__name__,
+                                                type=type(exc).__name__)) from None
+        finally:
+            beat.cancel()
+
+
+class _Attempt:
+    """The state of one ``model.request`` attempt."""
+
+    def __init__(self, acts: ModelCallActivities, inp: ModelCallInput) -> None:
+        self.acts, self.inp = acts, inp
+        self.meter = UsageMeter()
+        self.call_estimate = inp.call_estimate_micros
+
+    # what the attempt has consumed, as the workflow books it
+    def spent(self) -> AttemptUsage:
+        cost = self.acts.pricer.cost(self.inp.model, self.meter.usage, self.meter.calls)
+        in_flight = self.call_estimate if self.meter.in_flight else 0
+        return AttemptUsage(usage=self.meter.usage, cost_micros=cost, calls=self.meter.calls, attempts=1,
+                            in_flight_micros=in_flight)
+
+    def failure(self, err: ApplicationError) -> ApplicationError:
+        """``err`` with this attempt's consumption as its first detail."""
+        spent = self.spent().model_dump(mode="json")
+        _heartbeat(spent)
+        return ApplicationError(err.message, spent, type=err.type, non_retryable=err.non_retryable,
+                                next_retry_delay=err.next_retry_delay)
+
+    async def heartbeat_forever(self) -> None:
+        while True:
+            _heartbeat(self.spent().model_dump(mode="json"))
+            await asyncio.sleep(HEARTBEAT_EVERY_S)
+
+    async def run(self) -> ModelCallOutput:
+        acts, inp = self.acts, self.inp
+        req = ModelRequest.model_validate_json(acts.store.get_bytes(inp.request_ref).decode("utf-8"))
+        model = acts.registry.model(inp.model)
+        ctx = CallContext(meter=self.meter, heartbeat=lambda note: _heartbeat(self.spent().model_dump(mode="json")),
+                          stream_guard=inp.stream, attempt=inp.attempt, prompt_tokens=inp.prompt_tokens)
+        prompt_tokens, problem = inp.prompt_tokens, ""
+        response = ModelResponse(calls=0)
+        for ask in range(inp.max_reasks + 1):
+            if self.spent().cost_micros + self.call_estimate > inp.allowance_micros:
+                if ask == 0:
+                    raise BudgetError(
+                        f"the next call needs up to {self.call_estimate} micro-USD but only "
+                        f"{inp.allowance_micros} is left; raise the budget or finalize")
+                problem = f"{problem}; no budget left for another corrective re-ask"
+                break
+            self.meter.begin(prompt_tokens)
+            ctx.prompt_tokens = prompt_tokens
+            response = await model.request(req, ctx)
+            self.meter.end(response.usage)
+            parsed = self._parse(req, response)
+            if not isinstance(parsed, str):
+                return ModelCallOutput(result=parsed, spent=self.spent())
+            problem = parsed
+            req, added = _corrective(req, response, parsed)
+            prompt_tokens += acts.count_tokens(added) + 16
+            self.call_estimate = acts.pricer.estimate(inp.model, prompt_tokens, req.max_output_tokens)
+        if inp.kind == "decide":
+            decision = ModelDecision(action="invalid", model=inp.model,
+                                     error=f"no usable function call after {self.meter.calls} request(s): {problem}"[:2000],
+                                     reasoning=response.text[:2000])
+            return ModelCallOutput(result=self._decision_out(decision), spent=self.spent())
+        raise ApplicationError(f"{inp.kind}: the model's answer could not be parsed: {problem}"[:800],
+                               type=PARSE_ERROR_TYPE, non_retryable=True)
+
+    def _parse(self, req: ModelRequest, resp: ModelResponse) -> ModelResult | str:
+        """The typed result of the answer, or why it is unusable (quoted in the re-ask)."""
+        task, text = req.task, resp.text
+        if task.kind == "decide":
+            from durable_navigator.navcore.decision import decision_from_calls
+
+            decision = decision_from_calls([(c.name, c.args) for c in resp.tool_calls], self.inp.model, text)
+            return decision if isinstance(decision, str) else self._decision_out(decision)
+        try:
+            if task.kind == "planning.analyze":
+                return AnalysisOut(analysis=parse_analysis(text))
+            if task.kind == "planning.review":
+                return ReviewOut(review=parse_review(text))
+            if task.kind == "planning.plan":
+                return PlanOut(plan=parse_stage_plan(text, task.config))  # type: ignore[union-attr]
+            if task.kind == "stages.check_criteria":
+                return CheckOut(check=parse_criteria_check(
+                    text, list(task.stage.success_criteria), task.index))  # type: ignore[union-attr]
+            if task.kind == "stages.reflect":
+                return ReflectionOut(reflection=parse_reflection(text, task.config))  # type: ignore[union-attr]
+            if not text.strip():
+                return "the summary was empty; write a plain-text summary of the log"
+            return SummaryOut(summary=text.strip())
+        except PlanParseError as exc:
+            return str(exc)
+
+    def _decision_out(self, decision: ModelDecision) -> DecisionOut:
+        """The decision for history (trimmed) with the full one in the artifact store."""
+        acts = self.acts
+        ref: ArtifactRef = acts.store.put_bytes(decision.model_dump_json().encode("utf-8"), MEDIA_JSON, "")
+        summary = decision.summary[:HISTORY_SUMMARY_CHARS] if decision.summary else decision.summary
+        trimmed = decision.model_copy(update={"reasoning": decision.reasoning[:HISTORY_REASONING_CHARS],
+                                              "summary": summary})
+        return DecisionOut(decision=trimmed, decision_ref=ref)
+
+
+def _corrective(req: ModelRequest, resp: ModelResponse, problem: str) -> tuple[ModelRequest, str]:
+    """The request with the model's unusable answer and the correction appended (and the added text)."""
+    if req.task.kind == "decide":
+        names = " or ".join(f"{n}(...)" for n in FUNCTION_NAMES)
+        correction = (f"Your previous answer was not usable: {problem}. Answer again with exactly one function "
+                      f"call ({names}, or code-tool calls) whose arguments match the declared schema.")
+    else:
+        correction = corrective_suffix(problem).strip()
+    answer = Message(role="assistant", content=resp.text,
+                     tool_calls=[ToolCallOut(name=c.name, args=c.args) for c in resp.tool_calls])
+    messages = [*req.messages, answer, Message(role="user", content=correction)]
+    added = resp.text + json.dumps([c.args for c in resp.tool_calls]) + correction
+    return req.model_copy(update={"messages": messages}), added
+
+
+def _heartbeat(details: dict[str, Any]) -> None:
+    if activity.in_activity():
+        activity.heartbeat(details)
+
+
+async def _heartbeat_forever() -> None:
+    while True:
+        if activity.in_activity():
+            activity.heartbeat()
+        await asyncio.sleep(HEARTBEAT_EVERY_S * 4)
+
+
+def _repomap_count_tokens(text: str) -> int:
+    from durable_navigator.repomap.tokens import count_tokens
+
+    return int(count_tokens(text))

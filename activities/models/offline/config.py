@@ -1,0 +1,136 @@
+"""Shared types of the offline policy: its configuration, an allocation, a turn's outcome.
+
+Kept apart so the survey/allocate code (``policy``), the plan diff (``diff``) and
+the feedback rules (``feedback``) all import from here and never from each other
+in a cycle.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from durable_navigator.activities.models.offline.symbols import ScoredSymbol, SymbolScoreConfig
+from durable_navigator.activities.models.offline.tools import OfflineToolConfig
+from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
+from durable_navigator.navcore.mapmeta import MapMetadata
+
+__all__ = ["OfflinePolicyConfig", "Allocation", "PolicyOutcome", "OfflineTurn", "glob_matches", "why"]
+
+
+class OfflinePolicyConfig(BaseModel):
+    """Thresholds and weights of the offline policy (no inline magic numbers)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: finalize once the rendered map uses at least this share of the token budget
+    finalize_budget_use: float = 0.85
+    #: fill moves spend at most this share of the tokens the last map left unused
+    fill_slack: float = 0.8
+    #: share of the budget the policy plans explicitly; the engine's auto levels fill the rest
+    explicit_share: float = 0.80
+    #: a file is shown in full only if that costs at most this share of the budget
+    full_file_share: float = 0.45
+    #: at most this many files in full
+    max_full_files: int = 2
+    #: a runner-up goes full only if its score is at least this share of the top score
+    full_file_min_rel_score: float = 0.5
+    #: a file's outline gets docstrings (L3) when that costs at most this share
+    docs_level_share: float = 0.10
+    survey_files: int = 8
+    survey_dirs: int = 2
+    #: a directory is focused only if it holds at least this share of the top files' score
+    dir_min_share: float = 0.25
+    #: ...and only if it is a narrowing: it holds at most this share of the repository's files
+    dir_max_repo_share: float = 0.5
+    symbol_files: int = 6
+    max_expand: int = 6
+    #: expand a symbol only if it scores at least this share of the best symbol
+    expand_min_rel_score: float = 0.15
+    neighbour_symbols: int = 2
+    max_neighbours: int = 4
+    dir_focus_weight: float = 1.5
+    file_focus_weight: float = 2.0
+    neighbour_weight: float = 0.5
+    symbol_focus_weight: float = 3.0
+    #: weight of focus the human asked for in feedback (never removed by the policy)
+    feedback_weight: float = 4.0
+    symbols: SymbolScoreConfig = SymbolScoreConfig()
+    #: the first turn's code-tool round and the focus its results give the survey
+    tools: OfflineToolConfig = OfflineToolConfig()
+    #: engine signals that say nothing about the goal's words (for the "no lexical match" note)
+    structural_signals: tuple[str, ...] = ("pagerank", "focus")
+
+
+def glob_matches(glob: str, path: str) -> bool:
+    """The flight-plan glob semantics: ``**`` spans directories, a bare dir prefix matches below it."""
+    if not any(ch in glob for ch in "*?["):
+        prefix = glob.rstrip("/")
+        return path == prefix or path.startswith(prefix + "/")
+    out, i = [], 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return re.fullmatch("".join(out), path) is not None
+
+
+def why(ranked: Any) -> str:
+    """The two strongest ranking signals of a ranked file, e.g. ``bm25 3.1, pagerank 0.02``."""
+    top = sorted(ranked.signals.items(), key=lambda kv: (-abs(kv[1]), kv[0]))[:2]
+    return ", ".join(f"{k} {v:.3g}" for k, v in top) or f"score {ranked.score:.3g}"
+
+
+@dataclass
+class Allocation:
+    """The per-file levels and symbol expansions the policy wants, with its estimated cost."""
+
+    levels: dict[str, Level] = field(default_factory=dict)
+    expand: list[ScoredSymbol] = field(default_factory=list)
+    neighbours: list[str] = field(default_factory=list)
+    cost: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PolicyOutcome:
+    """What one turn decided: an update (possibly empty) or finalize, with reasons."""
+
+    finalize: bool
+    reasoning: str
+    update: FlightPlanUpdate = field(default_factory=FlightPlanUpdate)
+    summary: str | None = None
+
+
+
+
+@dataclass(frozen=True)
+class OfflineTurn:
+    """What the policy sees of one navigator turn (a ``DecideTask`` plus the opened engine)."""
+
+    goal: str
+    flight_plan: FlightPlan
+    iteration: int
+    max_iterations: int
+    engine: Any
+    map_metadata: MapMetadata | None = None
+    feedback: str | None = None
+    #: (action, reasoning) of the most recent decisions, oldest first
+    recent_decisions: tuple[tuple[str, str], ...] = ()
+    tools_available: bool = False
+    tool_results: tuple[str, ...] = ()

@@ -1,0 +1,217 @@
+"""The one model interface: model specs, requests, responses and typed tasks.
+
+Every model call of every workflow — a navigator turn, a planning phase call,
+a stage check, a reflection, a decision-log compression — is one
+:class:`ModelRequest` answered by one :class:`ModelResponse`, served by the
+one ``model.request`` activity for every provider (``offline``, ``scripted``,
+``gemini-*``, and OpenAI-compatible endpoints).
+
+* LLM providers read ``messages``, ``tools`` and ``output_schema``;
+* deterministic models (the offline policy, the scripted model) read the
+  typed ``task``, which carries the structured inputs the prompt was built
+  from (never credentials);
+* :func:`parse_model_spec` is the one parser of model names, used by the CLI,
+  the pricing table and the provider registry.
+
+Pure and deterministic (pydantic + stdlib): safe in the workflow sandbox.
+Requests live in the artifact store; only references enter history.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from durable_navigator.navcore.compression import SummaryRequest
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navcore.mapmeta import FileSummary, MapMetadata
+from durable_navigator.navcore.modelspec import BUILTIN_OPENAI_PREFIXES, ModelSpec, Provider, parse_model_spec
+from durable_navigator.navcore.planning import (
+    PlanningAnalysis,
+    CriteriaCheck,
+    PlanningConfig,
+    PlanReview,
+    Stage,
+    StagePlan,
+)
+
+__all__ = [
+    "BUILTIN_OPENAI_PREFIXES",
+    "Provider",
+    "ModelSpec",
+    "parse_model_spec",
+    "Message",
+    "ToolSpec",
+    "ToolCallOut",
+    "DecideTask",
+    "AnalyzeTask",
+    "ReviewTask",
+    "PlanTask",
+    "CriteriaTask",
+    "ReflectTask",
+    "CompressTask",
+    "ModelTask",
+    "TaskKind",
+    "ModelRequest",
+    "ModelResponse",
+]
+
+class Message(BaseModel):
+    """One conversation message (system, user, or the model's own earlier turn)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["system", "user", "assistant"]
+    content: str = ""
+    #: an assistant turn's function calls (for a corrective re-ask that quotes them)
+    tool_calls: list["ToolCallOut"] = []
+
+
+class ToolSpec(BaseModel):
+    """A function the model may call: name, description, JSON-schema parameters."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Annotated[str, Field(min_length=1, max_length=64)]
+    description: str
+    parameters: dict[str, Any]
+
+
+class ToolCallOut(BaseModel):
+    """One function call in a model's answer (arguments as the model gave them)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    args: dict[str, Any] = {}
+
+
+class _Task(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    goal: str
+    repo_root: str
+    #: which call of this kind (navigator iteration, stage index, compression ordinal):
+    #: deterministic models and scripts key their answers by it
+    index: int = Field(0, ge=0)
+
+
+class DecideTask(_Task):
+    """A navigator turn: update the flight plan, call code tools, or finalize."""
+
+    kind: Literal["decide"] = "decide"
+    flight_plan: FlightPlan
+    max_iterations: int
+    map_metadata: MapMetadata | None = None
+    feedback: str | None = None
+    #: (action, reasoning) of the most recent decisions, oldest first
+    recent_decisions: list[tuple[str, str]] = []
+    #: the caller runs ``call_tools`` decisions (the workflow does; the benchmark loop may not)
+    tools_available: bool = True
+    #: results of the previous turn's tool calls, as the prompt shows them
+    tool_results: list[str] = []
+
+
+class AnalyzeTask(_Task):
+    """Planning: DIRECT, or an analysis ending ``REFLECT: yes|no``."""
+
+    kind: Literal["planning.analyze"] = "planning.analyze"
+    config: PlanningConfig
+    map_metadata: MapMetadata | None = None
+
+
+class ReviewTask(_Task):
+    """Planning: critic, pragmatist, detailer."""
+
+    kind: Literal["planning.review"] = "planning.review"
+    config: PlanningConfig
+    analysis: PlanningAnalysis
+    map_metadata: MapMetadata | None = None
+
+
+class PlanTask(_Task):
+    """Planning: the stage plan."""
+
+    kind: Literal["planning.plan"] = "planning.plan"
+    config: PlanningConfig
+    analysis: PlanningAnalysis
+    review: PlanReview | None = None
+    map_metadata: MapMetadata | None = None
+
+
+class CriteriaTask(_Task):
+    """A stage's end: which success criteria the current map meets."""
+
+    kind: Literal["stages.check_criteria"] = "stages.check_criteria"
+    config: PlanningConfig
+    stage: Stage
+    map_text: str = ""
+    files: list[FileSummary] = []
+    map_metadata: MapMetadata | None = None
+
+
+class ReflectTask(_Task):
+    """A stage's end: keep or rewrite the remaining stages."""
+
+    kind: Literal["stages.reflect"] = "stages.reflect"
+    config: PlanningConfig
+    plan: StagePlan
+    completed_index: int = Field(ge=0)
+    check: CriteriaCheck
+
+
+class CompressTask(_Task):
+    """Summarize older decision-log entries."""
+
+    kind: Literal["navigator.compress"] = "navigator.compress"
+    request: SummaryRequest
+
+
+ModelTask = Annotated[
+    Union[DecideTask, AnalyzeTask, ReviewTask, PlanTask, CriteriaTask, ReflectTask, CompressTask],
+    Field(discriminator="kind"),
+]
+TaskKind = Literal[
+    "decide", "planning.analyze", "planning.review", "planning.plan", "stages.check_criteria",
+    "stages.reflect", "navigator.compress",
+]
+
+
+class ModelRequest(BaseModel):
+    """One model call: messages, optional function declarations, optional output schema, the task."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    messages: list[Message] = Field(min_length=1)
+    tools: list[ToolSpec] = []
+    #: ``required``: answer with a function call (the navigator turn); ``auto``: may answer in text
+    tool_choice: Literal["auto", "required", "none"] = "auto"
+    #: JSON schema the text answer must follow (providers with structured output use it)
+    output_schema: dict[str, Any] | None = None
+    max_output_tokens: int = Field(ge=1)
+    task: ModelTask
+
+    @property
+    def system(self) -> str:
+        """The system instruction (empty when there is none)."""
+        return "\n\n".join(m.content for m in self.messages if m.role == "system")
+
+    @property
+    def conversation(self) -> list[Message]:
+        """Every message but the system instruction."""
+        return [m for m in self.messages if m.role != "system"]
+
+
+class ModelResponse(BaseModel):
+    """A model's answer: text and/or function calls, and what the call(s) used."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = ""
+    tool_calls: list[ToolCallOut] = []
+    usage: TokenUsage = TokenUsage()
+    #: provider HTTP calls this answer took
+    calls: int = Field(1, ge=0)

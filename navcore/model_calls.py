@@ -1,0 +1,287 @@
+"""Inputs and outputs of the two model activities, ``model.prepare`` and ``model.request``.
+
+One model call from any workflow is:
+
+1. ``model.prepare(PrepareInput)`` — build the :class:`~navcore.model.ModelRequest`
+   for a prompt spec (small: references and settings), store it, and return
+   its exact prompt size and the upper-bound cost of one HTTP call;
+2. the workflow reserves that estimate in the run's ledger (refused past the
+   limit) and checks the stop flag — before *every* attempt;
+3. ``model.request(ModelCallInput)`` — one attempt: the provider call (plus at
+   most ``max_reasks`` corrective re-asks, each checked against the
+   attempt's ``allowance_micros`` first), parsed into a typed
+   :data:`ModelResult`; what the attempt consumed is reported in the result,
+   in a failure's details, in a cancellation's details, and in the last
+   heartbeat (a crashed attempt is booked at its in-flight upper bound);
+4. the workflow reconciles the reservation with that consumption.
+
+Only references and small typed results enter history.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from durable_navigator.navcore.activity_io import PromptInput
+from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.compression import SummaryRequest
+from durable_navigator.navcore.decision import ModelDecision, TokenUsage
+from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navcore.planning import (
+    CriteriaCheck,
+    PlanningAnalysis,
+    PlanningConfig,
+    PlanReview,
+    Reflection,
+    Stage,
+    StagePlan,
+)
+from durable_navigator.navcore.pricing import ModelPricingRates
+
+__all__ = [
+    "StreamGuard",
+    "DecideSpec",
+    "AnalyzeSpec",
+    "ReviewSpec",
+    "PlanSpec",
+    "CriteriaSpec",
+    "ReflectSpec",
+    "CompressSpec",
+    "PromptSpec",
+    "PrepareInput",
+    "PreparedCall",
+    "ModelCallInput",
+    "AttemptUsage",
+    "DecisionOut",
+    "AnalysisOut",
+    "ReviewOut",
+    "PlanOut",
+    "CheckOut",
+    "ReflectionOut",
+    "SummaryOut",
+    "ModelResult",
+    "ModelCallOutput",
+]
+
+
+class _IO(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StreamGuard(_IO):
+    """How long a streaming model answer may stay silent.
+
+    ``first_chunk_timeout_s``: from sending the request to the first chunk (the
+    model may think first); ``inter_chunk_timeout_s``: between two chunks. When
+    one fires the HTTP connection is closed and the attempt fails retryably
+    (``ModelStalled``), booking what the stream had reported.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    first_chunk_timeout_s: float = Field(60.0, gt=0, le=3600)
+    inter_chunk_timeout_s: float = Field(30.0, gt=0, le=3600)
+
+
+# -- prompt specs: what model.prepare builds a request from (small; refs only) ----
+
+
+class _Spec(_IO):
+    model: str
+    repo_root: str
+    #: the goal text in the artifact store (set by scan); never copied into history again
+    goal_ref: ArtifactRef
+    max_output_tokens: int = Field(ge=1)
+
+
+class DecideSpec(_IO):
+    """A navigator turn: the prompt of :class:`~navcore.activity_io.PromptInput`."""
+
+    kind: Literal["decide"] = "decide"
+    repo_root: str
+    prompt: PromptInput
+
+
+class AnalyzeSpec(_Spec):
+    """Planning: analyze the goal (renders the coarse map for an excerpt)."""
+
+    kind: Literal["planning.analyze"] = "planning.analyze"
+    config: PlanningConfig
+    map_metadata: MapMetadata | None = None
+
+
+class ReviewSpec(_Spec):
+    """Planning: critic / pragmatist / detailer."""
+
+    kind: Literal["planning.review"] = "planning.review"
+    config: PlanningConfig
+    analysis: PlanningAnalysis
+    map_metadata: MapMetadata | None = None
+
+
+class PlanSpec(_Spec):
+    """Planning: the stage plan (a re-plan carries the user's feedback in the analysis)."""
+
+    kind: Literal["planning.plan"] = "planning.plan"
+    config: PlanningConfig
+    analysis: PlanningAnalysis
+    review: PlanReview | None = None
+    map_metadata: MapMetadata | None = None
+
+
+class CriteriaSpec(_Spec):
+    """A stage's end: check its criteria against the map rendered under ``flight_plan``."""
+
+    kind: Literal["stages.check_criteria"] = "stages.check_criteria"
+    config: PlanningConfig
+    stage_index: int = Field(ge=0)
+    stage: Stage
+    flight_plan: FlightPlan
+    map_metadata: MapMetadata | None = None
+
+
+class ReflectSpec(_Spec):
+    """A stage's end: keep or rewrite the remaining stages."""
+
+    kind: Literal["stages.reflect"] = "stages.reflect"
+    config: PlanningConfig
+    plan: StagePlan
+    completed_index: int = Field(ge=0)
+    check: CriteriaCheck
+
+
+class CompressSpec(_Spec):
+    """Summarize older decision-log entries (``ordinal``: the how-many-th compression)."""
+
+    kind: Literal["navigator.compress"] = "navigator.compress"
+    request: SummaryRequest
+    ordinal: int = Field(0, ge=0)
+
+
+PromptSpec = Annotated[
+    Union[DecideSpec, AnalyzeSpec, ReviewSpec, PlanSpec, CriteriaSpec, ReflectSpec, CompressSpec],
+    Field(discriminator="kind"),
+]
+
+
+class PrepareInput(_IO):
+    """Build and store the request of one model call."""
+
+    model: str
+    spec: PromptSpec
+
+
+class PreparedCall(_IO):
+    """The stored request, its exact prompt size and the upper-bound cost of one HTTP call."""
+
+    #: a :class:`~navcore.model.ModelRequest` as JSON
+    request_ref: ArtifactRef
+    prompt_tokens: int = Field(ge=0)
+    max_output_tokens: int = Field(ge=1)
+    #: one HTTP call: the prompt (with the provider tokenizer margin) at the input rate plus
+    #: the output cap at the dearer of the output and thinking rates
+    estimate_micros: int = Field(ge=0)
+    rates: ModelPricingRates
+
+
+# -- one attempt ---------------------------------------------------------------
+
+
+class ModelCallInput(_IO):
+    """One attempt of one model call."""
+
+    model: str
+    kind: str
+    request_ref: ArtifactRef
+    #: the workflow's attempt number (1-based): scripts and logs key by it
+    attempt: int = Field(1, ge=1)
+    #: what this attempt may spend at most, re-asks included (the run's remaining budget)
+    allowance_micros: int = Field(ge=0)
+    #: upper bound of one HTTP call (from ``model.prepare``)
+    call_estimate_micros: int = Field(ge=0)
+    prompt_tokens: int = Field(0, ge=0)
+    max_reasks: int = Field(1, ge=0, le=3)
+    stream: StreamGuard = StreamGuard()
+
+
+class AttemptUsage(_IO):
+    """What one attempt consumed (reported in results, failures, cancellations and heartbeats)."""
+
+    usage: TokenUsage = TokenUsage()
+    cost_micros: int = Field(0, ge=0)
+    #: provider HTTP calls made
+    calls: int = Field(0, ge=0)
+    #: activity attempts these figures cover
+    attempts: int = Field(1, ge=0)
+    #: the upper bound of an HTTP call in flight when this was recorded (a crashed or
+    #: lost attempt is booked at it, so the ledger never under-counts)
+    in_flight_micros: int = Field(0, ge=0)
+
+    def plus(self, usage: TokenUsage, cost_micros: int, calls: int) -> "AttemptUsage":
+        """This record with more consumption added (and nothing in flight)."""
+        return self.model_copy(
+            update={
+                "usage": self.usage + usage,
+                "cost_micros": self.cost_micros + cost_micros,
+                "calls": self.calls + calls,
+                "in_flight_micros": 0,
+            }
+        )
+
+    def booked_micros(self) -> int:
+        """What the ledger charges for it: the known cost plus any in-flight upper bound."""
+        return self.cost_micros + self.in_flight_micros
+
+
+class DecisionOut(_IO):
+    """A navigator turn (reasoning shortened for history; full text in ``decision_ref``)."""
+
+    kind: Literal["decide"] = "decide"
+    decision: ModelDecision
+    decision_ref: ArtifactRef
+
+
+class AnalysisOut(_IO):
+    kind: Literal["planning.analyze"] = "planning.analyze"
+    analysis: PlanningAnalysis
+
+
+class ReviewOut(_IO):
+    kind: Literal["planning.review"] = "planning.review"
+    review: PlanReview
+
+
+class PlanOut(_IO):
+    kind: Literal["planning.plan"] = "planning.plan"
+    plan: StagePlan
+
+
+class CheckOut(_IO):
+    kind: Literal["stages.check_criteria"] = "stages.check_criteria"
+    check: CriteriaCheck
+
+
+class ReflectionOut(_IO):
+    kind: Literal["stages.reflect"] = "stages.reflect"
+    reflection: Reflection
+
+
+class SummaryOut(_IO):
+    kind: Literal["navigator.compress"] = "navigator.compress"
+    summary: str
+
+
+ModelResult = Annotated[
+    Union[DecisionOut, AnalysisOut, ReviewOut, PlanOut, CheckOut, ReflectionOut, SummaryOut],
+    Field(discriminator="kind"),
+]
+
+
+class ModelCallOutput(_IO):
+    """The typed result of one attempt and what it consumed."""
+
+    result: ModelResult
+    spent: AttemptUsage

@@ -1,0 +1,67 @@
+"""Activity options of every workflow, in one place.
+
+Every ``execute_activity`` of the project takes its timeouts, heartbeat
+timeout and retry policy from here; non-retryable error types are the
+project's domain errors (they cannot succeed on retry).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+__all__ = [
+    "ActivityOptions",
+    "NON_RETRYABLE",
+    "SHORT",
+    "SCAN",
+    "PREPARE",
+    "TOOL",
+    "RESULT",
+    "run_activity",
+]
+
+#: domain errors: a retry cannot fix bad input, configuration, a missing model or budget
+NON_RETRYABLE = ["NavigatorError", "ConfigError", "RepoError", "FlightPlanError", "BudgetError", "ModelError",
+                 "ArtifactError", "PathEscapeError", "PlanParseError"]
+
+
+@dataclass(frozen=True)
+class ActivityOptions:
+    """Timeouts and retry policy of one kind of activity."""
+
+    start_to_close: timedelta
+    heartbeat: timedelta | None = None
+    max_attempts: int = 3
+
+    def kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``workflow.execute_activity``."""
+        return {
+            "start_to_close_timeout": self.start_to_close,
+            "heartbeat_timeout": self.heartbeat,
+            "retry_policy": RetryPolicy(maximum_attempts=self.max_attempts, non_retryable_error_types=NON_RETRYABLE),
+        }
+
+
+#: these heartbeat every few seconds: a killed worker is noticed fast
+_WORK_HEARTBEAT = timedelta(seconds=30)
+#: repo-map renders, result writing
+SHORT = ActivityOptions(timedelta(minutes=2), _WORK_HEARTBEAT)
+#: indexing a large repository on a cold cache takes a while
+SCAN = ActivityOptions(timedelta(minutes=15), _WORK_HEARTBEAT)
+#: building a model request (may render a map excerpt)
+PREPARE = ActivityOptions(timedelta(minutes=5), _WORK_HEARTBEAT)
+#: one code-tool call: an index lookup or a file read
+TOOL = ActivityOptions(timedelta(minutes=1), None, max_attempts=2)
+#: writing the result files
+RESULT = SHORT
+
+
+async def run_activity(name: str, arg: Any, result_type: type, options: ActivityOptions, summary: str) -> Any:
+    """``workflow.execute_activity`` with the options of ``options`` and a readable summary."""
+    return await workflow.execute_activity(name, arg, result_type=result_type, summary=summary[:200],
+                                           **options.kwargs())
