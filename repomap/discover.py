@@ -125,9 +125,9 @@ def _name_skip(rel: str, lock: set[str], cfg: DiscoverConfig) -> str | None:
 
 
 def _stat_entry(root: Path, rel: str, cfg: DiscoverConfig, disc: Discovery) -> FileEntry | None:
-    full = root / rel
+    full = f"{root}/{rel}"  # a str, not a Path: path objects cost more than the lstat on big trees
     try:
-        st = full.lstat()
+        st = os.lstat(full)
     except FileNotFoundError:
         return None  # listed by git's index, deleted from the work tree: not part of the tree
     except OSError:
@@ -135,7 +135,7 @@ def _stat_entry(root: Path, rel: str, cfg: DiscoverConfig, disc: Discovery) -> F
         return None
     try:
         if stat.S_ISLNK(st.st_mode):
-            target = full.resolve()
+            target = Path(full).resolve()
             if not is_inside(root, target):
                 disc.skip(rel, "symlink_escape")
                 return None
@@ -203,23 +203,26 @@ def git_commit(root: Path) -> str | None:
 def _walk(root: Path, cfg: DiscoverConfig) -> list[str]:
     """Gitignore-aware walk (nested .gitignore files apply below their directory).
 
-    ``os.scandir`` with relative paths built by concatenation: on trees with tens
-    of thousands of directories ``os.walk`` + ``relpath`` cost more than the I/O.
-    Symlinked directories are not descended (their files could leave the root).
+    ``os.scandir`` with relative paths built by string concatenation: on trees
+    with tens of thousands of directories ``os.walk`` + ``relpath`` -- or even
+    ``pathlib`` joins -- cost more than the I/O. The caller sorts the result, so
+    directories are read in any order. Symlinked directories are not descended
+    (their files could leave the root).
     """
     out: list[str] = []
     skip = set(cfg.skip_dirs)
+    base = f"{root}/"
     stack: list[tuple[str, list[tuple[str, pathspec.PathSpec]]]] = [("", [])]
     while stack:
         rel_dir, specs = stack.pop()
         try:
-            with os.scandir(root / rel_dir if rel_dir else root) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            with os.scandir(base + rel_dir) as it:
+                entries = list(it)
         except OSError:
             continue
         if any(e.name == ".gitignore" for e in entries):
             try:
-                lines = (root / rel_dir / ".gitignore").read_text("utf-8", "replace").splitlines()
+                lines = Path(base + rel_dir + ".gitignore").read_text("utf-8", "replace").splitlines()
                 specs = [*specs, (rel_dir, pathspec.GitIgnoreSpec.from_lines(lines))]
             except OSError:
                 pass
