@@ -1,10 +1,11 @@
 """The navigator's non-model activities: scan, render, write the result.
 
 Built once per worker as :class:`NavigatorActivities` with its dependencies
-(artifact store, pricing, model registry, repo-map opener) injected. It
-caches one opened ``repomap.RepoMap`` per repository root *on the instance*
-(never at class level: the sandbox re-imports modules and tests build many
-instances). Names are stable public API: ``navigator.scan``,
+(artifact store, pricing, model registry, repo-map opener) injected. Its
+opened engines live in an :class:`~activities.engines.EngineCache` *on the
+instance* (never at class level: the sandbox re-imports modules and tests build
+many instances); scans and renders refresh them, so every exploration sees the
+repository as it is now. Names are stable public API: ``navigator.scan``,
 ``navigator.render_map``, ``navigator.write_result``. Model calls are the
 ``model.prepare`` / ``model.request`` activities (:mod:`activities.model_calls`).
 """
@@ -22,9 +23,11 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_navigator.activities.artifacts import ArtifactStore, atomic_write_bytes
+from durable_navigator.activities.engines import EngineCache, EngineFactory, open_repomap
 from durable_navigator.activities.models.base import Model
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.pricing_loader import TablePricer
+from durable_navigator.activities.skips import skipped_files_markdown
 from durable_navigator.navcore.activity_io import (
     MapView,
     RenderInput,
@@ -35,13 +38,12 @@ from durable_navigator.navcore.activity_io import (
     WriteResultOutput,
 )
 from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.errors import NavigatorError, RepoError
+from durable_navigator.navcore.errors import NavigatorError
 from durable_navigator.navcore.flightplan import FlightPlan
 from durable_navigator.navcore.mapmeta import MapMetadata
 
 __all__ = ["NavigatorActivities", "ActivityLimits", "EngineFactory", "to_application_error"]
 
-EngineFactory = Callable[[Path], Any]
 T = TypeVar("T")
 
 MEDIA_MARKDOWN = "text/markdown; charset=utf-8"
@@ -100,26 +102,19 @@ class NavigatorActivities:
         """``model_overrides``: models served under a name of their own (tests, embedders)."""
         self.store = store
         self.pricer = pricer
-        self.engine_factory = engine_factory or _open_repomap
+        self.engine_factory = engine_factory or open_repomap
+        self.engines = EngineCache(self.engine_factory)
         #: the exact token counter ``model.prepare`` counts prompts with (None: the engine's)
         self.count_tokens = token_counter
         self.limits = limits or ActivityLimits()
-        self._engines: dict[Path, Any] = {}
-        self._engine_lock = asyncio.Lock()
         #: the models this worker serves (the offline one reads this instance's engines)
         self.models = models or ModelRegistry(self.engine, overrides=model_overrides)
 
     # -- helpers ---------------------------------------------------------
 
     async def engine(self, repo_root: str | Path) -> Any:
-        """The cached ``RepoMap`` of ``repo_root`` (opened once per worker)."""
-        root = Path(repo_root).expanduser().resolve()
-        async with self._engine_lock:
-            if root not in self._engines:
-                if not root.is_dir():
-                    raise RepoError(f"repository {root} does not exist or is not a directory; pass a repo path")
-                self._engines[root] = await asyncio.to_thread(self.engine_factory, root)
-            return self._engines[root]
+        """The current ``RepoMap`` of ``repo_root`` (see ``EngineCache.get``; scans and renders refresh it)."""
+        return await self.engines.get(repo_root)
 
     def _put_text(self, text: str, media_type: str, summary: str) -> ArtifactRef:
         # an empty summary stays empty (the store's own default would quote the text)
@@ -138,8 +133,7 @@ class NavigatorActivities:
         finally:
             beat.cancel()
 
-    async def _render(self, repo_root: str, plan: FlightPlan, label: str) -> RenderOutput:
-        engine = await self.engine(repo_root)
+    async def _render(self, engine: Any, plan: FlightPlan) -> RenderOutput:
         result = await asyncio.to_thread(engine.render, plan)
         meta: MapMetadata = result.metadata
         # Internal refs carry no summary: they travel through history every iteration.
@@ -160,8 +154,8 @@ class NavigatorActivities:
         async def work() -> ScanOutput:
             self.models.check(inp.model)  # unknown model, no credentials → ModelError before any spend
             rates = self.pricer.rates(inp.model)  # a model without a price is refused now
-            engine = await self.engine(inp.repo_root)
-            render = await self._render(inp.repo_root, inp.flight_plan, "scan")
+            engine = await self.engines.get(inp.repo_root, refresh=True)
+            render = await self._render(engine, inp.flight_plan)
             goal_ref = self._put_text(inp.goal, MEDIA_TEXT, "goal") if inp.goal is not None else None
             return ScanOutput(
                 goal_ref=goal_ref,
@@ -184,7 +178,7 @@ class NavigatorActivities:
                 assert inp.base_view_ref is not None and inp.update is not None  # RenderInput checks it
                 base = MapView.model_validate_json(self._get_text(inp.base_view_ref)).plan
                 plan = base.apply(inp.update)
-            return await self._render(inp.repo_root, plan, f"step {inp.step}")
+            return await self._render(await self.engines.get(inp.repo_root, refresh=True), plan)
 
         return await self._guard(work())
 
@@ -195,7 +189,11 @@ class NavigatorActivities:
         async def work() -> WriteResultOutput:
             out = Path(inp.out_dir).expanduser().resolve() / inp.workflow_id
             map_text = self._get_text(inp.map_ref) if inp.map_ref else "(no map was rendered)\n"
-            context = _context_markdown(inp, map_text)
+            try:
+                engine = await self.engines.get(inp.repo_root)
+            except NavigatorError:
+                engine = None  # the repository is gone: the map's own notes still go in
+            context = _context_markdown(inp, map_text, skipped_files_markdown(engine, map_text))
             context_ref = self._put_text(context, MEDIA_MARKDOWN, f"context pack for {inp.workflow_id}")
             report_text = json.dumps(json.loads(inp.report_json), indent=2, sort_keys=True) + "\n"
             report_ref = self._put_text(report_text, MEDIA_JSON, f"report for {inp.workflow_id}")
@@ -215,20 +213,13 @@ class NavigatorActivities:
         return [self.scan, self.render_map, self.write_result]
 
 
-def _context_markdown(inp: WriteResultInput, map_text: str) -> str:
+def _context_markdown(inp: WriteResultInput, map_text: str, skipped: str = "") -> str:
     summary = (inp.summary or "").strip() or "(the navigator stopped before writing a summary)"
     return (
         f"# Context: {inp.goal.strip()}\n\n"
         f"Repository: `{inp.repo_root}`\n\n"
         f"## Summary\n\n{summary}\n\n"
         + (f"## Stages and success criteria\n\n{inp.stage_plan.strip()}\n\n" if inp.stage_plan else "")
+        + (f"## Files not in the map\n\n{skipped.rstrip()}\n\n" if skipped else "")
         + f"## Repository map\n\n{map_text.rstrip()}\n"
     )
-
-
-def _open_repomap(root: Path) -> Any:
-    from durable_navigator.repomap import RepoMap
-
-    return RepoMap.open(root)
-
-

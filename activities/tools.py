@@ -70,6 +70,11 @@ def _rel(root: Path, path: str) -> str:
     return "" if rel == "." else rel
 
 
+#: a file the index lists is gone from the working tree (deleted, renamed, another checkout)
+_VANISHED = ("{path} was deleted or renamed after the repository was indexed; the next map will not list it. "
+             "Use list_directory or search_codebase to find the current files")
+
+
 def _fail(tool: str, error: str) -> ToolResult:
     return ToolResult(tool=tool, ok=False, error=" ".join(error.split())[:1000], summary=f"{tool}: error")
 
@@ -153,7 +158,10 @@ class CodeToolActivities:
                 f"{args.path} is not an indexed file (missing, a folder, ignored, binary or oversized); "
                 "use list_directory or search_codebase to find files",
             )
-        data = _resolve_inside(root, rel).read_bytes()
+        try:
+            data = _resolve_inside(root, rel).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return _fail("read_file", _VANISHED.format(path=rel))
         total = data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
         start = args.start_line
         if start > max(total, 1):

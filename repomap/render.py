@@ -6,6 +6,11 @@ The header carries no timings so the same input gives the same bytes (timings
 are in ``MapMetadata.timings_ms``). The exact counter verifies every result; if
 pieces priced separately overshoot after concatenation, the fitter degrades
 more and the map is re-assembled.
+
+Level 4 and expanded symbols read the file as it is now; levels 1-3, drawn from
+the index, check that it is still there. A file that has vanished, become
+unreadable or turned binary since it was indexed is hidden and named in the header (``"skipped": {path: reason}``, present only then), and the rest of the
+budget is fitted again without it: a tree changing under a render never fails it.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, count_tokens
 
 __all__ = ["RenderInput", "Rendered", "requested_levels", "render_plan", "has_symbol_support", "summaries",
-           "metadata"]
+           "metadata", "read_current"]
 
 _HEADER_FIXPOINT_PASSES = 4
 
@@ -51,6 +56,8 @@ class RenderInput:
     #: timings known before fitting (open, rank) to put into the header; None keeps
     #: the header byte-identical for identical input
     header_timings: dict[str, float] | None = None
+    #: a NUL within this many leading bytes means the file turned binary since indexing
+    binary_sniff_bytes: int = 8192
 
 
 @dataclass
@@ -64,6 +71,30 @@ class Rendered:
     explicit: list[bool]
     costs: list[int]
     counts: dict[str, int] = field(default_factory=dict)
+    #: files hidden because reading them failed now: ``path -> reason``
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+class _Unreadable(Exception):
+    """A file to render could not be read as text now (``reason``: vanished, unreadable, binary)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def read_current(target: Path, binary_sniff_bytes: int) -> tuple[bytes | None, str]:
+    """The bytes of an indexed file as it is now, or ``(None, reason)`` when that is no text any more."""
+    try:
+        data = target.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None, "vanished"
+    except OSError:
+        return None, "unreadable"
+    if b"\0" in data[:binary_sniff_bytes]:
+        return None, "binary"
+    return data, ""
 
 
 def has_symbol_support(rec: tuple) -> bool:
@@ -144,10 +175,14 @@ def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs:
     return out
 
 
-def _file_text(inp: RenderInput, i: int, level: int, cache: dict[str, list[str]]) -> str:
+def _file_text(inp: RenderInput, i: int, level: int, cache: dict[str, list[str]], present: set[str]) -> str:
     p = inp.paths[i]
     rec = inp.records[p]
     head = file_line(p, level, rec[REC["size"]], rec[REC["lines"]], inp.why[i])
+    if level < 4 and p not in present:  # drawn from the index: is the file still there?
+        if not (inp.root / p).is_file():
+            raise _Unreadable(p, "vanished")
+        present.add(p)  # checked once per render, not once per fit pass
     if level <= 1:
         return head
     if level == 4:
@@ -170,13 +205,15 @@ def _file_text(inp: RenderInput, i: int, level: int, cache: dict[str, list[str]]
 
 def _lines(inp: RenderInput, path: str, cache: dict[str, list[str]]) -> list[str]:
     if path not in cache:
-        data = resolve_inside(inp.root, path).read_bytes()
+        data, reason = read_current(resolve_inside(inp.root, path), inp.binary_sniff_bytes)
+        if data is None:
+            raise _Unreadable(path, reason)
         cache[path] = data.decode("utf-8", "replace").splitlines()
     return cache[path]
 
 
 def _header(inp: RenderInput, budget: int, tokens: int, levels: list[int], req: list[int],
-            explicit: list[bool]) -> tuple[str, dict[str, int]]:
+            explicit: list[bool], skipped: dict[str, str] | None = None) -> tuple[str, dict[str, int]]:
     per = Counter(str(lv) for lv in levels)
     degraded = sum(1 for lv, r, e in zip(levels, req, explicit) if e and lv < r)
     no_sym = sum(1 for p in inp.paths if not has_symbol_support(inp.records[p]))
@@ -184,23 +221,29 @@ def _header(inp: RenderInput, budget: int, tokens: int, levels: list[int], req: 
     fields = {"budget": budget, "tokens": tokens, "files": len(inp.paths),
               "levels": {k: per[k] for k in sorted(per)}, **counts,
               "index": inp.index_version, "counter": COUNTER_NAME}
+    if skipped:
+        fields["skipped"] = dict(sorted(skipped.items()))
     if inp.header_timings is not None:
         fields["timings_ms"] = inp.header_timings
     return header_line(fields), counts
 
 
 def _with_header(inp: RenderInput, budget: int, body: str, body_tokens: int, levels: list[int],
-                 req: list[int], explicit: list[bool], minimal: bool = False) -> tuple[str, int, dict[str, int]]:
+                 req: list[int], explicit: list[bool], minimal: bool = False,
+                 skipped: dict[str, str] | None = None) -> tuple[str, int, dict[str, int]]:
     """Header + body whose header states the exact total (fixed point on the count)."""
     guess = body_tokens
     for _ in range(_HEADER_FIXPOINT_PASSES):
         if minimal:
-            head = header_line({"budget": budget, "tokens": guess, "files": len(inp.paths),
-                                "hidden": len(inp.paths), "minimal": True})
+            fields: dict[str, object] = {"budget": budget, "tokens": guess, "files": len(inp.paths),
+                                         "hidden": len(inp.paths), "minimal": True}
+            if skipped:
+                fields["skipped"] = dict(sorted(skipped.items()))
+            head = header_line(fields)
             counts = {"degraded": 0, "hidden": len(inp.paths),
                       "no_symbols": sum(1 for p in inp.paths if not has_symbol_support(inp.records[p]))}
         else:
-            head, counts = _header(inp, budget, guess, levels, req, explicit)
+            head, counts = _header(inp, budget, guess, levels, req, explicit, skipped)
         total = count_tokens(head + body)
         if total == guess:
             return head + body, total, counts
@@ -220,34 +263,54 @@ def render_plan(inp: RenderInput, plan: FlightPlan) -> Rendered:
     head0, _ = _header(inp, budget, budget, [f.requested for f in ladders], req, explicit)
     target = budget - count_tokens(head0)
     cache: dict[str, list[str]] = {}
-    for _ in range(inp.cfg.max_fit_passes):
+    present: set[str] = set()
+    skipped: dict[str, str] = {}
+    index = {p: i for i, p in enumerate(inp.paths)}
+    passes = 0
+    while passes < inp.cfg.max_fit_passes:
         fitter.fit(max(target, 0))
         shown_now = [i for i, lv in enumerate(fitter.levels) if lv > 0]
-        pieces = [_file_text(inp, i, fitter.levels[i], cache) for i in shown_now]
+        try:
+            pieces = [_file_text(inp, i, fitter.levels[i], cache, present) for i in shown_now]
+        except _Unreadable as gone:
+            # the tree changed under this render: hide the file and fit the rest again
+            # (not a fit pass: each file can vanish only once)
+            skipped[gone.path] = gone.reason
+            fitter.drop(index[gone.path])
+            req[index[gone.path]] = 0  # hidden, and named as skipped rather than counted as degraded
+            continue
+        passes += 1
         body = "".join(pieces)
-        text, total, counts = _with_header(inp, budget, body, count_tokens(body), fitter.levels, req, explicit)
+        text, total, counts = _with_header(inp, budget, body, count_tokens(body), fitter.levels, req, explicit,
+                                           skipped=skipped)
         if total <= budget:
             return Rendered(text, total, list(fitter.levels), req, explicit,
-                            [f.cost[lv] or 0 for f, lv in zip(ladders, fitter.levels)], counts)
+                            [f.cost[lv] or 0 for f, lv in zip(ladders, fitter.levels)], counts, skipped)
         if fitter.total == 0:
             break
         # pieces priced at index time can drift (file edited since, concatenation
         # merges): measure what was actually emitted, then ask for the overshoot.
         fitter.reprice(dict(zip(shown_now, count_many(pieces))))
         target = min(target, fitter.total) - (total - budget)
-    return _minimal(inp, budget, req, explicit)
+    return _minimal(inp, budget, req, explicit, skipped)
 
 
-def _minimal(inp: RenderInput, budget: int, req: list[int], explicit: list[bool]) -> Rendered:
+def _minimal(inp: RenderInput, budget: int, req: list[int], explicit: list[bool],
+             skipped: dict[str, str] | None = None) -> Rendered:
     """Minimal header only (every file hidden); refuse when even that does not fit."""
     levels = [0] * len(inp.paths)
-    text, total, counts = _with_header(inp, budget, "", 0, levels, req, explicit, minimal=True)
+    skipped = dict(skipped or {})
+    text, total, counts = _with_header(inp, budget, "", 0, levels, req, explicit, minimal=True, skipped=skipped)
+    if total > budget and skipped:
+        # the names of vanished files must not be what makes a map impossible (the
+        # metadata still carries them)
+        text, total, counts = _with_header(inp, budget, "", 0, levels, req, explicit, minimal=True)
     if total > budget:
         minimum = total
         raise FlightPlanError(
             f"token_budget {budget} is below the minimum map size of {minimum} tokens "
             f"(a minimal header); set token_budget to at least {minimum}")
-    return Rendered(text, total, levels, req, explicit, [0] * len(levels), counts)
+    return Rendered(text, total, levels, req, explicit, [0] * len(levels), counts, skipped)
 
 
 def summaries(inp: RenderInput, r: Rendered, order: list[int]) -> list[FileSummary]:
@@ -273,4 +336,4 @@ def metadata(inp: RenderInput, r: Rendered, budget: int, files: list[FileSummary
         files_per_level={k: per[k] for k in sorted(per)}, degraded=r.counts.get("degraded", 0),
         hidden=per.get("0", 0), files_without_symbol_support=r.counts.get("no_symbols", 0),
         index_version=inp.index_version, timings_ms=timings, top_files=files[: inp.cfg.top_files],
-        token_counter=COUNTER_NAME)
+        token_counter=COUNTER_NAME, skipped_files=dict(sorted(r.skipped.items())))

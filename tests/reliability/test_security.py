@@ -117,3 +117,6 @@ async def test_offline_exploration_of_a_hostile_repo_leaks_nothing(
     assert not any(SECRET in b or "root:x:0:0" in b for b in blobs)
     map_part = context.split("## Repository map", 1)[1]  # the goal (echoed above it) names link_out itself
     assert "link_out/" not in map_part and "src/leak.py" not in map_part and "src/passwd.py" not in map_part
+    # the escaping links are named (never followed) where the pack lists what the map leaves out
+    skipped = context.split("## Files not in the map", 1)[1].split("## Repository map", 1)[0]
+    assert "- symlink_escape:" in skipped and "`src/leak.py`" in skipped
