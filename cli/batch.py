@@ -23,7 +23,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, Wor
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
 from durable_navigator.activities.batch import JobsFileError, load_jobs_file
-from durable_navigator.cli.common import JsonOpt, config_of, print_json, run_async, stdout
+from durable_navigator.cli.common import JsonOpt, cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession, open_session
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors, stderr
@@ -177,7 +177,7 @@ async def _follow(handle: WorkflowHandle[object, BatchResult]) -> BatchResult:
     except WorkflowFailureError as exc:
         raise RunFailedError(f"batch {handle.id} failed: {exc.cause or exc}; see the Web UI") from None
     finally:
-        waiter.cancel()
+        await cancel_and_wait(waiter)
 
 
 def _print_result(result: BatchResult, json_out: bool) -> None:

@@ -16,7 +16,7 @@ from temporalio.service import RPCError
 
 from durable_navigator.activities.models.registry import KNOWN_PREFIXES
 from durable_navigator.activities.pricing_loader import load_pricing_table
-from durable_navigator.cli.common import config_of, print_json, run_async, stdout
+from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession, open_session
 from durable_navigator.cli.display import result_panel
@@ -206,25 +206,13 @@ async def _explore(
             else:
                 stdout.print(wid)
             return ExitCode.OK
+        # one long poll of the history serves both the follower and the result; it is
+        # always finished (or cancelled and awaited) before the session closes
+        closed = asyncio.ensure_future(handle.result())
         try:
-            await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE)
-        except asyncio.CancelledError:
-            # Ctrl-C: the run itself is durable; say how to pick it up again
-            where = "the embedded server's database" if session.embedded else session.address
-            stderr.print(f"stopped following {wid}; the run is kept in {where}. Resume with "
-                         f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
-            raise
-        try:
-            result = await handle.result()
-        except WorkflowFailureError as exc:
-            cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
-            raise RunFailedError(f"run {wid} failed: {cause}; see the Web UI for the history") from None
-        except RPCError as exc:
-            # e.g. the embedded server another `explore` started has stopped under us
-            raise TemporalUnreachableError(
-                f"lost Temporal at {session.address} while following {wid} ({exc.message[:120]}); the run "
-                f"is durable: start `navigator server` + `navigator worker`, then `navigator status {wid}`"
-            ) from None
+            result = await _follow_to_result(session, handle, closed, request)
+        finally:
+            await cancel_and_wait(closed)
         if json_out:
             print_json({**result.model_dump(mode="json"), "ui_url": link})
         else:
@@ -235,6 +223,33 @@ async def _explore(
         if session.embedded is not None:
             stderr.print("the embedded server stops now; its history is kept — `navigator server` shows it again")
         return exit_code_for_result(result)
+
+
+async def _follow_to_result(
+    session: TemporalSession, handle: WorkflowHandle, closed: asyncio.Future[ExplorationResult],
+    request: ExplorationRequest,
+) -> ExplorationResult:
+    """Follow the run until it closes and return its result (errors mapped to exit codes)."""
+    wid = handle.id
+    try:
+        await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE, closed=closed)
+    except asyncio.CancelledError:
+        # Ctrl-C: the run itself is durable; say how to pick it up again
+        where = "the embedded server's database" if session.embedded else session.address
+        stderr.print(f"stopped following {wid}; the run is kept in {where}. Resume with "
+                     f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
+        raise
+    try:
+        return await closed
+    except WorkflowFailureError as exc:
+        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
+        raise RunFailedError(f"run {wid} failed: {cause}; see the Web UI for the history") from None
+    except RPCError as exc:
+        # e.g. the embedded server another `explore` started has stopped under us
+        raise TemporalUnreachableError(
+            f"lost Temporal at {session.address} while following {wid} ({exc.message[:120]}); the run "
+            f"is durable: start `navigator server` + `navigator worker`, then `navigator status {wid}`"
+        ) from None
 
 
 async def _print_stage_plan(handle: WorkflowHandle) -> None:
