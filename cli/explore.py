@@ -25,12 +25,13 @@ from durable_navigator.cli.follow import follow_run
 from durable_navigator.cli.handles import WORKFLOW_TYPE, query_run
 from durable_navigator.cli.reads import exit_code_for_result
 from durable_navigator.navcore.errors import BudgetError, ModelError, RepoError
+from durable_navigator.navcore.flightplan import MIN_TOKEN_BUDGET
 from durable_navigator.navcore.messages import QUERY_STATUS
 from durable_navigator.navcore.report import TurnReport
 from durable_navigator.navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult
 from durable_navigator.navcore.state import ExecutionMode
 
-__all__ = ["explore_app", "build_request", "new_workflow_id", "validate_model"]
+__all__ = ["explore_app", "build_request", "new_workflow_id", "validate_model", "check_token_budget"]
 
 explore_app = typer.Typer(help="Run explorations.")
 
@@ -57,6 +58,15 @@ def validate_model(model: str, config: NavigatorConfig, local_worker: bool) -> N
     if name.startswith("gemini-") and local_worker and not config.gemini_key_present:
         raise ModelError(f"model {model!r} needs GEMINI_API_KEY or GOOGLE_API_KEY in the environment; "
                          "set one, or use --model offline")
+
+
+def check_token_budget(tokens: int, source: str) -> None:
+    """The map's budget must hold at least the engine's smallest map."""
+    if tokens < MIN_TOKEN_BUDGET:
+        raise BudgetError(
+            f"{source} {tokens} is below the minimum map size of {MIN_TOKEN_BUDGET} tokens (the repo map's "
+            f"header alone needs that many); use {MIN_TOKEN_BUDGET} or more"
+        )
 
 
 def build_request(
@@ -88,6 +98,10 @@ def build_request(
         raise BudgetError(f"--budget-usd must be a number of dollars such as 0.50, got {budget_usd!r}") from None
     if budget <= 0:
         raise BudgetError("--budget-usd must be above 0; a run cannot spend nothing")
+    if tokens is not None:
+        check_token_budget(tokens, "--tokens")
+    else:
+        check_token_budget(config.defaults.token_budget, f"defaults.token_budget of {config.source or 'the config'}")
     run_profile = None
     if profile is not None:
         from durable_navigator.activities.planning import load_run_profile
@@ -134,7 +148,11 @@ def explore(
     goal: Annotated[str, typer.Argument(help="What the context window is for.")],
     interactive: InteractiveOpt = False,
     budget_usd: BudgetOpt = None,
-    tokens: Annotated[int | None, typer.Option("--tokens", min=1, help="Token budget of the context map.")] = None,
+    tokens: Annotated[
+        int | None,
+        typer.Option("--tokens", help=f"Token budget of the context map (at least {MIN_TOKEN_BUDGET}: the map's "
+                     "header alone needs that many)."),
+    ] = None,
     model: ModelOpt = None,
     max_iterations: Annotated[int | None, typer.Option("--max-iterations", min=1, help="Iteration cap.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default ./navigator-out).")] = None,
@@ -147,7 +165,7 @@ def explore(
         str,
         typer.Option(
             "--planning",
-            help="Planning phase: auto (default: analyze → [review] → a plan of stages with success criteria, "
+            help="Planning phase: auto (default: analyze → \\[review] → a plan of stages with success criteria, "
             "or one direct stage for a simple goal) | direct (one stage) | off (no stages: the open-ended loop).",
         ),
     ] = "auto",
