@@ -29,8 +29,9 @@ from durable_navigator.cli.connect import TemporalSession, open_session
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors, stderr
 from durable_navigator.cli.explore import validate_model
 from durable_navigator.cli.handles import describe_run, query_run, signal_run
+from durable_navigator.cli.preflight import problems_here, problems_on_workers
 from durable_navigator.navcore.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
-from durable_navigator.navcore.errors import BudgetError, NavigatorError
+from durable_navigator.navcore.errors import BudgetError, ModelError, NavigatorError
 
 __all__ = ["batch_app", "build_batch_request", "new_batch_id"]
 
@@ -63,15 +64,15 @@ def _usd(text: str | None, name: str) -> Decimal | None:
 
 
 def _job_checker(config: NavigatorConfig, check_repos: bool, local_worker: bool) -> JobCheck:
-    """Per-job checks the schema cannot make: model known and priced, repository present;
-    each model is checked once."""
+    """Per-job checks the schema cannot make: model known, priced and (for the in-process
+    worker) servable here, repository present; each model is checked once."""
     verdicts: dict[str, str | None] = {}
 
     def model_problem(model: str) -> str | None:
         if model not in verdicts:
             try:
                 validate_model(model, config, local_worker)
-                verdicts[model] = None
+                verdicts[model] = problems_here([model]).get(model) if local_worker else None
             except NavigatorError as exc:  # a refusal becomes this job's problem line
                 verdicts[model] = str(exc)
         return verdicts[model]
@@ -88,6 +89,11 @@ def _job_checker(config: NavigatorConfig, check_repos: bool, local_worker: bool)
         return problems
 
     return check
+
+
+def _worker_refusals(problems: dict[str, str], where: str) -> JobCheck:
+    """The jobs whose model the worker(s) refused, as per-job problems (re-read for their lines)."""
+    return lambda job: [("model", f"{where} cannot serve it: {problems[job.model]}")] if job.model in problems else []
 
 
 def build_batch_request(
@@ -162,6 +168,13 @@ async def _start(session: TemporalSession, req: BatchRequest) -> WorkflowHandle[
 async def _run(config: NavigatorConfig, req: BatchRequest, jobs_file: Path, *, detach: bool,
                json_out: bool) -> ExitCode:
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
+        if not session.in_process_worker:
+            problems = await problems_on_workers(session, [job.model for job in req.jobs])
+            if problems:
+                where = f"the worker(s) on task queue {session.task_queue!r}"
+                load_jobs_file(jobs_file, check_job=_worker_refusals(problems, where))  # raises, with lines
+                # only reached when the file changed since it was read
+                raise ModelError(f"{where} cannot serve: " + "; ".join(f"{m} ({p})" for m, p in problems.items()))
         handle = await _start(session, req)
         stderr.print(f"batch [bold]{req.batch_id}[/bold]: {len(req.jobs)} jobs · ${req.total_budget_usd} · "
                      f"{req.max_concurrency} at once")

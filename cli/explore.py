@@ -22,6 +22,7 @@ from durable_navigator.cli.connect import TemporalSession, open_session
 from durable_navigator.cli.display import result_panel
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
 from durable_navigator.cli.follow import follow_run
+from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
 from durable_navigator.cli.handles import WORKFLOW_TYPE, query_run
 from durable_navigator.cli.reads import exit_code_for_result
 from durable_navigator.navcore.errors import BudgetError, ModelError, RepoError
@@ -31,7 +32,8 @@ from durable_navigator.navcore.report import TurnReport
 from durable_navigator.navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult
 from durable_navigator.navcore.state import ExecutionMode
 
-__all__ = ["explore_app", "build_request", "new_workflow_id", "validate_model", "check_token_budget"]
+__all__ = ["explore_app", "build_request", "new_workflow_id", "validate_model", "refuse_unservable",
+           "check_token_budget"]
 
 explore_app = typer.Typer(help="Run explorations.")
 
@@ -47,7 +49,11 @@ def new_workflow_id(repo: Path) -> str:
 
 
 def validate_model(model: str, config: NavigatorConfig, local_worker: bool) -> None:
-    """Refuse an unknown or unpriced model (and a keyless Gemini run on a local worker) up front."""
+    """Refuse what the CLI can tell alone: an unknown or unpriced model, a missing local script.
+
+    Whether the worker can serve it (credentials, its prices, its files) is asked of the
+    worker: :mod:`cli.preflight`.
+    """
     name = model.strip()
     if not any(name == p or name.startswith(p if p.endswith("-") else p + ":") for p in KNOWN_PREFIXES):
         raise ModelError(f"unknown model {model!r}; use 'offline', 'scripted:<file>' or a 'gemini-*' model name")
@@ -55,9 +61,12 @@ def validate_model(model: str, config: NavigatorConfig, local_worker: bool) -> N
     script = name.partition(":")[2] if name.startswith("scripted:") else ""
     if script and local_worker and not Path(script).expanduser().is_file():
         raise ModelError(f"decision script {script} does not exist; pass scripted:<path of a YAML/JSON file>")
-    if name.startswith("gemini-") and local_worker and not config.gemini_key_present:
-        raise ModelError(f"model {model!r} needs GEMINI_API_KEY or GOOGLE_API_KEY in the environment; "
-                         "set one, or use --model offline")
+
+
+def refuse_unservable(model: str, problems: dict[str, str] | None, where: str) -> None:
+    """``ModelError`` (exit 2) when the worker reported a problem with ``model``."""
+    if problems and model in problems:
+        raise ModelError(f"model {model!r} cannot be served by {where}: {problems[model]}")
 
 
 def check_token_budget(tokens: int, source: str) -> None:
@@ -184,6 +193,9 @@ def explore(
     )  # fmt: skip
     local_worker = config.temporal.address is None and not detach
     validate_model(request.model, config, local_worker)
+    if local_worker:
+        # the in-process worker will serve the run: it is this process, so ask here, before any server starts
+        refuse_unservable(request.model, problems_here([request.model]), IN_PROCESS)
     wid = workflow_id or new_workflow_id(Path(request.repo_path))
     code = run_async(_explore(config, request, wid, detach=detach, json_out=json_out))
     raise typer.Exit(int(code))
@@ -212,6 +224,9 @@ async def _explore(
         if session.embedded is not None:
             stderr.print(f"embedded Temporal started: gRPC {session.address} · Web UI {session.ui_base} "
                          "(it stops with this command; `navigator server` keeps one running)")
+        if not session.in_process_worker:
+            problems = await problems_on_workers(session, [request.model])
+            refuse_unservable(request.model, problems, f"the worker(s) on task queue {session.task_queue!r}")
         handle = await _start(session, request, wid)
         link = session.ui_link(wid)
         worker = "in-process worker" if session.in_process_worker else f"workers on {session.task_queue!r}"

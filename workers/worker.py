@@ -21,10 +21,12 @@ from durable_navigator.activities.batch import BatchActivities
 from durable_navigator.activities.models.registry import TablePricer
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.planning import PlanningActivities
+from durable_navigator.activities.preflight import PreflightActivities
 from durable_navigator.activities.tools import CodeToolActivities
 from durable_navigator.navcore.errors import NavigatorError
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 from durable_navigator.workflows.batch import BatchWorkflow
+from durable_navigator.workflows.preflight import PreflightWorkflow
 from durable_navigator.workers.converter import DATA_CONVERTER
 
 __all__ = [
@@ -38,7 +40,7 @@ __all__ = [
 
 DEFAULT_TASK_QUEUE = "navigator"
 #: every workflow class this worker serves
-WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow]
+WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow, PreflightWorkflow]
 #: raised from workflow code these can never succeed on a task retry: fail the workflow
 WORKFLOW_FAILURE_EXCEPTION_TYPES: list[type[BaseException]] = [NavigatorError]
 
@@ -76,7 +78,10 @@ def build_worker(
     # planning/compression activities call the run's model through a text model
     planning = PlanningActivities(engine_for=acts.engine)
     tools = CodeToolActivities(engine_for=acts.engine, store=acts.store)
-    for fn in [*acts.all(), *planning.all(), *tools.all(), *BatchActivities().all(), *extra_activities]:
+    # the CLI's model check answers with this worker's own providers and prices
+    preflight = PreflightActivities(provider_for=acts.provider_factory, pricer=acts.pricer)
+    for fn in [*acts.all(), *planning.all(), *tools.all(), *BatchActivities().all(), *preflight.all(),
+               *extra_activities]:
         by_name[_activity_name(fn)] = fn
     return Worker(
         client,

@@ -157,8 +157,10 @@ async def test_explore_waits_for_a_worker_then_follows_to_the_result(
         "NAVIGATOR_CONFIG": str(tmp_path / "none.yaml"),
     }
     (tmp_path / "none.yaml").write_text("{}\n")
+    # offline needs no model check from a worker (tests/cli/test_refusals.py covers a check nobody answers),
+    # so the first progress poll is what meets the missing worker; the worker below scripts it anyway
     running = asyncio.create_task(ainvoke(
-        ["explore", str(FIXTURE_REPO), "goal", "--model", "scripted:inline", "--out", str(tmp_path / "out")], env))
+        ["explore", str(FIXTURE_REPO), "goal", "--model", "offline", "--out", str(tmp_path / "out")], env))
     await asyncio.sleep(8)  # longer than the follow loop's 5 s query timeout
     assert not running.done()
     activities = NavigatorActivities(

@@ -9,21 +9,28 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import re
 import subprocess
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 import pytest_asyncio
+import yaml
 from cli_support import FIXTURE_REPO, ainvoke
 from e2e_support import NAVIGATOR
 from temporalio.client import Client, WorkflowHistory
+
+from nav_support import ZOOM_BUDGET, ScriptProvider
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.models.registry import TablePricer
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.navcore.flightplan import MIN_TOKEN_BUDGET
+from durable_navigator.navcore.preflight import PREFLIGHT_WORKFLOW
 from durable_navigator.workers.worker import build_worker
 
 GEMINI = "gemini-2.5-flash"
@@ -142,3 +149,71 @@ async def test_batch_schema_and_job_problems_arrive_in_one_round(served: dict[st
     assert "job 2 (line 9) field 'colour'" in body
     assert "job 3 (line 12) field 'model': unknown model 'gpt-5'" in body
     assert await _runs_on(client, task_queue, "BatchWorkflow") == [] and not (tmp_path / "out").exists()
+
+
+async def test_gemini_refused_when_the_worker_has_no_credentials(
+    served: dict[str, str], client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI has a key, the worker does not: the worker's answer decides, before anything starts."""
+    for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(key, raising=False)  # the test's worker runs in this process
+    env = _subprocess_env(served, GEMINI_API_KEY=CANARY)
+    out = tmp_path / "out"
+    started = time.monotonic()
+    proc = await _navigator(["explore", str(FIXTURE_REPO), "goal", "--model", GEMINI, "--out", str(out)], env, tmp_path)
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 2, proc.stderr
+    assert _one_error_line(proc.stderr).startswith(
+        f"Error: model '{GEMINI}' cannot be served by the worker(s) on task queue '{task_queue}': "
+        "no Gemini credentials on the worker: set GEMINI_API_KEY")
+    assert elapsed < 30, elapsed  # a worker answered; nobody waited for the preflight timeout
+    assert await _runs_on(client, task_queue, "NavigatorWorkflow") == [] and not out.exists()
+    # a batch with that model is refused the same way, with the job's line
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text(yaml.safe_dump({"jobs": [{"repo": str(FIXTURE_REPO), "goal": "g"},
+                                              {"repo": str(FIXTURE_REPO), "goal": "g", "model": GEMINI}]}))
+    proc = await _navigator(["batch", "run", str(jobs), "--budget-usd", "1", "--out", str(out)], env, tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert f"job 1 (line 5) field 'model': the worker(s) on task queue '{task_queue}' cannot serve it: " \
+           "no Gemini credentials on the worker" in proc.stderr
+    assert await _runs_on(client, task_queue, "BatchWorkflow") == [] and not out.exists()
+
+
+async def test_gemini_accepted_when_the_worker_has_credentials_and_the_key_stays_out_of_history(
+    client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker has a key, the CLI does not: the check passes and the run goes through.
+
+    The worker's Gemini provider is a scripted stand-in (no network in tests); the check
+    still reads the worker's credentials and prices as for the real one.
+    """
+    monkeypatch.setenv("GEMINI_API_KEY", CANARY)  # the worker's environment, not the CLI's
+    activities = NavigatorActivities(
+        LocalArtifactStore(tmp_path / "artifacts"), pricer=TablePricer.load(),
+        provider_factory=lambda model: ScriptProvider(steps=[ZOOM_BUDGET]),
+    )
+    (tmp_path / "navigator.yaml").write_text("{}\n")
+    env = _subprocess_env({"TEMPORAL_ADDRESS": client.service_client.config.target_host,
+                           "NAVIGATOR_TASK_QUEUE": task_queue, "NAVIGATOR_CONFIG": str(tmp_path / "navigator.yaml")})
+    async with build_worker(client, task_queue, activities=activities):
+        proc = await _navigator(["explore", str(FIXTURE_REPO), "goal", "--model", GEMINI, "--planning", "off",
+                                 "--json", "--out", str(tmp_path / "out")], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    wid = json.loads(proc.stdout)["workflow_id"]
+    checks = await _runs_on(client, task_queue, PREFLIGHT_WORKFLOW)
+    assert len(checks) == 1
+    for run in (checks[0], wid):
+        text = _decoded(await client.get_workflow_handle(run).fetch_history())
+        assert GEMINI in text and CANARY not in text
+
+
+async def test_no_worker_answering_is_not_a_refusal(client: Client, task_queue: str, tmp_path: Path) -> None:
+    """With no worker on the queue the check times out, says so, and the run is started to wait for one."""
+    (tmp_path / "navigator.yaml").write_text("{}\n")
+    env = {"TEMPORAL_ADDRESS": client.service_client.config.target_host, "NAVIGATOR_TASK_QUEUE": task_queue,
+           "NAVIGATOR_CONFIG": str(tmp_path / "navigator.yaml")}
+    result = await ainvoke(["explore", str(FIXTURE_REPO), "goal", "--model", GEMINI, "--detach", "--json"], env)
+    assert result.exit_code == 0, result.stderr
+    assert f"no worker on task queue '{task_queue}' answered the model check within 5s" in result.stderr
+    wid = json.loads(result.stdout)["workflow_id"]
+    await client.get_workflow_handle(wid).terminate("test done")
