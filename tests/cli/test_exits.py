@@ -15,6 +15,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -153,3 +154,43 @@ def test_embedded_explore_stops_its_server_and_flushes_its_logs(tmp_path: Path) 
     # the embedded server was stopped by the command, not left to a finalizer
     assert not port_in_use("127.0.0.1", box.port)
     assert _processes_mentioning(f"--port {box.port}") == []
+
+
+_EXIT_PROBE = """
+import atexit, logging, sys, threading, time
+from durable_navigator.cli.exits import run_and_exit
+
+logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(message)s")
+atexit.register(lambda: print("atexit ran", flush=True))
+# a non-daemon thread still working at exit is joined, as the interpreter would
+threading.Thread(target=lambda: (time.sleep(0.3), print("thread done"))).start()
+
+def app():
+    logging.getLogger("probe").info("logged before exit")
+    print("output before exit", end="")  # no newline, no flush: finish() flushes it
+    {action}
+
+run_and_exit(app)
+"""
+
+
+def test_run_and_exit_keeps_codes_and_runs_the_orderly_part_of_shutdown() -> None:
+    cases = {
+        "raise SystemExit(3)": 3,
+        "raise SystemExit(None)": 0,
+        "return None": 0,
+        "raise KeyboardInterrupt": 130,
+        "raise SystemExit('went wrong')": 1,
+        "raise RuntimeError('a bug')": 1,
+    }
+    stderr = {}
+    for action, expected in cases.items():
+        proc = subprocess.run([sys.executable, "-c", _EXIT_PROBE.replace("{action}", action)],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == expected, (action, proc.returncode, proc.stderr)
+        assert proc.stdout.startswith("output before exit") and "thread done" in proc.stdout, (action, proc.stdout)
+        assert proc.stdout.rstrip().endswith("atexit ran"), (action, proc.stdout)
+        assert "logged before exit" in proc.stderr
+        stderr[action] = proc.stderr
+    assert "went wrong" in stderr["raise SystemExit('went wrong')"]
+    assert "RuntimeError: a bug" in stderr["raise RuntimeError('a bug')"]  # the traceback, as uncaught
