@@ -22,8 +22,8 @@ from durable_navigator.cli.connect import TemporalSession, open_session
 from durable_navigator.cli.display import result_panel
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
 from durable_navigator.cli.follow import follow_run
-from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
 from durable_navigator.cli.handles import WORKFLOW_TYPE, query_run
+from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
 from durable_navigator.cli.reads import exit_code_for_result
 from durable_navigator.navcore.errors import BudgetError, ModelError, RepoError
 from durable_navigator.navcore.flightplan import MIN_TOKEN_BUDGET
@@ -69,11 +69,11 @@ def refuse_unservable(model: str, problems: dict[str, str] | None, where: str) -
         raise ModelError(f"model {model!r} cannot be served by {where}: {problems[model]}")
 
 
-def check_token_budget(tokens: int, source: str) -> None:
-    """The map's budget must hold at least the engine's smallest map."""
+def check_token_budget(tokens: int, what: str) -> None:
+    """The map's budget must hold at least the engine's smallest map; ``what`` names the setting."""
     if tokens < MIN_TOKEN_BUDGET:
         raise BudgetError(
-            f"{source} {tokens} is below the minimum map size of {MIN_TOKEN_BUDGET} tokens (the repo map's "
+            f"{what} is below the minimum map size of {MIN_TOKEN_BUDGET} tokens (the repo map's "
             f"header alone needs that many); use {MIN_TOKEN_BUDGET} or more"
         )
 
@@ -108,9 +108,10 @@ def build_request(
     if budget <= 0:
         raise BudgetError("--budget-usd must be above 0; a run cannot spend nothing")
     if tokens is not None:
-        check_token_budget(tokens, "--tokens")
+        check_token_budget(tokens, f"--tokens {tokens}")
     else:
-        check_token_budget(config.defaults.token_budget, f"defaults.token_budget of {config.source or 'the config'}")
+        where = f" in {config.source}" if config.source else ""
+        check_token_budget(config.defaults.token_budget, f"defaults.token_budget {config.defaults.token_budget}{where}")
     run_profile = None
     if profile is not None:
         from durable_navigator.activities.planning import load_run_profile
