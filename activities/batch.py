@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,17 +25,22 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_navigator.activities.artifacts import atomic_write_bytes
 from durable_navigator.navcore.batch import (
+    BatchJob,
+    JobDefaults,
     JobsFile,
+    JobSpec,
     RecoverChildInput,
     RecoverChildOutput,
     WriteBatchResultsInput,
     WriteBatchResultsOutput,
+    resolve_jobs,
 )
 from durable_navigator.navcore.budget import micros_to_usd
 from durable_navigator.navcore.errors import ConfigError
+from durable_navigator.navcore.flightplan import MIN_TOKEN_BUDGET
 from durable_navigator.navcore.requests import ExplorationResult
 
-__all__ = ["JobsFileError", "load_jobs_file", "parse_jobs_text", "BatchActivities", "MAX_JOBS_FILE_BYTES"]
+__all__ = ["JobsFileError", "JobCheck", "load_jobs_file", "parse_jobs_text", "BatchActivities", "MAX_JOBS_FILE_BYTES"]
 
 #: a jobs file larger than this is almost certainly the wrong file
 MAX_JOBS_FILE_BYTES = 20_000_000
@@ -81,6 +87,18 @@ _HINTS = {
 }
 
 
+#: hints for one field's error type, where the generic one would not say what to do
+_FIELD_HINTS = {
+    ("token_budget", "greater_than_equal"): (
+        f"use at least {MIN_TOKEN_BUDGET}: the repo map's header alone needs that many tokens"
+    ),
+}
+
+#: per-job checks the schema cannot make (model known, repository present, ...): a job with every
+#: option resolved -> ``(jobs-file field, problem)`` pairs
+JobCheck = Callable[[BatchJob], list[tuple[str, str]]]
+
+
 def _describe(err: dict[str, Any], line: int | None) -> str:
     loc = tuple(err["loc"])
     where = f" (line {line})" if line else ""
@@ -89,12 +107,18 @@ def _describe(err: dict[str, Any], line: int | None) -> str:
         subject = f"job {loc[1]}{where} field '{field}'"
     else:
         subject = f"'{'.'.join(str(p) for p in loc) or '(top level)'}'{where}"
-    hint = _HINTS.get(err["type"], "fix the value")
+    hint = _FIELD_HINTS.get((str(loc[-1]) if loc else "", err["type"])) or _HINTS.get(err["type"], "fix the value")
     return f"{subject}: {err['msg']}; {hint}"
 
 
-def parse_jobs_text(text: str, origin: str = "jobs file") -> JobsFile:
-    """Validate jobs-file text; raise :class:`JobsFileError` listing every problem."""
+def _sort_key(loc: tuple[Any, ...], line: int | None) -> tuple[int, int, int]:
+    """Top-level problems first, then by job, then by line."""
+    job = loc[1] if len(loc) >= 2 and loc[0] == "jobs" and isinstance(loc[1], int) else -1
+    return (job, line or 0, 0)
+
+
+def _compose(text: str, origin: str) -> tuple[yaml.Node, Any]:
+    """The YAML node tree (for line numbers) and the data; a bare list means ``{jobs: [...]}``."""
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -108,15 +132,93 @@ def parse_jobs_text(text: str, origin: str = "jobs file") -> JobsFile:
         node = yaml.MappingNode("tag:yaml.org,2002:map", [(yaml.ScalarNode("tag:yaml.org,2002:str", "jobs"), node)])
     if not isinstance(data, dict):
         raise JobsFileError(origin, ["expected a mapping with 'jobs' (and optional 'defaults'); see bench/SOAK.md"])
+    return node, data
+
+
+def _valid_jobs(data: dict[str, Any], spec: JobsFile | None, base: Path | None) -> list[BatchJob]:
+    """Every job that passes the schema on its own, resolved (even when others do not).
+
+    A job whose own entry is valid gets its per-job checks in the same round as the
+    schema errors of the rest; broken ``defaults`` fall back to the built-in ones
+    (their own errors are already reported).
+    """
+    if spec is None:
+        try:
+            defaults = JobDefaults.model_validate(data.get("defaults") or {})
+        except ValidationError:
+            defaults = JobDefaults()
+        entries = data.get("jobs") if isinstance(data.get("jobs"), list) else []
+        specs: list[JobSpec | None] = []
+        for entry in entries:
+            try:
+                specs.append(JobSpec.model_validate(entry))
+            except ValidationError:
+                specs.append(None)
+    else:
+        defaults, specs = spec.defaults, list(spec.jobs)
+    jobs = []
+    for index, job in enumerate(specs):
+        if job is None:
+            continue
+        if base is not None:
+            job = job.model_copy(update={"repo": str((base / Path(job.repo).expanduser()).resolve())})
+        one = JobsFile(defaults=defaults, jobs=[job])
+        jobs.append(resolve_jobs(one)[0].model_copy(update={"index": index}))
+    return jobs
+
+
+def _job_problems(
+    data: dict[str, Any], node: yaml.Node, jobs: list[BatchJob], check: JobCheck
+) -> list[tuple[tuple[int, int, int], str]]:
+    """Run ``check`` on every job; a value inherited from ``defaults`` is reported once, there."""
+    found: dict[str, tuple[tuple[int, int, int], str]] = {}
+    entries = data.get("jobs") or []
+    for job in jobs:
+        own = entries[job.index] if isinstance(entries[job.index], dict) else {}
+        for field, problem in check(job):
+            if field in own or field == "repo":
+                line = _line_of(node, ("jobs", job.index, field))
+                text = f"job {job.index}{f' (line {line})' if line else ''} field '{field}': {problem}"
+                found.setdefault(text, (_sort_key(("jobs", job.index), line), text))
+            else:
+                line = _line_of(node, ("defaults", field))
+                text = f"'defaults.{field}'{f' (line {line})' if line else ''}: {problem}"
+                found.setdefault(text, ((-1, line or 0, 1), text))
+    return list(found.values())
+
+
+def parse_jobs_text(
+    text: str, origin: str = "jobs file", *, check_job: JobCheck | None = None, base: Path | None = None
+) -> JobsFile:
+    """Validate jobs-file text; raise :class:`JobsFileError` listing every problem at once.
+
+    Schema problems and ``check_job``'s per-job problems (run on every job that
+    is valid on its own) come in one error, each with its job index and line.
+    Relative repository paths resolve against ``base`` when given.
+    """
+    node, data = _compose(text, origin)
+    problems: list[tuple[tuple[int, int, int], str]] = []
+    spec: JobsFile | None = None
     try:
-        return JobsFile.model_validate(data)
+        spec = JobsFile.model_validate(data)
     except ValidationError as exc:
-        problems = [_describe(e, _line_of(node, tuple(e["loc"]))) for e in exc.errors()]  # type: ignore[arg-type]
-        raise JobsFileError(origin, problems) from None
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            line = _line_of(node, loc)
+            problems.append((_sort_key(loc, line), _describe(err, line)))  # type: ignore[arg-type]
+    jobs = _valid_jobs(data, spec, base)
+    if check_job is not None:
+        problems += _job_problems(data, node, jobs, check_job)
+    if problems:
+        raise JobsFileError(origin, [text for _, text in sorted(problems, key=lambda p: p[0])])
+    assert spec is not None
+    return spec.model_copy(update={"jobs": [spec.jobs[j.index].model_copy(update={"repo": j.repo_path})
+                                            for j in jobs]})
 
 
-def load_jobs_file(path: Path | str) -> JobsFile:
-    """Read and validate a jobs file; relative repo paths resolve against the file's folder."""
+def load_jobs_file(path: Path | str, *, check_job: JobCheck | None = None) -> JobsFile:
+    """Read and validate a jobs file (every problem at once); relative repo paths resolve
+    against the file's folder."""
     file = Path(path).expanduser()
     origin = str(file)
     if not file.is_file():
@@ -127,13 +229,7 @@ def load_jobs_file(path: Path | str) -> JobsFile:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise JobsFileError(origin, [f"cannot read it ({type(exc).__name__}); pass a UTF-8 text file"]) from None
-    spec = parse_jobs_text(text, origin)
-    base = file.resolve().parent
-    jobs = [
-        job.model_copy(update={"repo": str((base / Path(job.repo).expanduser()).resolve())})
-        for job in spec.jobs
-    ]
-    return spec.model_copy(update={"jobs": jobs})
+    return parse_jobs_text(text, origin, check_job=check_job, base=file.resolve().parent)
 
 
 class BatchActivities:

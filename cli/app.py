@@ -15,6 +15,7 @@ import typer
 
 from durable_navigator.cli.common import GlobalOptions, config_of, print_json, stdout
 from durable_navigator.cli.errors import EXIT_CODE_DOC, handles_errors
+from durable_navigator.cli.exits import run_and_exit
 from durable_navigator.cli.explore import explore_app
 from durable_navigator.cli.reads import reads_app
 from durable_navigator.cli.serve import serve_app
@@ -92,5 +93,8 @@ _mount_batch()
 
 
 def main() -> None:
-    """Console-script entry point (``navigator``)."""
-    app()
+    """Console-script entry point (``navigator``): run the app, leave without interpreter teardown.
+
+    See ``cli/exits.py`` for why (the Temporal bridge's threads abort a finalizing interpreter).
+    """
+    run_and_exit(app)

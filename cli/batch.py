@@ -22,15 +22,16 @@ from rich.table import Table
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
-from durable_navigator.activities.batch import JobsFileError, load_jobs_file
-from durable_navigator.cli.common import JsonOpt, config_of, print_json, run_async, stdout
+from durable_navigator.activities.batch import JobCheck, load_jobs_file
+from durable_navigator.cli.common import JsonOpt, cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession, open_session
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors, stderr
 from durable_navigator.cli.explore import validate_model
 from durable_navigator.cli.handles import describe_run, query_run, signal_run
+from durable_navigator.cli.preflight import problems_here, problems_on_workers
 from durable_navigator.navcore.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
-from durable_navigator.navcore.errors import BudgetError, NavigatorError
+from durable_navigator.navcore.errors import BudgetError, ModelError, NavigatorError
 
 __all__ = ["batch_app", "build_batch_request", "new_batch_id"]
 
@@ -62,23 +63,37 @@ def _usd(text: str | None, name: str) -> Decimal | None:
     return value
 
 
-def _check_jobs(jobs: list[BatchJob], config: NavigatorConfig, check_repos: bool, origin: str) -> None:
-    """Per-job checks the schema cannot make: model known and priced, repository present."""
-    problems: list[str] = []
-    local_worker = config.temporal.address is None
-    for job in jobs:
-        try:
-            validate_model(job.model, config, local_worker)
-        except NavigatorError as exc:  # a refusal becomes this job's problem line
-            problems.append(f"job {job.index} field 'model': {exc}")
+def _job_checker(config: NavigatorConfig, check_repos: bool, local_worker: bool) -> JobCheck:
+    """Per-job checks the schema cannot make: model known, priced and (for the in-process
+    worker) servable here, repository present; each model is checked once."""
+    verdicts: dict[str, str | None] = {}
+
+    def model_problem(model: str) -> str | None:
+        if model not in verdicts:
+            try:
+                validate_model(model, config, local_worker)
+                verdicts[model] = problems_here([model]).get(model) if local_worker else None
+            except NavigatorError as exc:  # a refusal becomes this job's problem line
+                verdicts[model] = str(exc)
+        return verdicts[model]
+
+    def check(job: BatchJob) -> list[tuple[str, str]]:
+        problems = []
+        problem = model_problem(job.model)
+        if problem:
+            problems.append(("model", problem))
         repo = Path(job.repo_path)
         if check_repos and not repo.is_dir():
-            problems.append(
-                f"job {job.index} field 'repo': {repo} is not a directory; fix the path "
-                "(or pass --no-check-repos when workers see other paths)"
-            )
-    if problems:
-        raise JobsFileError(origin, problems)
+            problems.append(("repo", f"{repo} is not a directory; fix the path "
+                                     "(or pass --no-check-repos when workers see other paths)"))
+        return problems
+
+    return check
+
+
+def _worker_refusals(problems: dict[str, str], where: str) -> JobCheck:
+    """The jobs whose model the worker(s) refused, as per-job problems (re-read for their lines)."""
+    return lambda job: [("model", f"{where} cannot serve it: {problems[job.model]}")] if job.model in problems else []
 
 
 def build_batch_request(
@@ -90,11 +105,12 @@ def build_batch_request(
     batch_id: str | None,
     out: Path | None,
     check_repos: bool = True,
+    local_worker: bool = False,
 ) -> BatchRequest:
-    """Load + validate the jobs file and the options; nothing is started on error."""
-    spec = load_jobs_file(jobs_file)
+    """Load + validate the jobs file and the options (every problem at once); nothing is started
+    on error. ``local_worker``: this command's in-process worker will serve the jobs."""
+    spec = load_jobs_file(jobs_file, check_job=_job_checker(config, check_repos, local_worker))
     jobs = resolve_jobs(spec)
-    _check_jobs(jobs, config, check_repos, str(jobs_file))
     total = _usd(budget_usd, "--budget-usd") or spec.total_budget_usd
     if total is None:
         raise BudgetError("the batch has no budget; pass --budget-usd or set total_budget_usd in the jobs file")
@@ -129,9 +145,10 @@ def run(
 ) -> None:
     """Run every job of JOBS_FILE as a child exploration; one budget, failures isolated."""
     config = config_of(ctx)
+    local_worker = config.temporal.address is None and not detach
     req = build_batch_request(jobs_file, config=config, budget_usd=budget_usd, concurrency=concurrency,
-                              batch_id=batch_id, out=out, check_repos=check_repos)
-    raise typer.Exit(int(run_async(_run(config, req, detach=detach, json_out=json_out))))
+                              batch_id=batch_id, out=out, check_repos=check_repos, local_worker=local_worker)
+    raise typer.Exit(int(run_async(_run(config, req, jobs_file, detach=detach, json_out=json_out))))
 
 
 async def _start(session: TemporalSession, req: BatchRequest) -> WorkflowHandle[object, BatchResult]:
@@ -148,8 +165,16 @@ async def _start(session: TemporalSession, req: BatchRequest) -> WorkflowHandle[
     )
 
 
-async def _run(config: NavigatorConfig, req: BatchRequest, *, detach: bool, json_out: bool) -> ExitCode:
+async def _run(config: NavigatorConfig, req: BatchRequest, jobs_file: Path, *, detach: bool,
+               json_out: bool) -> ExitCode:
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
+        if not session.in_process_worker:
+            problems = await problems_on_workers(session, [job.model for job in req.jobs])
+            if problems:
+                where = f"the worker(s) on task queue {session.task_queue!r}"
+                load_jobs_file(jobs_file, check_job=_worker_refusals(problems, where))  # raises, with lines
+                # only reached when the file changed since it was read
+                raise ModelError(f"{where} cannot serve: " + "; ".join(f"{m} ({p})" for m, p in problems.items()))
         handle = await _start(session, req)
         stderr.print(f"batch [bold]{req.batch_id}[/bold]: {len(req.jobs)} jobs · ${req.total_budget_usd} · "
                      f"{req.max_concurrency} at once")
@@ -177,7 +202,7 @@ async def _follow(handle: WorkflowHandle[object, BatchResult]) -> BatchResult:
     except WorkflowFailureError as exc:
         raise RunFailedError(f"batch {handle.id} failed: {exc.cause or exc}; see the Web UI") from None
     finally:
-        waiter.cancel()
+        await cancel_and_wait(waiter)
 
 
 def _print_result(result: BatchResult, json_out: bool) -> None:

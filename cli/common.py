@@ -24,6 +24,7 @@ __all__ = [
     "stdout",
     "config_of",
     "run_async",
+    "cancel_and_wait",
     "print_json",
     "to_jsonable",
 ]
@@ -70,6 +71,25 @@ def config_of(ctx: typer.Context) -> NavigatorConfig:
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
     """Run one command's coroutine (sync typer commands wrap ``asyncio.run``)."""
     return asyncio.run(coro)
+
+
+async def cancel_and_wait(*tasks: asyncio.Future[Any]) -> None:
+    """Cancel ``tasks`` still pending and wait until each has finished.
+
+    A command never leaves a Temporal call running behind it: a call left pending
+    when ``asyncio.run`` returns is completed (or cancelled) later by the SDK's Rust
+    thread, which then calls into a Python that may already be shutting down.
+    Results and errors of the tasks are the caller's business; here they are consumed.
+    """
+    pending = [task for task in tasks if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        # asyncio.wait never raises the tasks' errors; our own cancellation still propagates
+        await asyncio.wait(pending)
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()  # mark it retrieved: no "exception was never retrieved" at exit
 
 
 def to_jsonable(value: Any) -> Any:

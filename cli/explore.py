@@ -16,21 +16,24 @@ from temporalio.service import RPCError
 
 from durable_navigator.navcore.modelspec import parse_model_spec
 from durable_navigator.activities.pricing_loader import load_pricing_table
-from durable_navigator.cli.common import config_of, print_json, run_async, stdout
+from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession, open_session
 from durable_navigator.cli.display import result_panel
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
 from durable_navigator.cli.follow import follow_run
 from durable_navigator.cli.handles import WORKFLOW_TYPE, query_run
+from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
 from durable_navigator.cli.reads import exit_code_for_result
 from durable_navigator.navcore.errors import BudgetError, ModelError, RepoError
+from durable_navigator.navcore.flightplan import MIN_TOKEN_BUDGET
 from durable_navigator.navcore.messages import QUERY_STATUS
 from durable_navigator.navcore.report import TurnReport
 from durable_navigator.navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult
 from durable_navigator.navcore.state import ExecutionMode
 
-__all__ = ["explore_app", "build_request", "new_workflow_id", "validate_model"]
+__all__ = ["explore_app", "build_request", "new_workflow_id", "validate_model", "refuse_unservable",
+           "check_token_budget"]
 
 explore_app = typer.Typer(help="Run explorations.")
 
@@ -46,15 +49,31 @@ def new_workflow_id(repo: Path) -> str:
 
 
 def validate_model(model: str, config: NavigatorConfig, local_worker: bool) -> None:
-    """Refuse an unknown or unpriced model (and a keyless Gemini run on a local worker) up front."""
+    """Refuse what the CLI can tell alone: an unknown or unpriced model, a missing local script.
+
+    Whether the worker can serve it (credentials, its prices, its files) is asked of the
+    worker: :mod:`cli.preflight`.
+    """
     spec = parse_model_spec(model)  # the one parser: ModelError says what to use instead
     load_pricing_table(config.pricing_file).rates_for(spec.model)  # BudgetError names how to add a price
     script = spec.script or ""
     if script and local_worker and not Path(script).expanduser().is_file():
         raise ModelError(f"decision script {script} does not exist; pass scripted:<path of a YAML/JSON file>")
-    if spec.provider == "gemini" and local_worker and not config.gemini_key_present:
-        raise ModelError(f"model {model!r} needs GEMINI_API_KEY or GOOGLE_API_KEY in the environment; "
-                         "set one, or use --model offline")
+
+
+def refuse_unservable(model: str, problems: dict[str, str] | None, where: str) -> None:
+    """``ModelError`` (exit 2) when the worker reported a problem with ``model``."""
+    if problems and model in problems:
+        raise ModelError(f"model {model!r} cannot be served by {where}: {problems[model]}")
+
+
+def check_token_budget(tokens: int, what: str) -> None:
+    """The map's budget must hold at least the engine's smallest map; ``what`` names the setting."""
+    if tokens < MIN_TOKEN_BUDGET:
+        raise BudgetError(
+            f"{what} is below the minimum map size of {MIN_TOKEN_BUDGET} tokens (the repo map's "
+            f"header alone needs that many); use {MIN_TOKEN_BUDGET} or more"
+        )
 
 
 def build_request(
@@ -86,6 +105,11 @@ def build_request(
         raise BudgetError(f"--budget-usd must be a number of dollars such as 0.50, got {budget_usd!r}") from None
     if budget <= 0:
         raise BudgetError("--budget-usd must be above 0; a run cannot spend nothing")
+    if tokens is not None:
+        check_token_budget(tokens, f"--tokens {tokens}")
+    else:
+        where = f" in {config.source}" if config.source else ""
+        check_token_budget(config.defaults.token_budget, f"defaults.token_budget {config.defaults.token_budget}{where}")
     run_profile = None
     if profile is not None:
         from durable_navigator.activities.profiles import load_run_profile
@@ -132,7 +156,11 @@ def explore(
     goal: Annotated[str, typer.Argument(help="What the context window is for.")],
     interactive: InteractiveOpt = False,
     budget_usd: BudgetOpt = None,
-    tokens: Annotated[int | None, typer.Option("--tokens", min=1, help="Token budget of the context map.")] = None,
+    tokens: Annotated[
+        int | None,
+        typer.Option("--tokens", help=f"Token budget of the context map (at least {MIN_TOKEN_BUDGET}: the map's "
+                     "header alone needs that many)."),
+    ] = None,
     model: ModelOpt = None,
     max_iterations: Annotated[int | None, typer.Option("--max-iterations", min=1, help="Iteration cap.")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Output folder (default ./navigator-out).")] = None,
@@ -145,7 +173,7 @@ def explore(
         str,
         typer.Option(
             "--planning",
-            help="Planning phase: auto (default: analyze → [review] → a plan of stages with success criteria, "
+            help="Planning phase: auto (default: analyze → \\[review] → a plan of stages with success criteria, "
             "or one direct stage for a simple goal) | direct (one stage) | off (no stages: the open-ended loop).",
         ),
     ] = "auto",
@@ -164,6 +192,9 @@ def explore(
     )  # fmt: skip
     local_worker = config.temporal.address is None and not detach
     validate_model(request.model, config, local_worker)
+    if local_worker:
+        # the in-process worker will serve the run: it is this process, so ask here, before any server starts
+        refuse_unservable(request.model, problems_here([request.model]), IN_PROCESS)
     wid = workflow_id or new_workflow_id(Path(request.repo_path))
     code = run_async(_explore(config, request, wid, detach=detach, json_out=json_out))
     raise typer.Exit(int(code))
@@ -192,6 +223,9 @@ async def _explore(
         if session.embedded is not None:
             stderr.print(f"embedded Temporal started: gRPC {session.address} · Web UI {session.ui_base} "
                          "(it stops with this command; `navigator server` keeps one running)")
+        if not session.in_process_worker:
+            problems = await problems_on_workers(session, [request.model])
+            refuse_unservable(request.model, problems, f"the worker(s) on task queue {session.task_queue!r}")
         handle = await _start(session, request, wid)
         link = session.ui_link(wid)
         worker = "in-process worker" if session.in_process_worker else f"workers on {session.task_queue!r}"
@@ -204,25 +238,13 @@ async def _explore(
             else:
                 stdout.print(wid)
             return ExitCode.OK
+        # one long poll of the history serves both the follower and the result; it is
+        # always finished (or cancelled and awaited) before the session closes
+        closed = asyncio.ensure_future(handle.result())
         try:
-            await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE)
-        except asyncio.CancelledError:
-            # Ctrl-C: the run itself is durable; say how to pick it up again
-            where = "the embedded server's database" if session.embedded else session.address
-            stderr.print(f"stopped following {wid}; the run is kept in {where}. Resume with "
-                         f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
-            raise
-        try:
-            result = await handle.result()
-        except WorkflowFailureError as exc:
-            cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
-            raise RunFailedError(f"run {wid} failed: {cause}; see the Web UI for the history") from None
-        except RPCError as exc:
-            # e.g. the embedded server another `explore` started has stopped under us
-            raise TemporalUnreachableError(
-                f"lost Temporal at {session.address} while following {wid} ({exc.message[:120]}); the run "
-                f"is durable: start `navigator server` + `navigator worker`, then `navigator status {wid}`"
-            ) from None
+            result = await _follow_to_result(session, handle, closed, request)
+        finally:
+            await cancel_and_wait(closed)
         if json_out:
             print_json({**result.model_dump(mode="json"), "ui_url": link})
         else:
@@ -233,6 +255,33 @@ async def _explore(
         if session.embedded is not None:
             stderr.print("the embedded server stops now; its history is kept — `navigator server` shows it again")
         return exit_code_for_result(result)
+
+
+async def _follow_to_result(
+    session: TemporalSession, handle: WorkflowHandle, closed: asyncio.Future[ExplorationResult],
+    request: ExplorationRequest,
+) -> ExplorationResult:
+    """Follow the run until it closes and return its result (errors mapped to exit codes)."""
+    wid = handle.id
+    try:
+        await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE, closed=closed)
+    except asyncio.CancelledError:
+        # Ctrl-C: the run itself is durable; say how to pick it up again
+        where = "the embedded server's database" if session.embedded else session.address
+        stderr.print(f"stopped following {wid}; the run is kept in {where}. Resume with "
+                     f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
+        raise
+    try:
+        return await closed
+    except WorkflowFailureError as exc:
+        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
+        raise RunFailedError(f"run {wid} failed: {cause}; see the Web UI for the history") from None
+    except RPCError as exc:
+        # e.g. the embedded server another `explore` started has stopped under us
+        raise TemporalUnreachableError(
+            f"lost Temporal at {session.address} while following {wid} ({exc.message[:120]}); the run "
+            f"is durable: start `navigator server` + `navigator worker`, then `navigator status {wid}`"
+        ) from None
 
 
 async def _print_stage_plan(handle: WorkflowHandle) -> None:

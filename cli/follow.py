@@ -21,6 +21,7 @@ import yaml
 from pydantic import ValidationError
 from rich.live import Live
 
+from durable_navigator.cli.common import cancel_and_wait
 from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.display import progress_line, turn_panel
 from durable_navigator.cli.errors import CliError, TemporalUnreachableError, stderr
@@ -236,10 +237,19 @@ class _Follower:
             return
 
 
-async def follow_run(session: TemporalSession, handle: Any, *, interactive: bool) -> None:
-    """Show progress until the run closes; in interactive mode, ask for verdicts."""
+async def follow_run(
+    session: TemporalSession, handle: Any, *, interactive: bool, closed: asyncio.Future[Any] | None = None
+) -> None:
+    """Show progress until the run closes; in interactive mode, ask for verdicts.
+
+    ``closed`` is the caller's ``handle.result()`` task, watched here and left to the
+    caller (who reads the result from it, so the history is long-polled once); without
+    it, an own waiter is made and drained before returning.
+    """
     follower = _Follower(session, handle, interactive)
-    closed = asyncio.create_task(_wait_closed(handle))
+    own = closed is None
+    if closed is None:
+        closed = asyncio.ensure_future(_wait_closed(handle))
     failures = 0
     warned_no_worker = False
     report_seen = False
@@ -280,5 +290,5 @@ async def follow_run(session: TemporalSession, handle: Any, *, interactive: bool
             await asyncio.wait({closed}, timeout=POLL_INTERVAL_S)
     finally:
         follower.pause()
-        if not closed.done():
-            closed.cancel()
+        if own:
+            await cancel_and_wait(closed)

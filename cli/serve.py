@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from durable_navigator.cli.common import config_of, print_json, run_async, stdout
+from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.connect import open_session
 from durable_navigator.cli.errors import ExitCode, handles_errors, stderr
 from durable_navigator.cli.health import HealthState, monitor_frontend, serve_health
@@ -144,7 +144,8 @@ async def _work(ctx: typer.Context, slots: int, health_port: int | None, health_
                 stderr.print("shutting down: no new tasks; interrupted activities are retried by Temporal")
                 state.worker_running = False
         finally:
-            monitor.cancel()
+            # a frontend check still in flight is awaited, not left to the SDK's threads at exit
+            await cancel_and_wait(monitor)
             if health is not None:
                 await health.__aexit__(None, None, None)
     stderr.print("worker stopped")

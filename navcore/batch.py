@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_micros
 from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.flightplan import MAX_TOKEN_BUDGET
-from durable_navigator.navcore.requests import ModelCallConfig, ExplorationResult
+from durable_navigator.navcore.flightplan import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
+from durable_navigator.navcore.requests import ExplorationResult, ModelCallConfig
 
 __all__ = [
     "JobDefaults",
@@ -51,6 +51,8 @@ Text = Annotated[str, Field(min_length=1, max_length=8000)]
 PathText = Annotated[str, Field(min_length=1, max_length=4096)]
 ModelName = Annotated[str, Field(min_length=1, max_length=200)]
 TokenBudget = Annotated[int, Field(gt=0, le=MAX_TOKEN_BUDGET)]
+#: what a jobs file may ask for: at least the smallest map the engine renders
+JobTokenBudget = Annotated[int, Field(ge=MIN_TOKEN_BUDGET, le=MAX_TOKEN_BUDGET)]
 Iterations = Annotated[int, Field(ge=1, le=10_000)]
 OutputTokens = Annotated[int, Field(ge=64, le=65_536)]
 
@@ -63,7 +65,7 @@ class JobDefaults(BaseModel):
     model: ModelName = "offline"
     #: per-job cap in USD; ``None`` = only the share of the batch budget limits a job
     max_budget_usd: Usd | None = None
-    token_budget: TokenBudget = 4096
+    token_budget: JobTokenBudget = 4096
     max_iterations: Iterations = 12
     max_output_tokens: OutputTokens = 2048
 
@@ -79,7 +81,7 @@ class JobSpec(BaseModel):
     name: Annotated[str, Field(min_length=1, max_length=120)] | None = None
     model: ModelName | None = None
     max_budget_usd: Usd | None = None
-    token_budget: TokenBudget | None = None
+    token_budget: JobTokenBudget | None = None
     max_iterations: Iterations | None = None
     max_output_tokens: OutputTokens | None = None
     #: batches are unattended: nobody is there to approve turns

@@ -36,9 +36,17 @@ __all__ = [
     "FlightPlan",
     "FlightPlanUpdate",
     "MAX_TOKEN_BUDGET",
+    "MIN_TOKEN_BUDGET",
+    "MIN_TOKEN_BUDGET_MAX_FILES",
 ]
 
 MAX_TOKEN_BUDGET = 2_000_000
+#: the smallest map the repo-map engine renders: its header line alone, every file hidden,
+#: for a repository of up to MIN_TOKEN_BUDGET_MAX_FILES files (the engine refuses a plan
+#: below it; ``tests/repomap_engine/test_min_budget.py`` checks the number with the exact
+#: counter). The CLI and the jobs file refuse smaller budgets before anything starts.
+MIN_TOKEN_BUDGET = 26
+MIN_TOKEN_BUDGET_MAX_FILES = 999_999
 
 
 class Level(IntEnum):

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from durable_navigator.navcore.errors import FlightPlanError
-from durable_navigator.navcore.flightplan import FlightPlan, Level
+from durable_navigator.navcore.flightplan import MIN_TOKEN_BUDGET, FlightPlan, Level
 from durable_navigator.navcore.mapmeta import FileSummary, MapMetadata
 from durable_navigator.repomap.config import RenderConfig
 from durable_navigator.repomap.fit import FileCosts, Fitter
@@ -254,6 +254,12 @@ def _with_header(inp: RenderInput, budget: int, body: str, body_tokens: int, lev
 def render_plan(inp: RenderInput, plan: FlightPlan) -> Rendered:
     """Fit and render ``plan``; the returned text's exact count is <= the budget."""
     budget = plan.token_budget
+    if budget < MIN_TOKEN_BUDGET:
+        # the documented floor (the CLI and jobs files refuse below it too); the minimal
+        # header of a bigger repository is checked exactly in _minimal
+        raise FlightPlanError(
+            f"token_budget {budget} is below the minimum map size of {MIN_TOKEN_BUDGET} tokens "
+            f"(a minimal header); set token_budget to at least {MIN_TOKEN_BUDGET}")
     req, explicit = requested_levels(plan, inp.paths)
     ladders = _ladders(inp, req, explicit, _line_costs(inp, req))
     # a level the file cannot have (outline of a file without symbol support) is not a

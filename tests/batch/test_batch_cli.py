@@ -40,7 +40,7 @@ async def test_bad_jobs_file_reports_each_job_and_starts_nothing(cli_env: Path) 
     (cli_env / "jobs.yaml").write_text(yaml.safe_dump(jobs))
     code, _, err = await invoke("batch", "run", "jobs.yaml", "--budget-usd", "1", "--id", "batch-bad")
     assert code == 2, err
-    assert "job 1 field 'repo'" in err and "job 2 field 'model'" in err and "unknown model" in err
+    assert "job 1 (line 5) field 'repo'" in err and "job 2 (line 7) field 'model'" in err and "unknown model" in err
 
 
 async def test_run_status_results_stop(cli_env: Path, start_worker, tmp_path) -> None:

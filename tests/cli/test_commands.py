@@ -22,6 +22,7 @@ from temporalio.client import Client
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.navigator import NavigatorActivities
+from durable_navigator.cli.follow import FOLLOW_QUERY_TIMEOUT
 from durable_navigator.workers.worker import build_worker
 
 #: scripted decisions: zoom in, zoom out, zoom in again, ... then finalize
@@ -157,9 +158,17 @@ async def test_explore_waits_for_a_worker_then_follows_to_the_result(
         "NAVIGATOR_CONFIG": str(tmp_path / "none.yaml"),
     }
     (tmp_path / "none.yaml").write_text("{}\n")
+    # offline needs no model check from a worker (tests/cli/test_refusals.py covers a check nobody answers),
+    # so the first progress poll is what meets the missing worker; the worker below scripts it anyway
     running = asyncio.create_task(ainvoke(
-        ["explore", str(FIXTURE_REPO), "goal", "--model", "scripted:inline", "--out", str(tmp_path / "out")], env))
-    await asyncio.sleep(8)  # longer than the follow loop's 5 s query timeout
+        ["explore", str(FIXTURE_REPO), "goal", "--model", "offline", "--out", str(tmp_path / "out")], env))
+    # wait for the run to exist, then for longer than the follow loop's query timeout: the first
+    # progress poll (made right after the start) has met no worker, whatever the machine's load
+    for _ in range(300):
+        if [w async for w in client.list_workflows(f"TaskQueue = '{task_queue}'")]:
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(FOLLOW_QUERY_TIMEOUT.total_seconds() + 3)
     assert not running.done()
     activities = NavigatorActivities(
         LocalArtifactStore(tmp_path / "artifacts"), pricer=TablePricer.load(),

@@ -58,11 +58,18 @@ def test_explore_refuses_bad_input_before_any_server(isolated_config: Callable[.
     assert not (tmp_path / "temporal.db").exists()  # nothing started, nothing half-written
 
 
-def test_gemini_without_key_is_refused_for_a_local_worker(isolated_config: Callable[..., dict[str, str]]) -> None:
+def test_gemini_without_key_is_refused_for_a_local_worker(
+    isolated_config: Callable[..., dict[str, str]], tmp_path: Path
+) -> None:
+    """The in-process worker is this process: the same check runs here, before any server starts."""
     env = isolated_config(GEMINI_API_KEY="", GOOGLE_API_KEY="")
-    result = invoke(["explore", str(FIXTURE_REPO), "goal", "--model", "gemini-2.5-flash"], env)
+    result = invoke(["explore", str(FIXTURE_REPO), "goal", "--model", "gemini-2.5-flash",
+                     "--out", str(tmp_path / "out")], env)
     assert result.exit_code == 2
-    assert "needs GEMINI_API_KEY or GOOGLE_API_KEY" in result.stderr
+    assert result.stderr.startswith("Error: model 'gemini-2.5-flash' cannot be served by the in-process worker: "
+                                    "no Gemini credentials on the worker: set GEMINI_API_KEY")
+    assert result.stderr.count("\n") == 1 and result.stdout == ""
+    assert not (tmp_path / "temporal.db").exists() and not (tmp_path / "out").exists()
 
 
 def test_invalid_config_is_printed_field_by_field(tmp_path: Path) -> None:

@@ -1,0 +1,107 @@
+"""``navigator.check_model``: can this worker serve a model? (credentials, price, provider).
+
+:func:`model_problem` is the one place that decides it, for the activity and
+for the CLI when its in-process worker will serve the run (same code, same
+environment). It asks the worker's model registry (the one model-name parser,
+the provider's construction and its script file), the pricer, and the
+provider's credential source for ``gemini-*``. Nothing it returns holds a
+credential: problems are one line, with known secret values masked.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from temporalio import activity
+
+from durable_navigator.activities.models.registry import ModelRegistry
+from durable_navigator.activities.pricing_loader import TablePricer
+from durable_navigator.navcore.errors import NavigatorError
+from durable_navigator.navcore.preflight import ACTIVITY_CHECK_MODEL, ModelCheckInput, ModelCheckResult, ModelVerdict
+
+__all__ = ["PreflightActivities", "model_problem", "needs_worker_check", "check_models"]
+
+#: environment variables whose values must never leave the worker
+_SECRET_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "TEMPORAL_API_KEY")
+_MASK = "***"
+_MAX_PROBLEM_CHARS = 400
+
+
+def needs_worker_check(model: str) -> bool:
+    """False for models that need nothing from a worker (``offline`` is built in and free)."""
+    return model.strip() != "offline"
+
+
+def _masked(text: str, env: Mapping[str, str]) -> str:
+    for name in _SECRET_ENV:
+        value = env.get(name) or ""
+        if len(value) >= 4:
+            text = text.replace(value, _MASK)
+    line = " ".join(text.split())
+    return line[:_MAX_PROBLEM_CHARS]
+
+
+def _credentials_problem(model: str, env: Mapping[str, str]) -> None:
+    """Raise the provider's own ``ModelError`` when it would find no credentials here."""
+    if model.removeprefix("models/").startswith("gemini-"):
+        # imported here: a worker without google-genai still serves the other models
+        from durable_navigator.activities.models.gemini import GeminiCredentials
+
+        GeminiCredentials.from_env(env)
+
+
+def model_problem(
+    model: str,
+    *,
+    registry: ModelRegistry,
+    pricer: TablePricer,
+    env: Mapping[str, str] | None = None,
+) -> str | None:
+    """Why this worker cannot serve ``model`` (one line), or ``None`` when it can."""
+    environ = os.environ if env is None else env
+    name = model.strip()
+    try:
+        registry.model(name)  # unknown model, missing script file, provider not installed
+        pricer.rates(name)  # a model without a price is refused before any spend
+        _credentials_problem(name, environ)
+    except NavigatorError as exc:
+        return _masked(str(exc), environ)
+    except Exception as exc:  # noqa: BLE001 - a check reports what went wrong; it never fails the caller
+        return _masked(f"{type(exc).__name__}: {exc}", environ)
+    return None
+
+
+def check_models(
+    models: list[str], *, registry: ModelRegistry, pricer: TablePricer, env: Mapping[str, str] | None = None,
+) -> list[ModelVerdict]:
+    """A verdict per model (duplicates answered once, order kept)."""
+    verdicts: list[ModelVerdict] = []
+    for model in dict.fromkeys(models):
+        problem = model_problem(model, registry=registry, pricer=pricer, env=env)
+        verdicts.append(ModelVerdict(model=model, ok=problem is None, problem=problem))
+    return verdicts
+
+
+class PreflightActivities:
+    """The preflight activity, sharing the worker's model registry and pricer."""
+
+    def __init__(self, *, registry: ModelRegistry, pricer: TablePricer) -> None:
+        self.registry = registry
+        self.pricer = pricer
+
+    @activity.defn(name=ACTIVITY_CHECK_MODEL)
+    async def check_model(self, inp: ModelCheckInput) -> ModelCheckResult:
+        """Can this worker serve each of ``inp.models``? (no network call, no spend)."""
+        verdicts = check_models(list(inp.models), registry=self.registry, pricer=self.pricer)
+        return ModelCheckResult(verdicts=verdicts, worker=_identity())
+
+    def all(self) -> list[Callable[..., Any]]:
+        """Every activity of this class, for worker registration."""
+        return [self.check_model]
+
+
+def _identity() -> str:
+    """The answering worker, as Temporal names it (``pid@host``)."""
+    return f"{os.getpid()}@{os.uname().nodename}"

@@ -1,0 +1,80 @@
+"""Before a run starts: can the worker that will serve it serve its model(s)?
+
+Two ways, one check (:func:`activities.preflight.model_problem`):
+
+* the run will be served by this command's in-process worker (no
+  ``TEMPORAL_ADDRESS``, no ``--detach``): the worker is this process, so the
+  check runs here, against the same environment, before any server starts;
+* otherwise the workers live elsewhere: the ``NavigatorPreflight`` workflow runs
+  ``navigator.check_model`` on the run's task queue and the worker that picks it
+  up answers. When none answers within :data:`PREFLIGHT_TIMEOUT` (no worker yet,
+  or one that predates the preflight), the run starts anyway — it waits for a
+  worker, which refuses it if it cannot serve the model — and the user is told.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import timedelta
+
+from temporalio.client import WorkflowFailureError
+from temporalio.service import RPCError
+
+from durable_navigator.activities.models.registry import ModelRegistry
+from durable_navigator.activities.pricing_loader import TablePricer
+from durable_navigator.activities.preflight import check_models, needs_worker_check
+from durable_navigator.cli.connect import TemporalSession
+from durable_navigator.cli.errors import TemporalUnreachableError, stderr
+from durable_navigator.navcore.preflight import PREFLIGHT_WORKFLOW, ModelCheckInput, ModelCheckResult
+
+__all__ = ["PREFLIGHT_TIMEOUT", "IN_PROCESS", "problems_here", "problems_on_workers"]
+
+#: a polling worker answers in well under a second; this bounds the wait when none polls
+PREFLIGHT_TIMEOUT = timedelta(seconds=5)
+#: how the in-process worker is named in refusals
+IN_PROCESS = "the in-process worker"
+
+
+def problems_here(models: list[str]) -> dict[str, str]:
+    """``model -> problem`` as the in-process worker would see it (its providers, prices, env)."""
+    wanted = [m for m in dict.fromkeys(models) if needs_worker_check(m)]
+    if not wanted:
+        return {}
+    # offline is never checked (needs_worker_check), so this registry needs no repository engines
+    verdicts = check_models(wanted, registry=ModelRegistry(), pricer=TablePricer.load())
+    return {v.model: v.problem or "refused" for v in verdicts if not v.ok}
+
+
+async def problems_on_workers(session: TemporalSession, models: list[str]) -> dict[str, str] | None:
+    """``model -> problem`` from a worker on the session's task queue; ``None`` when none answered."""
+    wanted = [m for m in dict.fromkeys(models) if needs_worker_check(m)]
+    if not wanted:
+        return {}
+    timeout = PREFLIGHT_TIMEOUT.total_seconds()
+    try:
+        result: ModelCheckResult = await asyncio.wait_for(
+            session.client.execute_workflow(
+                PREFLIGHT_WORKFLOW,
+                ModelCheckInput(models=wanted),
+                id=f"preflight-{uuid.uuid4().hex[:12]}",
+                task_queue=session.task_queue,
+                result_type=ModelCheckResult,
+                # the server ends it if no worker takes it: nothing is left for a later worker
+                execution_timeout=PREFLIGHT_TIMEOUT,
+            ),
+            # the result long poll returns at the execution timeout; this is only a backstop
+            timeout + 5,
+        )
+    except (WorkflowFailureError, TimeoutError) as exc:
+        cause = getattr(getattr(exc, "cause", None), "message", None) or "no answer"
+        stderr.print(
+            f"no worker on task queue {session.task_queue!r} answered the model check within {timeout:.0f}s "
+            f"({cause}); starting anyway: the run waits for a worker", markup=False,
+        )
+        return None
+    except RPCError as exc:
+        raise TemporalUnreachableError(
+            f"Temporal refused the model check on {session.address}: {exc.message[:200]}"
+        ) from None
+    return result.problems()
