@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from durable_navigator.navcore.artifacts import SUMMARY_MAX_CHARS, ArtifactRef
-from durable_navigator.navcore.errors import ArtifactError
+from durable_navigator.navtypes.errors import ArtifactError
 
 __all__ = ["ArtifactStore", "LocalArtifactStore", "make_ref", "atomic_write_bytes"]
 

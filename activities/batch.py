@@ -36,8 +36,8 @@ from durable_navigator.navcore.batch import (
     resolve_jobs,
 )
 from durable_navigator.navcore.budget import micros_to_usd
-from durable_navigator.navcore.errors import ConfigError
-from durable_navigator.navcore.flightplan import MIN_TOKEN_BUDGET
+from durable_navigator.navtypes.errors import ConfigError
+from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
 from durable_navigator.navcore.requests import ExplorationResult
 
 __all__ = ["JobsFileError", "JobCheck", "load_jobs_file", "parse_jobs_text", "BatchActivities", "MAX_JOBS_FILE_BYTES"]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from durable_navigator.navcore.errors import RepoError
+from durable_navigator.navtypes.errors import RepoError
 
 __all__ = ["EngineCache", "EngineFactory", "open_repomap"]
 

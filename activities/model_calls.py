@@ -44,7 +44,7 @@ from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.requests import EngineSource, RequestBuilder
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.decision import FUNCTION_NAMES, ModelDecision
-from durable_navigator.navcore.errors import BudgetError, NavigatorError
+from durable_navigator.navtypes.errors import BudgetError, NavigatorError
 from durable_navigator.navcore.model import Message, ModelRequest, ModelResponse, ToolCallOut
 from durable_navigator.navcore.model_calls import (
     AnalysisOut,

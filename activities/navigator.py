@@ -38,9 +38,9 @@ from durable_navigator.navcore.activity_io import (
     WriteResultOutput,
 )
 from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.errors import NavigatorError
-from durable_navigator.navcore.flightplan import FlightPlan
-from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navtypes.errors import NavigatorError
+from durable_navigator.navtypes.flightplan import FlightPlan
+from durable_navigator.navtypes.mapmeta import MapMetadata
 
 __all__ = ["NavigatorActivities", "ActivityLimits", "EngineFactory", "to_application_error"]
 

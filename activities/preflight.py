@@ -18,7 +18,7 @@ from temporalio import activity
 
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navcore.errors import NavigatorError
+from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.navcore.preflight import ACTIVITY_CHECK_MODEL, ModelCheckInput, ModelCheckResult, ModelVerdict
 
 __all__ = ["PreflightActivities", "model_problem", "needs_worker_check", "check_models"]

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.errors import ConfigError
+from durable_navigator.navtypes.errors import ConfigError
 from durable_navigator.navcore.pricing import (
     PRICING_FILE_ENV,
     ModelPricingRates,

@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 from pydantic import ValidationError
 
-from durable_navigator.navcore.errors import ConfigError
+from durable_navigator.navtypes.errors import ConfigError
 from durable_navigator.navcore.guardrails import RunProfile
 
 __all__ = ["load_run_profile"]

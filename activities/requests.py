@@ -18,8 +18,8 @@ from durable_navigator.navcore.activity_io import MapView, RecentDecision
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.compression import summary_prompt
 from durable_navigator.navcore.decision import ModelDecision, navigator_function_declarations
-from durable_navigator.navcore.errors import ArtifactError
-from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navtypes.errors import ArtifactError
+from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navcore.model import (
     AnalyzeTask,
     CompressTask,

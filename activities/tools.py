@@ -34,7 +34,7 @@ from temporalio import activity
 from durable_navigator.activities.requests import EngineSource
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.compression import truncate_text
-from durable_navigator.navcore.errors import NavigatorError, PathEscapeError
+from durable_navigator.navtypes.errors import NavigatorError, PathEscapeError
 from durable_navigator.navcore.tools import (
     ListDirectoryArgs,
     ReadFileArgs,

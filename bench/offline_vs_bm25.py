@@ -43,7 +43,7 @@ from offline_taskset import Task, load_tasks, materialize, repo_dir  # noqa: E40
 
 from durable_navigator.activities.models.offline import OfflineTurn, offline_decision  # noqa: E402
 from durable_navigator.activities.models.offline.terms import STOPWORDS, split_identifier  # noqa: E402
-from durable_navigator.navcore.flightplan import FlightPlan  # noqa: E402
+from durable_navigator.navtypes.flightplan import FlightPlan  # noqa: E402
 
 MIN_LINE_CHARS = 4
 MAX_ITERATIONS = 8

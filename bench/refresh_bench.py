@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap import RepoMap
 from durable_navigator.repomap.build import content_hash
 from durable_navigator.repomap.discover import discover

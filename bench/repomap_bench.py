@@ -193,7 +193,7 @@ def make_requests(root: Path, files: list[str], n: int, cfg: BenchConfig) -> lis
 
 def plan_from_request(req: dict[str, Any]) -> Any:
     """Our flight plan for one shared request (chat file -> heavier focus)."""
-    from durable_navigator.navcore.flightplan import FlightPlan
+    from durable_navigator.navtypes.flightplan import FlightPlan
 
     focus = [{"glob": p, "weight": 3.0 if p in req["chat_files"] else 1.5}
              for p in req["focus_paths"]]
@@ -206,7 +206,7 @@ def plan_from_request(req: dict[str, Any]) -> Any:
 def random_plan(rng: random.Random, files: list[str], idents: list[str],
                 cfg: BenchConfig) -> Any:
     """A random flight plan: random rules/focus/levels/excludes and a log-uniform budget."""
-    from durable_navigator.navcore.flightplan import FlightPlan
+    from durable_navigator.navtypes.flightplan import FlightPlan
 
     def glob() -> str:
         f = files[rng.randrange(len(files))]

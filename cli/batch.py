@@ -31,7 +31,7 @@ from durable_navigator.cli.explore import validate_model
 from durable_navigator.cli.handles import describe_run, query_run, signal_run
 from durable_navigator.cli.preflight import problems_here, problems_on_workers
 from durable_navigator.navcore.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
-from durable_navigator.navcore.errors import BudgetError, ModelError, NavigatorError
+from durable_navigator.navtypes.errors import BudgetError, ModelError, NavigatorError
 
 __all__ = ["batch_app", "build_batch_request", "new_batch_id"]
 

@@ -29,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from durable_navigator.navcore.errors import ConfigError
+from durable_navigator.navtypes.errors import ConfigError
 from durable_navigator.workers.devserver import APP_NAME, default_db_path
 
 __all__ = [

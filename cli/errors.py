@@ -1,7 +1,7 @@
 """Exit codes and the one place CLI commands turn exceptions into them.
 
 Every command is wrapped by :func:`handles_errors`: a
-:class:`~navcore.errors.NavigatorError` (or one of the CLI's own errors below)
+:class:`~navtypes.errors.NavigatorError` (or one of the CLI's own errors below)
 is printed once, on one line, to stderr, and the process exits with the
 documented code. Anything else is a bug and keeps its traceback.
 """
@@ -16,7 +16,7 @@ from typing import ParamSpec, TypeVar
 import typer
 from rich.console import Console
 
-from durable_navigator.navcore.errors import NavigatorError
+from durable_navigator.navtypes.errors import NavigatorError
 
 __all__ = [
     "ExitCode",

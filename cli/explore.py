@@ -25,8 +25,8 @@ from durable_navigator.cli.follow import follow_run
 from durable_navigator.cli.handles import WORKFLOW_TYPE, query_run
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
 from durable_navigator.cli.reads import exit_code_for_result
-from durable_navigator.navcore.errors import BudgetError, ModelError, RepoError
-from durable_navigator.navcore.flightplan import MIN_TOKEN_BUDGET
+from durable_navigator.navtypes.errors import BudgetError, ModelError, RepoError
+from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
 from durable_navigator.navcore.messages import QUERY_STATUS
 from durable_navigator.navcore.report import TurnReport
 from durable_navigator.navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult

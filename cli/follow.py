@@ -27,7 +27,7 @@ from durable_navigator.cli.display import progress_line, turn_panel
 from durable_navigator.cli.errors import CliError, TemporalUnreachableError, stderr
 from durable_navigator.cli.handles import query_run, signal_run, update_run
 from durable_navigator.cli.signals import default_sender
-from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
 from durable_navigator.navcore.messages import (
     QUERY_STATUS,
     SIGNAL_APPROVE,

@@ -22,7 +22,7 @@ from durable_navigator.navcore.activity_io import (
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.budget import BudgetLedger, ModelTokenTotals, Reservation, micros_to_usd, usd_to_micros
 from durable_navigator.navcore.decision import ModelDecision, TokenUsage
-from durable_navigator.navcore.errors import (
+from durable_navigator.navtypes.errors import (
     ArtifactError,
     BudgetError,
     ConfigError,
@@ -32,8 +32,8 @@ from durable_navigator.navcore.errors import (
     PathEscapeError,
     RepoError,
 )
-from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
-from durable_navigator.navcore.mapmeta import FileSummary, MapMetadata
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level
+from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
 from durable_navigator.navcore.messages import (
     ApproveInput,
     EditFlightPlanInput,

@@ -6,8 +6,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.decision import ModelDecision, TokenUsage
-from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate
-from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
+from durable_navigator.navtypes.mapmeta import MapMetadata
 from durable_navigator.navcore.pricing import ModelPricingRates
 from durable_navigator.navcore.state import ExecutionMode
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_micros
 from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.flightplan import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
+from durable_navigator.navtypes.flightplan import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
 from durable_navigator.navcore.requests import ExplorationResult, ModelCallConfig
 
 __all__ = [

@@ -17,7 +17,7 @@ from decimal import Decimal
 from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.errors import BudgetError
+from durable_navigator.navtypes.errors import BudgetError
 
 __all__ = [
     "MICROS_PER_USD",

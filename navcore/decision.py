@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from durable_navigator.navcore.flightplan import FlightPlanUpdate
+from durable_navigator.navtypes.flightplan import FlightPlanUpdate
 from durable_navigator.navcore.tools import TOOL_DECLARATIONS, TOOL_NAMES, ToolCall
 
 __all__ = [

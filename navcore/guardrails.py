@@ -33,8 +33,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.navcore.compression import CompressionConfig
-from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate
-from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
+from durable_navigator.navtypes.mapmeta import MapMetadata
 from durable_navigator.navcore.planning import PlanningConfig
 from durable_navigator.navcore.tools import ToolCall
 

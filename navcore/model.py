@@ -25,8 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.navcore.compression import SummaryRequest
 from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.flightplan import FlightPlan
-from durable_navigator.navcore.mapmeta import FileSummary, MapMetadata
+from durable_navigator.navtypes.flightplan import FlightPlan
+from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
 from durable_navigator.navcore.modelspec import BUILTIN_OPENAI_PREFIXES, ModelSpec, Provider, parse_model_spec
 from durable_navigator.navcore.planning import (
     PlanningAnalysis,

@@ -28,8 +28,8 @@ from durable_navigator.navcore.activity_io import PromptInput
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.compression import SummaryRequest
 from durable_navigator.navcore.decision import ModelDecision, TokenUsage
-from durable_navigator.navcore.flightplan import FlightPlan
-from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navtypes.flightplan import FlightPlan
+from durable_navigator.navtypes.mapmeta import MapMetadata
 from durable_navigator.navcore.planning import (
     CriteriaCheck,
     PlanningAnalysis,

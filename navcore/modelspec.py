@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from durable_navigator.navcore.errors import ModelError
+from durable_navigator.navtypes.errors import ModelError
 
 __all__ = ["Provider", "BUILTIN_OPENAI_PREFIXES", "ModelSpec", "parse_model_spec"]
 

@@ -21,7 +21,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from durable_navigator.navcore.errors import ModelError
+from durable_navigator.navtypes.errors import ModelError
 
 __all__ = [
     "PlanParseError",

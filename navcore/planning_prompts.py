@@ -9,7 +9,7 @@ instructions. The output formats here are the ones
 
 from __future__ import annotations
 
-from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navtypes.mapmeta import MapMetadata
 from durable_navigator.navcore.planning import (
     CriteriaCheck,
     PlanningAnalysis,

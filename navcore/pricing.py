@@ -23,7 +23,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.errors import BudgetError, ConfigError, ModelError
+from durable_navigator.navtypes.errors import BudgetError, ConfigError, ModelError
 from durable_navigator.navcore.modelspec import parse_model_spec
 
 __all__ = [

@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict
 
 from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navcore.compression import SUMMARY_ACTIONS, CompressionConfig, truncate_text
-from durable_navigator.navcore.flightplan import FlightPlan
-from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navtypes.flightplan import FlightPlan
+from durable_navigator.navtypes.mapmeta import MapMetadata
 
 __all__ = [
     "PromptParts",

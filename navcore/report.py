@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from durable_navigator.navcore.budget import format_usd
-from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level
 from durable_navigator.navcore.planning import plan_markdown
 from durable_navigator.navcore.state import DecisionLogEntry, MessageNote, NavigatorState, StageState
 

@@ -9,9 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.flightplan import MAX_TOKEN_BUDGET, FlightPlan
+from durable_navigator.navtypes.flightplan import MAX_TOKEN_BUDGET, FlightPlan
 from durable_navigator.navcore.guardrails import RunProfile, SafetyConfig
-from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navtypes.mapmeta import MapMetadata
 from durable_navigator.navcore.model_calls import StreamGuard
 from durable_navigator.navcore.state import ExecutionMode, NavigatorState, StopReason, Verdict
 

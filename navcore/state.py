@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.budget import BudgetLedger
-from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
 from durable_navigator.navcore.guardrails import GuardrailState
-from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navtypes.mapmeta import MapMetadata
 from durable_navigator.navcore.planning import CriteriaCheck, StagePlan
 from durable_navigator.navcore.pricing import ModelPricingRates
 from durable_navigator.navcore.tools import ToolResult

@@ -12,7 +12,7 @@ from typing import Any
 from durable_navigator.navcore.activity_io import RecentDecision
 from durable_navigator.navcore.compression import SUMMARY_ACTIONS
 from durable_navigator.navcore.budget import BudgetLedger, micros_to_usd, usd_to_micros
-from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navcore.messages import EditFlightPlanInput
 from durable_navigator.navcore.prompt import RECENT_REASONING_CHARS
 from durable_navigator.navcore.report import plan_diff_lines, shorten

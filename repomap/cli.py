@@ -14,8 +14,8 @@ from typing import Annotated
 
 import typer
 
-from durable_navigator.navcore.errors import NavigatorError
-from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navtypes.errors import NavigatorError
+from durable_navigator.navtypes.flightplan import FlightPlan
 
 __all__ = ["app", "main"]
 
@@ -78,7 +78,7 @@ def generate(
 def _validated(fp: FlightPlan, updates: dict[str, object]) -> FlightPlan:
     from pydantic import ValidationError
 
-    from durable_navigator.navcore.errors import FlightPlanError
+    from durable_navigator.navtypes.errors import FlightPlanError
 
     try:
         return FlightPlan.model_validate({**fp.model_dump(), **updates})

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pathspec
 
-from durable_navigator.navcore.errors import RepoError
+from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.repomap.config import DiscoverConfig
 from durable_navigator.repomap.safepath import is_inside
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-from durable_navigator.navcore.errors import PathEscapeError, RepoError
-from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navtypes.errors import PathEscapeError, RepoError
+from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap.build import BuiltIndex, build_index, content_hash
 from durable_navigator.repomap.cache import IndexCache, default_cache_dir
 from durable_navigator.repomap.config import EngineConfig

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from durable_navigator.navcore.errors import PathEscapeError
-from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navtypes.errors import PathEscapeError
+from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap.globs import glob_match
 from durable_navigator.repomap.index import REC, SYM
 from durable_navigator.repomap.rank import Personalization, goal_mentions, goal_terms, personalized_rank

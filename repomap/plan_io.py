@@ -14,8 +14,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from durable_navigator.navcore.errors import FlightPlanError
-from durable_navigator.navcore.flightplan import FlightPlan, FocusPath, FocusSymbol, Level, VerbosityRule
+from durable_navigator.navtypes.errors import FlightPlanError
+from durable_navigator.navtypes.flightplan import FlightPlan, FocusPath, FocusSymbol, Level, VerbosityRule
 
 __all__ = ["load_flight_plan", "dump_flight_plan", "flight_plan_json_schema"]
 
@@ -132,5 +132,5 @@ def dump_flight_plan(plan: FlightPlan) -> str:
 
 
 def flight_plan_json_schema() -> dict[str, Any]:
-    """JSON Schema of :class:`navcore.flightplan.FlightPlan`."""
+    """JSON Schema of :class:`navtypes.flightplan.FlightPlan`."""
     return FlightPlan.model_json_schema()

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from durable_navigator.navcore.errors import FlightPlanError
-from durable_navigator.navcore.flightplan import MIN_TOKEN_BUDGET, FlightPlan, Level
-from durable_navigator.navcore.mapmeta import FileSummary, MapMetadata
+from durable_navigator.navtypes.errors import FlightPlanError
+from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET, FlightPlan, Level
+from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
 from durable_navigator.repomap.config import RenderConfig
 from durable_navigator.repomap.fit import FileCosts, Fitter
 from durable_navigator.repomap.globs import glob_match

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from durable_navigator.navcore.errors import PathEscapeError
+from durable_navigator.navtypes.errors import PathEscapeError
 
 __all__ = ["resolve_inside", "is_inside"]
 

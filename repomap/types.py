@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from durable_navigator.navcore.mapmeta import FileSummary, MapMetadata
+from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
 
 __all__ = ["Symbol", "SymbolRef", "SearchHit", "RankedFile", "RenderResult", "LEVEL_COUNT"]
 

@@ -24,8 +24,6 @@ from temporalio.worker import Worker
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES
 
-sys.path.insert(0, str(Path(__file__).parent / "workflows"))
-sys.path.insert(0, str(Path(__file__).parent / "models"))
 
 
 def temporal_binary() -> str:

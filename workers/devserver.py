@@ -25,7 +25,7 @@ from typing import IO, Literal
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field
 
-from durable_navigator.navcore.errors import ConfigError, NavigatorError
+from durable_navigator.navtypes.errors import ConfigError, NavigatorError
 
 __all__ = [
     "APP_NAME",

@@ -24,7 +24,7 @@ from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.preflight import PreflightActivities
 from durable_navigator.activities.tools import CodeToolActivities
-from durable_navigator.navcore.errors import NavigatorError
+from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 from durable_navigator.workflows.batch import BatchWorkflow
 from durable_navigator.workflows.preflight import PreflightWorkflow

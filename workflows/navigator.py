@@ -31,7 +31,7 @@ with workflow.unsafe.imports_passed_through():
         WriteResultOutput,
     )
     from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_micros
-    from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate
+    from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
     from durable_navigator.navcore.guardrails import RunProgress, check_guardrails, observe, record_iteration
     from durable_navigator.navcore.messages import (
         ApproveInput,

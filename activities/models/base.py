@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.errors import ModelError
+from durable_navigator.navtypes.errors import ModelError
 from durable_navigator.navcore.model import ModelRequest, ModelResponse
 from durable_navigator.navcore.model_calls import StreamGuard
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from durable_navigator.activities.models.base import Model
-from durable_navigator.navcore.errors import ModelError
+from durable_navigator.navtypes.errors import ModelError
 from durable_navigator.navcore.model import ModelSpec, parse_model_spec
 
 __all__ = ["ModelRegistry"]

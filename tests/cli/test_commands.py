@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest_asyncio
-from cli_support import FIXTURE_REPO, ainvoke, json_of
-from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, engine_factory, token_counter
+from tests.support.cli import FIXTURE_REPO, ainvoke, json_of
+from tests.support.navigator import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, engine_factory, token_counter
 from temporalio.client import Client
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
@@ -178,7 +178,7 @@ async def test_explore_waits_for_a_worker_then_follows_to_the_result(
     async with build_worker(client, task_queue, activities=activities):
         result = await asyncio.wait_for(running, timeout=120)
     assert result.exit_code == 0, result.stderr
-    assert f"waiting for a worker on task queue {task_queue!r}" in result.stderr
+    assert f"waiting for a worker on task queue {task_queue!r}" in result.stderr, result.stderr
     assert "context written to " in result.stdout
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from durable_navigator.cli.config import ENV_VARS, SECRET_ENV_VARS, ConfigValidationError, load_config
-from durable_navigator.navcore.errors import ConfigError
+from durable_navigator.navtypes.errors import ConfigError
 
 
 def test_defaults_without_file_or_env(tmp_path: Path) -> None:

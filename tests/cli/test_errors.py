@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from cli_support import FIXTURE_REPO, invoke, json_of
+from tests.support.cli import FIXTURE_REPO, invoke, json_of
 
 from durable_navigator.workers.devserver import free_port
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest_asyncio
-from cli_support import FIXTURE_REPO
-from e2e_support import NAVIGATOR, Sandbox
+from tests.support.cli import FIXTURE_REPO
+from tests.support.e2e import NAVIGATOR, Sandbox
 from temporalio.client import Client
 
 from durable_navigator.activities.artifacts import LocalArtifactStore

@@ -7,8 +7,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from cli_support import FIXTURE_REPO
-from e2e_support import NAVIGATOR, Sandbox
+from tests.support.cli import FIXTURE_REPO
+from tests.support.e2e import NAVIGATOR, Sandbox
 
 from durable_navigator.workers.devserver import port_in_use
 

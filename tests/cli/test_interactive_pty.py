@@ -12,8 +12,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from cli_support import FIXTURE_REPO
-from e2e_support import NAVIGATOR, Sandbox
+from tests.support.cli import FIXTURE_REPO
+from tests.support.e2e import NAVIGATOR, Sandbox
 
 SCRIPT = """
 decisions:

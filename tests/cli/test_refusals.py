@@ -20,16 +20,16 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 import yaml
-from cli_support import FIXTURE_REPO, ainvoke
-from e2e_support import NAVIGATOR
+from tests.support.cli import FIXTURE_REPO, ainvoke
+from tests.support.e2e import NAVIGATOR
 from temporalio.client import Client, WorkflowHistory
 
-from nav_support import ZOOM_BUDGET, ScriptProvider
+from tests.support.navigator import ZOOM_BUDGET, ScriptProvider
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.navigator import NavigatorActivities
-from durable_navigator.navcore.flightplan import MIN_TOKEN_BUDGET
+from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
 from durable_navigator.navcore.preflight import PREFLIGHT_WORKFLOW
 from durable_navigator.workers.worker import build_worker
 
@@ -81,7 +81,7 @@ def _one_error_line(stderr: str) -> str:
 
 
 def test_help_says_the_real_minimum() -> None:
-    from cli_support import invoke
+    from tests.support.cli import invoke
 
     lines = invoke(["explore", "--help"]).stdout.splitlines()
     row = next(i for i, line in enumerate(lines) if "--tokens" in line)

@@ -7,7 +7,7 @@ import shlex
 from typing import Any
 
 import pytest
-from deploy_support import (
+from tests.support.deploy import (
     KNOWN_ENV,
     ROOT,
     check_navigator_argv,

@@ -8,7 +8,7 @@ import tomllib
 from typing import Any
 
 import pytest
-from deploy_support import KNOWN_ENV, ROOT, check_navigator_argv, load_yaml_docs
+from tests.support.deploy import KNOWN_ENV, ROOT, check_navigator_argv, load_yaml_docs
 
 from durable_navigator.cli.config import ENV_VARS, SECRET_ENV_VARS
 from durable_navigator.cli.health import HEALTH_PATHS

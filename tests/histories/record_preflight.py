@@ -2,7 +2,7 @@
 
 Run from the repository root after a deliberate change to ``workflows/preflight.py``::
 
-    .venv/bin/python tests/histories/record_preflight.py
+    PYTHONPATH=. .venv/bin/python -m tests.histories.record_preflight
 
 One check of three models on a worker without Gemini credentials (``offline``
 is fine, ``gemini-2.5-flash`` lacks a key, ``gpt-9`` is unknown); writes
@@ -20,15 +20,13 @@ from datetime import timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
-sys.path.insert(0, str(HERE.parent))
 
-from conftest import temporal_binary  # noqa: E402
-from temporalio.testing import WorkflowEnvironment  # noqa: E402
+from tests.conftest import temporal_binary
+from temporalio.testing import WorkflowEnvironment
 
-from durable_navigator.navcore.preflight import PREFLIGHT_WORKFLOW, ModelCheckInput, ModelCheckResult  # noqa: E402
-from durable_navigator.workers.converter import DATA_CONVERTER  # noqa: E402
-from durable_navigator.workers.worker import build_activities, build_worker  # noqa: E402
+from durable_navigator.navcore.preflight import PREFLIGHT_WORKFLOW, ModelCheckInput, ModelCheckResult
+from durable_navigator.workers.converter import DATA_CONVERTER
+from durable_navigator.workers.worker import build_activities, build_worker
 
 MODELS = ["offline", "gemini-2.5-flash", "gpt-9"]
 

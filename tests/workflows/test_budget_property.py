@@ -23,7 +23,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from nav_support import FIXTURE_REPO, update
+from tests.support.navigator import FIXTURE_REPO, update
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.models.base import CallContext, ModelCallError, ModelTransientError

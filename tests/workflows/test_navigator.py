@@ -9,7 +9,18 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from nav_support import FIXTURE_REPO, ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, engine_factory, make_pricer, token_counter
+from tests.support.navigator import (
+    FIXTURE_REPO,
+    NO_LOOP_GUARD,
+    ONE_ATTEMPT,
+    TIMEOUT,
+    ZOOM_BUDGET,
+    ZOOM_OUT_CLI,
+    ScriptProvider,
+    make_activities,
+    make_request,
+    run,
+)
 from temporalio.client import Client
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
@@ -19,53 +30,6 @@ from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navcore.requests import ModelCallConfig, ExplorationRequest, ExplorationResult
 from durable_navigator.navcore.state import StopReason
 from durable_navigator.workflows.navigator import SA_COST_USD, SA_ITERATION, SA_STATUS, NavigatorWorkflow
-
-TIMEOUT = timedelta(seconds=60)
-ONE_ATTEMPT = ModelCallConfig(max_attempts=1, initial_interval_s=0.1)
-
-
-def make_activities(tmp_path: Path, provider: ScriptProvider, **kw: Any) -> NavigatorActivities:
-    """Real activities with a scripted model, test prices and a tmp artifact store."""
-    return NavigatorActivities(
-        LocalArtifactStore(tmp_path / "artifacts"),
-        pricer=make_pricer(),
-        model_overrides={"test-model": provider},
-        engine_factory=engine_factory(kw.pop("pad_lines", 0)),
-        token_counter=token_counter(),
-        **kw,
-    )
-
-
-#: a profile whose loop detection never fires within these short scripted runs
-NO_LOOP_GUARD = RunProfile(loop=LoopConfig(warn_repeats=49, stop_repeats=50, window=50))
-
-
-def make_request(tmp_path: Path, **kw: Any) -> ExplorationRequest:
-    base: dict[str, Any] = dict(
-        repo_path=str(FIXTURE_REPO),
-        goal="why does the budget plugin double-count tokens?",
-        model="test-model",
-        budget_usd=Decimal("1"),
-        token_budget=2000,
-        out_dir=str(tmp_path / "out"),
-        model_call=ONE_ATTEMPT,
-        # the loop's own mechanics: no planning phase unless a test asks for one
-        planning="off",
-    )
-    base.update(kw)
-    return ExplorationRequest(**base)
-
-
-async def run(client: Client, task_queue: str, req: ExplorationRequest, wf_id: str | None = None) -> ExplorationResult:
-    return await client.execute_workflow(
-        NavigatorWorkflow.run,
-        req,
-        id=wf_id or f"nav-{uuid.uuid4()}",
-        task_queue=task_queue,
-        execution_timeout=TIMEOUT,
-        memo={"goal": req.goal},
-    )
-
 
 async def test_autonomous_run_finalizes(client, task_queue, start_worker, tmp_path) -> None:
     provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI])

@@ -12,8 +12,8 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-from nav_support import ScriptProvider, update
-from test_navigator import make_activities, make_request
+from tests.support.navigator import ScriptProvider, update
+from tests.support.navigator import make_activities, make_request
 
 from durable_navigator.navcore.compression import CompressionConfig
 from durable_navigator.navcore.guardrails import LoopConfig, RunProfile, SafetyConfig

@@ -12,25 +12,27 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
-from nav_support import ZOOM_BUDGET, ScriptProvider, update, wait_for
-from test_navigator import NO_LOOP_GUARD, make_activities, make_request
+from tests.support.navigator import ZOOM_BUDGET, ScriptProvider, update, wait_for
+from tests.support.navigator import NO_LOOP_GUARD, make_activities, make_request
 
 from durable_navigator.navcore.requests import ModelCallConfig, ExplorationResult
 from durable_navigator.navcore.state import StopReason
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 
-WORKER_PROC = Path(__file__).with_name("worker_proc.py")
+#: the worker script, run as a module from the repository root (``tests`` is a package)
+WORKER_PROC = "tests.support.worker_proc"
+REPO_ROOT = Path(__file__).resolve().parents[2]
 FAKE_KEY = "AIzaFAKE-test-credential-0123456789abcdef"
 #: the issue's bar: history growth per iteration whatever the map size
 MAX_HISTORY_BYTES_PER_ITERATION = 8 * 1024
 
 
 def _spawn_worker(target: str, task_queue: str, artifact_dir: Path, log: Path) -> subprocess.Popen[bytes]:
-    """Start ``worker_proc.py`` (output to ``log``, never a pipe that could fill) and wait until it polls."""
+    """Start ``tests.support.worker_proc`` (output to ``log``, never a pipe that could fill) and wait until it polls."""
     env = dict(os.environ, GEMINI_API_KEY=FAKE_KEY, GOOGLE_API_KEY=FAKE_KEY)
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, str(WORKER_PROC), target, task_queue, str(artifact_dir), "0.4"],
+            [sys.executable, "-m", WORKER_PROC, target, task_queue, str(artifact_dir), "0.4"], cwd=REPO_ROOT,
             env=env, stdout=out, stderr=subprocess.STDOUT,
         )
     deadline = time.monotonic() + 60

@@ -17,8 +17,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from git_support import commit_all, git, init_repo
-from nav_support import FIXTURE_REPO
+from tests.support.git import commit_all, git, init_repo
+from tests.support.navigator import FIXTURE_REPO
 from temporalio.client import Client
 
 from durable_navigator.activities.artifacts import LocalArtifactStore

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import uuid
 
-from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update
-from test_navigator import make_activities, make_request, run
+from tests.support.navigator import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update
+from tests.support.navigator import make_activities, make_request, run
 
 from durable_navigator.navcore.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig
 from durable_navigator.navcore.state import StopReason

@@ -6,11 +6,11 @@ import json
 import uuid
 
 import pytest
-from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update, wait_for
+from tests.support.navigator import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update, wait_for
 from temporalio.client import WorkflowUpdateFailedError
-from test_navigator import TIMEOUT, make_activities, make_request
+from tests.support.navigator import TIMEOUT, make_activities, make_request
 
-from durable_navigator.navcore.flightplan import FlightPlan
+from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navcore.messages import ApproveInput, EditFlightPlanInput, RejectInput, StopInput
 from durable_navigator.navcore.report import DecisionLogView
 from durable_navigator.navcore.requests import ApprovalConfig, ExplorationResult

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from durable_navigator.navcore.budget import BudgetLedger, format_usd, micros_to_usd, usd_to_micros
 from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.errors import BudgetError
+from durable_navigator.navtypes.errors import BudgetError
 
 
 def test_reserve_refuses_past_the_limit_and_reconcile_charges_actuals() -> None:

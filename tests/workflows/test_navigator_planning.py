@@ -12,8 +12,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from nav_support import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update, wait_for
-from test_navigator import TIMEOUT, make_activities, make_request, run
+from tests.support.navigator import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update, wait_for
+from tests.support.navigator import TIMEOUT, make_activities, make_request, run
 
 from durable_navigator.navcore.messages import ApproveInput, RejectInput, StopInput
 from durable_navigator.navcore.state import ExecutionMode, StopReason

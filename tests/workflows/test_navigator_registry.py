@@ -7,7 +7,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from nav_support import FIXTURE_REPO
+from tests.support.navigator import FIXTURE_REPO
 from temporalio.client import WorkflowFailureError
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
@@ -16,7 +16,7 @@ from durable_navigator.activities.models.offline import OfflineModel
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.errors import BudgetError, ModelError
+from durable_navigator.navtypes.errors import BudgetError, ModelError
 from durable_navigator.navcore.requests import ExplorationRequest
 from durable_navigator.navcore.state import StopReason
 from durable_navigator.workflows.navigator import NavigatorWorkflow

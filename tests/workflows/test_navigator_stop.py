@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
 
-from nav_support import FIXTURE_REPO, wait_for
+from tests.support.navigator import FIXTURE_REPO, wait_for
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.models.base import CallContext, ModelTransientError

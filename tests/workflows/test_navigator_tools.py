@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import uuid
 
-from nav_support import ZOOM_BUDGET, ScriptProvider
-from test_navigator import make_activities, make_request, run
+from tests.support.navigator import ZOOM_BUDGET, ScriptProvider
+from tests.support.navigator import make_activities, make_request, run
 from temporalio.api.enums.v1 import EventType
 
 from durable_navigator.navcore.state import StopReason
@@ -89,7 +89,7 @@ async def test_offline_model_uses_code_tools_then_focuses_what_they_found(
     from durable_navigator.activities.artifacts import LocalArtifactStore
     from durable_navigator.activities.pricing_loader import TablePricer
     from durable_navigator.activities.navigator import NavigatorActivities
-    from nav_support import FIXTURE_REPO
+    from tests.support.navigator import FIXTURE_REPO
 
     from durable_navigator.navcore.requests import ExplorationRequest
 

@@ -9,7 +9,7 @@ from temporalio import workflow
 with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.artifacts import ArtifactRef
     from durable_navigator.navcore.decision import TokenUsage
-    from durable_navigator.navcore.mapmeta import MapMetadata
+    from durable_navigator.navtypes.mapmeta import MapMetadata
     from durable_navigator.navcore.report import shorten
     from durable_navigator.navcore.state import DecisionLog, DecisionLogEntry
 

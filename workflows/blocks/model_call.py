@@ -38,7 +38,7 @@ from temporalio.workflow import ActivityCancellationType
 with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.budget import BudgetLedger, format_usd
     from durable_navigator.navcore.decision import TokenUsage
-    from durable_navigator.navcore.errors import BudgetError
+    from durable_navigator.navtypes.errors import BudgetError
     from durable_navigator.navcore.model_calls import (
         AttemptUsage,
         ModelCallInput,

@@ -29,7 +29,7 @@ from durable_navigator.activities.models.offline.policy import plan_turn
 from durable_navigator.activities.models.offline.terms import parse_feedback
 from durable_navigator.activities.models.offline.tools import TOOL_TURN_PREFIX, tool_round
 from durable_navigator.navcore.decision import FINALIZE_FUNCTION, UPDATE_FUNCTION, ModelDecision, decision_from_calls
-from durable_navigator.navcore.errors import ModelError
+from durable_navigator.navtypes.errors import ModelError
 from durable_navigator.navcore.model import DecideTask, ModelRequest, ModelResponse, ToolCallOut
 from durable_navigator.navcore.tools import ToolCall
 

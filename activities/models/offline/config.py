@@ -15,8 +15,8 @@ from pydantic import BaseModel, ConfigDict
 
 from durable_navigator.activities.models.offline.symbols import ScoredSymbol, SymbolScoreConfig
 from durable_navigator.activities.models.offline.tools import OfflineToolConfig
-from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, Level
-from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level
+from durable_navigator.navtypes.mapmeta import MapMetadata
 
 __all__ = ["OfflinePolicyConfig", "Allocation", "PolicyOutcome", "OfflineTurn", "glob_matches", "why"]
 

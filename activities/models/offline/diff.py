@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from durable_navigator.activities.models.offline.config import Allocation, OfflinePolicyConfig, why
-from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
-from durable_navigator.navcore.mapmeta import MapMetadata
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
+from durable_navigator.navtypes.mapmeta import MapMetadata
 
 __all__ = ["diff_allocation", "fill_move", "finalize_summary"]
 

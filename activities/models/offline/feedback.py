@@ -21,7 +21,7 @@ from typing import Any
 
 from durable_navigator.activities.models.offline.config import OfflinePolicyConfig, glob_matches
 from durable_navigator.activities.models.offline.terms import FeedbackIntent
-from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
 
 __all__ = ["feedback_update"]
 

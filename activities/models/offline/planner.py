@@ -26,9 +26,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.navcore.compression import SummaryRequest
-from durable_navigator.navcore.errors import ModelError
-from durable_navigator.navcore.flightplan import FlightPlan
-from durable_navigator.navcore.mapmeta import FileSummary
+from durable_navigator.navtypes.errors import ModelError
+from durable_navigator.navtypes.flightplan import FlightPlan
+from durable_navigator.navtypes.mapmeta import FileSummary
 from durable_navigator.navcore.planning import CriteriaCheck, PlanningConfig, Stage, StagePlan
 
 __all__ = ["OfflinePlannerConfig", "OfflinePlanner", "criterion_evidence"]

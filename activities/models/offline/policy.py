@@ -41,7 +41,7 @@ from durable_navigator.activities.models.offline.diff import diff_allocation, fi
 from durable_navigator.activities.models.offline.symbols import ScoredSymbol, score_symbols
 from durable_navigator.activities.models.offline.terms import NOISE_AREAS, goal_terms, mentioned_noise
 from durable_navigator.activities.models.offline.tools import hint_update, parse_tool_results
-from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, Level, VerbosityRule
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, Level, VerbosityRule
 
 __all__ = ["survey", "allocate", "base_plan", "plan_turn", "ranked_for"]
 

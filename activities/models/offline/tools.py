@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel, ConfigDict
 
 from durable_navigator.activities.models.offline.terms import goal_terms
-from durable_navigator.navcore.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol
 from durable_navigator.navcore.tools import ToolCall
 
 __all__ = [

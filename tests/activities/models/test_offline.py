@@ -1,0 +1,280 @@
+"""The offline navigator policy against the real repo-map engine on a small repository."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from durable_navigator.activities.models.base import CallContext, Model
+from durable_navigator.activities.models.offline import OfflineModel, OfflineTurn, offline_decision
+from durable_navigator.activities.models.offline.config import glob_matches
+from durable_navigator.activities.models.offline.terms import goal_terms, parse_feedback
+from durable_navigator.navcore.decision import ModelDecision
+from durable_navigator.navtypes.errors import ModelError
+from durable_navigator.navtypes.flightplan import FlightPlan, Level
+
+from durable_navigator import repomap  # noqa: E402  (the real engine; no fake)
+from tests.support.models import decide_request
+
+GOAL = "why are tokens double-counted when the ledger records usage?"
+
+FILES = {
+    "src/shop/budget/ledger.py": '''
+        """Token ledger for the budget plugin."""
+
+
+        class Ledger:
+            """Keeps token counts per model."""
+
+            def __init__(self) -> None:
+                self.tokens = {}
+
+            def record_usage(self, model: str, tokens: int) -> None:
+                """Record tokens used by one call."""
+                self.tokens[model] = self.tokens.get(model, 0) + tokens
+                self.tokens[model] = self.tokens.get(model, 0) + tokens
+
+            def total(self) -> int:
+                return sum(self.tokens.values())
+        ''',
+    "src/shop/budget/enforce.py": '''
+        from shop.budget.ledger import Ledger
+
+
+        def enforce(ledger: Ledger, limit: int) -> bool:
+            """True while the ledger total stays under the limit."""
+            return ledger.total() <= limit
+
+
+        def charge(ledger: Ledger, model: str, tokens: int) -> None:
+            ledger.record_usage(model, tokens)
+        ''',
+    "src/shop/cart.py": '''
+        class Cart:
+            """A shopping cart of items and prices."""
+
+            def __init__(self) -> None:
+                self.items = []
+
+            def add_item(self, name: str, price: float) -> None:
+                self.items.append((name, price))
+
+            def price(self) -> float:
+                return sum(p for _, p in self.items)
+        ''',
+    "src/shop/render.py": '''
+        def render_receipt(items: list) -> str:
+            """Format a receipt."""
+            return "\\n".join(f"{n}: {p}" for n, p in items)
+        ''',
+    "tests/test_ledger.py": '''
+        from shop.budget.ledger import Ledger
+
+
+        def test_ledger_records_tokens():
+            ledger = Ledger()
+            ledger.record_usage("m", 3)
+            assert ledger.total() == 3
+        ''',
+    "docs/usage.md": "# Usage\n\nThe ledger records tokens per model.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("offline-repo")
+    for rel, text in FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    return root
+
+
+@pytest.fixture(scope="module")
+def engine(repo: Path, tmp_path_factory: pytest.TempPathFactory):
+    return repomap.RepoMap.open(repo, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+def _call(engine, plan: FlightPlan, iteration: int, meta=None, feedback=None, goal=GOAL) -> OfflineTurn:
+    return OfflineTurn(goal=goal, flight_plan=plan, iteration=iteration, max_iterations=8, engine=engine,
+                       map_metadata=meta, feedback=feedback)
+
+
+def _run(engine, budget: int = 2000) -> tuple[FlightPlan, list[ModelDecision]]:
+    plan = FlightPlan(token_budget=budget)
+    meta = engine.render(plan).metadata
+    decisions = []
+    for it in range(1, 9):
+        d = offline_decision(_call(engine, plan, it, meta))
+        decisions.append(d)
+        if d.action == "finalize_context":
+            break
+        plan = plan.apply(d.updates)
+        meta = engine.render(plan).metadata
+    return plan, decisions
+
+
+async def test_model_protocol_and_its_engine_dependency(engine) -> None:
+    async def engines(root: str):
+        return engine
+
+    model = OfflineModel(engines)
+    assert isinstance(model, Model)
+    req = decide_request(model="offline")
+    req.task.repo_root = str(engine.root)
+    answer = await model.request(req, CallContext())
+    assert answer.tool_calls and answer.usage.input_tokens == 0
+
+
+def test_missing_engine_is_a_clear_error(engine) -> None:
+    call = _call(engine, FlightPlan(), 1)
+    with pytest.raises(ModelError, match="repo-map engine"):
+        offline_decision(OfflineTurn(**{**call.__dict__, "engine": None}))
+
+
+async def test_first_turn_surveys_goal_noise_and_top_files(engine) -> None:
+    d = offline_decision(_call(engine, FlightPlan(token_budget=2000), 1))
+    assert d.action == "update_flight_plan" and d.model == "offline"
+    assert d.usage.input_tokens == 0 and d.usage.output_tokens == 0 and d.calls == 1
+    u = d.updates
+    assert u.goal == GOAL
+    assert "tests/**" in u.add_exclude and "docs/**" in u.add_exclude
+    zoomed = {r.glob: r.level for r in u.set_rules}
+    assert zoomed.get("src/shop/budget/ledger.py", 0) >= Level.OUTLINE
+    assert "src/shop/budget/ledger.py ranks #" in d.reasoning
+    assert any(f.glob == "src/shop/budget/**" for f in u.add_focus_paths)
+
+
+def test_goal_that_mentions_tests_keeps_them(engine) -> None:
+    d = offline_decision(_call(engine, FlightPlan(), 1, goal="fix the failing ledger tests"))
+    assert "tests/**" not in d.updates.add_exclude
+    assert "docs/**" in d.updates.add_exclude
+
+
+def test_loop_zooms_in_expands_and_finalizes_within_budget(engine) -> None:
+    plan, decisions = _run(engine, budget=600)
+    assert decisions[-1].action == "finalize_context", [d.reasoning for d in decisions]
+    assert 2 <= len(decisions) <= 8
+    assert "finalize" in decisions[-1].reasoning and decisions[-1].summary
+    levels = {r.glob: r.level for r in plan.rules}
+    expanded = {f.symbol for f in plan.focus_symbols if f.expand}
+    assert levels.get("src/shop/budget/ledger.py") == Level.FULL or any("record_usage" in s for s in expanded)
+    assert levels.get("src/shop/cart.py", Level.PATH) <= Level.OUTLINE
+    rendered = engine.render(plan)
+    assert rendered.metadata.tokens_used <= 600
+    assert "self.tokens[model] = self.tokens.get(model, 0) + tokens" in rendered.text
+    zoom = next(d for d in decisions[1:] if d.action == "update_flight_plan")
+    assert zoom.reasoning.startswith("zoom:")
+
+
+def test_same_inputs_same_decisions(engine, repo: Path, tmp_path: Path) -> None:
+    first = [d.model_dump() for d in _run(engine)[1]]
+    fresh = repomap.RepoMap.open(repo, cache_dir=tmp_path)
+    second = [d.model_dump() for d in _run(fresh)[1]]
+    assert first == second
+
+
+def test_feedback_mentions_get_focus_and_less_zooms_out(engine) -> None:
+    plan, _ = _run(engine)
+    d = offline_decision(_call(engine, plan, 5, feedback="also look at src/shop/render.py and Cart.price"))
+    assert d.action == "update_flight_plan"
+    assert {r.glob: r.level for r in d.updates.set_rules}["src/shop/render.py"] == Level.DOCS
+    assert any(f.glob == "src/shop/render.py" for f in d.updates.add_focus_paths)
+    assert any(f.symbol.endswith("Cart.price") for f in d.updates.add_focus_symbols)
+    assert "follow feedback" in d.reasoning
+    less = offline_decision(_call(engine, plan, 5, feedback="too much, zoom out please"))
+    before = {r.glob: r.level for r in plan.rules}
+    after = {r.glob: r.level for r in less.updates.set_rules}
+    assert after and all(after[g] == before[g] - 1 for g in after)
+
+
+def test_feedback_ignore_unknown_and_finalize(engine) -> None:
+    plan, _ = _run(engine)
+    d = offline_decision(_call(engine, plan, 5, feedback="ignore src/shop/cart.py, and see nowhere/thing.py"))
+    assert "src/shop/cart.py" in d.updates.add_exclude
+    assert "nowhere/thing.py" in d.reasoning and "ignored" in d.reasoning
+    done = offline_decision(_call(engine, plan, 5, feedback="good enough, finalize"))
+    assert done.action == "finalize_context"
+
+
+def test_terms_and_feedback_parsing() -> None:
+    assert goal_terms("Make TimedSerializer.loads() accept return_timestamp") == [
+        "timedserializer", "timed", "serializer", "loads", "accept", "return_timestamp", "return", "timestamp",
+    ]
+    intent = parse_feedback("zoom out of docs, exclude vendor/ and focus src/app.py")
+    assert intent.less and not intent.more and intent.ignores == ("vendor",)
+    assert "src/app.py" in intent.mentions
+    assert glob_matches("src/**", "src/a/b.py") and glob_matches("src/budget", "src/budget/x.py")
+    assert not glob_matches("tests/**", "src/tests_x.py") and glob_matches("**/tests/**", "a/tests/t.py")
+
+
+def test_goal_without_any_match_still_finalizes(engine) -> None:
+    plan, decisions = _run_goal(engine, "qwxz vvkkj")
+    assert decisions[-1].action == "finalize_context"
+    assert len(decisions) <= 4
+    assert "no file matches the goal lexically" in decisions[0].reasoning
+
+
+def test_a_repeated_undone_move_finalizes_as_a_cycle(engine) -> None:
+    plan = FlightPlan(token_budget=600)
+    first = offline_decision(_call(engine, plan, 1, engine.render(plan).metadata))
+    plan = plan.apply(first.updates)
+    meta = engine.render(plan).metadata
+    second = offline_decision(_call(engine, plan, 2, meta))
+    assert second.action == "update_flight_plan"
+    again = OfflineTurn(**{**_call(engine, plan, 4, meta).__dict__,
+                          "recent_decisions": (("update_flight_plan", second.reasoning),)})
+    looped = offline_decision(again)
+    assert looped.action == "finalize_context" and "cycle" in looped.reasoning
+
+
+def test_fill_move_raises_the_best_file_into_unused_budget(engine) -> None:
+    from durable_navigator.activities.models.offline.diff import fill_move
+    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, ranked_for
+
+    cfg = OfflinePolicyConfig()
+    plan = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])
+    ranked = ranked_for(engine, plan)
+    meta = engine.render(plan).metadata
+    move = fill_move(plan, ranked, meta, cfg)
+    assert move is not None
+    update, reason = move
+    raised = {r.glob: r.level for r in update.set_rules}
+    assert raised.get(ranked[0].path) == Level.OUTLINE
+    assert reason.startswith("fill (map at") and "ranks #1" in reason
+    assert fill_move(plan, ranked, meta.model_copy(update={"tokens_used": 5000}), cfg) is None
+
+
+def _run_goal(engine, goal: str) -> tuple[FlightPlan, list[ModelDecision]]:
+    plan = FlightPlan(token_budget=800)
+    meta = engine.render(plan).metadata
+    decisions = []
+    for it in range(1, 9):
+        d = offline_decision(_call(engine, plan, it, meta, goal=goal))
+        decisions.append(d)
+        if d.action == "finalize_context":
+            break
+        plan = plan.apply(d.updates)
+        meta = engine.render(plan).metadata
+    return plan, decisions
+
+
+def test_an_undone_fill_is_not_retried(engine) -> None:
+    from durable_navigator.activities.models.offline.diff import fill_move
+    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, _fill_was_undone, ranked_for
+
+    cfg = OfflinePolicyConfig()
+    plan = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])
+    ranked = ranked_for(engine, plan)
+    meta = engine.render(plan).metadata
+    top = ranked[0].path
+    recent = (
+        ("update_flight_plan", f"fill (map at 50% of the budget): zoom in {top} to L2 (ranks #1; +40 tokens)"),
+        ("update_flight_plan", f"zoom: zoom back out to L1: {top} (the last map could not show every requested level)"),
+    )
+    assert _fill_was_undone(recent) and not _fill_was_undone(recent[:1])
+    update, _ = fill_move(plan, ranked, meta, cfg, recent)
+    assert top not in {r.glob for r in update.set_rules}
+    assert update.set_rules  # the next-best files are still raised

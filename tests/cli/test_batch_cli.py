@@ -1,0 +1,67 @@
+"""``navigator batch run|status|results|stop`` against the session dev server and a test worker."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.support.batch import FIXTURE_REPO, priced_activities, write_script
+from typer.testing import CliRunner
+
+from durable_navigator.cli.app import app
+
+
+@pytest.fixture
+def cli_env(client, task_queue, tmp_path, monkeypatch) -> Path:
+    """Point the CLI at the test server and task queue; no config file, no credentials."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TEMPORAL_ADDRESS", client.service_client.config.target_host)
+    monkeypatch.setenv("NAVIGATOR_TASK_QUEUE", task_queue)
+    monkeypatch.setenv("NAVIGATOR_CONFIG", str(tmp_path / "navigator.yaml"))
+    (tmp_path / "navigator.yaml").write_text("{}\n")
+    for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "TEMPORAL_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    return tmp_path
+
+
+async def invoke(*args: str) -> tuple[int, str, str]:
+    """Run the CLI in a thread (its commands call ``asyncio.run`` themselves)."""
+    result = await asyncio.to_thread(CliRunner().invoke, app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+async def test_bad_jobs_file_reports_each_job_and_starts_nothing(cli_env: Path) -> None:
+    jobs = {"jobs": [{"repo": str(FIXTURE_REPO), "goal": "ok"},
+                     {"repo": "missing-repo", "goal": "x"},
+                     {"repo": str(FIXTURE_REPO), "goal": "y", "model": "gpt-5"}]}
+    (cli_env / "jobs.yaml").write_text(yaml.safe_dump(jobs))
+    code, _, err = await invoke("batch", "run", "jobs.yaml", "--budget-usd", "1", "--id", "batch-bad")
+    assert code == 2, err
+    assert "job 1 (line 5) field 'repo'" in err and "job 2 (line 7) field 'model'" in err and "unknown model" in err
+
+
+async def test_run_status_results_stop(cli_env: Path, start_worker, tmp_path) -> None:
+    script = write_script(tmp_path / "s.yaml", steps=1)
+    jobs = {"defaults": {"model": script, "token_budget": 1500, "max_iterations": 4},
+            "jobs": [{"repo": str(FIXTURE_REPO), "goal": f"goal {i}"} for i in range(2)]}
+    (cli_env / "jobs.yaml").write_text(yaml.safe_dump(jobs))
+    async with start_worker(priced_activities(tmp_path)):
+        code, out, err = await invoke("batch", "run", "jobs.yaml", "--budget-usd", "0.5", "--concurrency", "2",
+                                      "--id", "batch-cli-1", "--out", "out", "--json")
+        assert code == 0, err
+        result = json.loads(out)
+        assert [o["status"] for o in result["outcomes"]] == ["completed", "completed"]
+        assert Path(result["results_path"]).is_file()
+        code, out, err = await invoke("batch", "status", "batch-cli-1", "--json")
+        assert code == 0, err
+        assert json.loads(out)["done"] is True and json.loads(out)["completed"] == 2
+        code, out, err = await invoke("batch", "results", "batch-cli-1")
+        assert code == 0, err
+        assert "batch-cli-1" in out and "completed" in out
+        code, _, err = await invoke("batch", "stop", "batch-cli-1")
+        assert code == 4, err  # the batch is closed: nothing to stop
+        code, _, err = await invoke("batch", "status", "no-such-batch")
+        assert code == 4, err
