@@ -8,6 +8,7 @@ from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level
 from durable_navigator.navcore.planning import plan_markdown
 from durable_navigator.navcore.state import DecisionLogEntry, MessageNote, NavigatorState, StageState
+from durable_navigator.navcore.subagents import ChildRun
 
 __all__ = [
     "TurnReport",
@@ -124,6 +125,10 @@ class TurnReport(BaseModel):
     stage_plan: str | None = None
     #: why planning fell back to one direct stage (a planning call failed), if it did
     planning_fallback: str | None = None
+    #: which workflow answers: "navigator" or "research"
+    workflow: str = "navigator"
+    #: subagents the run started (live: status, iteration and cost from their events)
+    children: list[ChildRun] = []
 
 
 class DecisionLogView(BaseModel):
