@@ -163,8 +163,10 @@ def parse_research(req: ModelRequest, resp: ModelResponse, model: str, store: Ar
             doc = FindingsDoc(findings=parsed.findings)
             ref = store.put_bytes(doc.model_dump_json().encode("utf-8"), MEDIA_JSON, "")
             count = len(parsed.findings)
+        # a finish_step's arguments are the findings themselves: stored above, never echoed into history
+        echo = [] if parsed.action == "finish_step" else list(resp.tool_calls)
         return ExecuteOut(action=parsed.action, reasoning=parsed.reasoning[:2000], tool_calls=parsed.tool_calls,
-                          calls=list(resp.tool_calls), profile=parsed.profile, task=parsed.task, findings_ref=ref,
+                          calls=echo, profile=parsed.profile, task=parsed.task, findings_ref=ref,
                           findings=count, summary=parsed.summary[:2000])
     try:
         if isinstance(task, ResearchPlanTask):
