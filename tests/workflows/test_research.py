@@ -20,51 +20,17 @@ from durable_navigator.workflows.research import ResearchWorkflow
 
 from tests.support.batch import priced_activities
 from tests.support.navigator import wait_for
-from tests.support.research import research_request, run_research, start_research, write_research_script
-
-USAGE = {"input_tokens": 1000, "output_tokens": 100}  # 1000 × 1 + 100 × 2 = 1200 micro-USD per call
-COST = 1200
-
-
-def _text(text: str) -> dict:
-    return {"text": text, "usage": USAGE}
-
-
-def _calls(*calls: dict, stall_s: float = 0.0) -> dict:
-    return {"calls": list(calls), "usage": USAGE, "stall_s": stall_s}
-
-
-def _finish(*findings: tuple[str, str] | tuple[str, str, str]) -> dict:
-    return _calls({"name": "finish_step", "args": {"summary": "done", "findings": [
-        {"claim": f[0], "citations": [f[1]], "quote": f[2] if len(f) > 2 else ""} for f in findings]}})
-
-
-#: a quote only the artifact store and answer.md may hold
-QUOTE = "QUOTE-MARKER-7f3a: self.after_call(model, usage)"
-
-
-#: two plan rounds, a failed tool (a path escape), a bogus citation, CONTINUE then FINISH
-FULL_LOOP = {
-    "research.plan": [_text('["read the ledger", "read the plugin"]'),
-                      _text('[{"step": "find where the stream end records usage"}]')],
-    "research.execute": [
-        "",  # turns are 1-based
-        _calls({"name": "read_file", "args": {"path": "src/budgetkit/ledger.py", "start_line": 1, "end_line": 37}},
-               {"name": "read_file", "args": {"path": "../../../etc/passwd"}}),
-        _finish(("The ledger records one Usage per call", "src/budgetkit/ledger.py:20-30"),
-                ("A file that does not exist", "src/budgetkit/nope.py:1-2")),
-        _calls({"name": "search_codebase", "args": {"query": "after_call"}}),
-        _finish(("after_call records usage and adds its price", "src/budgetkit/plugin.py:26-29")),
-        _finish(("on_stream_end calls after_call again with the final usage", "src/budgetkit/plugin.py:31-33", QUOTE)),
-    ],
-    "research.refine": [_text("DECISION: CONTINUE\nMISSING: what the stream end does\nREASON: half of it"),
-                        _text("DECISION: FINISH\nREASON: both calls are found")],
-    "research.synthesize": [_text(
-        "The streaming path records usage twice: after_call per chunk (src/budgetkit/plugin.py:26-29) and "
-        "again at the end (src/budgetkit/plugin.py:31-33); see also src/budgetkit/nope.py:3-4 and "
-        "src/budgetkit/ledger.py:30-99.")],
-}
-
+from tests.support.research import (
+    COST,
+    FULL_LOOP,
+    QUOTE,
+    calls_answer,
+    finish_answer,
+    text_answer,
+    research_request,
+    start_research,
+    write_research_script,
+)
 
 async def test_full_loop_two_rounds_failed_tool_finish(client: Client, task_queue: str, tmp_path: Path,
                                                        start_worker) -> None:
@@ -107,15 +73,15 @@ async def test_delegated_child_hits_its_limit_and_its_slice_flows_back(client: C
                                                                       tmp_path: Path, start_worker) -> None:
     child_model = write_research_script(tmp_path / "child.yaml", {
         # one turn that only searches: the step's cap ends it; the refinery wants more, no round is left
-        "research.execute": ["", _calls({"name": "search_codebase", "args": {"query": "ledger"}}, stall_s=1.5)],
-        "research.refine": [_text("DECISION: CONTINUE\nMISSING: everything\nREASON: one search only")],
+        "research.execute": ["", calls_answer({"name": "search_codebase", "args": {"query": "ledger"}}, stall_s=1.5)],
+        "research.refine": [text_answer("DECISION: CONTINUE\nMISSING: everything\nREASON: one search only")],
     })
     parent_model = write_research_script(tmp_path / "parent.yaml", {
-        "research.plan": [_text('["ask the helper about the ledger"]')],
-        "research.execute": ["", _calls({"name": "delegate", "args": {"profile": "helper", "task": "what is Ledger?"}}),
-                             _finish(("Ledger keeps usage per model", "src/budgetkit/ledger.py:20-37"))],
-        "research.refine": [_text("DECISION: FINISH\nREASON: enough")],
-        "research.synthesize": [_text("Ledger keeps usage per model (src/budgetkit/ledger.py:20-37).")],
+        "research.plan": [text_answer('["ask the helper about the ledger"]')],
+        "research.execute": ["", calls_answer({"name": "delegate", "args": {"profile": "helper", "task": "what is Ledger?"}}),
+                             finish_answer(("Ledger keeps usage per model", "src/budgetkit/ledger.py:20-37"))],
+        "research.refine": [text_answer("DECISION: FINISH\nREASON: enough")],
+        "research.synthesize": [text_answer("Ledger keeps usage per model (src/budgetkit/ledger.py:20-37).")],
     })
     helper = _helper(child_model)
     req = research_request(tmp_path, model=parent_model, budget_usd=Decimal("0.1"),
@@ -148,10 +114,10 @@ async def test_delegated_child_hits_its_limit_and_its_slice_flows_back(client: C
 async def test_stop_mid_step_answers_with_the_findings_so_far(client: Client, task_queue: str, tmp_path: Path,
                                                               start_worker) -> None:
     model = write_research_script(tmp_path / "script.yaml", {
-        "research.plan": [_text('["read the plugin", "read the ledger"]')],
-        "research.execute": ["", _finish(("BudgetPlugin refuses calls past the limit", "src/budgetkit/plugin.py:13-24")),
-                             _calls({"name": "list_directory", "args": {"path": "src"}}, stall_s=30)],
-        "research.synthesize": [_text("The plugin refuses calls past its limit (src/budgetkit/plugin.py:13-24).")],
+        "research.plan": [text_answer('["read the plugin", "read the ledger"]')],
+        "research.execute": ["", finish_answer(("BudgetPlugin refuses calls past the limit", "src/budgetkit/plugin.py:13-24")),
+                             calls_answer({"name": "list_directory", "args": {"path": "src"}}, stall_s=30)],
+        "research.synthesize": [text_answer("The plugin refuses calls past its limit (src/budgetkit/plugin.py:13-24).")],
     })
     async with start_worker(priced_activities(tmp_path)):
         handle = await start_research(client, task_queue, research_request(tmp_path, model=model))
@@ -187,3 +153,16 @@ async def test_findings_and_quotes_stay_out_of_history(client: Client, task_queu
     text = history.to_json()
     assert "QUOTE-MARKER-7f3a" not in text
     assert "research.aggregate" in text and "research.write_answer" in text
+
+
+async def test_continue_as_new_carries_the_whole_state(client: Client, task_queue: str, tmp_path: Path,
+                                                       start_worker) -> None:
+    model = write_research_script(tmp_path / "script.yaml", FULL_LOOP)
+    req = research_request(tmp_path, model=model, continue_as_new_events=50)
+    async with start_worker(priced_activities(tmp_path)):
+        handle = await start_research(client, task_queue, req)
+        result: ResearchResult = await handle.result()
+    # the same run as without continue-as-new: rounds, steps, turns, findings, cost
+    assert result.continued_runs >= 1
+    assert (result.rounds, result.steps, result.iterations, result.findings) == (2, 3, 5, 3)
+    assert result.cost_micros == 10 * COST and result.completed_normally

@@ -15,17 +15,17 @@ from durable_navigator.workflows.research import ResearchWorkflow
 from tests.support.batch import priced_activities
 from tests.support.navigator import wait_for
 from tests.support.research import research_request, start_research, write_research_script
-from tests.workflows.test_research import _finish, _text
+from tests.support.research import finish_answer, text_answer
 
 
 async def test_plan_rejected_then_approved_and_a_rejected_step_drops_its_findings(
         client: Client, task_queue: str, tmp_path: Path, start_worker) -> None:
     model = write_research_script(tmp_path / "script.yaml", {
-        "research.plan": [_text('["read the plugin", "read the ledger"]')],
-        "research.execute": ["", _finish(("BudgetPlugin refuses calls past the limit", "src/budgetkit/plugin.py:21-24")),
-                             _finish(("Ledger sums tokens per model", "src/budgetkit/ledger.py:34-37"))],
-        "research.refine": [_text("DECISION: FINISH\nREASON: the plugin is the answer")],
-        "research.synthesize": [_text("The plugin refuses calls past its limit (src/budgetkit/plugin.py:21-24).")],
+        "research.plan": [text_answer('["read the plugin", "read the ledger"]')],
+        "research.execute": ["", finish_answer(("BudgetPlugin refuses calls past the limit", "src/budgetkit/plugin.py:21-24")),
+                             finish_answer(("Ledger sums tokens per model", "src/budgetkit/ledger.py:34-37"))],
+        "research.refine": [text_answer("DECISION: FINISH\nREASON: the plugin is the answer")],
+        "research.synthesize": [text_answer("The plugin refuses calls past its limit (src/budgetkit/plugin.py:21-24).")],
     })
     req = research_request(tmp_path, model=model, mode=ExecutionMode.INTERACTIVE)
     async with start_worker(priced_activities(tmp_path)):

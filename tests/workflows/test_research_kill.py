@@ -20,19 +20,19 @@ from durable_navigator.workflows.research import ResearchWorkflow
 
 from tests.support.research import research_request, write_research_script
 from tests.workflows.test_kill_restart import kill, spawn_worker
-from tests.workflows.test_research import COST, _calls, _finish, _text
+from tests.support.research import COST, calls_answer, finish_answer, text_answer
 
 
 def _script(tmp_path: Path) -> str:
     read = {"name": "read_file", "args": {"path": "src/budgetkit/plugin.py", "start_line": 1, "end_line": 33}}
     search = {"name": "search_codebase", "args": {"query": "after_call"}}
     return write_research_script(tmp_path / "script.yaml", {
-        "research.plan": [_text('["read the plugin", "find the callers of after_call"]')],
-        "research.execute": ["", _calls(read), _finish(("after_call records usage", "src/budgetkit/plugin.py:26-29")),
-                             _calls(search), _calls({"name": "get_callers", "args": {"symbol": "after_call"}}),
-                             _finish(("on_stream_end calls after_call", "src/budgetkit/plugin.py:31-33"))],
-        "research.refine": [_text("DECISION: FINISH\nREASON: found both")],
-        "research.synthesize": [_text("Usage is recorded twice (src/budgetkit/plugin.py:26-33).")],
+        "research.plan": [text_answer('["read the plugin", "find the callers of after_call"]')],
+        "research.execute": ["", calls_answer(read), finish_answer(("after_call records usage", "src/budgetkit/plugin.py:26-29")),
+                             calls_answer(search), calls_answer({"name": "get_callers", "args": {"symbol": "after_call"}}),
+                             finish_answer(("on_stream_end calls after_call", "src/budgetkit/plugin.py:31-33"))],
+        "research.refine": [text_answer("DECISION: FINISH\nREASON: found both")],
+        "research.synthesize": [text_answer("Usage is recorded twice (src/budgetkit/plugin.py:26-33).")],
     })
 
 

@@ -20,7 +20,7 @@ from durable_navigator.workflows.research import ResearchWorkflow
 from tests.support.batch import priced_activities
 from tests.support.navigator import wait_for
 from tests.support.research import research_request, start_research, write_research_script
-from tests.workflows.test_research import COST, _calls, _finish, _text
+from tests.support.research import COST, calls_answer, finish_answer, text_answer
 
 NAVIGATOR = AgentProfile(name="navigator", kind="navigate", model="offline", planning="direct", max_iterations=3,
                          token_budget=2000, budget_share=Decimal("0.5"))
@@ -29,11 +29,11 @@ NAVIGATOR = AgentProfile(name="navigator", kind="navigate", model="offline", pla
 async def test_navigate_runs_a_navigator_child_that_reports_while_it_runs(client: Client, task_queue: str,
                                                                           tmp_path: Path, start_worker) -> None:
     model = write_research_script(tmp_path / "parent.yaml", {
-        "research.plan": [_text('["get a context pack for the plugin"]')],
-        "research.execute": ["", _calls({"name": "navigate", "args": {"goal": "the budget plugin's usage recording"}}),
-                             _finish(("after_call records usage", "src/budgetkit/plugin.py:26-29"))],
-        "research.refine": [_text("DECISION: FINISH\nREASON: enough")],
-        "research.synthesize": [_text("after_call records usage (src/budgetkit/plugin.py:26-29).")],
+        "research.plan": [text_answer('["get a context pack for the plugin"]')],
+        "research.execute": ["", calls_answer({"name": "navigate", "args": {"goal": "the budget plugin's usage recording"}}),
+                             finish_answer(("after_call records usage", "src/budgetkit/plugin.py:26-29"))],
+        "research.refine": [text_answer("DECISION: FINISH\nREASON: enough")],
+        "research.synthesize": [text_answer("after_call records usage (src/budgetkit/plugin.py:26-29).")],
     })
     req = research_request(tmp_path, model=model, profile=AgentProfile(name="researcher", may_delegate=True),
                            profiles={"navigator": NAVIGATOR})
@@ -58,9 +58,9 @@ async def test_navigate_runs_a_navigator_child_that_reports_while_it_runs(client
 
 def _slow_child(tmp_path: Path) -> AgentProfile:
     child_model = write_research_script(tmp_path / "child.yaml", {
-        "research.execute": ["", _finish(("Ledger.record appends usage", "src/budgetkit/ledger.py:20-30")),
-                             _calls({"name": "list_directory", "args": {"path": "src"}}, stall_s=30)],
-        "research.synthesize": [_text("Ledger.record appends usage (src/budgetkit/ledger.py:20-30).")],
+        "research.execute": ["", finish_answer(("Ledger.record appends usage", "src/budgetkit/ledger.py:20-30")),
+                             calls_answer({"name": "list_directory", "args": {"path": "src"}}, stall_s=30)],
+        "research.synthesize": [text_answer("Ledger.record appends usage (src/budgetkit/ledger.py:20-30).")],
     })
     return AgentProfile(name="helper", kind="research", model=child_model, budget_share=Decimal("0.5"),
                         caps=ResearchCaps(max_rounds=1, max_plan_steps=2, max_executor_turns=2, max_calls=10),
@@ -69,8 +69,8 @@ def _slow_child(tmp_path: Path) -> AgentProfile:
 
 def _parent_script(tmp_path: Path) -> str:
     return write_research_script(tmp_path / "parent.yaml", {
-        "research.plan": [_text('[{"step": "what does the ledger record?", "profile": "helper"}]')],
-        "research.synthesize": [_text("Ledger.record appends usage (src/budgetkit/ledger.py:20-30).")],
+        "research.plan": [text_answer('[{"step": "what does the ledger record?", "profile": "helper"}]')],
+        "research.synthesize": [text_answer("Ledger.record appends usage (src/budgetkit/ledger.py:20-30).")],
     })
 
 
@@ -80,7 +80,7 @@ def _child_plan(tmp_path: Path) -> None:
     import yaml
 
     data = yaml.safe_load(path.read_text())
-    data["text"]["research.plan"] = [_text('["read Ledger.record", "list the sources"]')]
+    data["text"]["research.plan"] = [text_answer('["read Ledger.record", "list the sources"]')]
     path.write_text(yaml.safe_dump(data, sort_keys=False))
 
 
