@@ -147,11 +147,12 @@ class OfflineResearcher:
             scored = [(sum(idf[t] for t in parts) + self._shape(s), -s.start_line, s) for s, parts in named if parts]
             if not scored:
                 continue
-            sym_score, _, sym = max(scored, key=lambda t: (t[0], t[1]))
-            cover = len(covered) + sum(idf[t] for t in covered)
-            best.append((cfg.coverage_weight * cover + sym_score, path, sym))
-        best.sort(key=lambda t: (-round(t[0], 9), t[1]))
-        return [s for _, _, s in best]
+            scored.sort(key=lambda t: (-t[0], -t[1]))
+            cover = cfg.coverage_weight * (len(covered) + sum(idf[t] for t in covered))
+            # a file's first symbol competes with other files' first ones, its second with their seconds
+            best += [(rank, -round(cover + sym_score, 9), path, sym) for rank, (sym_score, _, sym) in enumerate(scored)]
+        best.sort(key=lambda t: t[:3])
+        return [s for *_, s in best]
 
     def _shape(self, symbol: Any) -> float:
         """Bonus for a class and for a larger body (log of its lines, ``size_weight`` at 100 lines)."""
@@ -188,12 +189,19 @@ class OfflineResearcher:
         findable = [t for t in missing if engine is None or engine.search(t, limit=1)]
         share = len(covered) / len(terms) if terms else 1.0
         last = task.index + 1 >= task.max_rounds
-        if share >= self.config.finish_coverage or last or not findable:
+        # another round only helps if it would read something new: a symbol carrying a missing term
+        # that no step has read, or a search for just the missing terms not made yet
+        done = " ".join(task.steps)
+        unread = [s for s in self._candidates(engine, task.goal, findable) if s.id not in done][:1] if findable else []
+        searched = f"Search the code for: {' '.join(findable[:8])}" in done
+        if share >= self.config.finish_coverage or last or not findable or (not unread and searched):
             why = f"the findings cover {len(covered)} of {len(terms)} question terms"
             if missing and not findable:
                 why += f"; the repository never mentions {', '.join(missing[:6])}"
             elif last and share < self.config.finish_coverage:
                 why = "the rounds are spent; " + why
+            elif findable and not unread and searched:
+                why += f"; nothing unread carries {', '.join(findable[:6])}"
             return f"DECISION: FINISH\nREASON: {why}\n"
         missing = findable
         return (f"DECISION: CONTINUE\nMISSING: code about {', '.join(missing[:6])}\n"

@@ -159,12 +159,20 @@ def line_score(text: str, weights: dict[str, float]) -> float:
     return sum(weight for term, weight in weights.items() if term in words)
 
 
+#: test files outside a tests folder (by file name)
+_TEST_FILES = ("tests.py", "test_*.py", "*_test.py", "*_tests.py", "conftest.py", "*_test.go", "*.test.js",
+               "*.test.ts", "*.spec.js", "*.spec.ts", "*_spec.rb", "*_test.rb", "test_*.rb")
+
+
 def is_noise(path: str, question: str) -> bool:
     """Tests, docs, benchmarks, vendored code… unless the question asks for them."""
     from fnmatch import fnmatch
 
     wanted = mentioned_noise(question)
-    return any(fnmatch(path, glob) and glob not in wanted for glob, _ in NOISE_AREAS)
+    if any(fnmatch(path, glob) and glob not in wanted for glob, _ in NOISE_AREAS):
+        return True
+    asks_tests = any(glob.startswith(("tests", "test")) for glob in wanted)
+    return not asks_tests and any(fnmatch(path.rsplit("/", 1)[-1], name) for name in _TEST_FILES)
 
 
 _DOC_EXT = (".md", ".rst", ".txt", ".adoc")
