@@ -28,8 +28,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from durable_navigator.activities.models.offline.config import glob_matches
-from durable_navigator.activities.models.offline.terms import goal_terms, noise_excludes, split_identifier
+from durable_navigator.activities.models.offline.config import glob_matches, noise_excludes
+from durable_navigator.activities.models.offline.terms import goal_terms, split_identifier
 from durable_navigator.navcore.compression import SummaryRequest
 from durable_navigator.navcore.planning import CriteriaCheck, PlanningConfig, Stage, StagePlan
 from durable_navigator.navtypes.errors import ModelError

@@ -35,11 +35,12 @@ from durable_navigator.activities.models.offline.config import (
     OfflineTurn,
     PolicyOutcome,
     glob_matches,
+    noise_excludes,
     why,
 )
 from durable_navigator.activities.models.offline.diff import diff_allocation, fill_move, finalize_summary
 from durable_navigator.activities.models.offline.symbols import ScoredSymbol, score_symbols
-from durable_navigator.activities.models.offline.terms import goal_terms, noise_excludes
+from durable_navigator.activities.models.offline.terms import goal_terms
 from durable_navigator.activities.models.offline.tools import hint_update, parse_tool_results
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, Level, VerbosityRule
 

@@ -7,7 +7,6 @@ the same terms and the same steering.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -16,7 +15,6 @@ __all__ = [
     "split_identifier",
     "goal_terms",
     "mentioned_noise",
-    "noise_excludes",
     "FeedbackIntent",
     "parse_feedback",
 ]
@@ -86,28 +84,6 @@ def mentioned_noise(goal: str) -> set[str]:
     """Noise globs the goal itself asks for (e.g. "tests" in the goal keeps tests/**)."""
     words = {w.lower() for w in _WORD.findall(goal)}
     return {glob for glob, triggers in NOISE_AREAS if words.intersection(triggers)}
-
-
-def noise_excludes(goal: str, files: Sequence[str], already: Sequence[str] = (),
-                   matches: Callable[[str, str], bool] | None = None) -> list[str]:
-    """The noise globs a survey of ``files`` excludes for ``goal`` (the planner plans around the same).
-
-    A glob the goal mentions is kept; a glob adding nothing over the chosen ones
-    (``tests/**`` vs ``**/tests/**``) is skipped; a repository made only of
-    "noise" keeps it all.
-    """
-    from durable_navigator.activities.models.offline.config import glob_matches
-
-    match = matches or glob_matches
-    wanted = mentioned_noise(goal)
-    noise: list[str] = []
-    for g, _ in NOISE_AREAS:
-        hits = [f for f in files if match(g, f)]
-        if g not in wanted and g not in already and any(not any(match(n, f) for n in noise) for f in hits):
-            noise.append(g)
-    if noise and all(any(match(g, f) for g in noise) for f in files):
-        return []
-    return noise
 
 
 _LESS = re.compile(r"\b(zoom(ed)? out|less|fewer|smaller|shorter|too (much|long|big|verbose)|coarser)\b", re.I)
