@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from repomap import RepoMap
-from repomap.tokens import count_tokens
+from durable_navigator.repomap import RepoMap
+from durable_navigator.repomap.tokens import count_tokens
 
 __all__ = ["count_tokens", "open_engine", "engine_symbols"]
 
