@@ -33,6 +33,7 @@ import platform
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -41,7 +42,7 @@ from pathlib import Path
 
 from _project import count_tokens, engine_symbols, open_engine
 from quality_baselines import Retriever, chunk_docs, file_docs, pack
-from quality_report import write_results
+from quality_report import latest, write_results
 from quality_run import CallResult, Stack
 from quality_score import map_section, parse_context, read_source, score_context
 from taskset import DATA_ROOT, Task, load_tasks, materialize, repo_dir
@@ -50,6 +51,7 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 BUDGETS = (4096, 8192, 16384, 32768)
 _PLAN = re.compile(r"^Plan \(([^)]*)\)", re.M)
+_STARTED = re.compile(r"^started (\S+) \(", re.M)
 
 
 def provenance() -> dict:
@@ -85,6 +87,11 @@ def _call_fields(call: CallResult) -> dict:
 def _navigator(stack: Stack, task: Task, root: Path, budget: int, source, keep: Path) -> dict:
     call = stack.explore(root, task.goal, budget)
     rec = _call_fields(call)
+    if call.worker_died:
+        rec["worker_died"] = True
+        stack.check(f"{task.id} B={budget}")  # restart it now; the pair is re-run at the end
+        if started := _STARTED.search(call.stderr):
+            rec["terminated_exit"] = stack.terminate(started.group(1))
     rec["worker"] = "in-process" if "in-process worker" in call.stderr else (
         "running worker" if "workers on" in call.stderr else "?")
     plan = _PLAN.search(call.stderr)
@@ -188,29 +195,29 @@ def cmd_run(args: argparse.Namespace) -> None:
     run_dir = args.run_dir or DATA_ROOT / "quality-runs" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     records_path = run_dir / "records.jsonl"
-    done = {(r["task"], r["budget"]) for r in _read_records(records_path)}
+    done = {k for k, r in latest(_read_records(records_path)).items() if not _env_failed(r)}
     meta = {"provenance": provenance(), "budgets": args.budgets, "splits": splits, "tasks_file": str(args.tasks),
             "n_tasks": len(tasks), "load_start": os.getloadavg()}
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=1))
     print(f"run dir {run_dir}: {len(tasks)} tasks x {len(args.budgets)} budgets", file=sys.stderr)
     stack = Stack(run_dir / "state")
+    # a plain `kill` must still stop the server and worker (background jobs ignore SIGINT)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     stack.start()
     t_start = time.time()
     try:
         with records_path.open("a") as out:
-            for i, task in enumerate(tasks, 1):
-                todo = [b for b in args.budgets if (task.id, b) not in done]
-                if not todo:
-                    continue
-                for rec in run_task(stack, task, todo, run_dir):
-                    out.write(json.dumps(rec) + "\n")
-                    out.flush()
-                    nav = rec["navigator"]
-                    print(f"[{i}/{len(tasks)} {time.time() - t_start:6.0f}s] {task.id} {task.split} B={rec['budget']} "
-                          f"nav={nav['line_recall']:.2f} ({nav['exit']}, {nav['seconds']:.1f}s, {nav.get('stop_reason')}) "
-                          f"eng={rec['engine']['line_recall']:.2f} file={rec['bm25-file']['line_recall']:.2f} "
-                          f"chunk={rec['bm25-chunk']['line_recall']:.2f} rss={rec['worker_rss_mb']}",
-                          file=sys.stderr, flush=True)
+            pending = [(i, task, [b for b in args.budgets if (task.id, b) not in done])
+                       for i, task in enumerate(tasks, 1)]
+            for rerun in (False, True):
+                for i, task, todo in pending:
+                    if todo:
+                        _run_and_log(stack, task, todo, run_dir, out, f"{i}/{len(tasks)}", t_start)
+                # pairs whose worker died under them: once more, at the end (see quality_run)
+                again = {k for k, r in latest(_read_records(records_path)).items() if _env_failed(r)}
+                pending = [(i, t, [b for b in args.budgets if (t.id, b) in again]) for i, t, _ in pending]
+                if rerun or not again:
+                    break
     finally:
         stack.stop()
         meta.update(load_end=os.getloadavg(), wall_seconds=round(time.time() - t_start, 1),
@@ -218,6 +225,23 @@ def cmd_run(args: argparse.Namespace) -> None:
         (run_dir / "meta.json").write_text(json.dumps(meta, indent=1))
     if not args.no_report:
         write_results(run_dir, BENCH / "results", args.tasks)
+
+
+def _run_and_log(stack: Stack, task: Task, budgets: list[int], run_dir: Path, out, where: str,
+                 t_start: float) -> None:
+    for rec in run_task(stack, task, budgets, run_dir):
+        out.write(json.dumps(rec) + "\n")
+        out.flush()
+        nav = rec["navigator"]
+        print(f"[{where} {time.time() - t_start:6.0f}s] {task.id} {task.split} B={rec['budget']} "
+              f"nav={nav['line_recall']:.2f} ({nav['exit']}, {nav['seconds']:.1f}s, {nav.get('stop_reason')}) "
+              f"eng={rec['engine']['line_recall']:.2f} file={rec['bm25-file']['line_recall']:.2f} "
+              f"chunk={rec['bm25-chunk']['line_recall']:.2f} rss={rec['worker_rss_mb']}",
+              file=sys.stderr, flush=True)
+
+
+def _env_failed(rec: dict) -> bool:
+    return bool(rec["navigator"].get("worker_died"))
 
 
 def _read_records(path: Path) -> list[dict]:
@@ -228,6 +252,36 @@ def _read_records(path: Path) -> list[dict]:
 
 def cmd_report(args: argparse.Namespace) -> None:
     write_results(args.run_dir, args.out, args.tasks)
+
+
+def cmd_show(args: argparse.Namespace) -> None:
+    """Each gold line of one task and which method's context shows it (from a run's saved contexts)."""
+    task = next(t for t in load_tasks(args.tasks) if t.id == args.task)
+    root = repo_dir(task)
+    materialize([task])
+    source = read_source(root)
+    keep = args.run_dir / "contexts" / task.id
+    texts = {}
+    nav = keep / f"{args.budget}-navigator-context.md"
+    texts["navigator"] = map_section(nav.read_text()) if nav.is_file() else ""
+    eng = keep / f"{args.budget}-engine-map.txt"
+    texts["engine"] = eng.read_text() if eng.is_file() else ""
+    engine = open_engine(root, args.run_dir / "state" / "cache" / "repomap")
+    for name, docs in (("bm25-file", file_docs(engine.files, source)),
+                       ("bm25-chunk", chunk_docs(engine.files, source, lambda p: engine_symbols(engine, p)))):
+        texts[name] = pack(Retriever(docs, source).rank(task.goal), args.budget, source, count_tokens)
+    parsed = {m: parse_context(t, source) for m, t in texts.items()}
+    print(f"{task.id} ({task.repo}, {task.split}) B={args.budget}\ngoal: {task.goal}\n")
+    print("  ".join(f"{m[:10]:>10}" for m in texts) + "  gold line")
+    for path, numbers in task.gold_lines.items():
+        for n in numbers:
+            marks = []
+            for m in texts:
+                f = parsed[m].files.get(path)
+                marks.append("verbatim" if f and n in f.verbatim else "signature" if f and n in f.signature
+                             else "doc" if f and n in f.doc else f"L{f.level} file" if f else "-")
+            text = source(path)[n - 1] if n <= len(source(path)) else ""
+            print("  ".join(f"{x:>10}" for x in marks) + f"  {path}:{n}: {text.strip()[:70]}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -248,6 +302,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tasks", type=Path, default=BENCH / "tasks" / "quality_tasks.jsonl")
     p.add_argument("--out", type=Path, default=BENCH / "results")
     p.set_defaults(func=cmd_report)
+    w = sub.add_parser("show", help="which method shows each gold line of one task (from a run's contexts)")
+    w.add_argument("run_dir", type=Path)
+    w.add_argument("task")
+    w.add_argument("budget", type=int)
+    w.add_argument("--tasks", type=Path, default=BENCH / "tasks" / "quality_tasks.jsonl")
+    w.set_defaults(func=cmd_show)
     args = ap.parse_args(argv)
     args.func(args)
 

@@ -14,12 +14,17 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["write_results", "aggregate", "paired", "summarize"]
+__all__ = ["write_results", "aggregate", "paired", "summarize", "latest"]
 
 METHODS = ("navigator", "engine", "bm25-file", "bm25-chunk")
 BASELINES = ("bm25-file", "bm25-chunk")
 _METRICS = ("line_recall", "file_hit", "file_hit_listed", "all_files", "file_recall")
 _EPS = 1e-9
+
+
+def latest(records: list[dict]) -> dict[tuple[str, int], dict]:
+    """The last record of every task x budget (a re-run after an environment failure supersedes)."""
+    return {(r["task"], r["budget"]): r for r in records}
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -134,7 +139,8 @@ def _wtl(x: list[int]) -> str:
     return "/".join(map(str, x))
 
 
-def markdown(split: str, meta: dict, s: dict, recs: list[dict], tasks_by_repo: dict[str, tuple[str, int]]) -> str:
+def markdown(split: str, meta: dict, s: dict, recs: list[dict], tasks_by_repo: dict[str, tuple[str, int]],
+             superseded: list[dict] | None = None) -> str:
     """The ``quality-<split>.md`` report."""
     prov = meta["provenance"]
     budgets = sorted(int(b) for b in s["overall"])
@@ -221,7 +227,7 @@ def markdown(split: str, meta: dict, s: dict, recs: list[dict], tasks_by_repo: d
                      f"last {rss[-1]:.0f} MB.")
     unparsed = sum(r[m]["unparsed"] for r in recs for m in METHODS)
     lines.append(f"Context lines the scorer could not place (should be 0): {unparsed}.")
-    lines += _failures(recs, meta)
+    lines += _failures(recs, meta, superseded or [])
     return "\n".join(lines) + "\n"
 
 
@@ -248,7 +254,7 @@ def _worst(s: dict, budgets: list[int]) -> list[str]:
     return out
 
 
-def _failures(recs: list[dict], meta: dict) -> list[str]:
+def _failures(recs: list[dict], meta: dict, superseded: list[dict]) -> list[str]:
     out = ["", "## Failures (every non-zero exit, timeout or missing context; never retried)", ""]
     rows = []
     for r in recs:
@@ -265,15 +271,25 @@ def _failures(recs: list[dict], meta: dict) -> list[str]:
         out.append("None.")
     else:
         out += ["| task | budget | method | exit | context scored | error |", "|---|---|---|---|---|---|", *rows]
+    if superseded:
+        out += ["", "Environment failures, re-run once at the end of the run (the worker exited under the call; "
+                "the figures above use the re-run):", "",
+                "| task | budget | navigator exit | note |", "|---|---|---|---|"]
+        for r in superseded:
+            tail = (r["navigator"].get("stderr_tail") or "").strip().splitlines()
+            out.append(f"| {r['task']} | {r['budget']} | {r['navigator']['exit']} | {(tail[-1] if tail else '')[:120]} |")
     for inc in meta.get("incidents", []):
-        out.append(f"\nIncident: {json.dumps(inc)[:400]}")
+        out.append(f"\nIncident: {json.dumps(inc)[:600]}")
     return out
 
 
 def write_results(run_dir: Path, out_dir: Path, tasks_file: Path) -> None:
     """``quality-<split>.md`` + ``.json`` for every split present in the run."""
     meta = json.loads((run_dir / "meta.json").read_text())
-    recs = [json.loads(x) for x in (run_dir / "records.jsonl").read_text().splitlines() if x.strip()]
+    every = [json.loads(x) for x in (run_dir / "records.jsonl").read_text().splitlines() if x.strip()]
+    last = latest(every)
+    recs = list(last.values())
+    superseded = [r for r in every if last[(r["task"], r["budget"])] is not r]
     tasks = [json.loads(x) for x in tasks_file.read_text().splitlines() if x.strip()]
     out_dir.mkdir(parents=True, exist_ok=True)
     for split in meta["splits"]:
@@ -287,7 +303,8 @@ def write_results(run_dir: Path, out_dir: Path, tasks_file: Path) -> None:
                 lang, n = by_repo.get(t["repo"], (t["language"], 0))
                 by_repo[t["repo"]] = (lang, n + 1)
         s = summarize(rs, sorted({r["budget"] for r in rs}))
-        (out_dir / f"quality-{split}.md").write_text(markdown(split, meta, s, rs, by_repo))
+        gone = [r for r in superseded if r["split"] == split]
+        (out_dir / f"quality-{split}.md").write_text(markdown(split, meta, s, rs, by_repo, gone))
         (out_dir / f"quality-{split}.json").write_text(json.dumps(
-            {"split": split, "meta": meta, "summary": s, "records": rs}, indent=1) + "\n")
+            {"split": split, "meta": meta, "summary": s, "records": rs, "superseded_records": gone}, indent=1) + "\n")
         print(f"wrote {out_dir / f'quality-{split}.md'}", flush=True)

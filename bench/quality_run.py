@@ -12,7 +12,11 @@ USD budget; no ``navigator.yaml`` is found). The engine alone is ``repo-map
 generate REPO --goal GOAL --budget B`` with the same cache dir.
 
 A call that exits non-zero, times out or prints no result is recorded as such
-(exit code, stderr tail); it is never retried.
+(exit code, stderr tail); it is never retried. The one exception is a call
+whose worker exited under it (``CallResult.worker_died``): the worker is
+restarted, the incident (with the worker's last log lines) is recorded, and the
+runner re-runs that task x budget at the end of the run, since what failed was
+the environment, not the call.
 """
 
 from __future__ import annotations
@@ -23,7 +27,9 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +38,7 @@ __all__ = ["Stack", "CallResult", "free_port", "bin_path"]
 EXPLORE_TIMEOUT_S = 600.0
 ENGINE_TIMEOUT_S = 600.0
 _READY_TIMEOUT_S = 120.0
+_WATCH_EVERY_S = 0.2
 _TAIL_CHARS = 2000
 
 
@@ -60,6 +67,8 @@ class CallResult:
     stdout: str
     stderr: str
     load1: float
+    #: the long-running worker exited while this call waited on it (an environment failure)
+    worker_died: bool = False
 
     @property
     def ok(self) -> bool:
@@ -72,16 +81,36 @@ class CallResult:
         return self.stderr[-_TAIL_CHARS:]
 
 
-def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float) -> CallResult:
+def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float,
+         alive: Callable[[], bool] | None = None) -> CallResult:
+    """Run one CLI process; kill it at ``timeout`` or as soon as ``alive()`` turns false (the worker
+    serving it died: an explore would otherwise wait for a worker until the timeout)."""
     t0 = time.perf_counter()
-    try:
-        proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, timeout=timeout)
-        code, out, err = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        code, out, err = None, exc.stdout or b"", (exc.stderr or b"") + b"\n[bench] killed at the timeout"
-    seconds = time.perf_counter() - t0
+    note = ""
+    with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out_f, stderr=err_f)
+        while True:
+            try:
+                proc.wait(timeout=_WATCH_EVERY_S)
+                break
+            except subprocess.TimeoutExpired:
+                if time.perf_counter() - t0 > timeout:
+                    note = "\n[bench] killed at the timeout"
+                elif alive is not None and not alive():
+                    note = "\n[bench] killed: the worker serving this call exited"
+                else:
+                    continue
+                proc.kill()
+                proc.wait()
+                break
+        seconds = time.perf_counter() - t0
+        out_f.seek(0)
+        err_f.seek(0)
+        out, err = out_f.read(), err_f.read() + note.encode()
+    code = None if note else proc.returncode
     return CallResult(argv, code, round(seconds, 3), out.decode("utf-8", "replace"),
-                      err.decode("utf-8", "replace"), round(os.getloadavg()[0], 2))
+                      err.decode("utf-8", "replace"), round(os.getloadavg()[0], 2),
+                      worker_died="worker serving" in note)
 
 
 @dataclass
@@ -163,8 +192,10 @@ class Stack:
             raise SystemExit(f"navigator server exited ({self._server.returncode}) before {where}; run aborted")
         if self._worker is not None and self._worker.poll() is not None:
             tail = (self.state / "worker.log").read_bytes()[-_TAIL_CHARS:].decode("utf-8", "replace")
-            self.incidents.append({"what": "worker exited", "code": self._worker.returncode, "where": where,
-                                   "log_tail": tail})
+            # 'shutting down' is what the worker logs on SIGTERM/SIGINT: someone else stopped it
+            cause = "stopped by a signal from outside the benchmark" if "shutting down" in tail else "crashed"
+            self.incidents.append({"what": f"worker exited ({cause})", "code": self._worker.returncode,
+                                   "where": where, "time": time.strftime("%H:%M:%S"), "log_tail": tail})
             self.worker_restarts += 1
             self._start_worker()
 
@@ -197,7 +228,15 @@ class Stack:
     def explore(self, root: Path, goal: str, budget: int) -> CallResult:
         """``navigator explore ROOT GOAL --tokens B --json`` against the running worker."""
         argv = [bin_path("navigator"), "explore", str(root), goal, "--tokens", str(budget), "--json"]
-        return _run(argv, self.env(), self.state, EXPLORE_TIMEOUT_S)
+        worker = self._worker
+        return _run(argv, self.env(), self.state, EXPLORE_TIMEOUT_S,
+                    alive=lambda: worker is not None and worker.poll() is None)
+
+    def terminate(self, workflow_id: str) -> int:
+        """Terminate a run whose ``explore`` was killed, so it does not compete with later calls."""
+        argv = [bin_path("temporal"), "workflow", "terminate", "--workflow-id", workflow_id,
+                "--address", self.address, "--reason", "bench: its explore was killed (worker exited)"]
+        return subprocess.run(argv, env=self.env(), cwd=self.state, capture_output=True).returncode
 
     def engine(self, root: Path, goal: str, budget: int) -> CallResult:
         """``repo-map generate ROOT --goal GOAL --budget B`` (the map an LLM navigator sees first)."""
