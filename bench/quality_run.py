@@ -89,20 +89,23 @@ def _run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float,
     note = ""
     with tempfile.TemporaryFile() as out_f, tempfile.TemporaryFile() as err_f:
         proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=out_f, stderr=err_f)
-        while True:
-            try:
-                proc.wait(timeout=_WATCH_EVERY_S)
-                break
-            except subprocess.TimeoutExpired:
-                if time.perf_counter() - t0 > timeout:
-                    note = "\n[bench] killed at the timeout"
-                elif alive is not None and not alive():
-                    note = "\n[bench] killed: the worker serving this call exited"
-                else:
-                    continue
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=_WATCH_EVERY_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.perf_counter() - t0 > timeout:
+                        note = "\n[bench] killed at the timeout"
+                    elif alive is not None and not alive():
+                        note = "\n[bench] killed: the worker serving this call exited"
+                    else:
+                        continue
+                    break
+        finally:  # at the timeout, a dead worker, or the benchmark itself being stopped
+            if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-                break
         seconds = time.perf_counter() - t0
         out_f.seek(0)
         err_f.seek(0)
