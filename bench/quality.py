@@ -195,7 +195,8 @@ def cmd_run(args: argparse.Namespace) -> None:
     run_dir = args.run_dir or DATA_ROOT / "quality-runs" / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     run_dir.mkdir(parents=True, exist_ok=True)
     records_path = run_dir / "records.jsonl"
-    done = {k for k, r in latest(_read_records(records_path)).items() if not _env_failed(r)}
+    done = {k for k, r in latest(_read_records(records_path)).items()
+            if not _env_failed(r) and k[0] not in args.redo}
     meta = {"provenance": provenance(), "budgets": args.budgets, "splits": splits, "tasks_file": str(args.tasks),
             "n_tasks": len(tasks), "load_start": os.getloadavg()}
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=1))
@@ -212,7 +213,9 @@ def cmd_run(args: argparse.Namespace) -> None:
             for rerun in (False, True):
                 for i, task, todo in pending:
                     if todo:
-                        _run_and_log(stack, task, todo, run_dir, out, f"{i}/{len(tasks)}", t_start)
+                        reason = args.redo_reason if task.id in args.redo else (
+                            "the worker exited under the first run" if rerun else "")
+                        _run_and_log(stack, task, todo, run_dir, out, f"{i}/{len(tasks)}", t_start, reason)
                 # pairs whose worker died under them: once more, at the end (see quality_run)
                 again = {k for k, r in latest(_read_records(records_path)).items() if _env_failed(r)}
                 pending = [(i, t, [b for b in args.budgets if (t.id, b) in again]) for i, t, _ in pending]
@@ -228,8 +231,10 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 
 def _run_and_log(stack: Stack, task: Task, budgets: list[int], run_dir: Path, out, where: str,
-                 t_start: float) -> None:
+                 t_start: float, reason: str = "") -> None:
     for rec in run_task(stack, task, budgets, run_dir):
+        if reason:
+            rec["rerun_reason"] = reason
         out.write(json.dumps(rec) + "\n")
         out.flush()
         nav = rec["navigator"]
@@ -296,6 +301,9 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--limit", type=int, default=0, help="only the first N tasks of each repository")
     r.add_argument("--run-dir", type=Path, default=None, help="resume a run (skips recorded task x budget)")
     r.add_argument("--no-report", action="store_true", help="do not write bench/results")
+    r.add_argument("--redo", nargs="*", default=[], help="with --run-dir: run these task ids again (their new "
+                   "records supersede the old ones, which the report lists)")
+    r.add_argument("--redo-reason", default="re-run on request", help="why (written into the new records)")
     r.set_defaults(func=cmd_run)
     p = sub.add_parser("report", help="write bench/results/quality-<split>.{md,json} from a run's records")
     p.add_argument("run_dir", type=Path)

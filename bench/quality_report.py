@@ -272,12 +272,15 @@ def _failures(recs: list[dict], meta: dict, superseded: list[dict]) -> list[str]
     else:
         out += ["| task | budget | method | exit | context scored | error |", "|---|---|---|---|---|---|", *rows]
     if superseded:
-        out += ["", "Environment failures, re-run once at the end of the run (the worker exited under the call; "
-                "the figures above use the re-run):", "",
-                "| task | budget | navigator exit | note |", "|---|---|---|---|"]
+        latest_by_pair = {(r["task"], r["budget"]): r for r in recs}
+        out += ["", "Superseded records (re-run; the figures above use the re-run, listed with why):", "",
+                "| task | budget | first navigator exit | first stderr (last line) | why re-run |",
+                "|---|---|---|---|---|"]
         for r in superseded:
-            tail = (r["navigator"].get("stderr_tail") or "").strip().splitlines()
-            out.append(f"| {r['task']} | {r['budget']} | {r['navigator']['exit']} | {(tail[-1] if tail else '')[:120]} |")
+            tail = [ln for ln in (r["navigator"].get("stderr_tail") or "").strip().splitlines() if ln.strip("╰─╯│ ")]
+            why = latest_by_pair.get((r["task"], r["budget"]), {}).get("rerun_reason", "")
+            out.append(f"| {r['task']} | {r['budget']} | {r['navigator']['exit']} | "
+                       f"{(tail[-1] if tail else '')[:120].replace('|', '/')} | {why} |")
     for inc in meta.get("incidents", []):
         out.append(f"\nIncident: {json.dumps(inc)[:600]}")
     return out

@@ -230,7 +230,8 @@ class Stack:
     # ---------------------------------------------------------------- calls
     def explore(self, root: Path, goal: str, budget: int) -> CallResult:
         """``navigator explore ROOT GOAL --tokens B --json`` against the running worker."""
-        argv = [bin_path("navigator"), "explore", str(root), goal, "--tokens", str(budget), "--json"]
+        # `--` ends the options: a goal may start with "-" (a commit message's bullet)
+        argv = [bin_path("navigator"), "explore", "--tokens", str(budget), "--json", "--", str(root), goal]
         worker = self._worker
         return _run(argv, self.env(), self.state, EXPLORE_TIMEOUT_S,
                     alive=lambda: worker is not None and worker.poll() is None)
