@@ -20,6 +20,8 @@ METHODS = ("navigator", "engine", "bm25-file", "bm25-chunk")
 BASELINES = ("bm25-file", "bm25-chunk")
 _METRICS = ("line_recall", "file_hit", "file_hit_listed", "all_files", "file_recall")
 _EPS = 1e-9
+#: 1-minute load average up to which a call counts as made on a quiet machine (2 cores here)
+QUIET_LOAD = 2.0
 
 
 def latest(records: list[dict]) -> dict[tuple[str, int], dict]:
@@ -44,6 +46,9 @@ def aggregate(recs: list[dict], method: str) -> dict:
     out["tokens_mean"] = round(sum(x["tokens"] for x in rows) / n, 1) if n else None
     secs = [x["seconds"] for x in rows]
     out["seconds_median"], out["seconds_p90"] = _pct(secs, 50), _pct(secs, 90)
+    # the machine is shared: the same figures over calls made while the 1-minute load was <= QUIET_LOAD
+    quiet = [x["seconds"] for x in rows if x.get("load1") is not None and x["load1"] <= QUIET_LOAD]
+    out["n_quiet"], out["seconds_median_quiet"], out["seconds_p90_quiet"] = len(quiet), _pct(quiet, 50), _pct(quiet, 90)
     out["failed"] = sum(1 for x in rows if x["exit"] != 0)
     out["no_context"] = sum(1 for x in rows if not x["has_context"])
     return out
@@ -124,8 +129,10 @@ def _targets(s: dict, recs: list[dict]) -> list[tuple[str, str, bool | None]]:
                      e32 > f32))
     med, p90 = get(8192, "navigator", "seconds_median"), get(8192, "navigator", "seconds_p90")
     if med is not None:
+        qm, qp, qn = (get(8192, "navigator", k) for k in ("seconds_median_quiet", "seconds_p90_quiet", "n_quiet"))
+        quiet = f"; calls at load <= {QUIET_LOAD:g}: median {_f(qm, 2)} s, p90 {_f(qp, 2)} s (n={qn})"
         rows.append(("median <= 3 s and p90 <= 6 s per exploration at 8k (warm worker)",
-                     f"median {med:.2f} s, p90 {p90:.2f} s", med <= 3 and p90 <= 6))
+                     f"median {med:.2f} s, p90 {p90:.2f} s{quiet}", med <= 3 and p90 <= 6))
     over = sum(1 for r in recs if r["navigator"]["over_budget"])
     rows.append(("no navigator map over its budget (any budget)", f"{over} of {len(recs)} over", over == 0))
     return rows
@@ -207,6 +214,13 @@ def markdown(split: str, meta: dict, s: dict, recs: list[dict], tasks_by_repo: d
         lines.append("")
         lines.append("Bold: the navigator below whole-file BM25 in that cell.")
     lines += _worst(s, budgets)
+    lines += ["", f"Seconds are wall times on a shared machine (see the load above; every record has the 1-minute "
+              f"load at its end). Over calls made at load <= {QUIET_LOAD:g} only, navigator / engine median and p90:", ""]
+    for b in budgets:
+        n_, e_ = s["overall"][str(b)]["navigator"], s["overall"][str(b)]["engine"]
+        lines.append(f"- {b}: navigator {_f(n_['seconds_median_quiet'], 2)} / {_f(n_['seconds_p90_quiet'], 2)} s "
+                     f"(n={n_['n_quiet']}), engine {_f(e_['seconds_median_quiet'], 2)} / "
+                     f"{_f(e_['seconds_p90_quiet'], 2)} s (n={e_['n_quiet']})")
     lines += ["", "## Per repository: navigator seconds (median / p90) and failed calls", "",
               "| repository | " + " | ".join(str(b) for b in budgets) + " |", "|---|" + "---|" * len(budgets)]
     for repo, per in sorted(s["per_repo"].items()):
