@@ -43,8 +43,8 @@ __all__ = ["OFFLINE_MODEL", "OfflineModel", "OfflineTurn", "EngineSource", "deci
 OFFLINE_MODEL = "offline"
 
 #: task kinds the offline model answers from the repository index
-_NEEDS_ENGINE = frozenset({"decide", "planning.analyze", "planning.review", "planning.plan", "research.plan",
-                           "research.execute", "research.refine"})
+_NEEDS_ENGINE = frozenset({"decide", "planning.analyze", "planning.review", "planning.plan", "stages.check_criteria",
+                           "research.plan", "research.execute", "research.refine"})
 #: research task kinds (answered by :mod:`.research`)
 _RESEARCH = frozenset({"research.plan", "research.execute", "research.refine", "research.synthesize"})
 
@@ -70,7 +70,7 @@ class OfflineModel:
     async def request(self, req: ModelRequest, ctx: CallContext) -> ModelResponse:
         """Answer the request's task; the index work runs in a thread so the activity can heartbeat."""
         task = req.task
-        # the checks, reflections and summaries read the task only
+        # reflections and summaries read the task only
         engine = await self._engines(task.repo_root) if task.kind in _NEEDS_ENGINE else None
         ctx.heartbeat(f"offline: {task.kind}")
         if isinstance(task, DecideTask):
