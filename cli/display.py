@@ -61,8 +61,8 @@ def turn_panel(report: TurnReport, title: str | None = None) -> Panel:
     if report.reasoning:
         body.append(Text("\nReasoning: ", style="bold") + Text(report.reasoning))
     if report.proposed_diff:
-        title = "\nLast step:\n" if report.workflow == "research" else "\nProposed flight-plan change:\n"
-        diff = Text(title, style="bold")
+        heading = "\nLast step:\n" if report.workflow == "research" else "\nProposed flight-plan change:\n"
+        diff = Text(heading, style="bold")
         for line in report.proposed_diff[:MAX_DIFF_LINES]:
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else "yellow"
             diff.append(f"  {line}\n", style=style)

@@ -188,6 +188,8 @@ def log(ctx: typer.Context, workflow_id: WorkflowIdArg, json_out: JsonOpt = Fals
         stdout.print(f"{workflow_id}: no decisions yet")
     else:
         stdout.print(decision_table(entries))
+    if view.children and not json_out:
+        stdout.print(children_table(view.children))
     for note in view.notes if not json_out else []:
         stdout.print(f"  note: {note.kind} from {note.sender} (turn {note.turn}): {note.note}", markup=False)
 

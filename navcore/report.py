@@ -138,6 +138,8 @@ class DecisionLogView(BaseModel):
 
     entries: list[DecisionLogEntry]
     notes: list[MessageNote] = []
+    #: subagents the run started (research runs), as the parent knows them now
+    children: list[ChildRun] = []
 
 
 def build_turn_report(state: NavigatorState) -> TurnReport:

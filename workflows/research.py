@@ -573,7 +573,8 @@ class ResearchWorkflow:
     @workflow.query(name="get_decision_log")
     def get_decision_log(self) -> DecisionLogView:
         """Every logged plan, turn, aggregation, subagent and verdict so far."""
-        return DecisionLogView(entries=self.state.log.entries, notes=self.state.steering.notes)
+        return DecisionLogView(entries=self.state.log.entries, notes=self.state.steering.notes,
+                               children=list(self.state.children))
 
     @workflow.query(name="get_research")
     def get_research(self) -> ResearchView:

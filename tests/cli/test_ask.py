@@ -96,6 +96,7 @@ async def test_status_log_result_and_stop_work_on_a_research_run(served: dict[st
     human_result = await ainvoke(["result", wid], served)
     assert "completed normally: no" in human_result.stdout
     log = json_of(await ainvoke(["log", wid, "--json"], served))
+    assert log["children"] == []
     actions = [e["action"] for e in log["entries"]]
     assert actions[0] == "research_plan" and "stopped" in actions
 

@@ -107,6 +107,7 @@ async def test_delegated_child_hits_its_limit_and_its_slice_flows_back(client: C
     assert result.cost_micros == 5 * COST + child.cost_micros
     assert result.completed_normally and usd_to_micros(result.max_usd) == usd_to_micros(Decimal("0.1"))
     assert child.events > 0
+    assert [c.workflow_id for c in view.children] == [child.workflow_id]  # `navigator log` lists them too
     done = next(e for e in view.entries if e.action == "subagent_done")
     assert "completed normally: no" in done.diff_lines[0] and child.workflow_id in done.diff_lines[0]
 
