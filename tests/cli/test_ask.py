@@ -123,3 +123,46 @@ async def test_bad_input_is_refused_before_anything_starts(served: dict[str, str
         assert needle in result.stderr, (needle, result.stderr)
     runs = [w.id async for w in client.list_workflows(f"TaskQueue = '{task_queue}'")]
     assert runs == [] and not out.exists()
+
+
+def test_interactive_ask_through_a_pty(tmp_path: Path) -> None:
+    """Approve the plan, try to edit a step (refused), reject its findings with feedback, approve the next."""
+    from tests.cli.test_interactive_pty import Terminal
+    from tests.support.research import finish_answer
+
+    box = Sandbox.create(tmp_path)
+    model = write_research_script(tmp_path / "script.yaml", {
+        "research.plan": [text_answer('["read the plugin", "read the ledger"]')],
+        "research.execute": ["", finish_answer(("BudgetPlugin refuses calls", "src/budgetkit/plugin.py:21-24")),
+                             finish_answer(("Ledger sums tokens per model", "src/budgetkit/ledger.py:34-37"))],
+        "research.refine": [text_answer("DECISION: FINISH\nREASON: the ledger it is")],
+        "research.synthesize": [text_answer("The ledger sums tokens per model (src/budgetkit/ledger.py:34-37).")],
+    })
+    term = Terminal([str(NAVIGATOR), "ask", str(FIXTURE_REPO), QUESTION, "--interactive", "--model", model,
+                     "--out", str(tmp_path / "out")], tmp_path, box.env())
+    try:
+        term.expect(r"research plan \(round 1\) · awaiting your verdict")
+        term.expect(r"\[s\]top >")
+        term.send("a")
+        term.expect(r"sent approve for research plan \(round 1\)")
+        term.expect(r"the findings of step 1 · awaiting your verdict")
+        term.expect(r"\[s\]top >")
+        term.send("e")
+        term.expect(r"cannot be edited")
+        term.expect(r"\[s\]top >")
+        term.send("r")
+        term.expect(r"feedback for the model >")
+        term.send("not the plugin")
+        term.expect(r"sent reject for the findings of step 1")
+        term.expect(r"the findings of step 2 · awaiting your verdict")
+        term.expect(r"\[s\]top >")
+        term.send("a")
+        term.expect(r"## Answer")
+        term.expect(r"completed normally: yes")
+    except BaseException:
+        term.close(timeout_s=0.1)
+        raise
+    assert term.close() == 0, term.seen[-3000:]
+    [answer] = list((tmp_path / "out").glob("*/answer.md"))
+    text = answer.read_text()
+    assert "src/budgetkit/ledger.py:34-37" in text and "plugin.py:21-24" not in text
