@@ -66,7 +66,7 @@ def load_shipped_pricing() -> PricingTable:
 def _read_override(path: Path) -> Any:
     origin = f"pricing override {path}"
     if not path.is_file():
-        raise ConfigError(f"{origin}: no such file; pass an existing YAML/JSON file to --pricing")
+        raise ConfigError(f"{origin}: no such file; set pricing_file (or NAVIGATOR_PRICING_FILE) to an existing YAML/JSON file")
     if path.stat().st_size > _MAX_OVERRIDE_BYTES:
         raise ConfigError(f"{origin}: larger than {_MAX_OVERRIDE_BYTES} bytes; is it the right file?")
     try:
@@ -117,7 +117,7 @@ class TablePricer:
     @classmethod
     def load(cls, override: str | Path | None = None,
              endpoints: Mapping[str, Endpoint] | None = None) -> "TablePricer":
-        """The shipped table merged with the endpoints' prices and the user override (``--pricing`` / env)."""
+        """The shipped table merged with the endpoints' prices and the user override (``pricing_file`` / env)."""
         return cls(load_pricing_table(override, endpoints=endpoints))
 
     def cost(self, model: str, usage: TokenUsage, calls: int = 1) -> int:

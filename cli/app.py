@@ -76,7 +76,7 @@ def config_show(
         key = "no key" if endpoint["api_key_env"] is None else \
             f"{endpoint['api_key_env']} {'set' if endpoint['api_key_set'] else 'unset'}"
         prices = ", ".join("every model" if m == "*" else m for m in sorted(endpoint["prices"])) or \
-            "shipped table / --pricing"
+            "shipped table / pricing_file"
         origin = "built-in" if endpoint["builtin"] else "navigator.yaml"
         stdout.print(f"  {name}: {endpoint['base_url']} · {key} · tool calling {endpoint['tool_calling']} · "
                      f"prices: {prices} · {origin}", markup=False, soft_wrap=True)

@@ -52,7 +52,7 @@ Rate = Annotated[Decimal, Field(ge=0, le=10_000, decimal_places=6)]
 _MICROS_PER_USD = 1_000_000
 
 _HOW_TO_ADD = (
-    "add it to a pricing override file (--pricing FILE or the "
+    "add it to a pricing override file (pricing_file in navigator.yaml or the "
     f"{PRICING_FILE_ENV} environment variable), e.g. "
     "'models: {{{name}: {{input: 0.30, output: 2.50}}}}'"
 )

@@ -15,11 +15,13 @@ import uuid
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
 from temporalio.api.sdk.v1 import WorkflowMetadata
 from temporalio.client import Client
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.navigator import NavigatorActivities
+from durable_navigator.activities.profiles import load_run_profile
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.navcore.compression import CompressionConfig
 from durable_navigator.navcore.decision import TokenUsage
@@ -28,6 +30,7 @@ from durable_navigator.navcore.pricing import PricingTable
 from durable_navigator.navcore.report import TurnReport
 from durable_navigator.navcore.routing import RouteRule, RoutingConfig, choose_model, route_call, RoutingState
 from durable_navigator.navcore.state import StopReason
+from durable_navigator.navtypes.errors import ConfigError
 from tests.support.navigator import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, engine_factory, make_request, run, \
     token_counter
 
@@ -56,6 +59,19 @@ def test_rules_pick_the_last_match_and_compare_spending_exactly() -> None:
     model, switch = route_call(state, ROUTING, "a", "navigator.compress", 0, 50_000, 3)
     assert model == "small-model" and switch is not None and switch.from_model == "a"
     assert route_call(state, ROUTING, "a", "navigator.compress", 10, 50_000, 4) == ("small-model", None)
+
+
+def test_rules_come_from_the_profile_yaml_and_bad_kinds_are_refused() -> None:
+    profile = load_run_profile(
+        "routing:\n  rules:\n"
+        "    - {after_budget_fraction: 0.6, calls: [decide], model: 'openai:gpt-4.1-mini', reason: cheaper turns}\n"
+        "    - {calls: [compress, review], model: 'ollama:qwen2.5-coder:7b'}\n")
+    assert profile.routing.models() == ["openai:gpt-4.1-mini", "ollama:qwen2.5-coder:7b"]
+    assert choose_model(profile.routing, "gemini-2.5-flash", "stages.reflect", 0, 100).model == "ollama:qwen2.5-coder:7b"
+    with pytest.raises(ConfigError, match=r"routing.rules.0.calls: Value error, unknown call kind\(s\) \['decisions'\]"):
+        load_run_profile("routing:\n  rules:\n    - {calls: [decisions], model: x}\n")
+    with pytest.raises(ConfigError, match="after_budget_fraction"):
+        load_run_profile("routing:\n  rules:\n    - {after_budget_fraction: 1.5, model: x}\n")
 
 
 async def test_a_run_crosses_the_threshold_and_the_next_turn_goes_to_the_second_model(
