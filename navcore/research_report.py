@@ -61,6 +61,7 @@ def research_turn_report(state: ResearchState) -> TurnReport:
         decisions=len(log.entries),
         stage_plan=research_plan_markdown(state),
         planning_fallback=state.plan_fallback,
+        model=state.model,
         workflow="research",
         children=list(state.children),
     )

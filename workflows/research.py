@@ -286,14 +286,15 @@ class ResearchWorkflow:
         if outcome.findings_ref is not None:
             await self._aggregate(step, outcome.findings_ref, "executor")
         s.executor = None  # the executor's messages are cleared once the step is aggregated
-        step.status = "done" if outcome.status in ("finished", "capped") else "failed"
+        step.status = ("done" if outcome.status in ("finished", "capped")
+                       else "skipped" if outcome.status == "stopped" else "failed")
         step.note = shorten(outcome.error, 2000) if outcome.error else None
         self._end_of_step(step, outcome)
         if s.steering.mode is ExecutionMode.INTERACTIVE and s.run.stop_reason is None:
             await self._approve_step(step, before)
         if s.run.stop_reason is None and s.steering.pending is None:
-            await self.compressor.compress(s.log, model=s.model, repo_root=s.repo_root, goal_ref=s.goal_ref,
-                                           step=s.run.iteration)
+            await self.compressor.compress(s.log, model_for=lambda kind: s.model, repo_root=s.repo_root,
+                                           goal_ref=s.goal_ref, step=s.run.iteration)
 
     def _end_of_step(self, step: ResearchStep, outcome: StepOutcome) -> None:
         """A step's end that ends the run (stop, budget, failure, guard) sets the stop reason."""

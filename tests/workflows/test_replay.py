@@ -76,3 +76,14 @@ def test_research_histories_cover_every_research_call_and_both_kinds_of_subagent
         types.add(start.workflow_type.name)
     assert {"research.plan", "research.execute", "research.refine", "research.synthesize"} <= kinds
     assert {"ResearchWorkflow", "NavigatorWorkflow"} <= types
+
+
+def test_the_routing_history_switches_models() -> None:
+    """``navigator_routing``: turns move to a second model past the budget threshold; compression is on it."""
+    path = HISTORY_DIR / "navigator_routing.json"
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    calls = [(inp["spec"]["kind"], inp["model"]) for inp in _scheduled(history, "model.prepare")]
+    decide = [model for kind, model in calls if kind == "decide"]
+    assert decide[0] == "test-model" and decide[-1] == "test-model-b", calls
+    assert decide == sorted(decide, key=lambda m: m == "test-model-b")  # one switch, never back
+    assert {model for kind, model in calls if kind == "navigator.compress"} == {"test-model-b"}, calls
