@@ -38,6 +38,7 @@ detail) and prints the summary table (``--md`` writes it as Markdown too).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import io
 import json
 import statistics
@@ -49,8 +50,18 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from durable_navigator.activities.models.offline.tools import OfflineToolConfig, tool_round
-from durable_navigator.navtypes.flightplan import FlightPlan
+from temporalio.testing import ActivityEnvironment
+
+from durable_navigator.activities.models.offline.tools import (
+    OfflineToolConfig,
+    hint_update,
+    parse_tool_results,
+    tool_round,
+)
+from durable_navigator.activities.tools import CodeToolActivities
+from durable_navigator.navcore.tools import ToolRequest
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
+from durable_navigator.workflows.blocks.tools import tool_result_lines
 from durable_navigator.repomap import EngineConfig, RepoMap
 from durable_navigator.repomap.parse_treesitter import language_for
 
@@ -117,6 +128,38 @@ def search_scores(engine: RepoMap, task: dict[str, Any], query: str) -> dict[str
 def tool_query(goal: str) -> str:
     calls = tool_round(goal, FlightPlan(), 1, 20, (), OfflineToolConfig())
     return next((c.args["query"] for c in calls if c.name == "search_codebase"), goal)
+
+
+def offline_round(engine: RepoMap, task: dict[str, Any]) -> dict[str, Any]:
+    """The offline model's first-turn tool round, end to end: the tool activities' text, the
+    model's parser and the hints it adds to its survey. Did they point at a changed file/line?"""
+    cfg = OfflineToolConfig()
+    calls = tool_round(task["goal"], FlightPlan(), 1, 20, (), cfg)
+
+    async def engines(root: str) -> RepoMap:
+        return engine
+
+    tools = CodeToolActivities(engine_for=engines)
+
+    async def run_all() -> list[Any]:
+        env = ActivityEnvironment()
+        return [await env.run(getattr(tools, c.name), ToolRequest(repo_root=str(engine.root), call=c))
+                for c in calls]
+
+    t0 = time.perf_counter()
+    results = asyncio.run(run_all())
+    secs = time.perf_counter() - t0
+    hints = parse_tool_results(tuple(tool_result_lines(results)))
+    update, _ = hint_update(FlightPlanUpdate(), hints, task["goal"], [], cfg, lambda ex, p: False)
+    gold = task["gold_lines"]
+    focus = [f.glob for f in update.add_focus_paths]
+    spans = []
+    for f in update.add_focus_symbols:
+        for s in engine.find_symbol(f.symbol):
+            spans.append((s.path, s.start_line, s.end_line))
+    return {"calls": [c.name for c in calls], "usable": bool(focus or spans), "seconds": secs,
+            "gold_file_focused": any(p in gold for p in focus),
+            "gold_line_expanded": any(p in gold and any(a <= ln <= b for ln in gold[p]) for p, a, b in spans)}
 
 
 # ---------------------------------------------------------------- references
@@ -255,6 +298,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         tasks = [t for t in tasks if t["repo"] in args.repos]
     cache_dir = Path(args.cache_dir)
     search_rows: list[dict[str, Any]] = []
+    offline_rows: list[dict[str, Any]] = []
     caller_rows: list[dict[str, Any]] = []
     callee_rows: list[dict[str, Any]] = []
     first_call: list[float] = []
@@ -269,6 +313,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for kind, query in (("tool", tool_query(task["goal"])), ("goal", task["goal"])):
             search_rows.append({"task": task["id"], "repo": task["repo"], "kind": kind,
                                 **search_scores(engine, task, query)})
+        offline_rows.append({"task": task["id"], "repo": task["repo"], **offline_round(engine, task)})
         if args.search_only or task["language"] != "python" or per_repo_targets[task["repo"]] >= args.targets:
             continue
         project = None
@@ -302,6 +347,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"[{n}/{len(tasks)}] {task['id']}: {len(caller_rows)} caller targets", file=sys.stderr, flush=True)
     hand = [] if args.search_only else handchecked(args, cache_dir)
     return {"label": args.label, "split": args.split, "tasks": len(tasks), "search": search_rows,
+            "offline_round": offline_rows,
             "callers": caller_rows, "callees": callee_rows, "handchecked": hand, "first_call_seconds": first_call}
 
 
@@ -350,6 +396,14 @@ def summarize(res: dict[str, Any]) -> str:
         out.append(f"| {kind} | {len(rows)} | {sum(r['hits'] > 0 for r in rows) / len(rows):.2f} | "
                    + " | ".join(f"{m(f'{w}@{k}'):.2f}" for w in ("file", "symbol") for k in KS)
                    + f" | {statistics.median(secs):.3f} | {_q(secs, 0.9):.3f} |")
+    rows = res.get("offline_round") or []
+    if rows:
+        secs = [r["seconds"] for r in rows]
+        out += ["", "offline model's first-turn tool round (tool activities -> parser -> survey hints): "
+                f"usable {sum(r['usable'] for r in rows) / len(rows):.2f}, a changed file focused "
+                f"{sum(r['gold_file_focused'] for r in rows) / len(rows):.2f}, a changed line inside an expanded "
+                f"definition {sum(r['gold_line_expanded'] for r in rows) / len(rows):.2f}; round seconds median "
+                f"{statistics.median(secs):.3f}, p90 {_q(secs, 0.9):.3f}, max {max(secs):.3f}"]
     out += ["", "per repository (tool query): file@10 / symbol@10", ""]
     by_repo: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in res["search"]:
