@@ -20,6 +20,7 @@ answer is cached for the version, so a repeated or overlapping query is fast.
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import time
@@ -70,6 +71,7 @@ class References:
         self._python = PythonResolver(root, files, shadow_base, version, cfg.keep_shadows)
         self._imports = ImportIndex(files)
         self._family = {p: language_family(p) for p in files}
+        self._bindings: dict[str, dict[str, str]] = {}
 
     # ---- callers --------------------------------------------------------------------
     def callers(self, path0: str, k0: int) -> list[SymbolRef]:
@@ -131,10 +133,39 @@ class References:
                     return None, "elsewhere"
             else:
                 suffix = "+budget"
+            if occ.qualifier is None or occ.qualifier not in ("?", "self", "cls"):
+                # a name (or the qualifier of ``mod.name``) bound by an import jedi could not
+                # resolve is one of ours only if that import names the candidate's file
+                spec = self._python_bindings(path, text).get(occ.qualifier or name)
+                if spec is not None:
+                    files = self._imports.files_for(path, spec)
+                    cands = [c for c in cands if c.path in files]
+                    if not cands:
+                        return None, "elsewhere"
         site = Site(path, occ.line, occ.column, occ.qualifier, self._enclosing_class(path, occ.line), occ.kind,
                     occ.sep)
         picked, how = resolve_site(site, cands, self._imports.imported(path, text))
         return picked, how + suffix if picked is not None else how
+
+    def _python_bindings(self, path: str, text: str) -> dict[str, str]:
+        """Names bound by ``from M import name`` / ``import M`` in a Python file: name -> M."""
+        got = self._bindings.get(path)
+        if got is None:
+            got = {}
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+            for node in ast.walk(tree) if tree is not None else ():
+                if isinstance(node, ast.ImportFrom):
+                    mod = "." * node.level + (node.module or "")
+                    for a in node.names:
+                        got[a.asname or a.name] = f"{mod}.{a.name}" if mod.strip(".") else f"{mod}{a.name}"
+                elif isinstance(node, ast.Import):
+                    for a in node.names:
+                        got[a.asname or a.name.split(".")[0]] = a.name
+            self._bindings[path] = got
+        return got
 
     def _spans(self, c: Candidate, line: int) -> bool:
         """jedi names a definition by its ``def``/``class`` line; ours starts at its first decorator."""

@@ -128,25 +128,33 @@ class ImportIndex:
         specs: set[str] = set()
         for pat in _IMPORT_PATTERNS:
             specs.update(m.group(1) for m in pat.finditer(text))
+        out: set[str] = set()
+        for spec in specs:
+            out |= self.files_for(path, spec)
+        return out
+
+    def files_for(self, path: str, spec: str) -> set[str]:
+        """Repository files one import spelling in ``path`` may name (``'./x'``, ``'.mod'``, ``a::b``, ``a.b``)."""
         here = _dirpath(path)
         wanted: set[str] = set()
-        for spec in specs:
-            if spec.startswith("."):  # relative: './x', '../y', Python '.mod'
-                if "/" in spec:
-                    wanted.add(posixpath.normpath(posixpath.join(here, spec)))
-                    continue
+        if spec.startswith("."):  # relative: './x', '../y', Python '.mod'
+            if "/" in spec:
+                wanted.add(posixpath.normpath(posixpath.join(here, spec)))
+            else:
                 dots = len(spec) - len(spec.lstrip("."))
                 base = here
                 for _ in range(dots - 1):
+                    if not base:
+                        return set()  # above the repository root: nothing of ours
                     base = _dirpath(base)
                 rest = spec.lstrip(".").replace(".", "/")
                 wanted.add(f"{base}/{rest}".strip("/") if rest else base)
-            else:
-                norm = _normalise(spec)
-                wanted.add(norm)
-                # 'a/b/C' may name class C in a/b (Java) or an item of module a/b (Rust, Python)
-                if "/" in norm:
-                    wanted.add(norm.rsplit("/", 1)[0])
+        else:
+            norm = _normalise(spec)
+            wanted.add(norm)
+            # 'a/b/C' may name class C in a/b (Java) or an item of module a/b (Rust, Python)
+            if "/" in norm:
+                wanted.add(norm.rsplit("/", 1)[0])
         out: set[str] = set()
         for w in wanted:
             parts = w.split("/")
