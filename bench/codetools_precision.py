@@ -41,6 +41,7 @@ import argparse
 import asyncio
 import io
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -374,6 +375,52 @@ def handchecked(args: argparse.Namespace, cache_dir: Path) -> list[dict[str, Any
     return rows
 
 
+# ---------------------------------------------------------------- latency
+
+def latency(root: Path, cache_dir: Path, n: int, seed: int) -> dict[str, Any]:
+    """Wall seconds per engine call on one (warm) repository: search, callers, callees.
+
+    The engine is opened twice: the first open indexes (cold cache) and is not
+    timed; the second is a warm open, as a long-running worker has. ``first``
+    is the first reference query of that engine version (jedi's start-up);
+    ``repeat`` asks the same symbols again (the version cache).
+    """
+    import random
+
+    RepoMap.open(root, cache_dir=cache_dir)
+    t0 = time.perf_counter()
+    engine = RepoMap.open(root, cache_dir=cache_dir)
+    open_s = time.perf_counter() - t0
+    rng = random.Random(seed)
+    syms = [s for p in engine.files if p.endswith(".py") for s in engine.symbols(p) if s.kind in ("function", "method")]
+    picked = rng.sample(syms, min(n, len(syms)))
+    words = sorted({w for s in picked for w in re.findall(r"[a-z]{4,}", (s.doc or "").lower())})
+    queries = [" ".join(rng.sample(words, min(6, len(words)))) for _ in range(n)]
+    out: dict[str, Any] = {"root": str(root), "files": len(engine.files), "open_warm_s": open_s}
+    out["search_s"] = [timed(engine.search, q, 10)[1] for q in queries]
+    out["callers_s"], out["callers_sites"] = [], []
+    for i, s in enumerate(picked):
+        refs, secs = timed(engine.callers, s.id)
+        out["callers_s"].append(secs)
+        out["callers_sites"].append(len(refs))
+        print(f"callers {i + 1}/{len(picked)} {s.id}: {len(refs)} sites, {secs:.2f} s", file=sys.stderr, flush=True)
+    out["callers_repeat_s"] = [timed(engine.callers, s.id)[1] for s in picked]
+    out["callees_s"] = [timed(engine.callees, s.id)[1] for s in picked]
+    out["jedi_s"] = engine._references().jedi_seconds
+    return out
+
+
+def latency_text(lat: dict[str, Any]) -> str:
+    rows = [f"### latency — {lat['root']} ({lat['files']} indexed files; warm open {lat['open_warm_s']:.2f} s)", "",
+            "| call | n | first | median | p90 | max |", "|---|---|---|---|---|---|"]
+    for key in ("search_s", "callers_s", "callers_repeat_s", "callees_s"):
+        xs = lat[key]
+        rows.append(f"| {key[:-2]} | {len(xs)} | {xs[0]:.3f} | {statistics.median(xs):.3f} | {_q(xs, 0.9):.3f} "
+                    f"| {max(xs):.3f} |")
+    rows.append(f"\njedi time in total: {lat['jedi_s']:.1f} s")
+    return "\n".join(rows) + "\n"
+
+
 # ---------------------------------------------------------------- report
 
 def _q(xs: list[float], p: float) -> float:
@@ -458,7 +505,15 @@ def main() -> None:
     ap.add_argument("--search-only", action="store_true", help="measure search only (quick)")
     ap.add_argument("--md", action="store_true", help="also write the summary as Markdown")
     ap.add_argument("--summary-only", type=Path, help="re-print the summary of a results JSON")
+    ap.add_argument("--latency", type=Path, help="only time search/callers/callees on this repository")
+    ap.add_argument("--calls", type=int, default=40, help="symbols/queries timed by --latency")
     args = ap.parse_args()
+    if args.latency:
+        lat = latency(args.latency, Path(args.cache_dir), args.calls, seed=11)
+        out = HERE / "results" / f"codetools-latency-{args.label}.json"
+        out.write_text(json.dumps(lat, indent=1, sort_keys=True) + "\n")
+        print(latency_text(lat))
+        return
     if args.summary_only:
         print(summarize(json.loads(args.summary_only.read_text())))
         return

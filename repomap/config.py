@@ -120,9 +120,11 @@ class SearchConfig(_Cfg):
 class XrefConfig(_Cfg):
     """Reference resolution behind ``callers`` / ``callees`` (``xref*.py``)."""
 
-    #: wall seconds one query may spend in jedi before the rest of its sites are
-    #: reported as unresolved name matches (a cold first query pays jedi's start-up)
-    python_budget_s: float = Field(20.0, gt=0)
+    #: Python sites one query resolves with jedi (the likeliest first); the rest are judged by
+    #: scope evidence. A count, not a time, so the answer does not depend on the machine's load
+    python_max_sites: int = Field(40, ge=0)
+    #: safety net only: wall seconds one query may spend in jedi (pathological code)
+    python_budget_s: float = Field(30.0, gt=0)
     #: sites resolved per query at most (a name used in thousands of places)
     max_sites: int = Field(2000, gt=0)
     #: engine versions of one root whose Python shadow trees are kept in the cache dir

@@ -13,14 +13,15 @@ One :class:`References` per engine version. A query for a definition T named ``n
   evidence (``xref_scope``). A site is a caller when it resolves to T; a site that
   could mean several definitions is returned with ``resolved=False`` (shown apart).
 
-jedi time per query is bounded (``XrefConfig.python_budget_s``): past it, the
-remaining sites are judged by scope evidence (``how`` ends in ``+budget``). Every
-answer is cached for the version, so a repeated or overlapping query is fast.
+jedi work per query is bounded by a site count (``XrefConfig.python_max_sites``,
+the likeliest sites first: T's own file, then the files that import it) and, as a
+safety net only, by wall time (``python_budget_s``); the remaining sites are judged
+by scope evidence (``how`` ends in ``+budget``). Every answer is cached for the
+version, so a repeated or overlapping query is fast.
 """
 
 from __future__ import annotations
 
-import ast
 import io
 import re
 import time
@@ -44,6 +45,12 @@ _NOT_CALLABLE = frozenset({"field", "constant"})
 _FUNCTION_KINDS = frozenset({"function", "method"})
 _CLASS_KINDS = frozenset({"class", "interface", "module", "struct", "trait", "impl", "type", "enum"})
 _FAMILY = {"javascript": "js", "typescript": "js", "tsx": "js", "c": "c", "cpp": "c"}
+_PY_FROM = re.compile(r"^[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]+)", re.M)
+_PY_IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w. \t,]+)", re.M)
+#: attribute names of Python's builtin types: an untyped ``x.<name>`` may well be one of these
+_BUILTIN_ATTRS = frozenset(a for t in (str, bytes, bytearray, dict, list, set, frozenset, tuple, int, float,
+                                       complex, object, type, memoryview, range, slice, BaseException)
+                           for a in dir(t))
 #: names shorter than this are not in the reference matrix (``index._MIN_REF``)
 _MIN_INDEXED = 3
 
@@ -72,10 +79,25 @@ class References:
         self._imports = ImportIndex(files)
         self._family = {p: language_family(p) for p in files}
         self._bindings: dict[str, dict[str, str]] = {}
+        #: answers of this version: (query, path, symbol index) -> refs
+        self._results: dict[tuple[str, str, int], list[SymbolRef]] = {}
 
     # ---- callers --------------------------------------------------------------------
     def callers(self, path0: str, k0: int) -> list[SymbolRef]:
         """Sites that reference definition ``k0`` of ``path0``: resolved callers first, then ambiguous ones."""
+        return self._memo(("callers", path0, k0), lambda: self._callers(path0, k0))
+
+    def callees(self, path0: str, k0: int) -> list[SymbolRef]:
+        """Definitions the body of ``k0`` in ``path0`` references (resolved; ambiguous names left out)."""
+        return self._memo(("callees", path0, k0), lambda: self._callees(path0, k0))
+
+    def _memo(self, key: tuple[str, str, int], compute: Callable[[], list[SymbolRef]]) -> list[SymbolRef]:
+        got = self._results.get(key)
+        if got is None:
+            got = self._results[key] = compute()
+        return list(got)
+
+    def _callers(self, path0: str, k0: int) -> list[SymbolRef]:
         sym = self._records[path0][REC["symbols"]][k0]
         name = sym[SYM["name"]]
         fam = self._family.get(path0, "")
@@ -83,22 +105,23 @@ class References:
             return []
         target = self._candidate(path0, k0)
         cands = self._candidates(name, fam)
-        deadline = time.monotonic() + self._cfg.python_budget_s
+        texts = {p: self._read(p) for p in self._candidate_files(name, fam, path0)}
+        sites = [(p, occ) for p, text in texts.items() for occ in occurrences(p, text, name)
+                 if not occ.definition and occ.kind != "import"]  # an import names it but calls nothing
+        # jedi is asked about the likeliest sites first (T's own file, then files importing it), up to
+        # a fixed count, so the answer does not depend on how loaded the machine is
+        near = {p for p, text in texts.items() if path0 in self._imports.imported(p, text)}
+        sites.sort(key=lambda s: (s[0] != path0, s[0] not in near, s[0], s[1].line, s[1].column))
+        budget = _JediBudget(self._cfg)
         out: list[SymbolRef] = []
-        for p in self._candidate_files(name, fam, path0):
-            text = self._read(p)
-            for occ in occurrences(p, text, name):
-                if occ.definition or occ.kind == "import":
-                    continue  # a definition's own name; an import names it but calls nothing
-                picked, how = self._resolve(p, text, occ, name, cands, deadline)
-                if picked is None and how != "ambiguous":
-                    continue  # resolved to something else (another definition, the standard library)
-                if picked is not None and picked != target:
-                    continue
-                out.append(SymbolRef(self._enclosing(p, occ.line), p, occ.line, occ.column, occ.kind, how,
-                                     picked is not None))
-                if len(out) >= self._cfg.max_sites:
-                    return _ordered(out)
+        for p, occ in sites[: self._cfg.max_sites]:
+            picked, how = self._resolve(p, texts[p], occ, name, cands, budget)
+            if picked is None and how != "ambiguous":
+                continue  # resolved to something else (another definition, the standard library)
+            if picked is not None and picked != target:
+                continue
+            out.append(SymbolRef(self._enclosing(p, occ.line), p, occ.line, occ.column, occ.kind, how,
+                                 picked is not None))
         return _ordered(out)
 
     def _candidate_files(self, name: str, fam: str, path0: str) -> list[str]:
@@ -120,19 +143,23 @@ class References:
         return Candidate(path, s[SYM["qual"]], s[SYM["start"]], local)
 
     def _resolve(self, path: str, text: str, occ: Occurrence, name: str, cands: list[Candidate],
-                 deadline: float) -> tuple[Candidate | None, str]:
+                 budget: "_JediBudget") -> tuple[Candidate | None, str]:
         """(the candidate the site means or None, how); ``how`` is 'elsewhere' when it means no candidate."""
         suffix = ""
+        strict = False
         if is_python(path):
-            if time.monotonic() < deadline:
+            if budget.take():
                 answers = self._python.goto(path, text, occ.line, occ.column)
                 if answers:
                     for c in cands:
                         if any(a[0] == c.path and self._spans(c, a[1]) for a in answers):
                             return c, "jedi"
                     return None, "elsewhere"
+                # jedi does not know the receiver's type: a name builtin types also have
+                # (``decode``, ``get``, ``append``) is as likely theirs as ours
+                strict = name in _BUILTIN_ATTRS
             else:
-                suffix = "+budget"
+                suffix, strict = "+budget", True
             if occ.qualifier is None or occ.qualifier not in ("?", "self", "cls"):
                 # a name (or the qualifier of ``mod.name``) bound by an import jedi could not
                 # resolve is one of ours only if that import names the candidate's file
@@ -144,26 +171,27 @@ class References:
                         return None, "elsewhere"
         site = Site(path, occ.line, occ.column, occ.qualifier, self._enclosing_class(path, occ.line), occ.kind,
                     occ.sep)
-        picked, how = resolve_site(site, cands, self._imports.imported(path, text))
+        picked, how = resolve_site(site, cands, self._imports.imported(path, text), strict)
         return picked, how + suffix if picked is not None else how
 
     def _python_bindings(self, path: str, text: str) -> dict[str, str]:
-        """Names bound by ``from M import name`` / ``import M`` in a Python file: name -> M."""
+        """Names bound by ``from M import name`` / ``import M`` in a Python file: name -> M.name / M."""
         got = self._bindings.get(path)
         if got is None:
             got = {}
-            try:
-                tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = None
-            for node in ast.walk(tree) if tree is not None else ():
-                if isinstance(node, ast.ImportFrom):
-                    mod = "." * node.level + (node.module or "")
-                    for a in node.names:
-                        got[a.asname or a.name] = f"{mod}.{a.name}" if mod.strip(".") else f"{mod}{a.name}"
-                elif isinstance(node, ast.Import):
-                    for a in node.names:
-                        got[a.asname or a.name.split(".")[0]] = a.name
+            for m in _PY_FROM.finditer(text):
+                mod = m.group(1)
+                for part in m.group(2).replace("(", " ").replace(")", " ").replace("\\", " ").split(","):
+                    bits = part.split()
+                    if not bits or bits[0] == "*":
+                        continue
+                    alias = bits[2] if len(bits) == 3 and bits[1] == "as" else bits[0]
+                    got[alias] = f"{mod}.{bits[0]}" if mod.strip(".") else f"{mod}{bits[0]}"
+            for m in _PY_IMPORT.finditer(text):
+                for part in m.group(1).split(","):
+                    bits = part.split()
+                    if bits:
+                        got[bits[2] if len(bits) == 3 and bits[1] == "as" else bits[0].split(".")[0]] = bits[0]
             self._bindings[path] = got
         return got
 
@@ -175,14 +203,13 @@ class References:
         return False
 
     # ---- callees --------------------------------------------------------------------
-    def callees(self, path0: str, k0: int) -> list[SymbolRef]:
-        """Definitions the body of ``k0`` in ``path0`` references (resolved; ambiguous names left out)."""
+    def _callees(self, path0: str, k0: int) -> list[SymbolRef]:
         sym = self._records[path0][REC["symbols"]][k0]
         fam = self._family.get(path0, "")
         if not fam:
             return []
         text = self._read(path0)
-        deadline = time.monotonic() + self._cfg.python_budget_s
+        budget = _JediBudget(self._cfg)
         found: dict[str, SymbolRef] = {}
         for name, occ in self._names_in(path0, text, sym[SYM["start"]], sym[SYM["end"]]):
             if occ.definition or name == sym[SYM["name"]]:
@@ -190,7 +217,7 @@ class References:
             cands = self._candidates(name, fam)
             if not cands:
                 continue
-            picked, how = self._resolve(path0, text, occ, name, cands, deadline)
+            picked, how = self._resolve(path0, text, occ, name, cands, budget)
             if picked is None:
                 continue
             kind = self._kind(picked)
@@ -240,6 +267,20 @@ class References:
     def jedi_seconds(self) -> float:
         """Seconds spent inside jedi by this version so far (for measurements)."""
         return self._python.jedi_seconds
+
+
+class _JediBudget:
+    """jedi sites one query may resolve: a fixed count, and a wall-clock safety net for pathological code."""
+
+    def __init__(self, cfg: XrefConfig) -> None:
+        self._left = cfg.python_max_sites
+        self._deadline = time.monotonic() + cfg.python_budget_s
+
+    def take(self) -> bool:
+        if self._left <= 0 or time.monotonic() >= self._deadline:
+            return False
+        self._left -= 1
+        return True
 
 
 def _words(body: str, path: str) -> set[str]:

@@ -21,6 +21,7 @@ sites jedi could not resolve (``xref_python.py``).
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from dataclasses import dataclass
@@ -166,11 +167,14 @@ class ImportIndex:
         return out
 
 
-def resolve_site(site: Site, cands: list[Candidate], imports: set[str]) -> tuple[Candidate | None, str]:
+def resolve_site(site: Site, cands: list[Candidate], imports: set[str],
+                 strict: bool = False) -> tuple[Candidate | None, str]:
     """The candidate the site means and the evidence (``qualifier``/``scope``/…).
 
     ``(None, 'ambiguous')`` when several remain; ``(None, 'elsewhere')`` when a path
-    qualifier (``regex_syntax::escape``) names none of them.
+    qualifier (``regex_syntax::escape``) names none of them. ``strict``: a site
+    qualified by a value (``x.decode()``) is tied only by its qualifier, never by
+    weaker evidence (the value may be a ``bytes``, not one of ours).
     """
     q = site.qualifier
     cands = [c for c in cands if not c.local or (not q and c.path == site.path)]
@@ -191,6 +195,8 @@ def resolve_site(site: Site, cands: list[Candidate], imports: set[str]) -> tuple
             return None, "elsewhere"  # a module/type path that is none of the candidates'
     # a value qualifier (``ledger.reserve``) says nothing for a same-file definition
     value_qualified = bool(q) and q not in SELF_WORDS and len(pool) == len(cands)
+    if strict and value_qualified:
+        return None, "ambiguous"
     steps = (("import", lambda c: c.path in imports), ("package", lambda c: _dirpath(c.path) == _dirpath(site.path)))
     if not value_qualified:
         steps = (("scope", lambda c: c.path == site.path),) + steps
@@ -209,7 +215,7 @@ def resolve_site(site: Site, cands: list[Candidate], imports: set[str]) -> tuple
 def _named_by(q: str, pool: list[Candidate]) -> list[Candidate]:
     """Candidates whose class, file stem or folder the qualifier names (exactly, else as a prefix: app → Application)."""
     ql = q.lower().lstrip("@$")
-    names = [(c, (c.container.lower(), _stem(c.path).lower(), _dir(c.path).lower())) for c in pool]
+    names = [(c, _names_of(c.path, c.qual)) for c in pool]
     exact = [c for c, ns in names if ql in ns]
     if exact or len(ql) < 3:
         return exact
@@ -218,6 +224,13 @@ def _named_by(q: str, pool: list[Candidate]) -> list[Candidate]:
         return prefix
     # an abbreviation: ctx → context, cfg → config (same first letter, the rest in order)
     return [c for c, ns in names if any(n[:1] == ql[:1] and _subsequence(ql, n) for n in ns if n)]
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _names_of(path: str, qual: str) -> tuple[str, str, str]:
+    """What a qualifier may call a candidate: its class, its file's stem, its folder (lower case)."""
+    container = qual.rpartition(".")[0].rsplit(".", 1)[-1]
+    return container.lower(), _stem(path).lower(), _dir(path).lower()
 
 
 def _subsequence(short: str, long: str) -> bool:
