@@ -1,7 +1,7 @@
 """Benchmark: how precise the code tools are (``search_codebase``, ``get_callers``, ``get_callees``).
 
-Reads the context-quality task set (issue 11, ``bench/tasks/quality_tasks.jsonl``
-of the ``bench-quality`` branch; checkouts under ``/work/bench-data/repos``) and
+Reads the context-quality task set (issue 11, ``bench/tasks/quality_tasks.jsonl``, built by
+``bench/taskset.py``; checkouts under ``/work/bench-data/repos``) and
 measures, on ONE split (``dev`` unless told otherwise; the test split is for
 reporting the navigator, never for tuning the tools):
 
@@ -67,7 +67,11 @@ from durable_navigator.repomap import EngineConfig, RepoMap
 from durable_navigator.repomap.parse_treesitter import language_for
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_TASKS = Path("/work/wt-bench/bench/tasks/quality_tasks.jsonl")
+#: the context-quality task set (issue 11): on main since the bench-quality merge; the
+#: bench-quality worktree's copy is the fallback for a checkout without it
+DEFAULT_TASKS = next((p for p in (HERE / "tasks" / "quality_tasks.jsonl",
+                                  Path("/work/wt-bench/bench/tasks/quality_tasks.jsonl")) if p.exists()),
+                     HERE / "tasks" / "quality_tasks.jsonl")
 REPOS = Path("/work/bench-data/repos")
 KS = (1, 5, 10)
 SEARCH_LIMIT = 10

@@ -105,16 +105,6 @@ class SearchConfig(_Cfg):
     exact_name_bonus: float = Field(4.0, ge=0)
     #: definitions listed per file, so one long file cannot take every slot
     max_per_file: int = Field(3, gt=0)
-    #: words that carry no meaning in a question about code ("why", "the", "does")
-    stopwords: tuple[str, ...] = (
-        "a", "about", "after", "all", "also", "an", "and", "any", "are", "as", "at", "be", "been", "but",
-        "by", "can", "could", "did", "do", "does", "doing", "done", "for", "from", "had", "has", "have",
-        "how", "if", "in", "into", "is", "it", "its", "make", "may", "more", "most", "no", "not", "now",
-        "of", "on", "only", "or", "other", "our", "out", "should", "so", "some", "such", "than", "that",
-        "the", "their", "them", "then", "there", "these", "they", "this", "those", "to", "too", "up",
-        "use", "used", "using", "very", "was", "we", "were", "what", "when", "where", "which", "while",
-        "who", "why", "will", "with", "would", "you", "your",
-    )
 
 
 class XrefConfig(_Cfg):

@@ -13,9 +13,10 @@ Two stages, both cheap on a warm engine:
    when a query term is part of the definition's name, plus the file's own score
    as a prior, plus a bonus for a definition whose name the query spells exactly.
 
-Stopwords of the query ("why", "does", "the") are dropped first: in a question
-about code they match nothing useful and, as symbol names (``why``, ``the``),
-they used to crowd out every real hit. Chunk term bags are kept per engine
+Stopwords of the query (``repomap/stopwords.py``, the engine's one list: "why",
+"does", "the") are dropped first: in a question about code they match nothing
+useful and, as symbol names (``why``, ``the``), they used to crowd out every real
+hit. Chunk term bags are kept per engine
 version (``ChunkCache``), so repeated searches read no file twice.
 """
 
@@ -33,6 +34,7 @@ import numpy as np
 from durable_navigator.repomap.config import SearchConfig
 from durable_navigator.repomap.index import REC, SYM, split_identifier
 from durable_navigator.repomap.rank import RankStructure, goal_mentions, goal_terms
+from durable_navigator.repomap.stopwords import is_stopword
 from durable_navigator.repomap.types import SearchHit
 
 __all__ = ["ChunkCache", "search_symbols", "query_terms"]
@@ -72,11 +74,15 @@ class ChunkCache:
         return got
 
 
-def query_terms(query: str, cfg: SearchConfig, min_len: int) -> list[str]:
-    """The query's code-aware terms without stopwords, first occurrence order."""
-    stop = set(cfg.stopwords)
-    words = [w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query) if w.lower() not in stop]
-    return list(dict.fromkeys(t for t in goal_terms(" ".join(words), min_len) if t not in stop))
+def query_terms(query: str, min_len: int) -> list[str]:
+    """The query's code-aware terms without stopwords (``repomap.stopwords``), first occurrence order.
+
+    A one-word query keeps its word even when it is a stopword: ``get`` alone is a request.
+    """
+    words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", query)
+    kept = [w for w in words if not is_stopword(w.lower())] or (words if len(words) == 1 else [])
+    return list(dict.fromkeys(t for t in goal_terms(" ".join(kept), min_len)
+                              if not is_stopword(t) or len(words) == 1))
 
 
 def _exact_names(query: str) -> set[str]:
@@ -114,7 +120,7 @@ def search_symbols(query: str, limit: int, rs: RankStructure, files: list[str], 
                    read: Callable[[str], str], cache: ChunkCache, cfg: SearchConfig, min_len: int,
                    definers: Callable[[str], list[tuple[str, int]]]) -> list[SearchHit]:
     """The best ``limit`` definitions (or module chunks) for ``query``; best first, ties by path and line."""
-    terms = query_terms(query, cfg, min_len)
+    terms = query_terms(query, min_len)
     cols = {t: c for t in terms if (c := rs.term_col(t)) is not None}
     exact = _exact_names(query)
     n = len(files)
