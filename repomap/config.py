@@ -113,6 +113,8 @@ class XrefConfig(_Cfg):
     #: Python sites one query resolves with jedi (the likeliest first); the rest are judged by
     #: scope evidence. A count, not a time, so the answer does not depend on the machine's load
     python_max_sites: int = Field(40, ge=0)
+    #: files one query opens in jedi (each costs a parse and its imports' inference on first use)
+    python_max_files: int = Field(8, ge=0)
     #: safety net only: wall seconds one query may spend in jedi (pathological code)
     python_budget_s: float = Field(30.0, gt=0)
     #: sites resolved per query at most (a name used in thousands of places)

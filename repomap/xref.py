@@ -14,9 +14,10 @@ One :class:`References` per engine version. A query for a definition T named ``n
   could mean several definitions is returned with ``resolved=False`` (shown apart).
 
 jedi work per query is bounded by a site count (``XrefConfig.python_max_sites``,
-the likeliest sites first: T's own file, then the files that import it) and, as a
-safety net only, by wall time (``python_budget_s``); the remaining sites are judged
-by scope evidence (``how`` ends in ``+budget``). Every answer is cached for the
+the likeliest sites first: T's own file, then the files that import it), by the
+number of distinct files it opens (``python_max_files``: each costs a parse and its
+imports' inference) and, as a safety net only, by wall time (``python_budget_s``);
+the remaining sites are judged by scope evidence (``how`` ends in ``+budget``). Every answer is cached for the
 version, so a repeated or overlapping query is fast.
 """
 
@@ -148,7 +149,7 @@ class References:
         suffix = ""
         strict = False
         if is_python(path):
-            if budget.take():
+            if budget.take(path):
                 answers = self._python.goto(path, text, occ.line, occ.column)
                 if answers:
                     for c in cands:
@@ -270,15 +271,22 @@ class References:
 
 
 class _JediBudget:
-    """jedi sites one query may resolve: a fixed count, and a wall-clock safety net for pathological code."""
+    """jedi work one query may do: sites, distinct files (each costs a parse and its imports'
+    inference), and a wall-clock safety net for pathological code only."""
 
     def __init__(self, cfg: XrefConfig) -> None:
         self._left = cfg.python_max_sites
+        self._files: set[str] = set()
+        self._max_files = cfg.python_max_files
         self._deadline = time.monotonic() + cfg.python_budget_s
 
-    def take(self) -> bool:
+    def take(self, path: str) -> bool:
         if self._left <= 0 or time.monotonic() >= self._deadline:
             return False
+        if path not in self._files:
+            if len(self._files) >= self._max_files:
+                return False
+            self._files.add(path)
         self._left -= 1
         return True
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from durable_navigator.repomap import RepoMap
+from durable_navigator.repomap import EngineConfig, RepoMap
+from durable_navigator.repomap.config import XrefConfig
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:
@@ -264,3 +265,45 @@ def test_search_ranks_definitions_with_line_ranges(py_engine: RepoMap) -> None:
     assert exact[0].symbol == "src/shop/ledger.py::Seats"
     # the question's filler words match nothing (they used to match symbols named like them)
     assert py_engine.search("why does the", limit=5) == []
+
+
+def test_jedi_is_asked_about_a_bounded_number_of_files_per_query(tmp_path: Path) -> None:
+    """Each file jedi opens costs a parse and its imports' inference: past
+    ``python_max_files`` a query judges the remaining sites by scope evidence (``+budget``),
+    the definition's own file and its importers first, and still finds them."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/ledger.py": """
+            class Ledger:
+                def reserve(self, amount: int) -> int:
+                    return amount
+
+
+            def local() -> int:
+                return Ledger().reserve(1)
+            """,
+    }
+    for i in range(4):
+        files[f"pkg/use{i}.py"] = f"""
+            from pkg.ledger import Ledger
+
+
+            def use{i}(ledger: Ledger) -> int:
+                return ledger.reserve({i})
+            """
+    root = _write(tmp_path / "repo", files)
+    everything = {("pkg/ledger.py", 7)} | {(f"pkg/use{i}.py", 5) for i in range(4)}
+
+    def hows(max_files: int) -> dict[str, str]:
+        cfg = EngineConfig(xref=XrefConfig(python_max_files=max_files))
+        engine = RepoMap.open(root, config=cfg, cache_dir=tmp_path / f"cache{max_files}", jobs=1)
+        refs = engine.callers("pkg/ledger.py::Ledger.reserve")
+        assert _sites(refs) == everything
+        return {r.path: r.how for r in refs}
+
+    assert set(hows(8).values()) == {"jedi"}
+    capped = hows(2)
+    # the likeliest files first: the definition's own, then importers in path order
+    assert capped["pkg/ledger.py"] == capped["pkg/use0.py"] == "jedi"
+    assert all(capped[f"pkg/use{i}.py"].endswith("+budget") for i in (1, 2, 3))
+    assert all(h.endswith("+budget") for h in hows(0).values())
