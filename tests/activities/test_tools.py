@@ -212,6 +212,30 @@ async def test_sites_that_may_mean_another_definition_are_listed_apart(tmp_path:
     assert hints.callers == {"b.js::B.run": ["b.js"]}  # the unsure site is no caller
 
 
+async def test_the_research_executor_reads_the_tools_current_text(tmp_path: Path) -> None:
+    """The offline research executor parses the same tool text: search hits with their line
+    ranges (the path without them), resolved callers with how they were tied, unsure sites
+    left out."""
+    from durable_navigator.activities.models.offline.research_exec import parse_transcript
+    from durable_navigator.navcore.model import ExecTurn, ResearchExecuteTask
+    from durable_navigator.workflows.blocks.tools import tool_result_lines
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.js").write_text("class A { run() { return 1 } }\nmodule.exports = A;\n")
+    (root / "b.js").write_text("class B { run() { return 2 } }\nfunction go(b) { return new B().run() }\n")
+    (root / "main.js").write_text("function go(x) { return x.run() }\n")
+    engine = RepoMap.open(root, cache_dir=tmp_path / "cache", jobs=1)
+    tools = _tools(engine)
+    results = [await _run(tools, "search_codebase", query="B run"), await _run(tools, "get_callers", symbol="b.js::B.run")]
+    assert any(ln.startswith("b.js:1-1  score=") for ln in results[0].content.splitlines())
+    task = ResearchExecuteTask(goal="q", repo_root=str(root), step_index=0, step="s", turn=2, max_turns=4,
+                               transcript=[ExecTurn(results=tool_result_lines(results))])
+    ev = parse_transcript(task)
+    assert ("b.js", 1, "b.js::B.run") in ev.hits and all(":" not in path for path, _, _ in ev.hits)
+    assert ev.callers == {"b.js::B.run": [("b.js", 2, "b.js::go")]}
+
+
 async def test_a_slow_first_query_heartbeats(engine: Any) -> None:
     """jedi's first inference on a cold engine takes seconds: the activity heartbeats meanwhile."""
     import time
