@@ -37,6 +37,7 @@ from durable_navigator.repomap.layout import file_line
 from durable_navigator.repomap.rank import RankStructure
 from durable_navigator.repomap.render import RenderInput, metadata, read_current, render_plan, summaries
 from durable_navigator.repomap.safepath import resolve_inside
+from durable_navigator.repomap.symsearch import ChunkCache
 from durable_navigator.repomap.tokens import count_many
 from durable_navigator.repomap.types import RankedFile, RenderResult
 
@@ -72,6 +73,8 @@ class RepoMap(QueryMixin):
         self._rs: RankStructure | None = None
         self._line_costs: np.ndarray | None = None
         self._sym_index: dict[str, list[tuple[str, int]]] | None = None
+        self._chunks = ChunkCache()
+        self._xref = None  # References, built on the first callers/callees query
         # what refresh() compares a new discovery with (see _validated)
         self._stats: dict[str, tuple[int, int, int, int]] = {}
         self._racy: frozenset[str] = frozenset()
