@@ -58,6 +58,9 @@ class RankConfig(_Cfg):
     goal_weight: float = Field(1.0, ge=0.0)
     ident_weight: float = Field(2.0, ge=0.0)
     path_weight: float = Field(3.0, ge=0.0)
+    #: a goal word that names a file (``budget`` -> ``navcore/budget.py``, ``flight plan`` ->
+    #: ``flightplan.py``), weighted down by how many files it names
+    name_weight: float = Field(1.0, ge=0.0)
     trace_weight: float = Field(4.0, ge=0.0)
     focus_path_weight: float = Field(5.0, ge=0.0)
     focus_symbol_weight: float = Field(5.0, ge=0.0)
@@ -79,6 +82,9 @@ class RenderConfig(_Cfg):
     score_floor: float = Field(1e-4, gt=0.0)
     #: value multiplier of files whose level an explicit rule requested
     rule_value_multiplier: float = Field(2.0, gt=0.0)
+    #: a level an explicit rule asked for is degraded only after every auto-level file has
+    #: given way (the plan's choices first, the engine's fill with what is left)
+    protect_rules: bool = True
     #: at most this many docstring lines per symbol at level 3
     doc_max_lines: int = Field(8, gt=0)
     #: at most this many "why" signals per file line

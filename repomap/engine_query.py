@@ -17,7 +17,14 @@ from durable_navigator.navtypes.errors import PathEscapeError
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap.globs import glob_match
 from durable_navigator.repomap.index import REC, SYM
-from durable_navigator.repomap.rank import Personalization, goal_mentions, goal_terms, personalized_rank
+from durable_navigator.repomap.rank import (
+    Personalization,
+    goal_mentions,
+    goal_terms,
+    name_hits,
+    name_index,
+    personalized_rank,
+)
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.symsearch import ChunkCache, search_symbols
 from durable_navigator.repomap.xref import References
@@ -113,10 +120,18 @@ class QueryMixin:
                     ident_of.setdefault(int(r), name)
         focus, expand = self._focus(plan)
         pers = Personalization(lexical=lexical, ident=ident, path=self._path_hits(paths),
-                               trace=self._path_hits(traces), focus=focus)
+                               trace=self._path_hits(traces), focus=focus,
+                               name=name_hits(self._name_index(), terms, n) if cfg.name_weight else None)
         out = personalized_rank(rs, pers, cfg)
         order = np.lexsort((np.arange(n), -out.score)).tolist()
         return RequestContext(out.score, out.signals, focus > 0, order, expand, top_term, ident_of)
+
+    def _name_index(self) -> dict[str, list[int]]:
+        """The words naming each file, built once per file list (a refresh brings a new list)."""
+        cached = self.__dict__.get("_names")
+        if cached is None or cached[0] is not self.files:
+            cached = self._names = (self.files, name_index(self.files))
+        return cached[1]
 
     def _path_hits(self, mentions: list[str]) -> np.ndarray:
         v = np.zeros(len(self.files))

@@ -171,7 +171,10 @@ def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs:
         base = (float(inp.score[i]) + cfg.score_floor) ** cfg.score_power * mult
         value = [base * v for v in cfg.level_value]
         top = max((lv for lv in range(5) if cost[lv] is not None), default=0)
-        out.append(FileCosts(cost=cost, value=value, tier=int(bool(inp.focused[i])), requested=top))
+        tier = int(bool(inp.focused[i]))
+        if cfg.protect_rules and explicit[i] and req[i] > 0:
+            tier += 2
+        out.append(FileCosts(cost=cost, value=value, tier=tier, requested=top))
     return out
 
 
