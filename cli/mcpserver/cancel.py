@@ -15,7 +15,8 @@ leaves the run to finish durably for a later ``run_status``.
 
 The dispatch context is reached through the SDK's per-request session
 (``ServerSession._request_outbound``, typed as the public ``DispatchContext``
-protocol); ``tests/cli/test_mcp_cancel.py`` pins that this still works.
+protocol); ``tests/cli/mcpserver/test_stdio.py`` (a cancellation that ends ``stopped``)
+pins that this still works with the SDK installed.
 """
 
 from __future__ import annotations

@@ -1,0 +1,168 @@
+"""``navigator mcp`` over stdio, spawned by the official MCP client, on its own embedded Temporal server.
+
+This is the path a coding agent takes (``claude mcp add navigator -- navigator mcp``): no
+Temporal configured, so the server starts the embedded dev server and an in-process worker
+for its lifetime and stops both when the client closes stdin.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from tests.support.cli import FIXTURE_REPO
+from tests.support.e2e import NAVIGATOR, Sandbox
+from tests.support.mcp import TOOLS, Progress, processes_with_env, slow_script, stdio_params, texts, wait_finished
+
+from durable_navigator.cli.mcpserver.pack import PACK_BUDGET
+from durable_navigator.repomap.tokens import count_tokens
+from durable_navigator.workers.devserver import port_in_use
+
+GOAL = "why are tokens double-counted in budget enforcement?"
+#: a cold embedded server, a cold parse cache and a loaded 2-core machine
+CALL_TIMEOUT_S = 240
+
+
+def _allowed_tree(tmp_path: Path) -> tuple[Path, Path]:
+    """An allowed root holding a copy of the fixture repository and a link that leads out of it."""
+    root = tmp_path / "allowed"
+    repo = root / "budgetkit"
+    shutil.copytree(FIXTURE_REPO, repo)
+    (root / "escape").symlink_to(FIXTURE_REPO.parent)  # inside the root by name, outside by target
+    return root, repo
+
+
+async def test_stdio_server_lists_explores_and_refuses(tmp_path: Path) -> None:
+    box = Sandbox.create(tmp_path)
+    root, repo = _allowed_tree(tmp_path)
+    params = stdio_params(box.env(), tmp_path, "--allow-root", str(root))
+    async with Client(params, read_timeout_seconds=CALL_TIMEOUT_S) as client:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(listed) == TOOLS  # no `ask` until the research workflow is on main
+        schema = listed["explore"].input_schema
+        assert set(schema["required"]) == {"repo", "goal"}
+        assert {"token_budget", "budget_usd", "model"} <= set(schema["properties"])
+        assert schema["properties"]["budget_usd"]["anyOf"][0]["exclusiveMinimum"] == 0
+        assert schema["properties"]["token_budget"]["anyOf"][0]["minimum"] == PACK_BUDGET.min_total
+        assert {"run_id", "cost_usd", "stop_reason", "pack_tokens"} <= set(listed["explore"].output_schema["properties"])
+        assert listed["explore"].description and "context pack" in listed["explore"].description
+        assert listed["run_status"].annotations.read_only_hint is True
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        assert templates == {"navigator://runs/{run_id}/context", "navigator://runs/{run_id}/report"}
+
+        # an exploration returns its pack within the token budget, reporting each step on the way
+        progress = Progress()
+        budget = 1500
+        result = await client.call_tool("explore", {"repo": str(repo), "goal": GOAL, "token_budget": budget},
+                                        progress_callback=progress)
+        assert not result.is_error, texts(result)
+        out = result.structured_content
+        pack = texts(result)[0]
+        assert out["token_budget"] == budget and count_tokens(pack) == out["pack_tokens"] <= budget
+        assert out["stop_reason"] in {"finalized", "max_iterations"} and out["cost_usd"] == 0.0
+        assert pack.startswith(f"# Context: {GOAL}") and "## Repository map" in pack and "budgetkit" in pack
+        assert json.loads(texts(result)[1])["run_id"] == out["run_id"]
+        steps = progress.steps
+        assert steps == sorted(set(steps)), steps  # strictly increasing, as MCP requires
+        assert {float(s) for s in range(out["iterations"] + 1)} <= set(steps), progress.seen
+        assert all("map " in (m or "") and "$" in (m or "") for _, _, m in progress.seen[:-1]), progress.seen
+        assert progress.seen[-1][2].startswith(f"finished after {out['iterations']} steps")
+
+        # the run is durable and readable afterwards: resources, run_status, list_runs
+        run_id = out["run_id"]
+        context = await client.read_resource(out["context_uri"])
+        assert context.contents[0].text.startswith(f"# Context: {GOAL}")
+        report = json.loads((await client.read_resource(out["report_uri"])).contents[0].text)
+        assert run_id in json.dumps(report)
+        status = await client.call_tool("run_status", {"run_id": run_id})
+        assert status.structured_content["state"] == "completed"
+        assert status.structured_content["outcome"]["stop_reason"] == out["stop_reason"]
+        assert texts(status)[0] == pack  # the same pack, fitted to the same budget
+        runs = (await client.call_tool("list_runs", {"repo": str(repo)})).structured_content["runs"]
+        assert [r["run_id"] for r in runs] == [run_id] and runs[0]["goal"] == GOAL
+
+        # refusals are tool errors with a clear line, and the server keeps serving
+        for bad, words in [
+            ({"repo": str(FIXTURE_REPO), "goal": GOAL}, "outside the allowed roots"),
+            ({"repo": str(root / "escape" / FIXTURE_REPO.name), "goal": GOAL}, "outside the allowed roots"),
+            ({"repo": str(root / "missing"), "goal": GOAL}, "does not exist"),
+            ({"repo": str(repo / "README.md"), "goal": GOAL}, "not a directory"),
+            ({"repo": str(repo), "goal": GOAL, "budget_usd": -1}, "budget_usd"),
+            ({"repo": str(repo), "goal": GOAL, "token_budget": 10}, "token_budget"),
+            ({"repo": str(repo), "goal": GOAL, "model": "no-such-model"}, "model"),
+        ]:
+            refused = await client.call_tool("explore", bad)
+            assert refused.is_error, bad
+            assert words in texts(refused)[0], (bad, texts(refused))
+        missing = await client.call_tool("run_status", {"run_id": "nav-nothing-00000000"})
+        assert missing.is_error and "no run with id nav-nothing-00000000" in texts(missing)[0]
+        assert set(t.name for t in (await client.list_tools()).tools) == TOOLS
+    # the client closed stdin: the server stopped its worker and its embedded server, and left
+    with anyio.fail_after(30):
+        while processes_with_env("NAVIGATOR_CONFIG", str(tmp_path / "navigator.yaml")) or port_in_use(
+                "127.0.0.1", box.port):
+            await anyio.sleep(0.2)
+
+
+async def test_stdio_cancellation_stops_the_run_which_still_hands_over_its_pack(tmp_path: Path) -> None:
+    box = Sandbox.create(tmp_path)
+    root, repo = _allowed_tree(tmp_path)
+    script = slow_script(root / "slow.yaml", steps=20, stall_s=1.0)
+    params = stdio_params(box.env(), tmp_path, "--allow-root", str(root))
+    async with Client(params, read_timeout_seconds=CALL_TIMEOUT_S) as client:
+        progress = Progress()
+        call: dict = {}
+
+        async def explore() -> None:
+            call["result"] = await client.call_tool(
+                "explore", {"repo": str(repo), "goal": GOAL, "model": f"scripted:{script}", "token_budget": 2000},
+                progress_callback=progress)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(explore)
+            await progress.reached(1, CALL_TIMEOUT_S)
+            tg.cancel_scope.cancel()  # the client cancels the call: notifications/cancelled
+        assert "result" not in call
+        runs = (await client.call_tool("list_runs", {})).structured_content["runs"]
+        assert len(runs) == 1
+        status = await wait_finished(client, runs[0]["run_id"], CALL_TIMEOUT_S)
+        outcome = status.structured_content["outcome"]
+        assert outcome["stop_reason"] == "stopped", outcome
+        assert "cancelled by the MCP client" in (outcome["stop_detail"] or "")
+        assert outcome["iterations"] < 20
+        pack = texts(status)[0]
+        assert "## Repository map" in pack and count_tokens(pack) <= 2000
+        # a stopped run can no longer be stopped: a tool error, not a crash
+        again = await client.call_tool("stop_run", {"run_id": runs[0]["run_id"]})
+        assert again.is_error and "already finished" in texts(again)[0]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_a_signal_stops_the_server_and_its_embedded_temporal(tmp_path: Path, sig: signal.Signals) -> None:
+    """An MCP client escalates to SIGTERM when a server outlives its closed stdin; Ctrl-C in a terminal."""
+    box = Sandbox.create(tmp_path)
+    proc = subprocess.Popen([str(NAVIGATOR), "mcp"], cwd=tmp_path, env=box.env(), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        with anyio.fail_after(120):
+            while not port_in_use("127.0.0.1", box.port):
+                assert proc.poll() is None, proc.communicate()[1].decode()[-3000:]
+                await anyio.sleep(0.2)
+        proc.send_signal(sig)
+        out, err = await anyio.to_thread.run_sync(lambda: proc.communicate(timeout=60))
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err.decode()[-3000:]
+    assert out == b""  # stdout is the protocol's alone
+    assert "navigator mcp: stopped" in err.decode()
+    assert not port_in_use("127.0.0.1", box.port)
+    assert processes_with_env("NAVIGATOR_CONFIG", str(tmp_path / "navigator.yaml")) == []
