@@ -11,12 +11,14 @@ import json
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
+from tests.support import TESTS
 from tests.support.cli import FIXTURE_REPO
 from tests.support.e2e import NAVIGATOR, Sandbox
 from tests.support.mcp import TOOLS, Progress, processes_with_env, slow_script, stdio_params, texts, wait_finished
@@ -166,3 +168,33 @@ async def test_a_signal_stops_the_server_and_its_embedded_temporal(tmp_path: Pat
     assert "navigator mcp: stopped" in err.decode()
     assert not port_in_use("127.0.0.1", box.port)
     assert processes_with_env("NAVIGATOR_CONFIG", str(tmp_path / "navigator.yaml")) == []
+
+
+async def test_an_agent_that_dies_leaves_its_run_to_the_next_server(tmp_path: Path) -> None:
+    """The agent is killed mid-call: its stdio server sees stdin close and stops (not a cancellation);
+    the run waits in the embedded server's database and the next ``navigator mcp`` finishes it."""
+    box = Sandbox.create(tmp_path)
+    root, repo = _allowed_tree(tmp_path)
+    script = slow_script(root / "slow.yaml", steps=4, stall_s=1.0)
+    arguments = {"repo": str(repo), "goal": GOAL, "model": f"scripted:{script}", "token_budget": 2000}
+    agent = subprocess.Popen([sys.executable, "-m", "tests.support.mcp_client_proc", "stdio", json.dumps(arguments)],
+                             cwd=TESTS.parent, env=box.env(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert agent.stdout is not None
+        with anyio.fail_after(CALL_TIMEOUT_S):
+            while not (line := await anyio.to_thread.run_sync(agent.stdout.readline)).startswith("progress 1"):
+                assert line, "the agent ended before the first step"
+    finally:
+        agent.send_signal(signal.SIGKILL)
+        agent.wait(timeout=30)
+    config = str(tmp_path / "navigator.yaml")
+    with anyio.fail_after(60):  # the orphaned server noticed its closed stdin and left, embedded server included
+        while processes_with_env("NAVIGATOR_CONFIG", config) or port_in_use("127.0.0.1", box.port):
+            await anyio.sleep(0.2)
+    async with Client(stdio_params(box.env(), tmp_path), read_timeout_seconds=CALL_TIMEOUT_S) as client:
+        runs = (await client.call_tool("list_runs", {})).structured_content["runs"]
+        assert len(runs) == 1
+        status = await wait_finished(client, runs[0]["run_id"], CALL_TIMEOUT_S)
+        outcome = status.structured_content["outcome"]
+        assert outcome["stop_reason"] == "finalized" and outcome["iterations"] >= 4, outcome
+        assert count_tokens(texts(status)[0]) <= 2000
