@@ -64,6 +64,8 @@ ENV_VARS: dict[str, str] = {
     "NAVIGATOR_OUT_DIR": "defaults.out_dir",
     "NAVIGATOR_LOG_JSON": "log.json_output",
     "NAVIGATOR_LOG_LEVEL": "log.level",
+    "NAVIGATOR_FIRST_CHUNK_TIMEOUT_S": "stream.first_chunk_timeout_s",
+    "NAVIGATOR_INTER_CHUNK_TIMEOUT_S": "stream.inter_chunk_timeout_s",
 }
 #: credentials: read from the environment only, never printed
 SECRET_ENV_VARS: tuple[str, ...] = ("TEMPORAL_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
@@ -142,6 +144,15 @@ class LogSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
 
 
+class StreamSettings(_Section):
+    """The stream guard of streaming model answers (a run profile's ``stream`` wins over these)."""
+
+    #: seconds from sending a request to its first chunk (the model may think first)
+    first_chunk_timeout_s: float = Field(60.0, gt=0, le=3600)
+    #: seconds between two chunks of an answer
+    inter_chunk_timeout_s: float = Field(30.0, gt=0, le=3600)
+
+
 class NavigatorConfig(_Section):
     """The whole CLI / worker configuration."""
 
@@ -152,6 +163,7 @@ class NavigatorConfig(_Section):
     defaults: RunDefaults = RunDefaults()
     worker: WorkerSettings = WorkerSettings()
     log: LogSettings = LogSettings()
+    stream: StreamSettings = StreamSettings()
     #: the file this config was read from, if any (not settable in the file)
     source: Path | None = None
     #: GEMINI_API_KEY or GOOGLE_API_KEY is set (the value itself is never kept)

@@ -29,7 +29,9 @@ from durable_navigator.navtypes.errors import BudgetError, ModelError, RepoError
 from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
 from durable_navigator.navcore.messages import QUERY_STATUS
 from durable_navigator.navcore.report import TurnReport
-from durable_navigator.navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.guardrails import RunProfile
+from durable_navigator.navcore.model import StreamGuard
+from durable_navigator.navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult, ModelCallConfig
 from durable_navigator.navcore.state import ExecutionMode
 
 __all__ = ["explore_app", "build_request", "new_workflow_id", "validate_model", "refuse_unservable",
@@ -59,6 +61,14 @@ def validate_model(model: str, config: NavigatorConfig, local_worker: bool) -> N
     script = spec.script or ""
     if script and local_worker and not Path(script).expanduser().is_file():
         raise ModelError(f"decision script {script} does not exist; pass scripted:<path of a YAML/JSON file>")
+
+
+def stream_guard(config: NavigatorConfig, profile: RunProfile | None) -> StreamGuard:
+    """The run's stream guard: the run profile's, else navigator.yaml / the environment's."""
+    if profile is not None and profile.stream is not None:
+        return profile.stream
+    return StreamGuard(first_chunk_timeout_s=config.stream.first_chunk_timeout_s,
+                       inter_chunk_timeout_s=config.stream.inter_chunk_timeout_s)
 
 
 def refuse_unservable(model: str, problems: dict[str, str] | None, where: str) -> None:
@@ -131,6 +141,7 @@ def build_request(
             profile=run_profile,
             planning=planning,
             review=review,
+            model_call=ModelCallConfig(stream=stream_guard(config, run_profile)),
         )
     except ValidationError as exc:
         first = exc.errors(include_input=False)[0]

@@ -32,6 +32,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from durable_navigator.navcore.model import StreamGuard
 from durable_navigator.navcore.compression import CompressionConfig
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
 from durable_navigator.navtypes.mapmeta import MapMetadata
@@ -128,6 +129,8 @@ class RunProfile(_Cfg):
     quality: MapQualityConfig = MapQualityConfig()
     planning: PlanningConfig = PlanningConfig()
     compression: CompressionConfig = CompressionConfig()
+    #: first-chunk / inter-chunk timeouts of streaming model answers (None: navigator.yaml / env / defaults)
+    stream: StreamGuard | None = None
 
 
 class Observation(_Cfg):

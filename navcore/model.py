@@ -56,7 +56,23 @@ __all__ = [
     "TaskKind",
     "ModelRequest",
     "ModelResponse",
+    "StreamGuard",
 ]
+
+class StreamGuard(BaseModel):
+    """How long a streaming model answer may stay silent.
+
+    ``first_chunk_timeout_s``: from sending the request to the first chunk (the
+    model may think first); ``inter_chunk_timeout_s``: between two chunks. When
+    one fires the HTTP connection is closed and the attempt fails retryably
+    (``ModelStalled``), booking what the stream had reported.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    first_chunk_timeout_s: float = Field(60.0, gt=0, le=3600)
+    inter_chunk_timeout_s: float = Field(30.0, gt=0, le=3600)
+
 
 class Message(BaseModel):
     """One conversation message (system, user, or the model's own earlier turn)."""

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.navcore.activity_io import PromptInput
 from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.model import StreamGuard
 from durable_navigator.navcore.compression import SummaryRequest
 from durable_navigator.navcore.decision import ModelDecision, TokenUsage
 from durable_navigator.navtypes.flightplan import FlightPlan
@@ -69,21 +70,6 @@ __all__ = [
 
 class _IO(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class StreamGuard(_IO):
-    """How long a streaming model answer may stay silent.
-
-    ``first_chunk_timeout_s``: from sending the request to the first chunk (the
-    model may think first); ``inter_chunk_timeout_s``: between two chunks. When
-    one fires the HTTP connection is closed and the attempt fails retryably
-    (``ModelStalled``), booking what the stream had reported.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    first_chunk_timeout_s: float = Field(60.0, gt=0, le=3600)
-    inter_chunk_timeout_s: float = Field(30.0, gt=0, le=3600)
 
 
 # -- prompt specs: what model.prepare builds a request from (small; refs only) ----

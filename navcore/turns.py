@@ -106,11 +106,16 @@ def edited_plan(state: Steering, inp: EditFlightPlanInput) -> FlightPlan:
     if inp.turn != pending.turn:
         raise ValueError(f"turn {inp.turn} is not the pending turn {pending.turn}; refresh the status")
     if inp.plan is not None:
-        # re-validate: the payload may have been built without validation by a client
-        return FlightPlan.model_validate(inp.plan.model_dump())
+        # re-validate: the payload may have been built without validation by a client; a human's
+        # whole plan pins everything it sets explicitly
+        plan = FlightPlan.model_validate(inp.plan.model_dump())
+        keys = [r.glob for r in plan.rules] + [f.glob for f in plan.focus_paths]
+        keys += [f.symbol for f in plan.focus_symbols] + list(plan.exclude)
+        return plan.model_copy(update={"pinned": list(dict.fromkeys([*plan.pinned, *keys]))[:256]})
     if inp.update is None:
         raise ValueError("give exactly one of 'update' or 'plan'")
-    return pending.proposed_plan.apply(inp.update)
+    # a human's edit: everything it touches is pinned (later model turns cannot undo it)
+    return pending.proposed_plan.apply(inp.update.pinned())
 
 
 def apply_edit(state: NavigatorState, inp: EditFlightPlanInput) -> FlightPlan:

@@ -297,6 +297,9 @@ class NavigatorWorkflow:
         # logged before rendering: a paid decision is never lost, even if the render fails
         entry = self.log.write(step, decision.action, decision.reasoning, diff=diff, **paid)
         entry.config_diff = decision.updates
+        blocked = decision.updates.blocked_by(s.map.flight_plan)
+        if blocked:
+            entry.error = shorten("left out, pinned by the user: " + ", ".join(blocked), 500)
         await self._render(step, proposed, short_action_label(decision.action, diff), decision.updates)
         entry.map_tokens_after = s.map.metadata.tokens_used if s.map.metadata else 0
         if s.steering.mode is ExecutionMode.INTERACTIVE:
