@@ -1,15 +1,16 @@
 """The context pack an MCP client receives: within the token budget it asked for.
 
-``context.md`` is a frame (title, summary, stage plan, files left out) around the
-repository map, and the map alone already fills the run's map budget. So the
+``context.md`` is a frame (title, summary, stage plan, decision log, files left out)
+around the repository map, and the map alone already fills the run's map budget. So the
 ``explore`` tool splits the client's ``token_budget`` in two: the map gets the
 larger part (:meth:`PackBudget.map_tokens`, the run's ``token_budget``) and the
 frame the rest. After the run the frame is fitted into what the map left —
-sections are kept whole in order of use (title, summary, stage plan, files left
-out) and the first one that does not fit is cut by lines with a pointer to the
-full pack resource. The map is never cut unless the whole text would still be
-over budget (a map section made of something else, e.g. a summary that contains
-the map heading): then lines are dropped from the end until it fits. Counting is
+sections are kept whole in the order context.md writes them (title, summary, stage
+plan, decision log, files left out) and the first one that does not fit is cut by
+lines, the rest dropped, with a pointer to the full pack resource. The map is
+never cut unless the whole text would still be over budget (a map section made of
+something else, e.g. a summary that contains the map heading): then lines are
+dropped from the end until it fits. Counting is
 the repo map's exact counter (``bpe-openai`` ``cl100k_base``).
 """
 
@@ -30,8 +31,6 @@ __all__ = ["PackBudget", "PACK_BUDGET", "FittedPack", "fit_pack", "read_context"
            "report_uri"]
 
 MAP_HEADING = "## Repository map"
-#: the frame's sections after the title, in the order context.md writes them (activities/navigator.py)
-FRAME_HEADINGS = ("## Summary", "## Stages and success criteria", "## Files not in the map")
 #: the title line keeps at most this many characters of the goal
 TITLE_CHARS = 300
 
@@ -84,19 +83,20 @@ def report_uri(run_id: str) -> str:
 
 
 def _split(text: str) -> tuple[list[str], str]:
-    """(frame sections in order, the map section) of a context.md."""
+    """(frame sections in order, the map section) of a context.md.
+
+    The frame is cut before every ``## `` heading, whatever the sections are (summary, stage plan,
+    decision log, files left out, and any the result writer adds later).
+    """
     at = text.find(f"\n{MAP_HEADING}\n")
     frame, map_part = (text, "") if at < 0 else (text[: at + 1], text[at + 1:])
     sections: list[str] = []
-    rest = frame
-    for heading in FRAME_HEADINGS:
-        cut = rest.find(f"\n{heading}\n")
-        if cut < 0:
-            continue
-        sections.append(rest[: cut + 1])
-        rest = rest[cut + 1:]
-    sections.append(rest)
-    return [s for s in sections if s], map_part
+    for line in frame.splitlines(keepends=True):
+        if line.startswith("## ") or not sections:
+            sections.append(line)
+        else:
+            sections[-1] += line
+    return sections, map_part
 
 
 def _short_title(section: str) -> str:

@@ -18,6 +18,7 @@ def _context(summary_lines: int = 5, skipped: int = 40, goal: str = "how is the 
     files = "\n".join(f"  - `vendor/generated_{i}.js`" for i in range(skipped))
     return (f"# Context: {goal}\n\nRepository: `/repo`\n\n## Summary\n\n{summary}\n\n"
             "## Stages and success criteria\n\n### Plan (direct)\n1. **Answer it** (max 12 iterations)\n\n"
+            "## Decisions (one line a turn)\n\n1 · update_flight_plan · zoom in src/** → L3\n\n"
             f"## Files not in the map\n\nNot indexed: {skipped} files.\n\n{files}\n\n{MAP}")
 
 
