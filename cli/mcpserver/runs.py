@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +26,10 @@ from durable_navigator.cli.mcpserver.pack import FittedPack, context_uri, fit_pa
 from durable_navigator.cli.mcpserver.paths import AllowedRoots
 from durable_navigator.cli.reads import build_list_query, run_row
 from durable_navigator.navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS, SIGNAL_STOP, StopInput
+from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navcore.report import DecisionLogView, TurnReport
 from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.state import DecisionLogEntry
 
 __all__ = [
     "ProgressSink",
@@ -47,6 +48,8 @@ __all__ = [
 POLL_INTERVAL_S = 0.25
 #: memo key of the pack size the client asked for
 MEMO_PACK_TOKENS = "pack_tokens"
+#: with allowed roots, list_runs reads at most this many times ``limit`` runs to find ``limit`` of their trees
+LIST_SCAN_FACTOR = 20
 #: who the stop signal says sent it
 SENDER = "mcp"
 
@@ -80,7 +83,11 @@ async def start_run(session: TemporalSession, request: ExplorationRequest, run_i
 
 
 class _Progress:
-    """One notification per navigator step, with strictly increasing progress values."""
+    """One notification per navigator step, with strictly increasing progress values.
+
+    Steps are polled; a step that went by between two polls is filled in from the decision
+    log (its action, map size and decision cost), so every step still gets its notification.
+    """
 
     def __init__(self, handle: WorkflowHandle, sink: ProgressSink, cap: int) -> None:
         self.handle, self.sink, self.cap = handle, sink, cap
@@ -89,37 +96,38 @@ class _Progress:
     async def report(self, report: TurnReport) -> None:
         if report.step <= self.last:
             return
-        if self.last >= 0 and report.step > self.last + 1:
-            await self._skipped(report)  # polled after more than one step: each still gets its notification
+        await self._catch_up(report.step, report.map_token_budget, report.budget_usd)
         await self.sink(float(report.step), float(self.cap), _step_message(
             report.step, self.cap, report.status, report.map_tokens, report.map_token_budget,
             report.cost_total_usd, report.budget_usd))
         self.last = report.step
 
-    async def _skipped(self, report: TurnReport) -> None:
+    async def _catch_up(self, before: int, map_budget: int, budget: str) -> None:
+        """Notifications for the logged steps after the last one sent and before ``before``."""
+        if before <= self.last + 1:
+            return
         try:
             view = await query_run(self.handle, QUERY_DECISION_LOG, DecisionLogView)
         except CliError:
             return  # the next notification still says where the run is
         spent = 0
-        by_step: dict[int, Any] = {}
+        by_step: dict[int, tuple[DecisionLogEntry, int]] = {}
         for entry in view.entries:
             spent += entry.cost_micros
             by_step[entry.step] = (entry, spent)
-        for step in range(self.last + 1, report.step):
-            if step not in by_step:
-                continue
-            entry, cost = by_step[step]
-            await self.sink(float(step), float(self.cap), _step_message(
-                step, self.cap, entry.action, entry.map_tokens_after, report.map_token_budget,
-                f"${Decimal(cost) / 1_000_000:.4f}", report.budget_usd))
-            self.last = step
+        for step in range(self.last + 1, before):
+            if step in by_step:
+                entry, cost = by_step[step]
+                await self.sink(float(step), float(self.cap), _step_message(
+                    step, self.cap, entry.action, entry.map_tokens_after, map_budget, format_usd(cost), budget))
+                self.last = step
 
     async def finished(self, result: ExplorationResult) -> None:
+        meta = result.map_metadata
+        await self._catch_up(result.iterations + 1, meta.token_budget if meta else 0, f"${result.max_usd:.4f}")
         final = float(max(self.cap, self.last + 1))
-        tokens = result.map_metadata.tokens_used if result.map_metadata else 0
         await self.sink(final, final, f"finished after {result.iterations} steps: {result.stop_reason.value} · "
-                        f"map {tokens} tokens · ${result.cost_usd:.4f}")
+                        f"map {meta.tokens_used if meta else 0} tokens · ${result.cost_usd:.4f}")
 
 
 async def follow_run(handle: WorkflowHandle, sink: ProgressSink, cap: int) -> ExplorationResult:
@@ -228,7 +236,9 @@ async def list_runs(session: TemporalSession, roots: AllowedRoots, repo: str | N
     query = build_list_query(None, repo)
     runs: list[RunSummary] = []
     try:
-        async for entry in session.client.list_workflows(query, limit=limit if not roots.restricted else None):
+        # with allowed roots, runs of other trees are skipped: read further, but not without end
+        scan = limit if not roots.restricted else limit * LIST_SCAN_FACTOR
+        async for entry in session.client.list_workflows(query, limit=scan):
             row = run_row(entry)
             try:
                 memo = await entry.memo()

@@ -7,6 +7,7 @@ import json
 import re
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -39,6 +40,20 @@ def _server(box: Sandbox) -> subprocess.Popen[str]:
     return proc
 
 
+def _stderr_lines(proc: subprocess.Popen[str]) -> tuple[list[str], threading.Thread]:
+    """A process's stderr lines, appended by a thread as they come."""
+    lines: list[str] = []
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return lines, thread
+
+
 def test_explore_survives_a_server_restart(tmp_path: Path) -> None:
     box = Sandbox.create(tmp_path)
     script = _script(tmp_path / "turns.yaml")
@@ -48,10 +63,20 @@ def test_explore_survives_a_server_restart(tmp_path: Path) -> None:
          "--max-iterations", str(TURNS), "--planning", "off", "--out", str(tmp_path / "out")],
         cwd=tmp_path, env=box.env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    time.sleep(5)
+    # stop the server once the run has started on it — not after a fixed time: on a loaded 2-core
+    # machine the CLI's start-up alone can outlast one, and an explore that finds no server starts
+    # its own embedded one (and then, rightly, finishes)
+    lines, reader = _stderr_lines(explore)
+    deadline = time.monotonic() + 120
+    while not any(line.startswith("started nav-") for line in lines):
+        assert explore.poll() is None and time.monotonic() < deadline, "".join(lines)[-2000:]
+        time.sleep(0.1)
+    time.sleep(1)
     server.send_signal(signal.SIGINT)
     assert server.wait(timeout=30) == 0
-    _, err = explore.communicate(timeout=120)
+    explore.wait(timeout=120)
+    reader.join(timeout=30)
+    err = "".join(lines)
     assert explore.returncode == 3, err[-2000:]
     wid = re.search(r"workflows/(nav-\S+)", err).group(1)  # type: ignore[union-attr]
     assert f"lost Temporal at 127.0.0.1:{box.port} while following {wid}" in err
