@@ -113,12 +113,13 @@ async def test_stdio_server_lists_explores_and_refuses(tmp_path: Path) -> None:
             await anyio.sleep(0.2)
 
 
-async def test_stdio_cancellation_stops_the_run_which_still_hands_over_its_pack(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["auto", "legacy"])  # the 2026-07-28 envelope, and the handshake agents speak today
+async def test_stdio_cancellation_stops_the_run_which_still_hands_over_its_pack(tmp_path: Path, mode: str) -> None:
     box = Sandbox.create(tmp_path)
     root, repo = _allowed_tree(tmp_path)
     script = slow_script(root / "slow.yaml", steps=20, stall_s=1.0)
     params = stdio_params(box.env(), tmp_path, "--allow-root", str(root))
-    async with Client(params, read_timeout_seconds=CALL_TIMEOUT_S) as client:
+    async with Client(params, read_timeout_seconds=CALL_TIMEOUT_S, mode=mode) as client:
         progress = Progress()
         call: dict = {}
 
