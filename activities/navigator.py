@@ -38,6 +38,7 @@ from durable_navigator.navcore.activity_io import (
     WriteResultOutput,
 )
 from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.endpoints import Endpoint
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navtypes.mapmeta import MapMetadata
@@ -98,8 +99,10 @@ class NavigatorActivities:
         engine_factory: EngineFactory | None = None,
         token_counter: Callable[[str], int] | None = None,
         limits: ActivityLimits | None = None,
+        endpoints: Mapping[str, Endpoint] | None = None,
     ) -> None:
-        """``model_overrides``: models served under a name of their own (tests, embedders)."""
+        """``model_overrides``: models served under a name of their own (tests, embedders);
+        ``endpoints``: the configured OpenAI-compatible endpoints (``navigator.yaml``)."""
         self.store = store
         self.pricer = pricer
         self.engine_factory = engine_factory or open_repomap
@@ -108,7 +111,7 @@ class NavigatorActivities:
         self.count_tokens = token_counter
         self.limits = limits or ActivityLimits()
         #: the models this worker serves (the offline one reads this instance's engines)
-        self.models = models or ModelRegistry(self.engine, overrides=model_overrides)
+        self.models = models or ModelRegistry(self.engine, overrides=model_overrides, endpoints=endpoints)
 
     # -- helpers ---------------------------------------------------------
 
@@ -152,8 +155,11 @@ class NavigatorActivities:
         """Check the model, index the repository (cached) and render the first map."""
 
         async def work() -> ScanOutput:
-            self.models.check(inp.model)  # unknown model, no credentials → ModelError before any spend
-            rates = self.pricer.rates(inp.model)  # a model without a price is refused now
+            by_model = {}
+            for model in dict.fromkeys([inp.model, *inp.other_models]):
+                self.models.check(model)  # unknown model, no credentials → ModelError before any spend
+                by_model[model] = self.pricer.rates(model)  # a model without a price is refused now
+            rates = by_model[inp.model]
             engine = await self.engines.get(inp.repo_root, refresh=True)
             render = await self._render(engine, inp.flight_plan)
             goal_ref = self._put_text(inp.goal, MEDIA_TEXT, "goal") if inp.goal is not None else None
@@ -164,6 +170,7 @@ class NavigatorActivities:
                 files_total=len(engine.files),
                 render=render,
                 rates=rates,
+                rates_by_model=by_model,
             )
 
         return await self._guard(work())

@@ -40,20 +40,6 @@ def _server(box: Sandbox) -> subprocess.Popen[str]:
     return proc
 
 
-def _stderr_lines(proc: subprocess.Popen[str]) -> tuple[list[str], threading.Thread]:
-    """A process's stderr lines, appended by a thread as they come."""
-    lines: list[str] = []
-
-    def read() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            lines.append(line)
-
-    thread = threading.Thread(target=read, daemon=True)
-    thread.start()
-    return lines, thread
-
-
 def test_explore_survives_a_server_restart(tmp_path: Path) -> None:
     box = Sandbox.create(tmp_path)
     script = _script(tmp_path / "turns.yaml")
@@ -63,15 +49,16 @@ def test_explore_survives_a_server_restart(tmp_path: Path) -> None:
          "--max-iterations", str(TURNS), "--planning", "off", "--out", str(tmp_path / "out")],
         cwd=tmp_path, env=box.env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    # stop the server once the run has started on it — not after a fixed time: on a loaded 2-core
-    # machine the CLI's start-up alone can outlast one, and an explore that finds no server starts
-    # its own embedded one (and then, rightly, finishes)
-    lines, reader = _stderr_lines(explore)
+    # stop the server mid-run: once the run is started (on a loaded machine the CLI alone can take
+    # more than 5 s to import and start it; a server stopped before that tests another path)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(explore.stderr.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
     deadline = time.monotonic() + 120
-    while not any(line.startswith("started nav-") for line in lines):
+    while not any("started nav-" in line for line in lines):
         assert explore.poll() is None and time.monotonic() < deadline, "".join(lines)[-2000:]
         time.sleep(0.1)
-    time.sleep(1)
+    time.sleep(2)
     server.send_signal(signal.SIGINT)
     assert server.wait(timeout=30) == 0
     explore.wait(timeout=120)
