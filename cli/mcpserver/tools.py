@@ -108,8 +108,9 @@ class NavigatorTools:
             "Most USD the run may spend on model calls (a hard cap). Default: the server's configured budget. "
             "The offline model costs nothing."))] = None,
         model: Annotated[str | None, Field(min_length=1, max_length=200, description=(
-            "Model that steers the exploration: 'offline' (no network, free), 'gemini-2.5-flash', or an "
-            "OpenAI-compatible model named in the server's configuration. Default: the server's model."))] = None,
+            "Model that steers the exploration: 'offline' (no network, free), 'gemini-2.5-flash', "
+            "'openai:<model>', 'openrouter:<model>', 'ollama:<model>' or '<endpoint>:<model>' for an endpoint in "
+            "the server's configuration. Default: the server's model."))] = None,
     ) -> Annotated[CallToolResult, RunOutcome]:
         """Explore a repository for a goal and return its best context pack.
 
@@ -126,7 +127,7 @@ class NavigatorTools:
             raise NavigatorError(f"the configured token budget {pack_tokens} is below the smallest pack "
                                  f"({PACK_BUDGET.min_total} tokens); pass token_budget")
         chosen = (model or backend.config.model).strip()
-        script = parse_model_spec(chosen).script
+        script = parse_model_spec(chosen, frozenset(backend.config.all_endpoints())).script
         if script:  # a scripted model reads a file: the same path rules as the repository
             backend.roots.file(script, "the model's script")
         session = await backend.session()
@@ -135,12 +136,16 @@ class NavigatorTools:
             budget_usd=str(Decimal(str(budget_usd))) if budget_usd is not None else None,
             tokens=PACK_BUDGET.map_tokens(pack_tokens), model=chosen, max_iterations=None, out=backend.out_dir,
         )  # fmt: skip
-        validate_model(request.model, backend.config, session.in_process_worker)
+        models = request.models()  # the run's model and the ones its profile's routing rules name
+        for name in models:
+            validate_model(name, backend.config, session.in_process_worker)
         if session.in_process_worker:
-            refuse_unservable(request.model, problems_here([request.model]), IN_PROCESS)
+            problems, where = problems_here(models, backend.config), IN_PROCESS
         else:
-            problems = await problems_on_workers(session, [request.model])
-            refuse_unservable(request.model, problems, f"the worker(s) on task queue {session.task_queue!r}")
+            problems = await problems_on_workers(session, models)
+            where = f"the worker(s) on task queue {session.task_queue!r}"
+        for name in models:
+            refuse_unservable(name, problems, where)
         run_id = new_workflow_id(root)
         handle = await runs.start_run(session, request, run_id, pack_tokens)
 
