@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from durable_navigator.cli.errors import RunNotFoundError
+from durable_navigator.cli.errors import RunNotFoundError, stderr
 from durable_navigator.cli.explore import build_request, new_workflow_id, refuse_unservable, validate_model
 from durable_navigator.cli.mcpserver.backend import Backend
 from durable_navigator.cli.mcpserver.cancel import client_cancelled
@@ -46,6 +46,8 @@ INSTRUCTIONS = (
 )
 #: the stop reason a client's cancellation records in the run
 CANCEL_REASON = "cancelled by the MCP client"
+#: how long a cancelled call may spend delivering its stop signal
+STOP_TIMEOUT_S = 15
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -85,6 +87,18 @@ def _result(text: str | None, structured: Any) -> CallToolResult:
     content = [TextContent(type="text", text=text)] if text else []
     content.append(TextContent(type="text", text=structured.model_dump_json(exclude_none=True)))
     return CallToolResult(content=content, structured_content=data)
+
+
+async def _stop_for_cancel(session: Any, backend: Backend, run_id: str) -> None:
+    """Send ``stop`` for a cancelled call (shielded: the call's own scope is cancelled); never raises."""
+    with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_TIMEOUT_S):
+        try:
+            await runs.stop_run(session, backend.roots, run_id, CANCEL_REASON)
+        except Exception as exc:  # noqa: BLE001 - it finished meanwhile, or Temporal is gone: the call ends cancelled
+            stderr.print(f"navigator mcp: could not stop {run_id} after the client cancelled: {exc}", markup=False)
+        return
+    stderr.print(f"navigator mcp: could not stop {run_id} within {STOP_TIMEOUT_S} s after the client cancelled",
+                 markup=False)
 
 
 class NavigatorTools:
@@ -156,8 +170,7 @@ class NavigatorTools:
             result = await runs.follow_run(handle, report, request.max_iterations)
         except anyio.get_cancelled_exc_class():
             if client_cancelled(ctx, backend.closing):
-                with anyio.CancelScope(shield=True):
-                    await runs.stop_run(session, backend.roots, run_id, CANCEL_REASON)
+                await _stop_for_cancel(session, backend, run_id)
             raise
         outcome, fitted = runs.outcome_of(result, pack_tokens, session.ui_link(run_id))
         return _result(fitted.text, outcome)
