@@ -9,6 +9,7 @@ from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, 
 from durable_navigator.navcore.planning import plan_markdown
 from durable_navigator.navcore.routing import switch_line
 from durable_navigator.navcore.state import DecisionLogEntry, MessageNote, NavigatorState, StageState
+from durable_navigator.navcore.subagents import ChildRun
 
 __all__ = [
     "TurnReport",
@@ -131,6 +132,10 @@ class TurnReport(BaseModel):
     model: str | None = None
     #: the routing switches so far, most recent last (``step 4 · decide: a → b · rule 1: ...``)
     model_switches: list[str] = []
+    #: which workflow answers: "navigator" or "research"
+    workflow: str = "navigator"
+    #: subagents the run started (live: status, iteration and cost from their events)
+    children: list[ChildRun] = []
 
 
 class DecisionLogView(BaseModel):
@@ -140,6 +145,8 @@ class DecisionLogView(BaseModel):
 
     entries: list[DecisionLogEntry]
     notes: list[MessageNote] = []
+    #: subagents the run started (research runs), as the parent knows them now
+    children: list[ChildRun] = []
 
 
 def build_turn_report(state: NavigatorState) -> TurnReport:
