@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["RunOutcome", "RunState", "StopSent", "RunListing", "RunSummary"]
+__all__ = ["RunOutcome", "AskOutcome", "RunState", "StopSent", "RunListing", "RunSummary", "KIND_EXPLORE", "KIND_ASK"]
+
+#: what a run is: an exploration (``explore``, a context pack) or a research run (``ask``, a cited answer)
+KIND_EXPLORE = "explore"
+KIND_ASK = "ask"
 
 
 class RunOutcome(BaseModel):
@@ -29,22 +33,47 @@ class RunOutcome(BaseModel):
     ui_url: str | None = Field(None, description="Temporal Web UI page of the run, for a human.")
 
 
+class AskOutcome(BaseModel):
+    """What a finished research run produced (the cited answer itself is the call's text content)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = Field(description="Durable run id: pass it to run_status / stop_run, or read its resources.")
+    stop_reason: str = Field(
+        description="Why the run ended: finalized (the answer is complete), stopped, budget_exhausted, "
+        "max_iterations, loop_detected, stalled, activity_cap, approval_timeout or failed.")
+    stop_detail: str | None = Field(None, description="One line on the stop reason, when there is one.")
+    completed_normally: bool = Field(description="True when the research judged its answer complete (not cut "
+                                     "short by a cap, the budget or a stop).")
+    cost_usd: float = Field(description="USD the run spent on model calls.")
+    budget_usd: float = Field(description="The run's USD limit.")
+    rounds: int = Field(description="Plan rounds.")
+    steps: int = Field(description="Research steps planned over all rounds.")
+    iterations: int = Field(description="Executor turns (model decisions).")
+    citations: int = Field(description="Citations (path:start-end) in the answer, each checked against the repository.")
+    citations_fixed: int = Field(description="Citations the check removed or clamped.")
+    answer_uri: str = Field(description="Resource with the whole answer.md.")
+    report_uri: str = Field(description="Resource with report.json (cost, tokens, decisions, stop reason).")
+    ui_url: str | None = Field(None, description="Temporal Web UI page of the run, for a human.")
+
+
 class RunState(BaseModel):
     """Where a run is; a finished run also carries its outcome (and its pack as text content)."""
 
     model_config = ConfigDict(extra="forbid")
 
     run_id: str
+    kind: str = Field(description="explore (its result is a context pack) or ask (a cited answer).")
     state: str = Field(description="Temporal state: running, completed, failed, terminated, canceled, timed_out.")
     navigator_status: str | None = Field(None, description="The navigator's own status (scanning, thinking, …).")
     repo: str | None = None
-    goal: str | None = None
-    step: int | None = Field(None, description="Current navigator step (running runs).")
+    goal: str | None = Field(None, description="The exploration's goal, or the research run's question.")
+    step: int | None = Field(None, description="Current navigator step / executor turn (running runs).")
     cost_usd: float | None = None
     budget_usd: float | None = None
     map_tokens: int | None = None
     map_token_budget: int | None = None
-    outcome: RunOutcome | None = Field(None, description="Set once the run has finished.")
+    outcome: RunOutcome | AskOutcome | None = Field(None, description="Set once the run has finished.")
     error: str | None = Field(None, description="Why the run failed, when it did.")
     ui_url: str | None = None
 
@@ -65,10 +94,11 @@ class RunSummary(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     run_id: str
+    kind: str = Field(description="explore or ask.")
     state: str
     navigator_status: str | None = None
     repo: str | None = None
-    goal: str | None = None
+    goal: str | None = Field(None, description="The exploration's goal, or the research run's question.")
     cost_usd: float | None = None
     iteration: int | None = None
     start_time: str | None = None
@@ -76,7 +106,7 @@ class RunSummary(BaseModel):
 
 
 class RunListing(BaseModel):
-    """Navigator runs, newest first."""
+    """Navigator runs (explorations and research runs), newest first."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -22,13 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
 from durable_navigator.repomap.tokens import count_tokens
 from durable_navigator.workers.worker import default_artifact_dir
 
-__all__ = ["PackBudget", "PACK_BUDGET", "FittedPack", "fit_pack", "read_context", "read_report", "context_uri",
-           "report_uri"]
+__all__ = ["PackBudget", "PACK_BUDGET", "FittedPack", "fit_pack", "read_context", "read_answer", "read_report",
+           "context_uri", "answer_uri", "report_uri"]
 
 MAP_HEADING = "## Repository map"
 #: the title line keeps at most this many characters of the goal
@@ -75,6 +76,11 @@ class FittedPack(BaseModel):
 def context_uri(run_id: str) -> str:
     """The resource holding a run's whole ``context.md``."""
     return f"navigator://runs/{run_id}/context"
+
+
+def answer_uri(run_id: str) -> str:
+    """The resource holding a research run's whole ``answer.md``."""
+    return f"navigator://runs/{run_id}/answer"
 
 
 def report_uri(run_id: str) -> str:
@@ -168,6 +174,11 @@ def read_context(result: ExplorationResult) -> str:
     return _read(result.context_path, result.context_ref, "context pack", result.workflow_id)
 
 
-def read_report(result: ExplorationResult) -> str:
+def read_answer(result: ResearchResult) -> str:
+    """A research run's whole answer.md."""
+    return _read(result.answer_path, result.answer_ref, "answer", result.workflow_id)
+
+
+def read_report(result: ExplorationResult | ResearchResult) -> str:
     """The run's report.json text."""
     return _read(result.report_path, None, "report", result.workflow_id)

@@ -1,5 +1,10 @@
 """Navigator runs as the MCP tools see them: start, follow with progress, state, stop, list.
 
+Two kinds of run: explorations (``NavigatorWorkflow``, the ``explore`` tool, a context
+pack) and research runs (``ResearchWorkflow``, the ``ask`` tool, a cited answer). Both
+answer the same ``status`` / ``decision_log`` queries and ``stop`` signal, so following,
+stopping and listing are shared; only the outcome differs.
+
 Everything goes through the Temporal client by the workflow's public names (as the
 CLI does, ``cli/handles.py``). The client's requested pack size is kept in the
 run's memo (``pack_tokens``), so a later ``run_status`` — from another connection,
@@ -17,27 +22,41 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, Wor
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from durable_navigator.cli.ask import RESEARCH_WORKFLOW_TYPE
 from durable_navigator.cli.common import cancel_and_wait
 from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.errors import CliError, RunNotFoundError
 from durable_navigator.cli.handles import WORKFLOW_TYPE, describe_run, query_run, signal_run
-from durable_navigator.cli.mcpserver.models import RunOutcome, RunState, RunSummary
-from durable_navigator.cli.mcpserver.pack import FittedPack, context_uri, fit_pack, read_context, report_uri
+from durable_navigator.cli.mcpserver.models import KIND_ASK, KIND_EXPLORE, AskOutcome, RunOutcome, RunState, RunSummary
+from durable_navigator.cli.mcpserver.pack import (
+    FittedPack,
+    answer_uri,
+    context_uri,
+    fit_pack,
+    read_answer,
+    read_context,
+    report_uri,
+)
 from durable_navigator.cli.mcpserver.paths import AllowedRoots
 from durable_navigator.cli.reads import build_list_query, run_row
 from durable_navigator.navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS, SIGNAL_STOP, StopInput
 from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navcore.report import DecisionLogView, TurnReport
 from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.research import ResearchRequest, ResearchResult
 from durable_navigator.navcore.state import DecisionLogEntry
+from durable_navigator.navtypes.errors import NavigatorError
 
 __all__ = [
     "ProgressSink",
     "POLL_INTERVAL_S",
     "MEMO_PACK_TOKENS",
     "start_run",
+    "start_research",
     "follow_run",
     "outcome_of",
+    "ask_outcome_of",
+    "answer_of",
     "run_state",
     "finished_result",
     "stop_run",
@@ -55,31 +74,43 @@ SENDER = "mcp"
 
 #: ``(progress, total, message)`` → a progress notification
 ProgressSink = Callable[[float, float | None, str], Awaitable[None]]
+#: the workflow types the tools read, and what kind of run each is
+KINDS = {WORKFLOW_TYPE: KIND_EXPLORE, RESEARCH_WORKFLOW_TYPE: KIND_ASK}
+_RESULT_TYPES: dict[str, type] = {WORKFLOW_TYPE: ExplorationResult, RESEARCH_WORKFLOW_TYPE: ResearchResult}
 
 
 def _usd(text: str | None) -> float | None:
     return float(text.lstrip("$")) if text else None
 
 
-def _step_message(step: int, cap: int, status: str, map_tokens: int, map_budget: int, cost: str, budget: str) -> str:
+def _step_message(step: int, cap: int, status: str, map_tokens: int, map_budget: int, cost: str, budget: str,
+                  research: bool) -> str:
+    if research:  # a research run's steps are executor turns; its map is the planner's coarse one
+        return f"turn {step}/{cap} · {status} · {cost} of {budget}"
     return f"step {step}/{cap} · {status} · map {map_tokens}/{map_budget} tokens · {cost} of {budget}"
 
 
-async def start_run(session: TemporalSession, request: ExplorationRequest, run_id: str, pack_tokens: int) -> WorkflowHandle:
-    """Start the navigator workflow (the goal, repository and pack size in its memo)."""
+async def _start(session: TemporalSession, workflow_type: str, request: Any, run_id: str, result_type: type,
+                 memo: dict[str, Any]) -> WorkflowHandle:
     try:
         return await session.client.start_workflow(
-            WORKFLOW_TYPE,
-            request,
-            id=run_id,
-            task_queue=session.task_queue,
-            result_type=ExplorationResult,
-            memo={"goal": request.goal, "repo": request.repo_path, MEMO_PACK_TOKENS: pack_tokens},
-        )
+            workflow_type, request, id=run_id, task_queue=session.task_queue, result_type=result_type, memo=memo)
     except WorkflowAlreadyStartedError:
         raise CliError(f"a run with id {run_id} already exists") from None
     except RPCError as exc:
         raise CliError(f"Temporal refused to start the run: {exc.message[:200]}") from None
+
+
+async def start_run(session: TemporalSession, request: ExplorationRequest, run_id: str, pack_tokens: int) -> WorkflowHandle:
+    """Start the navigator workflow (the goal, repository and pack size in its memo)."""
+    return await _start(session, WORKFLOW_TYPE, request, run_id, ExplorationResult,
+                        {"goal": request.goal, "repo": request.repo_path, MEMO_PACK_TOKENS: pack_tokens})
+
+
+async def start_research(session: TemporalSession, request: ResearchRequest, run_id: str) -> WorkflowHandle:
+    """Start the research workflow, with the memo ``navigator ask`` writes (question as goal, repository, kind)."""
+    return await _start(session, RESEARCH_WORKFLOW_TYPE, request, run_id, ResearchResult,
+                        {"goal": request.question, "repo": request.repo_path, "kind": "research"})
 
 
 class _Progress:
@@ -89,8 +120,8 @@ class _Progress:
     log (its action, map size and decision cost), so every step still gets its notification.
     """
 
-    def __init__(self, handle: WorkflowHandle, sink: ProgressSink, cap: int) -> None:
-        self.handle, self.sink, self.cap = handle, sink, cap
+    def __init__(self, handle: WorkflowHandle, sink: ProgressSink, cap: int, research: bool) -> None:
+        self.handle, self.sink, self.cap, self.research = handle, sink, cap, research
         self.last = -1
 
     async def report(self, report: TurnReport) -> None:
@@ -99,7 +130,7 @@ class _Progress:
         await self._catch_up(report.step, report.map_token_budget, report.budget_usd)
         await self.sink(float(report.step), float(self.cap), _step_message(
             report.step, self.cap, report.status, report.map_tokens, report.map_token_budget,
-            report.cost_total_usd, report.budget_usd))
+            report.cost_total_usd, report.budget_usd, self.research))
         self.last = report.step
 
     async def _catch_up(self, before: int, map_budget: int, budget: str) -> None:
@@ -119,21 +150,30 @@ class _Progress:
             if step in by_step:
                 entry, cost = by_step[step]
                 await self.sink(float(step), float(self.cap), _step_message(
-                    step, self.cap, entry.action, entry.map_tokens_after, map_budget, format_usd(cost), budget))
+                    step, self.cap, entry.action, entry.map_tokens_after, map_budget, format_usd(cost), budget,
+                    self.research))
                 self.last = step
 
-    async def finished(self, result: ExplorationResult) -> None:
-        meta = result.map_metadata
-        await self._catch_up(result.iterations + 1, meta.token_budget if meta else 0, f"${result.max_usd:.4f}")
+    async def finished(self, result: ExplorationResult | ResearchResult) -> None:
+        final_message: str
+        if isinstance(result, ResearchResult):
+            await self._catch_up(result.iterations + 1, 0, f"${result.max_usd:.4f}")
+            final_message = (f"finished after {result.iterations} turns: {result.stop_reason.value} · "
+                             f"{result.citations} citations · ${result.cost_usd:.4f}")
+        else:
+            meta = result.map_metadata
+            await self._catch_up(result.iterations + 1, meta.token_budget if meta else 0, f"${result.max_usd:.4f}")
+            final_message = (f"finished after {result.iterations} steps: {result.stop_reason.value} · "
+                             f"map {meta.tokens_used if meta else 0} tokens · ${result.cost_usd:.4f}")
         final = float(max(self.cap, self.last + 1))
-        await self.sink(final, final, f"finished after {result.iterations} steps: {result.stop_reason.value} · "
-                        f"map {meta.tokens_used if meta else 0} tokens · ${result.cost_usd:.4f}")
+        await self.sink(final, final, final_message)
 
 
-async def follow_run(handle: WorkflowHandle, sink: ProgressSink, cap: int) -> ExplorationResult:
-    """Follow the run to its result, reporting each step; the result's long poll is always drained."""
-    closed: asyncio.Future[ExplorationResult] = asyncio.ensure_future(handle.result())
-    progress = _Progress(handle, sink, cap)
+async def follow_run(handle: WorkflowHandle, sink: ProgressSink, cap: int, research: bool = False) -> Any:
+    """Follow the run to its result, reporting each step (research: each executor turn); the result's long
+    poll is always drained. The result is the handle's: an ``ExplorationResult`` or a ``ResearchResult``."""
+    closed: asyncio.Future[Any] = asyncio.ensure_future(handle.result())
+    progress = _Progress(handle, sink, cap, research)
     try:
         while not closed.done():
             try:
@@ -170,10 +210,35 @@ def outcome_of(result: ExplorationResult, pack_tokens: int | None, ui_url: str |
     return outcome, fitted
 
 
+def ask_outcome_of(result: ResearchResult, ui_url: str | None) -> AskOutcome:
+    """The structured outcome of a research run (its answer is :func:`answer_of`)."""
+    run_id = result.workflow_id
+    return AskOutcome(
+        run_id=run_id, stop_reason=result.stop_reason.value, stop_detail=result.stop_detail,
+        completed_normally=result.completed_normally, cost_usd=float(result.cost_usd),
+        budget_usd=float(result.max_usd), rounds=result.rounds, steps=result.steps, iterations=result.iterations,
+        citations=result.citations, citations_fixed=result.citations_fixed, answer_uri=answer_uri(run_id),
+        report_uri=report_uri(run_id), ui_url=ui_url,
+    )
+
+
+def answer_of(result: ResearchResult) -> str:
+    """The cited answer (answer.md); its first lines when the worker wrote it where this server cannot read."""
+    try:
+        return read_answer(result)
+    except NavigatorError:  # not readable here: the summary in the result still says what it found
+        if result.summary:
+            return (f"{result.summary}\n\n(the whole answer is not readable on this machine: "
+                    f"{result.answer_path or 'no answer file'})")
+        raise
+
+
 async def _describe(session: TemporalSession, roots: AllowedRoots, run_id: str) -> tuple[WorkflowHandle, Any, dict]:
-    handle, desc = await describe_run(session.client, run_id, ExplorationResult)
-    if desc.workflow_type != WORKFLOW_TYPE:
+    handle, desc = await describe_run(session.client, run_id)
+    result_type = _RESULT_TYPES.get(desc.workflow_type or "")
+    if result_type is None:
         raise RunNotFoundError(f"{run_id} is not a navigator run (it is a {desc.workflow_type})")
+    handle = session.client.get_workflow_handle(run_id, result_type=result_type)
     try:
         memo = await desc.memo()
     except Exception:  # noqa: BLE001 - an undecodable memo only loses the goal and pack size
@@ -183,7 +248,8 @@ async def _describe(session: TemporalSession, roots: AllowedRoots, run_id: str) 
     return handle, desc, memo
 
 
-async def finished_result(session: TemporalSession, roots: AllowedRoots, run_id: str) -> tuple[ExplorationResult, dict]:
+async def finished_result(session: TemporalSession, roots: AllowedRoots,
+                          run_id: str) -> tuple[ExplorationResult | ResearchResult, dict]:
     """The result of a closed run (``CliError`` while it runs or when it failed)."""
     handle, desc, memo = await _describe(session, roots, run_id)
     if desc.status == WorkflowExecutionStatus.RUNNING:
@@ -195,11 +261,11 @@ async def finished_result(session: TemporalSession, roots: AllowedRoots, run_id:
         raise CliError(f"run {run_id} did not finish normally: {cause}") from None
 
 
-async def run_state(session: TemporalSession, roots: AllowedRoots, run_id: str) -> tuple[RunState, FittedPack | None]:
-    """Where the run is; a finished run's outcome and pack."""
+async def run_state(session: TemporalSession, roots: AllowedRoots, run_id: str) -> tuple[RunState, str | None]:
+    """Where the run is; a finished run's outcome and text (an exploration's fitted pack, a research run's answer)."""
     handle, desc, memo = await _describe(session, roots, run_id)
     row = run_row(desc)
-    state = RunState(run_id=run_id, state=row["status"], navigator_status=row["navigator_status"],
+    state = RunState(run_id=run_id, kind=KINDS[desc.workflow_type], state=row["status"], navigator_status=row["navigator_status"],
                      repo=memo.get("repo") or row["repo"], goal=memo.get("goal"), ui_url=session.ui_link(run_id))
     if desc.status == WorkflowExecutionStatus.RUNNING:
         try:
@@ -216,10 +282,15 @@ async def run_state(session: TemporalSession, roots: AllowedRoots, run_id: str) 
     except WorkflowFailureError as exc:
         state.error = getattr(exc.cause, "message", None) or str(exc.cause or exc)
         return state, None
+    if isinstance(result, ResearchResult):
+        asked = ask_outcome_of(result, state.ui_url)
+        state.outcome, state.cost_usd, state.budget_usd = asked, asked.cost_usd, asked.budget_usd
+        state.step = result.iterations
+        return state, answer_of(result)
     outcome, fitted = outcome_of(result, memo.get(MEMO_PACK_TOKENS), state.ui_url)
     state.outcome, state.cost_usd, state.budget_usd = outcome, outcome.cost_usd, outcome.budget_usd
     state.step, state.map_tokens = result.iterations, outcome.map_tokens
-    return state, fitted
+    return state, fitted.text
 
 
 async def stop_run(session: TemporalSession, roots: AllowedRoots, run_id: str, reason: str) -> None:
@@ -232,7 +303,8 @@ async def stop_run(session: TemporalSession, roots: AllowedRoots, run_id: str, r
 
 
 async def list_runs(session: TemporalSession, roots: AllowedRoots, repo: str | None, limit: int) -> list[RunSummary]:
-    """Navigator runs, newest first, of ``repo`` (resolved) or of every allowed tree."""
+    """Navigator runs (explorations and research runs), newest first, of ``repo`` (resolved) or of every allowed
+    tree."""
     query = build_list_query(None, repo)
     runs: list[RunSummary] = []
     try:
@@ -249,7 +321,7 @@ async def list_runs(session: TemporalSession, roots: AllowedRoots, repo: str | N
             if roots.restricted and not (run_repo and roots.contains(Path(run_repo))):
                 continue
             runs.append(RunSummary(
-                run_id=row["workflow_id"], state=row["status"], navigator_status=row["navigator_status"],
+                run_id=row["workflow_id"], kind=KINDS.get(row["workflow_type"], KIND_EXPLORE), state=row["status"], navigator_status=row["navigator_status"],
                 repo=run_repo, goal=memo.get("goal"),
                 cost_usd=row["cost_usd"], iteration=row["iteration"], start_time=row["start_time"],
                 close_time=row["close_time"],

@@ -30,8 +30,8 @@ from tests.support.e2e import NAVIGATOR
 __all__ = ["stdio_params", "Progress", "HttpServer", "http_server", "slow_script", "wait_finished", "texts",
            "processes_with_env", "TOOLS"]
 
-#: the tools the server lists (``ask`` joins once the research workflow is on main)
-TOOLS = {"explore", "run_status", "stop_run", "list_runs"}
+#: the tools the server lists
+TOOLS = {"explore", "ask", "run_status", "stop_run", "list_runs"}
 _URL = re.compile(r"streamable HTTP on (http://\S+)")
 
 

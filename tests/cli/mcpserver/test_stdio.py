@@ -47,7 +47,7 @@ async def test_stdio_server_lists_explores_and_refuses(tmp_path: Path) -> None:
     params = stdio_params(box.env(), tmp_path, "--allow-root", str(root))
     async with Client(params, read_timeout_seconds=CALL_TIMEOUT_S) as client:
         listed = {t.name: t for t in (await client.list_tools()).tools}
-        assert set(listed) == TOOLS  # no `ask` until the research workflow is on main
+        assert set(listed) == TOOLS
         schema = listed["explore"].input_schema
         assert set(schema["required"]) == {"repo", "goal"}
         assert {"token_budget", "budget_usd", "model"} <= set(schema["properties"])
@@ -57,7 +57,8 @@ async def test_stdio_server_lists_explores_and_refuses(tmp_path: Path) -> None:
         assert listed["explore"].description and "context pack" in listed["explore"].description
         assert listed["run_status"].annotations.read_only_hint is True
         templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
-        assert templates == {"navigator://runs/{run_id}/context", "navigator://runs/{run_id}/report"}
+        assert templates == {"navigator://runs/{run_id}/context", "navigator://runs/{run_id}/answer",
+                             "navigator://runs/{run_id}/report"}
 
         # an exploration returns its pack within the token budget, reporting each step on the way
         progress = Progress()
