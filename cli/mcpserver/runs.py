@@ -265,7 +265,8 @@ async def run_state(session: TemporalSession, roots: AllowedRoots, run_id: str) 
     """Where the run is; a finished run's outcome and text (an exploration's fitted pack, a research run's answer)."""
     handle, desc, memo = await _describe(session, roots, run_id)
     row = run_row(desc)
-    state = RunState(run_id=run_id, kind=KINDS[desc.workflow_type], state=row["status"], navigator_status=row["navigator_status"],
+    state = RunState(run_id=run_id, kind=KINDS[desc.workflow_type], state=row["status"],
+                     navigator_status=row["navigator_status"],
                      repo=memo.get("repo") or row["repo"], goal=memo.get("goal"), ui_url=session.ui_link(run_id))
     if desc.status == WorkflowExecutionStatus.RUNNING:
         try:
@@ -321,7 +322,8 @@ async def list_runs(session: TemporalSession, roots: AllowedRoots, repo: str | N
             if roots.restricted and not (run_repo and roots.contains(Path(run_repo))):
                 continue
             runs.append(RunSummary(
-                run_id=row["workflow_id"], kind=KINDS.get(row["workflow_type"], KIND_EXPLORE), state=row["status"], navigator_status=row["navigator_status"],
+                run_id=row["workflow_id"], kind=KINDS.get(row["workflow_type"], KIND_EXPLORE), state=row["status"],
+                navigator_status=row["navigator_status"],
                 repo=run_repo, goal=memo.get("goal"),
                 cost_usd=row["cost_usd"], iteration=row["iteration"], start_time=row["start_time"],
                 close_time=row["close_time"],

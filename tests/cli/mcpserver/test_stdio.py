@@ -82,6 +82,8 @@ async def test_stdio_server_lists_explores_and_refuses(tmp_path: Path) -> None:
         run_id = out["run_id"]
         context = await client.read_resource(out["context_uri"])
         assert context.contents[0].text.startswith(f"# Context: {GOAL}")
+        with pytest.raises(Exception, match="is an exploration"):  # an exploration has no answer
+            await client.read_resource(f"navigator://runs/{out['run_id']}/answer")
         report = json.loads((await client.read_resource(out["report_uri"])).contents[0].text)
         assert run_id in json.dumps(report)
         status = await client.call_tool("run_status", {"run_id": run_id})
