@@ -77,6 +77,13 @@ async def test_http_explore_with_progress_and_a_cancellation(server_env, start_w
                 assert outcome["stop_reason"] == "stopped" and outcome["iterations"] < 20, outcome
                 assert "## Repository map" in texts(status)[0]
 
+                # ask over HTTP, served by the cluster's worker (its research models asked of it first)
+                asked = Progress()
+                answer = await client.call_tool("ask", {"repo": str(repo), "question": GOAL}, progress_callback=asked)
+                assert not answer.is_error, texts(answer)
+                assert answer.structured_content["citations"] > 0 and "src/budgetkit/" in texts(answer)[0]
+                assert len(asked.seen) >= 2 and asked.seen[-1][2].startswith("finished after"), asked.seen
+
 
 async def test_http_client_that_vanishes_leaves_the_run_to_finish(server_env, start_worker, repo: Path,
                                                                   tmp_path: Path) -> None:
