@@ -8,15 +8,18 @@ for its lifetime and stops both when the client closes stdin.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import IO
 
 import anyio
 import pytest
 from mcp import Client
+from mcp.client.stdio import stdio_client
 
 from tests.support import TESTS
 from tests.support.cli import FIXTURE_REPO
@@ -202,3 +205,68 @@ async def test_an_agent_that_dies_leaves_its_run_to_the_next_server(tmp_path: Pa
         outcome = status.structured_content["outcome"]
         assert outcome["stop_reason"] == "finalized" and outcome["iterations"] >= 4, outcome
         assert count_tokens(texts(status)[0]) <= 2000
+
+
+async def test_a_cancellation_after_temporal_is_gone_leaves_the_server_serving(tmp_path: Path) -> None:
+    """The stop a cancellation sends cannot be delivered (the Temporal server was killed): the call still
+    ends cancelled, the server says why on stderr, answers the next calls with tool errors, and leaves."""
+    box = Sandbox.create(tmp_path)
+    root, repo = _allowed_tree(tmp_path)
+    script = slow_script(root / "slow.yaml", steps=20, stall_s=1.0)
+    temporal = subprocess.Popen([str(NAVIGATOR), "server"], cwd=tmp_path, env=box.env(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    errlog = (tmp_path / "mcp-stderr.txt").open("a")  # O_APPEND: the server's writes never land on each other
+    try:
+        with anyio.fail_after(120):
+            while not port_in_use("127.0.0.1", box.port):
+                assert temporal.poll() is None, "navigator server ended"
+                await anyio.sleep(0.2)
+        params = stdio_params(box.env(), tmp_path, "--allow-root", str(root))
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=CALL_TIMEOUT_S) as client:
+            progress = Progress()
+            call: dict = {}
+
+            async def explore() -> None:
+                call["result"] = await client.call_tool(
+                    "explore", {"repo": str(repo), "goal": GOAL, "model": f"scripted:{script}"},
+                    progress_callback=progress)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(explore)
+                await progress.reached(1, CALL_TIMEOUT_S)
+                _kill_temporal(tmp_path, temporal)
+                tg.cancel_scope.cancel()
+            assert "result" not in call
+            for _ in range(150):  # the stop gave up: refused once the client's retries ran out, or its 15 s bound
+                if "could not stop" in _read(errlog):
+                    break
+                await anyio.sleep(0.2)
+            assert "after the client cancelled" in _read(errlog), _read(errlog)[-4000:]
+            assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+            gone = await client.call_tool("list_runs", {})
+            assert gone.is_error, texts(gone)
+        with anyio.fail_after(60):  # stdin closed: the server still stops (its worker without a server) and leaves
+            while processes_with_env("NAVIGATOR_CONFIG", str(tmp_path / "navigator.yaml")):
+                await anyio.sleep(0.2)
+        assert "Traceback" not in _read(errlog)
+    finally:
+        _kill_temporal(tmp_path, temporal)
+        errlog.close()
+
+
+def _read(log: IO[str]) -> str:
+    return Path(log.name).read_text()
+
+
+def _kill_temporal(tmp_path: Path, wrapper: subprocess.Popen) -> None:
+    """SIGKILL ``navigator server`` and the dev server it started in a session of its own (found by the
+    sandbox's config in its environment and ``start-dev`` on its command line: only ever ours)."""
+    for pid in processes_with_env("NAVIGATOR_CONFIG", str(tmp_path / "navigator.yaml")):
+        try:
+            if b"start-dev" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            pass
+    if wrapper.poll() is None:
+        os.killpg(wrapper.pid, signal.SIGKILL)
+    wrapper.wait(timeout=30)
