@@ -129,7 +129,7 @@ def ask(
     for name in models:
         validate_model(name, config, local_worker)
     if local_worker:
-        problems = problems_here(models)
+        problems = problems_here(models, config)  # the configured endpoints count, as for explore
         for name in models:
             refuse_unservable(name, problems, IN_PROCESS)
     wid = workflow_id or new_research_id(Path(request.repo_path))
