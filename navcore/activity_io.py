@@ -14,6 +14,7 @@ from durable_navigator.navcore.state import ExecutionMode
 __all__ = [
     "ScanInput",
     "ScanOutput",
+    "IndexProgress",
     "RenderInput",
     "RenderOutput",
     "MapView",
@@ -84,6 +85,16 @@ class ScanInput(_IO):
     model: str
     #: the user's goal, stored once so prompts can refer to it by reference
     goal: str | None = None
+
+
+class IndexProgress(_IO):
+    """The scan activity's heartbeat details while it indexes (read by ``explore`` / ``status``)."""
+
+    phase: str = "indexing"
+    #: files (re)indexed so far, of ``total`` the cache lacked
+    done: int = Field(0, ge=0)
+    total: int = Field(0, ge=0)
+    files_per_s: float | None = None
 
 
 class ScanOutput(_IO):
