@@ -18,16 +18,36 @@ __all__ = [
     "turn_report_markdown",
     "short_action_label",
     "shorten",
+    "markdown_text",
+    "run_summary",
+    "run_details_markdown",
 ]
 
-#: turn-report reasoning is a preview; the full text is in the decision artifact
-REPORT_REASONING_CHARS = 600
+#: the Web UI details show this much of the reasoning (``get_status`` carries all the log keeps)
+DETAILS_REASONING_CHARS = 600
+#: characters that change the meaning of markdown text; ``$`` pairs turn into math in the Web UI
+_MARKDOWN_SPECIALS = frozenset("\\`*_[]<>$|~#")
 
 
 def shorten(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters with a visible marker."""
     text = text.strip()
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as literal markdown: every character that markdown would interpret is escaped.
+
+    The Temporal Web UI renders details with math support: ``$0.0000 of $1.0000``
+    became ``\\(0.0000 of \\)1.0000``; ``\\$`` shows a dollar sign. ``<tag>`` would be
+    swallowed as HTML, ``*`` and ``_`` start emphasis.
+    """
+    return "".join(f"\\{ch}" if ch in _MARKDOWN_SPECIALS else ch for ch in text)
+
+
+def _dollars(markdown: str) -> str:
+    """Markdown written by us or the model (stage plans) with its dollar signs made literal."""
+    return markdown.replace("\\$", "$").replace("$", "\\$")
 
 
 def update_diff_lines(update: FlightPlanUpdate) -> list[str]:
@@ -150,7 +170,7 @@ def build_turn_report(state: NavigatorState) -> TurnReport:
         map_tokens=meta.tokens_used if meta else 0,
         map_token_budget=plan.token_budget,
         focus_areas=[f.glob for f in plan.focus_paths] + [f.symbol for f in plan.focus_symbols],
-        reasoning=shorten(log.last_reasoning, REPORT_REASONING_CHARS),
+        reasoning=log.last_reasoning,
         proposed_diff=list(log.last_diff_lines),
         awaiting_turn=pending.turn if pending else None,
         awaiting_kind=pending.kind if pending else None,
@@ -168,27 +188,47 @@ def _stage_markdown(stages: StageState) -> str | None:
 
 
 def turn_report_markdown(report: TurnReport, goal: str) -> str:
-    """The report as markdown for ``workflow.set_current_details``."""
+    """The report as markdown for ``workflow.set_current_details`` (every value escaped)."""
+    md = markdown_text
     lines = [
-        f"### Navigator · step {report.step} · {report.status}",
-        f"**Goal:** {shorten(goal, 200)}",
-        f"**Cost:** {report.cost_total_usd} of {report.budget_usd} "
-        f"(last turn {report.cost_this_turn_usd}) · **Map:** "
-        f"{report.map_tokens}/{report.map_token_budget} tokens · **Mode:** {report.mode}",
+        f"### Navigator · step {report.step} · {md(report.status)}",
+        f"**Goal:** {md(shorten(goal, 200))}",
+        f"**Cost:** {md(report.cost_total_usd)} of {md(report.budget_usd)} "
+        f"(last turn {md(report.cost_this_turn_usd)}) · **Map:** "
+        f"{report.map_tokens}/{report.map_token_budget} tokens · **Mode:** {md(report.mode)}",
     ]
     if report.stop_reason:
-        lines.append(f"**Stopped:** {report.stop_reason}")
+        lines.append(f"**Stopped:** {md(report.stop_reason)}")
     if report.awaiting_turn is not None:
-        lines.append(f"**Awaiting verdict for turn {report.awaiting_turn}** (approve / reject / stop)")
+        what = "the stage plan" if report.awaiting_kind == "plan" else f"turn {report.awaiting_turn}"
+        lines.append(f"**Awaiting a verdict on {what}** (approve / reject / stop)")
     if report.planning_fallback:
-        lines.append(f"**Planning fallback:** {report.planning_fallback}")
+        lines.append(f"**Planning fallback:** {md(report.planning_fallback)}")
     if report.focus_areas:
-        lines.append("**Focus:** " + ", ".join(f"`{f}`" for f in report.focus_areas[:10]))
+        lines.append("**Focus:** " + ", ".join(_code(f) for f in report.focus_areas[:10]))
     if report.proposed_diff:
         lines.append("**Plan change:**")
-        lines += [f"- `{d}`" for d in report.proposed_diff[:12]]
+        lines += [f"- {_code(d)}" for d in report.proposed_diff[:12]]
     if report.reasoning:
-        lines.append(f"**Reasoning:** {report.reasoning}")
+        lines.append(f"**Reasoning:** {md(shorten(report.reasoning, DETAILS_REASONING_CHARS))}")
     if report.stage_plan:
-        lines.append(report.stage_plan)
+        lines.append(_dollars(report.stage_plan))
     return "\n".join(lines)
+
+
+def _code(text: str) -> str:
+    """``text`` as an inline code span (backticks inside it are replaced, they would end it)."""
+    return "`" + text.replace("`", "'") + "`"
+
+
+def run_summary(goal: str, repo_path: str, model: str) -> str:
+    """The run's static summary (one line; the Web UI's *Summary* panel and the runs list)."""
+    name = repo_path.rstrip("/").rsplit("/", 1)[-1] or repo_path
+    return markdown_text(shorten(f"explore {name}: {' '.join(goal.split())} ({model})", 200))
+
+
+def run_details_markdown(goal: str, repo_path: str, settings: dict[str, str]) -> str:
+    """The run's static details: the goal in full, the repository and the settings it started with."""
+    head = f"**Goal:** {markdown_text(shorten(goal, 2000))}\n\n**Repository:** {_code(repo_path)}"
+    items = [f"- **{markdown_text(key)}:** {markdown_text(value)}" for key, value in settings.items()]
+    return head + ("\n\n" + "\n".join(items) if items else "")

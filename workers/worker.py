@@ -29,6 +29,7 @@ from durable_navigator.workflows.navigator import NavigatorWorkflow
 from durable_navigator.workflows.batch import BatchWorkflow
 from durable_navigator.workflows.preflight import PreflightWorkflow
 from durable_navigator.workers.converter import DATA_CONVERTER
+from durable_navigator.workers.runlog import RunLogInterceptor
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
@@ -94,6 +95,8 @@ def build_worker(
         activities=list(by_name.values()),
         activity_executor=activity_executor,
         workflow_failure_exception_types=WORKFLOW_FAILURE_EXCEPTION_TYPES,
+        # one log line per run started / finished / failed (silent on replay)
+        interceptors=[RunLogInterceptor(WORKFLOW_FAILURE_EXCEPTION_TYPES)],
         # heartbeats reach the server at least once a second, so a stop cancels a model call in ~1 s
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
