@@ -119,15 +119,15 @@ async def signal_run(client: Client, workflow_id: str, name: str, payload: BaseM
 
 
 async def update_run(
-    client: Client, workflow_id: str, name: str, payload: BaseModel, result_type: type[M]
+    client: Client, workflow_id: str, name: str, payload: BaseModel, result_type: type[M], what: str | None = None
 ) -> M:
-    """Execute an update; a validator rejection becomes a bad-input error."""
+    """Execute an update; a validator rejection becomes a bad-input error (exit 2) naming ``what``."""
     handle = client.get_workflow_handle(workflow_id)
     try:
         return await handle.execute_update(name, payload, result_type=result_type)
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
         message = getattr(cause, "message", None) or str(cause or exc)
-        raise CliError(f"{name} refused: {message}") from None
+        raise CliError(f"{what or name} refused by {workflow_id}: {message}") from None
     except RPCError as exc:
         raise _map_rpc(exc, workflow_id, f"update {name}") from None

@@ -48,10 +48,20 @@ def test_explore_survives_a_server_restart(tmp_path: Path) -> None:
          "--max-iterations", str(TURNS), "--planning", "off", "--out", str(tmp_path / "out")],
         cwd=tmp_path, env=box.env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    time.sleep(5)
+    # stop the server once the run is under way (not after a fixed sleep: on a loaded machine
+    # explore may not even have started the run by then)
+    assert explore.stderr is not None
+    seen = []
+    for line in explore.stderr:
+        seen.append(line)
+        if re.match(r"step [1-9]\d* · ", line):
+            break
+    else:
+        raise AssertionError("explore ended before its run got going: " + "".join(seen)[-2000:])
     server.send_signal(signal.SIGINT)
     assert server.wait(timeout=30) == 0
-    _, err = explore.communicate(timeout=120)
+    _, rest = explore.communicate(timeout=120)
+    err = "".join(seen) + rest
     assert explore.returncode == 3, err[-2000:]
     wid = re.search(r"workflows/(nav-\S+)", err).group(1)  # type: ignore[union-attr]
     assert f"lost Temporal at 127.0.0.1:{box.port} while following {wid}" in err
