@@ -10,7 +10,10 @@ Commands (the real console scripts of the venv, as a user types them):
   ``navigator explore --help`` (one command's module loaded);
 * references: the interpreter alone (``python -c pass``), and a two-command typer
   app's ``--help`` (``python -c`` with the app inline): the floor any typer CLI pays;
-* ``repo-map --help`` for comparison (the engine's own CLI, not this benchmark's target).
+* ``repo-map --help`` for comparison (the engine's own CLI, not this benchmark's target);
+* with ``--before REV`` (default ``9315a62``, the CLI before issue 17): that revision's
+  ``navigator --help``, its tree unpacked with ``git archive`` to a temporary folder and
+  imported ahead of the installed package — the same interpreter and dependencies.
 
 Run::
 
@@ -29,6 +32,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -75,7 +79,31 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--seed", type=int, default=17)
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "cli-startup")
+    parser.add_argument("--before", default="9315a62", help="git revision of the 'before' reference ('' to skip)")
     args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="cli-startup-") as tmp:
+        if args.before:
+            COMMANDS[f"reference: navigator --help at {args.before}"] = before_command(args.before, Path(tmp))
+        run(args)
+
+
+def before_command(rev: str, tmp: Path) -> list[str]:
+    """``navigator --help`` of revision ``rev``: its folders mapped to the namespace, first on sys.path."""
+    tree, package = tmp / "tree", tmp / "pkg" / "durable_navigator"
+    tree.mkdir()
+    package.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(Path(__file__).resolve().parent.parent), "archive", rev],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    for folder in ("navtypes", "repomap", "navcore", "activities", "workflows", "workers", "cli"):
+        (package / folder).symlink_to(tree / folder)
+    code = (f"import sys; sys.path.insert(0, {str(package.parent)!r}); sys.argv = ['navigator', '--help']\n"
+            "from durable_navigator.cli.app import main\nmain()")
+    return [sys.executable, "-c", code]
+
+
+def run(args: argparse.Namespace) -> None:
+    """Time every command over ``args.rounds`` shuffled rounds and write the results."""
     rng = random.Random(args.seed)
     samples: dict[str, list[float]] = {name: [] for name in COMMANDS}
     for name, argv in COMMANDS.items():
