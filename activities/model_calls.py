@@ -45,7 +45,7 @@ from durable_navigator.activities.requests import EngineSource, RequestBuilder
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.decision import FUNCTION_NAMES, ModelDecision
 from durable_navigator.navtypes.errors import BudgetError, NavigatorError
-from durable_navigator.navcore.model import Message, ModelRequest, ModelResponse, ToolCallOut
+from durable_navigator.navcore.model import Message, ModelRequest, ModelResponse
 from durable_navigator.navcore.model_calls import (
     AnalysisOut,
     AttemptUsage,
@@ -231,6 +231,11 @@ class _Attempt:
     def _parse(self, req: ModelRequest, resp: ModelResponse) -> ModelResult | str:
         """The typed result of the answer, or why it is unusable (quoted in the re-ask)."""
         task, text = req.task, resp.text
+        malformed = [c for c in resp.tool_calls if c.raw_arguments is not None]
+        if malformed:
+            call = malformed[0]
+            return (f"the arguments of {call.name} were not a JSON object ({call.raw_arguments[:200]!r}); "
+                    "send them as one valid JSON object")
         if task.kind == "decide":
             from durable_navigator.navcore.decision import decision_from_calls
 
@@ -272,10 +277,9 @@ def _corrective(req: ModelRequest, resp: ModelResponse, problem: str) -> tuple[M
                       f"call ({names}, or code-tool calls) whose arguments match the declared schema.")
     else:
         correction = corrective_suffix(problem).strip()
-    answer = Message(role="assistant", content=resp.text,
-                     tool_calls=[ToolCallOut(name=c.name, args=c.args) for c in resp.tool_calls])
+    answer = Message(role="assistant", content=resp.text, tool_calls=list(resp.tool_calls))
     messages = [*req.messages, answer, Message(role="user", content=correction)]
-    added = resp.text + json.dumps([c.args for c in resp.tool_calls]) + correction
+    added = resp.text + json.dumps([c.raw_arguments or c.args for c in resp.tool_calls]) + correction
     return req.model_copy(update={"messages": messages}), added
 
 

@@ -76,7 +76,7 @@ def _job_checker(config: NavigatorConfig, check_repos: bool, local_worker: bool)
         if model not in verdicts:
             try:
                 validate_model(model, config, local_worker)
-                verdicts[model] = problems_here([model]).get(model) if local_worker else None
+                verdicts[model] = problems_here([model], config).get(model) if local_worker else None
             except NavigatorError as exc:  # a refusal becomes this job's problem line
                 verdicts[model] = str(exc)
         return verdicts[model]

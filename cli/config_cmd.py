@@ -39,3 +39,12 @@ def config_show(
     stdout.print(f"TEMPORAL_API_KEY: {'set' if config.temporal.api_key else 'unset'} · "
                  f"GEMINI/GOOGLE key: {'set' if config.gemini_key_present else 'unset'}")
     stdout.print(f"model: {config.model} · pricing override: {config.pricing_file or 'none'}", markup=False)
+    stdout.print("endpoints (--model <endpoint>:<model>):", markup=False)
+    for name, endpoint in data["endpoints"].items():
+        key = "no key" if endpoint["api_key_env"] is None else \
+            f"{endpoint['api_key_env']} {'set' if endpoint['api_key_set'] else 'unset'}"
+        prices = ", ".join("every model" if m == "*" else m for m in sorted(endpoint["prices"])) or \
+            "shipped table / pricing_file"
+        origin = "built-in" if endpoint["builtin"] else "navigator.yaml"
+        stdout.print(f"  {name}: {endpoint['base_url']} · {key} · tool calling {endpoint['tool_calling']} · "
+                     f"prices: {prices} · {origin}", markup=False, soft_wrap=True)

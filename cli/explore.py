@@ -57,8 +57,9 @@ def validate_model(model: str, config: NavigatorConfig, local_worker: bool) -> N
     Whether the worker can serve it (credentials, its prices, its files) is asked of the
     worker: :mod:`cli.preflight`.
     """
-    spec = parse_model_spec(model)  # the one parser: ModelError says what to use instead
-    load_pricing_table(config.pricing_file).rates_for(spec.model)  # BudgetError names how to add a price
+    spec = parse_model_spec(model, frozenset(config.all_endpoints()))  # the one parser: ModelError says what to do
+    # BudgetError names how to add a price (a local endpoint declares its own in navigator.yaml)
+    load_pricing_table(config.pricing_file, endpoints=config.endpoints).rates_for(spec.model)
     script = spec.script or ""
     if script and local_worker and not Path(script).expanduser().is_file():
         raise ModelError(f"decision script {script} does not exist; pass scripted:<path of a YAML/JSON file>")
@@ -160,7 +161,8 @@ BudgetOpt = Annotated[
 ]
 ModelOpt = Annotated[
     str | None,
-    typer.Option("--model", metavar="MODEL", help="offline | scripted:<file> | gemini-* | an endpoint of navigator.yaml.",
+    typer.Option("--model", metavar="MODEL", help="offline | scripted:<file> | gemini-* | <endpoint>:<model> (openai:, "
+                 "ollama:, openrouter:, or an endpoint of navigator.yaml).",
                  envvar="NAVIGATOR_MODEL", show_default="model in navigator.yaml: offline"),
 ]
 DetachOpt = Annotated[
@@ -233,10 +235,14 @@ def explore(
         planning=planning, review=review,
     )  # fmt: skip
     local_worker = config.temporal.address is None and not detach
-    validate_model(request.model, config, local_worker)
+    models = request.models()  # the run's model and the ones its profile's routing rules name
+    for name in models:
+        validate_model(name, config, local_worker)
     if local_worker:
         # the in-process worker will serve the run: it is this process, so ask here, before any server starts
-        refuse_unservable(request.model, problems_here([request.model]), IN_PROCESS)
+        problems = problems_here(models, config)
+        for name in models:
+            refuse_unservable(name, problems, IN_PROCESS)
     wid = workflow_id or new_workflow_id(Path(request.repo_path))
     code = run_async(_explore(config, request, wid, detach=detach, json_out=json_out))
     raise typer.Exit(int(code))
@@ -287,8 +293,9 @@ async def _explore(
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
         say_server(session)
         if not session.in_process_worker:
-            problems = await problems_on_workers(session, [request.model])
-            refuse_unservable(request.model, problems, f"the worker(s) on task queue {session.task_queue!r}")
+            problems = await problems_on_workers(session, request.models())
+            for name in request.models():
+                refuse_unservable(name, problems, f"the worker(s) on task queue {session.task_queue!r}")
         handle = await _start(session, request, wid)
         link = session.ui_link(wid)
         worker = "in-process worker" if session.in_process_worker else f"workers on {session.task_queue!r}"

@@ -116,6 +116,10 @@ def _print_status(row: dict[str, Any]) -> None:
         report = TurnReport.model_validate(row["report"])
         if report.planning_fallback:
             stdout.print(f"planning fallback: {report.planning_fallback}", markup=False)
+        if report.model_switches:
+            stdout.print(f"model: {report.model} · routing switches:", markup=False)
+            for line in report.model_switches:
+                stdout.print(f"  {line}", markup=False, soft_wrap=True)
         if report.stage_plan:
             stdout.print(report.stage_plan, markup=False, soft_wrap=True)
         if report.awaiting_turn is not None:

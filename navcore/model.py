@@ -4,7 +4,7 @@ Every model call of every workflow — a navigator turn, a planning phase call,
 a stage check, a reflection, a decision-log compression — is one
 :class:`ModelRequest` answered by one :class:`ModelResponse`, served by the
 one ``model.request`` activity for every provider (``offline``, ``scripted``,
-``gemini-*``, and OpenAI-compatible endpoints).
+``gemini-*``, and OpenAI-compatible ``<endpoint>:<model>``).
 
 * LLM providers read ``messages``, ``tools`` and ``output_schema``;
 * deterministic models (the offline policy, the scripted model) read the
@@ -102,6 +102,9 @@ class ToolCallOut(BaseModel):
 
     name: str
     args: dict[str, Any] = {}
+    #: the arguments as the model sent them, when they were not a JSON object (``args`` is then
+    #: empty): the call is unusable and gets a corrective re-ask that quotes this text
+    raw_arguments: str | None = None
 
 
 class _Task(BaseModel):

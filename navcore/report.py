@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict
 from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level
 from durable_navigator.navcore.planning import plan_markdown
+from durable_navigator.navcore.routing import switch_line
 from durable_navigator.navcore.state import DecisionLogEntry, MessageNote, NavigatorState, StageState
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
 DETAILS_REASONING_CHARS = 600
 #: characters that change the meaning of markdown text; ``$`` pairs turn into math in the Web UI
 _MARKDOWN_SPECIALS = frozenset("\\`*_[]<>$|~#")
+#: routing switches shown in a turn report (the decision log and report.json keep all)
+REPORT_SWITCHES = 5
 
 
 def shorten(text: str, limit: int) -> str:
@@ -144,6 +147,10 @@ class TurnReport(BaseModel):
     stage_plan: str | None = None
     #: why planning fell back to one direct stage (a planning call failed), if it did
     planning_fallback: str | None = None
+    #: the model deciding the turns now (budget-aware routing may have switched it)
+    model: str | None = None
+    #: the routing switches so far, most recent last (``step 4 · decide: a → b · rule 1: ...``)
+    model_switches: list[str] = []
 
 
 class DecisionLogView(BaseModel):
@@ -177,6 +184,8 @@ def build_turn_report(state: NavigatorState) -> TurnReport:
         decisions=len(log.entries),
         stage_plan=_stage_markdown(state.stages),
         planning_fallback=state.stages.plan.fallback if state.stages.plan else None,
+        model=state.routing.current.get("decide", state.model),
+        model_switches=[switch_line(w) for w in state.routing.switches[-REPORT_SWITCHES:]],
     )
 
 
@@ -204,6 +213,9 @@ def turn_report_markdown(report: TurnReport, goal: str) -> str:
         lines.append(f"**Awaiting a verdict on {what}** (approve / reject / stop)")
     if report.planning_fallback:
         lines.append(f"**Planning fallback:** {md(report.planning_fallback)}")
+    if report.model_switches:
+        lines.append(f"**Model:** {_code(report.model or '')} · **Routing switches:**")
+        lines += [f"- {md(line)}" for line in report.model_switches]
     if report.focus_areas:
         lines.append("**Focus:** " + ", ".join(_code(f) for f in report.focus_areas[:10]))
     if report.proposed_diff:

@@ -62,3 +62,14 @@ def test_one_history_goes_through_every_planning_and_guardrail_path() -> None:
     notes = " ".join(" ".join(p.get("notes", [])) for p in prompts)
     assert "LOOP WARNING" in notes and "STALL WARNING" in notes
     assert any("Find reserve" in " ".join(p.get("stage", [])) for p in prompts)
+
+
+def test_the_routing_history_switches_models() -> None:
+    """``navigator_routing``: turns move to a second model past the budget threshold; compression is on it."""
+    path = HISTORY_DIR / "navigator_routing.json"
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    calls = [(inp["spec"]["kind"], inp["model"]) for inp in _scheduled(history, "model.prepare")]
+    decide = [model for kind, model in calls if kind == "decide"]
+    assert decide[0] == "test-model" and decide[-1] == "test-model-b", calls
+    assert decide == sorted(decide, key=lambda m: m == "test-model-b")  # one switch, never back
+    assert {model for kind, model in calls if kind == "navigator.compress"} == {"test-model-b"}, calls

@@ -41,7 +41,7 @@ __all__ = ["OFFLINE_MODEL", "OfflineModel", "OfflineTurn", "EngineSource", "deci
 OFFLINE_MODEL = "offline"
 
 #: task kinds the offline model answers from the repository index
-_NEEDS_ENGINE = frozenset({"decide", "planning.analyze", "planning.review", "planning.plan"})
+_NEEDS_ENGINE = frozenset({"decide", "planning.analyze", "planning.review", "planning.plan", "stages.check_criteria"})
 
 #: the opened (and fresh) repo-map engine of a repository root
 EngineSource = Callable[[str], Awaitable["RepoMap"]]
@@ -63,7 +63,7 @@ class OfflineModel:
     async def request(self, req: ModelRequest, ctx: CallContext) -> ModelResponse:
         """Answer the request's task; the index work runs in a thread so the activity can heartbeat."""
         task = req.task
-        # the checks, reflections and summaries read the task only
+        # reflections and summaries read the task only
         engine = await self._engines(task.repo_root) if task.kind in _NEEDS_ENGINE else None
         ctx.heartbeat(f"offline: {task.kind}")
         if isinstance(task, DecideTask):
