@@ -42,6 +42,7 @@ from durable_navigator.activities.models.base import CallContext, ModelCallError
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.requests import EngineSource, RequestBuilder
+from durable_navigator.activities.research_calls import RESEARCH_KINDS, invalid_turn, parse_research
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.decision import FUNCTION_NAMES, ModelDecision
 from durable_navigator.navtypes.errors import BudgetError, NavigatorError
@@ -220,6 +221,11 @@ class _Attempt:
             req, added = _corrective(req, response, parsed)
             prompt_tokens += acts.count_tokens(added) + 16
             self.call_estimate = acts.pricer.estimate(inp.model, prompt_tokens, req.max_output_tokens)
+        if inp.kind == "research.execute":
+            # like a navigator turn: an unusable answer is a turn the workflow logs, not a failed call
+            return ModelCallOutput(result=invalid_turn(
+                f"no usable function call after {self.meter.calls} request(s): {problem}", response.text),
+                spent=self.spent())
         if inp.kind == "decide":
             decision = ModelDecision(action="invalid", model=inp.model,
                                      error=f"no usable function call after {self.meter.calls} request(s): {problem}"[:2000],
@@ -241,6 +247,8 @@ class _Attempt:
 
             decision = decision_from_calls([(c.name, c.args) for c in resp.tool_calls], self.inp.model, text)
             return decision if isinstance(decision, str) else self._decision_out(decision)
+        if task.kind in RESEARCH_KINDS:
+            return parse_research(req, resp, self.inp.model, self.acts.store)
         try:
             if task.kind == "planning.analyze":
                 return AnalysisOut(analysis=parse_analysis(text))
@@ -275,6 +283,9 @@ def _corrective(req: ModelRequest, resp: ModelResponse, problem: str) -> tuple[M
         names = " or ".join(f"{n}(...)" for n in FUNCTION_NAMES)
         correction = (f"Your previous answer was not usable: {problem}. Answer again with exactly one function "
                       f"call ({names}, or code-tool calls) whose arguments match the declared schema.")
+    elif req.task.kind == "research.execute":
+        correction = (f"Your previous answer was not usable: {problem}. Answer again with code-tool calls, or "
+                      "exactly one of finish_step / delegate / navigate, with arguments matching the schema.")
     else:
         correction = corrective_suffix(problem).strip()
     answer = Message(role="assistant", content=resp.text, tool_calls=list(resp.tool_calls))

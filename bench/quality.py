@@ -52,6 +52,7 @@ REPO = BENCH.parent
 BUDGETS = (4096, 8192, 16384, 32768)
 _PLAN = re.compile(r"^Plan \(([^)]*)\)", re.M)
 _STARTED = re.compile(r"^started (\S+) \(", re.M)
+_PLAN_MD = re.compile(r"^### Plan \(([^)]*)\)", re.M)
 
 
 def provenance() -> dict:
@@ -112,6 +113,9 @@ def _navigator(stack: Stack, task: Task, root: Path, budget: int, source, keep: 
         if path and Path(path).is_file():
             context = Path(path).read_text(encoding="utf-8")
             text = map_section(context)
+            # the pack names the stage plan; the progress lines only show it when a poll caught it
+            if plan_md := _PLAN_MD.search(context):
+                rec["plan"] = plan_md.group(1)
             rec["context_tokens"] = count_tokens(context)
             keep.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, keep / f"{budget}-navigator-context.md")

@@ -9,6 +9,7 @@ that have at least one gold line the old text rule can score.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -304,6 +305,11 @@ def write_results(run_dir: Path, out_dir: Path, tasks_file: Path) -> None:
     """``quality-<split>.md`` + ``.json`` for every split present in the run."""
     meta = json.loads((run_dir / "meta.json").read_text())
     every = [json.loads(x) for x in (run_dir / "records.jsonl").read_text().splitlines() if x.strip()]
+    for r in every:  # runs recorded before the plan was read from the pack: read it from the saved copy
+        saved = run_dir / "contexts" / r["task"] / f"{r['budget']}-navigator-context.md"
+        if r["navigator"].get("plan") is None and saved.is_file():
+            if m := re.search(r"^### Plan \(([^)]*)\)", saved.read_text(encoding="utf-8"), re.M):
+                r["navigator"]["plan"] = m.group(1)
     last = latest(every)
     recs = list(last.values())
     superseded = [r for r in every if last[(r["task"], r["budget"])] is not r]

@@ -25,7 +25,9 @@ from rich.text import Text
 from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navcore.report import TurnReport
 from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navcore.state import DecisionLogEntry
+from durable_navigator.navcore.subagents import ChildRun
 
 __all__ = [
     "print_block",
@@ -39,6 +41,8 @@ __all__ = [
     "runs_blocks",
     "RunRow",
     "WIDE_COLUMNS",
+    "research_panel",
+    "children_blocks",
 ]
 
 #: interactive panels show this many diff lines; the rest is summarized
@@ -62,7 +66,13 @@ def progress_line(report: TurnReport) -> Text:
     line.append(f"step {report.step}", style="bold")
     line.append(f" · {report.status}", style="cyan")
     line.append(f" · {report.cost_total_usd}/{report.budget_usd}")
-    line.append(f" · map {report.map_tokens}/{report.map_token_budget} tok")
+    if report.workflow == "research":
+        running = sum(1 for c in report.children if c.completed_normally is None)
+        line.append(f" · {len(report.focus_areas)} cited files")
+        if report.children:
+            line.append(f" · subagents {len(report.children)} ({running} running)")
+    else:
+        line.append(f" · map {report.map_tokens}/{report.map_token_budget} tok")
     line.append(f" · {report.decisions} decisions")
     if report.focus_areas:
         line.append(" · focus " + ", ".join(report.focus_areas[:3]), style="dim")
@@ -93,9 +103,12 @@ def turn_panel(report: TurnReport, title: str | None = None) -> Panel:
     if report.reasoning:
         body.append(Text.assemble(("Reasoning: ", "bold"), report.reasoning))
     if report.proposed_diff:
-        body.append(_diff_text(report.proposed_diff, "Proposed flight-plan change:"))
-    else:
+        heading = "Last step:" if report.workflow == "research" else "Proposed flight-plan change:"
+        body.append(_diff_text(report.proposed_diff, heading))
+    elif report.workflow != "research":
         body.append(Text("(no flight-plan change proposed)", style="dim"))
+    if report.workflow == "research" and report.stage_plan:
+        body.append(Text(report.stage_plan.replace("### ", ""), style="dim"))
     return Panel(Group(*body), title=title or f"turn {report.awaiting_turn or report.step}", title_align="left",
                  expand=False)
 
@@ -206,4 +219,34 @@ def runs_blocks(rows: Sequence[RunRow]) -> list[str]:
         goal = " ".join((row.get("goal") or "").split())
         if goal:
             lines.append(f"  {goal[:GOAL_CHARS]}")
+    return lines
+
+
+def research_panel(result: ResearchResult) -> Panel:
+    """What a finished research run produced and cost (links and paths are printed after it, whole)."""
+    usage = result.usage
+    lines = [
+        Text.assemble("stop reason: ", (result.stop_reason.value, "bold"),
+                      f" ({result.stop_detail})" if result.stop_detail else "",
+                      f" · completed normally: {'yes' if result.completed_normally else 'no'}"),
+        Text(f"rounds: {result.rounds} · steps: {result.steps} · executor turns: {result.iterations} · findings: "
+             f"{result.findings} · citations: {result.citations}"
+             + (f" ({result.citations_fixed} fixed by the check)" if result.citations_fixed else "")),
+        Text(f"cost: ${result.cost_usd:.4f} of ${result.max_usd:.4f} · tokens in {usage.input_tokens} "
+             f"/ out {usage.output_tokens} / thinking {usage.thinking_tokens} / cached {usage.cached_tokens}"),
+    ]
+    for c in result.children:
+        normal = "yes" if c.completed_normally else "no"
+        lines.append(Text(f"subagent {c.workflow_id} ({c.profile}): {c.stop_reason or c.status}, completed "
+                          f"normally {normal}, {format_usd(c.cost_micros)} of a {format_usd(c.slice_micros)} slice"))
+    return Panel(Group(*lines), title=result.workflow_id, title_align="left", expand=False)
+
+
+def children_blocks(children: Sequence[ChildRun]) -> list[str]:
+    """The subagents of a run (``status`` and ``log``): a line each, readable at 80 columns and piped."""
+    lines = ["subagents:"]
+    for c in children:
+        normal = "…" if c.completed_normally is None else ("yes" if c.completed_normally else "no")
+        lines.append(f"  {c.workflow_id} · {c.profile} · {c.stop_reason or c.status} · iter {c.iteration} · "
+                     f"{format_usd(c.cost_micros)} of {format_usd(c.slice_micros)} · completed normally {normal}")
     return lines

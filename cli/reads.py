@@ -18,11 +18,13 @@ from durable_navigator.cli.connect import TemporalSession, open_session, ui_base
 from durable_navigator.cli.display import (
     WIDE_COLUMNS,
     RunRow,
+    children_blocks,
     decision_lines,
     last_turn_block,
     print_block,
     print_lines,
     progress_line,
+    research_panel,
     result_panel,
     runs_blocks,
     runs_table,
@@ -41,6 +43,7 @@ from durable_navigator.cli.handles import (
 from durable_navigator.navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS
 from durable_navigator.navcore.report import DecisionLogView, TurnReport
 from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navcore.state import Status
 from durable_navigator.workers.devserver import workflow_ui_url
 
@@ -55,7 +58,12 @@ ABNORMAL_STOPS = frozenset({"failed", "approval_timeout"})
 WATCH_INTERVAL_S = 1.0
 
 
-def exit_code_for_result(result: ExplorationResult) -> ExitCode:
+#: the workflow types ``ls`` lists and ``result`` reads (navigator explorations and research runs)
+RUN_WORKFLOW_TYPES = (WORKFLOW_TYPE, "ResearchWorkflow")
+_RESULT_TYPES: dict[str, type] = {WORKFLOW_TYPE: ExplorationResult, "ResearchWorkflow": ResearchResult}
+
+
+def exit_code_for_result(result: ExplorationResult | ResearchResult) -> ExitCode:
     """0 for a normal stop, 1 for failed / approval_timeout."""
     return ExitCode.RUN_FAILED if result.stop_reason.value in ABNORMAL_STOPS else ExitCode.OK
 
@@ -94,7 +102,8 @@ async def fetch_status(session: TemporalSession, workflow_id: str) -> dict[str, 
     human is asked). A closed run answers no query without a worker; ``result`` then holds
     its result, read from history.
     """
-    handle, desc = await describe_run(session.client, workflow_id, ExplorationResult)
+    _, desc = await describe_run(session.client, workflow_id)
+    handle = session.client.get_workflow_handle(workflow_id, result_type=_RESULT_TYPES.get(desc.workflow_type or ""))
     row = run_row(desc)
     row["goal"] = await _memo_goal(desc)
     row["ui_url"] = session.ui_link(workflow_id)
@@ -103,7 +112,7 @@ async def fetch_status(session: TemporalSession, workflow_id: str) -> dict[str, 
     if is_running(desc):
         report = await query_run(handle, QUERY_STATUS, TurnReport)
         row["report"] = report.model_dump(mode="json")
-    elif row["status"] == "completed":
+    elif row["status"] == "completed" and desc.workflow_type in _RESULT_TYPES:
         row["result"] = (await handle.result()).model_dump(mode="json")
     return row
 
@@ -122,8 +131,15 @@ def _print_status(row: dict[str, Any]) -> None:
                 stdout.print(f"  {line}", markup=False, soft_wrap=True)
         if report.stage_plan:
             stdout.print(report.stage_plan, markup=False, soft_wrap=True)
+        if report.children:
+            for line in children_blocks(report.children):
+                stdout.print(line, markup=False, soft_wrap=True)
         if report.awaiting_turn is not None:
-            what = "stage plan" if report.awaiting_kind == "plan" else f"turn {report.awaiting_turn}"
+            if report.workflow == "research":
+                what = (f"research plan (round {report.awaiting_turn})" if report.awaiting_kind == "plan"
+                        else f"the findings of step {report.awaiting_turn}")
+            else:
+                what = "stage plan" if report.awaiting_kind == "plan" else f"turn {report.awaiting_turn}"
             print_block(stdout, turn_panel(report, title=f"{what} · awaiting a verdict"))
             plan = " --plan" if report.awaiting_kind == "plan" else ""
             wid = row["workflow_id"]
@@ -133,7 +149,9 @@ def _print_status(row: dict[str, Any]) -> None:
             stdout.print(progress_line(report))
             if report.decisions:
                 print_block(stdout, last_turn_block(report))
-    if row.get("result"):
+    if row.get("result") and row.get("workflow_type") == "ResearchWorkflow":
+        print_block(stdout, research_panel(ResearchResult.model_validate(row["result"])))
+    elif row.get("result"):
         print_block(stdout, result_panel(ExplorationResult.model_validate(row["result"])))
     if row.get("ui_url"):
         stdout.print(f"Web UI: {row['ui_url']}", markup=False, soft_wrap=True)
@@ -199,13 +217,14 @@ async def _watch_human(session: TemporalSession, workflow_id: str, row: dict[str
     _print_status(row)
 
 
-def _log_from_report(res: ExplorationResult) -> DecisionLogView | None:
+def _log_from_report(res: ExplorationResult | ResearchResult) -> DecisionLogView | None:
     """The decision log kept in a finished run's report.json, if readable here."""
     if not res.report_path:
         return None
     try:
         report = json.loads(Path(res.report_path).read_text(encoding="utf-8"))
-        return DecisionLogView(entries=report.get("decisions", []), notes=report.get("notes", []))
+        return DecisionLogView(entries=report.get("decisions", []), notes=report.get("notes", []),
+                               children=report.get("children", []))
     except (OSError, ValueError, ValidationError):
         return None  # written on another machine, moved or edited: ask a worker instead
 
@@ -222,8 +241,10 @@ def log(ctx: typer.Context, workflow_id: WorkflowIdArg, json_out: JsonOpt = Fals
 
     async def go() -> DecisionLogView:
         async with open_session(config_of(ctx)) as session:
-            handle, desc = await describe_run(session.client, workflow_id, ExplorationResult)
-            if not is_running(desc) and status_name(desc.status) == "completed":
+            _, desc = await describe_run(session.client, workflow_id)
+            result_type = _RESULT_TYPES.get(desc.workflow_type or "")
+            handle = session.client.get_workflow_handle(workflow_id, result_type=result_type)
+            if result_type is not None and not is_running(desc) and status_name(desc.status) == "completed":
                 view = _log_from_report(await handle.result())
                 if view is not None:
                     return view
@@ -237,6 +258,9 @@ def log(ctx: typer.Context, workflow_id: WorkflowIdArg, json_out: JsonOpt = Fals
         stdout.print(f"{workflow_id}: no decisions yet")
     else:
         print_lines(stdout, decision_lines(entries))
+    if view.children and not json_out:
+        for line in children_blocks(view.children):
+            stdout.print(line, markup=False, soft_wrap=True)
     for note in view.notes if not json_out else []:
         stdout.print(f"  note: {note.kind} from {note.sender} (turn {note.turn}): {note.note}", markup=False,
                      )
@@ -255,9 +279,14 @@ def result(
     Also the paths of context.md and report.json and the run's Web UI link.
     """
 
-    async def go() -> tuple[ExplorationResult, str | None]:
+    async def go() -> tuple[ExplorationResult | ResearchResult, str | None]:
         async with open_session(config_of(ctx)) as session:
-            handle, desc = await describe_run(session.client, workflow_id, ExplorationResult)
+            _, desc = await describe_run(session.client, workflow_id)
+            result_type = _RESULT_TYPES.get(desc.workflow_type or "")
+            if result_type is None:
+                raise CliError(f"run {workflow_id} is a {desc.workflow_type}, not an exploration or a research run; "
+                               "see `navigator batch` for batches")
+            handle = session.client.get_workflow_handle(workflow_id, result_type=result_type)
             if is_running(desc) and not wait:
                 raise CliError(f"run {workflow_id} is still running; pass --wait or check `navigator status`")
             try:
@@ -272,6 +301,14 @@ def result(
     res, link = run_async(go())
     if json_out:
         print_json({**res.model_dump(mode="json"), "ui_url": link})
+    elif isinstance(res, ResearchResult):
+        print_block(stdout, research_panel(res))
+        if res.answer_path:
+            stdout.print(f"answer: {res.answer_path}", markup=False, soft_wrap=True)
+        if res.report_path:
+            stdout.print(f"report: {res.report_path}", markup=False, soft_wrap=True)
+        if link:
+            stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
     else:
         print_block(stdout, result_panel(res))
         if res.context_path:
@@ -296,7 +333,8 @@ def build_list_query(status_filter: str | None, repo: str | None) -> str:
     """The visibility query of ``ls``: a Temporal status (``running``, ``completed``, …) filters on
     ``ExecutionStatus``; a navigator status (``awaiting_approval``, ``thinking``, …) on the
     ``NavigatorStatus`` search attribute."""
-    clauses = [f"WorkflowType = '{WORKFLOW_TYPE}'"]
+    types = ", ".join(f"'{t}'" for t in RUN_WORKFLOW_TYPES)
+    clauses = [f"WorkflowType IN ({types})"]
     if status_filter in EXECUTION_STATUSES:
         clauses.append(f"ExecutionStatus = '{EXECUTION_STATUSES[status_filter]}'")
     elif status_filter:
@@ -329,7 +367,7 @@ def list_runs(
 ) -> None:
     """List runs, newest first.
 
-    Filtered by Temporal or navigator status and repository (search attributes).
+    Explorations and research runs, filtered by Temporal or navigator status and repository (search attributes).
     """
     if status_filter and status_filter not in STATUS_CHOICES:
         raise CliError(f"--status must be one of {', '.join(STATUS_CHOICES)}, got {status_filter!r}")

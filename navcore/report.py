@@ -9,6 +9,7 @@ from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, 
 from durable_navigator.navcore.planning import plan_markdown
 from durable_navigator.navcore.routing import switch_line
 from durable_navigator.navcore.state import DecisionLogEntry, MessageNote, NavigatorState, StageState
+from durable_navigator.navcore.subagents import ChildRun
 
 __all__ = [
     "TurnReport",
@@ -20,6 +21,7 @@ __all__ = [
     "short_action_label",
     "shorten",
     "markdown_text",
+    "code_span",
     "run_summary",
     "run_details_markdown",
 ]
@@ -151,6 +153,10 @@ class TurnReport(BaseModel):
     model: str | None = None
     #: the routing switches so far, most recent last (``step 4 · decide: a → b · rule 1: ...``)
     model_switches: list[str] = []
+    #: which workflow answers: "navigator" or "research"
+    workflow: str = "navigator"
+    #: subagents the run started (live: status, iteration and cost from their events)
+    children: list[ChildRun] = []
 
 
 class DecisionLogView(BaseModel):
@@ -160,6 +166,8 @@ class DecisionLogView(BaseModel):
 
     entries: list[DecisionLogEntry]
     notes: list[MessageNote] = []
+    #: subagents the run started (research runs), as the parent knows them now
+    children: list[ChildRun] = []
 
 
 def build_turn_report(state: NavigatorState) -> TurnReport:
@@ -214,13 +222,13 @@ def turn_report_markdown(report: TurnReport, goal: str) -> str:
     if report.planning_fallback:
         lines.append(f"**Planning fallback:** {md(report.planning_fallback)}")
     if report.model_switches:
-        lines.append(f"**Model:** {_code(report.model or '')} · **Routing switches:**")
+        lines.append(f"**Model:** {code_span(report.model or '')} · **Routing switches:**")
         lines += [f"- {md(line)}" for line in report.model_switches]
     if report.focus_areas:
-        lines.append("**Focus:** " + ", ".join(_code(f) for f in report.focus_areas[:10]))
+        lines.append("**Focus:** " + ", ".join(code_span(f) for f in report.focus_areas[:10]))
     if report.proposed_diff:
         lines.append("**Plan change:**")
-        lines += [f"- {_code(d)}" for d in report.proposed_diff[:12]]
+        lines += [f"- {code_span(d)}" for d in report.proposed_diff[:12]]
     if report.reasoning:
         lines.append(f"**Reasoning:** {md(shorten(report.reasoning, DETAILS_REASONING_CHARS))}")
     if report.stage_plan:
@@ -228,19 +236,19 @@ def turn_report_markdown(report: TurnReport, goal: str) -> str:
     return "\n".join(lines)
 
 
-def _code(text: str) -> str:
+def code_span(text: str) -> str:
     """``text`` as an inline code span (backticks inside it are replaced, they would end it)."""
     return "`" + text.replace("`", "'") + "`"
 
 
-def run_summary(goal: str, repo_path: str, model: str) -> str:
+def run_summary(goal: str, repo_path: str, model: str, verb: str = "explore") -> str:
     """The run's static summary (one line; the Web UI's *Summary* panel and the runs list)."""
     name = repo_path.rstrip("/").rsplit("/", 1)[-1] or repo_path
-    return markdown_text(shorten(f"explore {name}: {' '.join(goal.split())} ({model})", 200))
+    return markdown_text(shorten(f"{verb} {name}: {' '.join(goal.split())} ({model})", 200))
 
 
 def run_details_markdown(goal: str, repo_path: str, settings: dict[str, str]) -> str:
     """The run's static details: the goal in full, the repository and the settings it started with."""
-    head = f"**Goal:** {markdown_text(shorten(goal, 2000))}\n\n**Repository:** {_code(repo_path)}"
+    head = f"**Goal:** {markdown_text(shorten(goal, 2000))}\n\n**Repository:** {code_span(repo_path)}"
     items = [f"- **{markdown_text(key)}:** {markdown_text(value)}" for key, value in settings.items()]
     return head + ("\n\n" + "\n".join(items) if items else "")

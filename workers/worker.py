@@ -23,12 +23,14 @@ from durable_navigator.activities.model_calls import ModelCallActivities
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.preflight import PreflightActivities
+from durable_navigator.activities.research import ResearchActivities
 from durable_navigator.activities.tools import CodeToolActivities
 from durable_navigator.navcore.endpoints import Endpoint
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 from durable_navigator.workflows.batch import BatchWorkflow
 from durable_navigator.workflows.preflight import PreflightWorkflow
+from durable_navigator.workflows.research import ResearchWorkflow
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workers.runlog import RunLogInterceptor
 
@@ -43,7 +45,7 @@ __all__ = [
 
 DEFAULT_TASK_QUEUE = "navigator"
 #: every workflow class this worker serves
-WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow, PreflightWorkflow]
+WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow, PreflightWorkflow, ResearchWorkflow]
 #: the longest a heartbeat waits before it is sent (and a cancel request comes back)
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
 #: raised from workflow code these can never succeed on a task retry: fail the workflow
@@ -99,8 +101,9 @@ def build_worker(
     tools = CodeToolActivities(engine_for=acts.engine, store=acts.store)
     # the CLI's model check answers with this worker's own registry and prices
     preflight = PreflightActivities(registry=acts.models, pricer=acts.pricer)
+    research = ResearchActivities(acts.store, acts.engine)
     for fn in [*acts.all(), *models.all(), *tools.all(), *BatchActivities().all(), *preflight.all(),
-               *extra_activities]:
+               *research.all(), *extra_activities]:
         by_name[_activity_name(fn)] = fn
     return Worker(
         client,
