@@ -13,6 +13,7 @@ a table squeezed to 80 columns wraps one word per line.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ from durable_navigator.navcore.subagents import ChildRun
 
 __all__ = [
     "print_block",
+    "plan_text",
     "progress_line",
     "turn_panel",
     "last_turn_block",
@@ -79,6 +81,17 @@ def progress_line(report: TurnReport) -> Text:
     return line
 
 
+#: ``**bold**`` in a plan line; never the ``**`` of a glob such as ``src/**``
+_BOLD = re.compile(r"(?<![\w/*])\*\*(?=[^\s*])(.+?)(?<=[^\s/*])\*\*(?![\w/*])")
+
+
+def plan_text(markdown: str, *, current: bool = True) -> str:
+    """A stage or research plan (markdown, as the Web UI shows it) as terminal text: no ``###``
+    heading marks or ``**`` emphasis; without the ``← current`` marker unless ``current``."""
+    lines = [_BOLD.sub(r"\1", line.removeprefix("### ")) for line in markdown.splitlines()]
+    return "\n".join(lines if current else (line.replace(" ← current", "") for line in lines))
+
+
 def _diff_text(lines: Sequence[str], heading: str) -> Text:
     diff = Text(f"{heading}\n", style="bold")
     for line in lines[:MAX_DIFF_LINES]:
@@ -105,10 +118,12 @@ def turn_panel(report: TurnReport, title: str | None = None) -> Panel:
     if report.proposed_diff:
         heading = "Last step:" if report.workflow == "research" else "Proposed flight-plan change:"
         body.append(_diff_text(report.proposed_diff, heading))
+    elif report.workflow != "research" and report.awaiting_kind == "plan":
+        body.append(Text("the stage plan is printed above: approve it, or reject it with feedback", style="dim"))
     elif report.workflow != "research":
         body.append(Text("(no flight-plan change proposed)", style="dim"))
     if report.workflow == "research" and report.stage_plan:
-        body.append(Text(report.stage_plan.replace("### ", ""), style="dim"))
+        body.append(Text(plan_text(report.stage_plan), style="dim"))
     return Panel(Group(*body), title=title or f"turn {report.awaiting_turn or report.step}", title_align="left",
                  expand=False)
 

@@ -19,7 +19,7 @@ from durable_navigator.activities.pricing_loader import load_pricing_table
 from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession, idle_note, open_session
-from durable_navigator.cli.display import print_block, result_panel
+from durable_navigator.cli.display import plan_text, print_block, result_panel
 from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
 from durable_navigator.cli.follow import follow_run
@@ -392,4 +392,4 @@ async def _print_stage_plan(handle: WorkflowHandle) -> None:
         stderr.print(f"(stage plan not shown: {exc}; see context.md)", markup=False)
         return
     if report.stage_plan:
-        stdout.print(report.stage_plan.replace(" ← current", "").replace("### ", ""), markup=False, soft_wrap=True)
+        stdout.print(plan_text(report.stage_plan, current=False), markup=False, soft_wrap=True)

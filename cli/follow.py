@@ -27,7 +27,7 @@ from temporalio.service import RPCError
 
 from durable_navigator.cli.common import cancel_and_wait
 from durable_navigator.cli.connect import TemporalSession
-from durable_navigator.cli.display import print_block, progress_line, turn_panel
+from durable_navigator.cli.display import plan_text, print_block, progress_line, turn_panel
 from durable_navigator.cli.errors import CliError, TemporalUnreachableError, stderr
 from durable_navigator.cli.handles import query_run, signal_run, update_run
 from durable_navigator.cli.progress import IndexProgressBar
@@ -120,8 +120,8 @@ async def _wait_closed(handle: Any) -> None:
 
 def plan_stage_lines(markdown: str) -> tuple[str, ...]:
     """The heading and stage lines of a stage-plan markdown, without the "current" marker."""
-    lines = [ln.replace(" ← current", "") for ln in markdown.splitlines()]
-    return tuple(ln.replace("### ", "") for ln in lines if ln.startswith("### ") or ln[:1].isdigit())
+    kept = (line for line in markdown.splitlines() if line.startswith("### ") or line[:1].isdigit())
+    return tuple(plan_text(line, current=False) for line in kept)
 
 
 async def scan_progress(session: TemporalSession, handle: Any) -> IndexProgress | None:

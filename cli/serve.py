@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 from typing import Annotated
 
 import typer
+from temporalio import activity as temporal_activity
+from temporalio import workflow as temporal_workflow
 
 from durable_navigator.cli.common import cancel_and_wait, config_of, run_async
 from durable_navigator.cli.connect import open_session
@@ -66,6 +69,12 @@ def worker(
         level=opts.log_level or config.log.level,
         force=True,
     )
+    # config_of quiets the SDK's loggers for commands; a worker's operator needs them — the
+    # run started / finished / failed lines (workers/runlog.py) go through temporalio.workflow
+    logging.getLogger("temporalio").setLevel(logging.NOTSET)
+    # the ids are structured fields already (workers/logging.py): not a dict repeated in every message
+    temporal_workflow.logger.workflow_info_on_message = False
+    temporal_activity.logger.activity_info_on_message = False
     slots = max_concurrent_activities or config.worker.max_concurrent_activities
     run_async(_work(ctx, slots, health_port, health_host))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level
 from durable_navigator.navcore.planning import plan_markdown
@@ -139,6 +140,7 @@ class TurnReport(BaseModel):
     map_tokens: int
     map_token_budget: int
     focus_areas: list[str]
+    #: the last step's reasoning as the workflow logged it (its history trims a long one)
     reasoning: str
     proposed_diff: list[str]
     awaiting_turn: int | None = None
@@ -157,6 +159,9 @@ class TurnReport(BaseModel):
     workflow: str = "navigator"
     #: subagents the run started (live: status, iteration and cost from their events)
     children: list[ChildRun] = []
+    #: the last step's full decision in the worker's artifact store (``navigator status`` reads
+    #: the untrimmed reasoning from it when this machine sees that store)
+    reasoning_ref: ArtifactRef | None = None
 
 
 class DecisionLogView(BaseModel):
@@ -186,6 +191,7 @@ def build_turn_report(state: NavigatorState) -> TurnReport:
         map_token_budget=plan.token_budget,
         focus_areas=[f.glob for f in plan.focus_paths] + [f.symbol for f in plan.focus_symbols],
         reasoning=log.last_reasoning,
+        reasoning_ref=log.last_decision_ref,
         proposed_diff=list(log.last_diff_lines),
         awaiting_turn=pending.turn if pending else None,
         awaiting_kind=pending.kind if pending else None,

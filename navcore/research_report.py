@@ -60,7 +60,8 @@ def research_turn_report(state: ResearchState) -> TurnReport:
         map_tokens=meta.tokens_used if meta else 0,
         map_token_budget=state.map.flight_plan.token_budget,
         focus_areas=state.findings.files[:_FOCUS_FILES],
-        reasoning=log.last_reasoning,  # in full, as logged: status shows it whole, the Web UI a preview
+        reasoning=log.last_reasoning,  # as logged: status shows it whole, the Web UI a preview
+        reasoning_ref=log.last_decision_ref,
         proposed_diff=list(log.last_diff_lines),
         awaiting_turn=pending.turn if pending else None,
         awaiting_kind=pending.kind if pending else None,

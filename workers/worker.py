@@ -13,11 +13,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from durable_navigator.activities.artifacts import LocalArtifactStore
+from durable_navigator.activities.artifacts import LocalArtifactStore, default_artifact_dir
 from durable_navigator.activities.batch import BatchActivities
 from durable_navigator.activities.model_calls import ModelCallActivities
 from durable_navigator.activities.navigator import NavigatorActivities
@@ -50,11 +49,6 @@ WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow, PreflightWorkflow, Re
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
 #: raised from workflow code these can never succeed on a task retry: fail the workflow
 WORKFLOW_FAILURE_EXCEPTION_TYPES: list[type[BaseException]] = [NavigatorError]
-
-
-def default_artifact_dir() -> Path:
-    """Where the local artifact store lives by default (user cache directory)."""
-    return Path(platformdirs.user_cache_dir("durable-navigator")) / "artifacts"
 
 
 def build_activities(

@@ -107,3 +107,29 @@ def test_index_progress_piped_prints_a_line_then_the_end() -> None:
     with IndexProgressBar(small) as bar:
         bar.update(5, 5)
     assert quiet.getvalue() == ""  # a small repository indexes too fast for a bar
+
+
+def test_status_reads_the_full_reasoning_from_the_artifact_store(tmp_path, monkeypatch) -> None:
+    import json
+
+    from durable_navigator.activities.artifacts import LocalArtifactStore
+    from durable_navigator.activities.model_calls import HISTORY_REASONING_CHARS
+    from durable_navigator.cli import reads
+
+    full = "survey: " + "rank and zoom; " * 60
+    trimmed = full[:HISTORY_REASONING_CHARS]
+    ref = LocalArtifactStore(tmp_path).put_bytes(json.dumps({"reasoning": full}).encode(), "application/json")
+    monkeypatch.setattr(reads, "default_artifact_dir", lambda: tmp_path)
+    assert reads.with_full_reasoning(_report(reasoning=trimmed, reasoning_ref=ref)).reasoning == full
+    # the store is elsewhere (a remote worker): the trimmed text, marked as cut
+    monkeypatch.setattr(reads, "default_artifact_dir", lambda: tmp_path / "elsewhere")
+    assert reads.with_full_reasoning(_report(reasoning=trimmed, reasoning_ref=ref)).reasoning == trimmed + "…"
+    assert reads.with_full_reasoning(_report()).reasoning == REASONING
+
+
+def test_plan_text_drops_markdown_marks() -> None:
+    from durable_navigator.cli.display import plan_text
+
+    plan = "### Plan (1 stages)\n1. **Inspect the src/ area** (max 5 iterations) ← current\n   - [ ] `src/**` is shown"
+    assert plan_text(plan) == "Plan (1 stages)\n1. Inspect the src/ area (max 5 iterations) ← current\n   - [ ] `src/**` is shown"
+    assert "← current" not in plan_text(plan, current=False)
