@@ -175,7 +175,7 @@ async def _start(session: TemporalSession, request: ResearchRequest, wid: str) -
                 "Budget": f"${request.budget_usd:.4f}",
                 "Profile": request.profile.name,
                 "Output": f"{request.out_dir}/<workflow id>/answer.md",
-            }),
+            }, label="Question"),
         )
     except WorkflowAlreadyStartedError:
         raise CliError(f"a run with id {wid} already exists; pick another --id") from None

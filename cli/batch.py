@@ -18,7 +18,6 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from rich.table import Table
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
@@ -177,7 +176,7 @@ async def _start(session: TemporalSession, req: BatchRequest) -> WorkflowHandle[
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         memo={"jobs": len(req.jobs)},
-        static_summary=markdown_text(f"batch of {len(req.jobs)} jobs · ${req.total_budget_usd} · "
+        static_summary=markdown_text(f"batch of {len(req.jobs)} jobs · ${req.total_budget_usd:.4f} · "
                                      f"{req.max_concurrency} at once"),
         static_details="\n\n".join(
             markdown_text(f"{job.index}. {job.name}: {job.goal} ({job.repo_path}, {job.model})") for job in req.jobs[:50]
@@ -197,7 +196,7 @@ async def _run(config: NavigatorConfig, req: BatchRequest, jobs_file: Path, *, d
                 # only reached when the file changed since it was read
                 raise ModelError(f"{where} cannot serve: " + "; ".join(f"{m} ({p})" for m, p in problems.items()))
         handle = await _start(session, req)
-        stderr.print(f"batch [bold]{req.batch_id}[/bold]: {len(req.jobs)} jobs · ${req.total_budget_usd} · "
+        stderr.print(f"batch [bold]{req.batch_id}[/bold]: {len(req.jobs)} jobs · ${req.total_budget_usd:.4f} · "
                      f"{req.max_concurrency} at once")
         link = session.ui_link(req.batch_id)
         if link:
@@ -231,13 +230,16 @@ def _print_result(result: BatchResult, json_out: bool) -> None:
     if json_out:
         print_json(result)
         return
-    table = Table(title=f"batch {result.batch_id}: ${result.spent_usd:.4f} of ${result.total_usd:.4f}")
-    for col in ("job", "status", "stop", "cost", "iters", "context"):
-        table.add_column(col)
+    # a line per job, then its context pack (or error) whole: a table at 80 columns cut the paths
+    stdout.print(f"batch {result.batch_id}: ${result.spent_usd:.4f} of ${result.total_usd:.4f}", markup=False)
     for o in result.outcomes:
-        table.add_row(o.name, o.status.value, o.stop_reason or "", f"${o.spent_micros / 1e6:.4f}",
-                      str(o.iterations), o.context_path or (o.error or "")[:80])
-    stdout.print(table)
+        head = [o.name, f"{o.kind}" if o.kind != "explore" else "", o.status.value, o.stop_reason or "",
+                f"${o.spent_micros / 1e6:.4f}", f"{o.iterations} iterations"]
+        stdout.print(" · ".join(part for part in head if part), markup=False, soft_wrap=True)
+        if o.context_path:
+            stdout.print(f"  {o.context_path}", markup=False, soft_wrap=True)
+        if o.error:
+            stdout.print(f"  error: {' '.join(o.error.split())}", markup=False, soft_wrap=True)
     if result.results_path:
         stdout.print(f"results: {result.results_path}", markup=False, soft_wrap=True)
 

@@ -156,9 +156,16 @@ def ui_base_for(config: NavigatorConfig) -> str | None:
 
 def idle_note(record: ServerRecord) -> str:
     """What happens to a background server: how long it lives and how to stop it."""
-    minutes = (record.idle_timeout_s or 0) / 60
-    return (f"it stops after {minutes:g} min with no worker and no navigator command "
+    return (f"it stops after {duration_text(record.idle_timeout_s or 0)} with no worker and no navigator command "
             "(`navigator server stop` stops it now)")
+
+
+def duration_text(seconds: float) -> str:
+    """``25 s``, ``5 min``, ``1 h 30 min``: how a person says an idle timeout."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h" + (f" {minutes % 60} min" if minutes % 60 else "")
 
 
 def _data_converter() -> Any:

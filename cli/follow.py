@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 from collections.abc import Callable
 from datetime import timedelta
@@ -118,6 +119,10 @@ async def _wait_closed(handle: Any) -> None:
         return
 
 
+#: what changes on a research plan's lines as its steps run: status, turn and finding counts, phase
+_STEP_PROGRESS = re.compile(r"\[\w+\] (?=r\d+:)| \(\d+ turns?, \d+ findings?\)| · phase \w+")
+
+
 def plan_stage_lines(markdown: str) -> tuple[str, ...]:
     """The heading and stage lines of a stage-plan markdown, without the "current" marker."""
     kept = (line for line in markdown.splitlines() if line.startswith("### ") or line[:1].isdigit())
@@ -198,14 +203,17 @@ class _Follower:
         """Print the stage plan when it appears or its stages change (not on every criteria tick)."""
         if not report.stage_plan:
             return
-        key = plan_stage_lines(report.stage_plan)
+        lines = plan_stage_lines(report.stage_plan)
+        # a research plan's lines carry each step's status and counts: print it again when its
+        # steps change, not on every turn (the progress line shows the turns)
+        key = tuple(_STEP_PROGRESS.sub("", line) for line in lines)
         if key == self.plan_key:
             return
         self.plan_key = key
         self.pause()
         if report.planning_fallback:
             stderr.print(f"planning fallback: {report.planning_fallback}", markup=False)
-        stderr.print("\n".join(key), markup=False, soft_wrap=True)
+        stderr.print("\n".join(lines), markup=False, soft_wrap=True)
 
     def pause(self) -> None:
         if self.live is not None and self.live.is_started:

@@ -253,8 +253,9 @@ def run_summary(goal: str, repo_path: str, model: str, verb: str = "explore") ->
     return markdown_text(shorten(f"{verb} {name}: {' '.join(goal.split())} ({model})", 200))
 
 
-def run_details_markdown(goal: str, repo_path: str, settings: dict[str, str]) -> str:
-    """The run's static details: the goal in full, the repository and the settings it started with."""
-    head = f"**Goal:** {markdown_text(shorten(goal, 2000))}\n\n**Repository:** {code_span(repo_path)}"
+def run_details_markdown(goal: str, repo_path: str, settings: dict[str, str], label: str = "Goal") -> str:
+    """The run's static details: the goal (or question: ``label``) in full, the repository and the
+    settings it started with."""
+    head = f"**{label}:** {markdown_text(shorten(goal, 2000))}\n\n**Repository:** {code_span(repo_path)}"
     items = [f"- **{markdown_text(key)}:** {markdown_text(value)}" for key, value in settings.items()]
     return head + ("\n\n" + "\n".join(items) if items else "")
