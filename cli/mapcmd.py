@@ -48,18 +48,18 @@ def plan_for(plan_file: Path | None, goal: str | None, tokens: int | None, defau
 @handles_errors
 def map_command(
     ctx: typer.Context,
-    repo: Annotated[Path, typer.Argument(help="Repository to map.")],
+    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Repository to map.", show_default=False)],
     goal: Annotated[
-        str | None, typer.Option("--goal", help="Rank the map for this goal.", show_default="none: structure only")
+        str | None, typer.Option("--goal", metavar="TEXT", help="Rank the map for this goal.", show_default="none: structure only")
     ] = None,
     plan: Annotated[
         Path | None,
-        typer.Option("--plan", help="Flight-plan YAML (rules, focus, excludes; `repo-map schema` prints its schema).",
+        typer.Option("--plan", metavar="FILE", help="Flight-plan YAML (rules, focus, excludes; `repo-map schema` prints its schema).",
                      show_default="the coarse plan explore starts from"),
     ] = None,
     tokens: Annotated[
         int | None,
-        typer.Option("--tokens", help="Token budget of the map.",
+        typer.Option("--tokens", metavar="N", help="Token budget of the map.",
                      show_default="the plan's, else defaults.token_budget in navigator.yaml: 8192"),
     ] = None,
     json_out: Annotated[

@@ -80,8 +80,8 @@ def test_explore_survives_a_server_restart(tmp_path: Path) -> None:
     finally:
         worker.send_signal(signal.SIGTERM)
         _, worker_err = worker.communicate(timeout=60)
-        assert worker.returncode == 0, worker_err[-2000:]
-    # the worker says what it ran (the start was logged by the first worker; a replay is silent)
-    assert f"run finished: NavigatorWorkflow {wid}" in worker_err, worker_err[-2000:]
         server.send_signal(signal.SIGINT)
         assert server.wait(timeout=30) == 0
+    assert worker.returncode == 0, worker_err[-2000:]
+    # the worker says what it ran (the start was logged by the first worker; a replay is silent)
+    assert f"run finished: NavigatorWorkflow {wid}" in worker_err, worker_err[-2000:]
