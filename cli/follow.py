@@ -30,7 +30,7 @@ from durable_navigator.cli.common import cancel_and_wait
 from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.display import plan_text, print_block, progress_line, turn_panel
 from durable_navigator.cli.errors import CliError, TemporalUnreachableError, stderr
-from durable_navigator.cli.handles import query_run, signal_run, update_run
+from durable_navigator.cli.handles import query_run, signal_run, update_run, with_full_reasoning
 from durable_navigator.cli.progress import IndexProgressBar
 from durable_navigator.cli.signals import default_sender, send_verdict
 from durable_navigator.navcore.activity_io import IndexProgress
@@ -241,7 +241,7 @@ class _Follower:
             what = f"research plan (round {turn})" if kind == "plan" else f"the findings of step {turn}"
         else:
             what = "stage plan" if kind == "plan" else f"turn {turn}"
-        print_block(stderr, turn_panel(report, title=f"{what} · awaiting your verdict"))
+        print_block(stderr, turn_panel(with_full_reasoning(report), title=f"{what} · awaiting your verdict"))
         sender = default_sender()
         while True:
             answer = (await _ask(self.reader, VERDICT_PROMPT)).lower()[:1]

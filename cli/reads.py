@@ -13,8 +13,6 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
-from durable_navigator.activities.artifacts import LocalArtifactStore, default_artifact_dir
-from durable_navigator.activities.model_calls import HISTORY_REASONING_CHARS
 from durable_navigator.cli.common import JsonOpt, WorkflowIdArg, config_of, print_json, run_async, stdout
 from durable_navigator.cli.connect import TemporalSession, open_session, ui_base_for
 from durable_navigator.cli.display import (
@@ -40,6 +38,7 @@ from durable_navigator.cli.handles import (
     describe_run,
     is_running,
     query_run,
+    with_full_reasoning,
     search_attribute,
     status_name,
 )
@@ -48,7 +47,6 @@ from durable_navigator.navcore.report import DecisionLogView, TurnReport
 from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navcore.state import Status
-from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.workers.devserver import workflow_ui_url
 
 __all__ = ["reads_app", "run_row", "fetch_status", "exit_code_for_result", "build_list_query", "ABNORMAL_STOPS",
@@ -119,29 +117,6 @@ async def fetch_status(session: TemporalSession, workflow_id: str) -> dict[str, 
     elif row["status"] == "completed" and desc.workflow_type in _RESULT_TYPES:
         row["result"] = (await handle.result()).model_dump(mode="json")
     return row
-
-
-def with_full_reasoning(report: TurnReport) -> TurnReport:
-    """``report`` with the last step's reasoning untrimmed, read from the artifact store.
-
-    The workflow's history keeps a decision's reasoning trimmed (the full decision is an
-    artifact); the default local store is read when this machine sees it (an in-process
-    or local worker). Otherwise the trimmed text stays, marked with ``…`` when cut.
-    """
-    ref = report.reasoning_ref
-    if ref is None:
-        return report
-    root = default_artifact_dir()
-    try:
-        decision = json.loads(LocalArtifactStore(root).get_text(ref)) if root.is_dir() else None
-    except (OSError, ValueError, NavigatorError):
-        decision = None
-    full = decision.get("reasoning") if isinstance(decision, dict) else None
-    if isinstance(full, str) and full.strip() and full.startswith(report.reasoning[:40]):
-        return report.model_copy(update={"reasoning": full})
-    if len(report.reasoning) >= HISTORY_REASONING_CHARS and not report.reasoning.endswith("…"):
-        return report.model_copy(update={"reasoning": report.reasoning + "…"})
-    return report
 
 
 def _print_status(row: dict[str, Any]) -> None:

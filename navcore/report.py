@@ -29,6 +29,8 @@ __all__ = [
 
 #: the Web UI details show this much of the reasoning (``get_status`` carries all the log keeps)
 DETAILS_REASONING_CHARS = 600
+#: reasoning characters of a decision kept in history (the full decision is an artifact)
+HISTORY_REASONING_CHARS = 400
 #: characters that change the meaning of markdown text; ``$`` pairs turn into math in the Web UI
 _MARKDOWN_SPECIALS = frozenset("\\`*_[]<>$|~#")
 #: routing switches shown in a turn report (the decision log and report.json keep all)

@@ -113,18 +113,18 @@ def test_status_reads_the_full_reasoning_from_the_artifact_store(tmp_path, monke
     import json
 
     from durable_navigator.activities.artifacts import LocalArtifactStore
-    from durable_navigator.activities.model_calls import HISTORY_REASONING_CHARS
-    from durable_navigator.cli import reads
+    from durable_navigator.navcore.report import HISTORY_REASONING_CHARS
+    from durable_navigator.cli import handles
 
     full = "survey: " + "rank and zoom; " * 60
     trimmed = full[:HISTORY_REASONING_CHARS]
     ref = LocalArtifactStore(tmp_path).put_bytes(json.dumps({"reasoning": full}).encode(), "application/json")
-    monkeypatch.setattr(reads, "default_artifact_dir", lambda: tmp_path)
-    assert reads.with_full_reasoning(_report(reasoning=trimmed, reasoning_ref=ref)).reasoning == full
+    monkeypatch.setattr(handles, "default_artifact_dir", lambda: tmp_path)
+    assert handles.with_full_reasoning(_report(reasoning=trimmed, reasoning_ref=ref)).reasoning == full
     # the store is elsewhere (a remote worker): the trimmed text, marked as cut
-    monkeypatch.setattr(reads, "default_artifact_dir", lambda: tmp_path / "elsewhere")
-    assert reads.with_full_reasoning(_report(reasoning=trimmed, reasoning_ref=ref)).reasoning == trimmed + "…"
-    assert reads.with_full_reasoning(_report()).reasoning == REASONING
+    monkeypatch.setattr(handles, "default_artifact_dir", lambda: tmp_path / "elsewhere")
+    assert handles.with_full_reasoning(_report(reasoning=trimmed, reasoning_ref=ref)).reasoning == trimmed + "…"
+    assert handles.with_full_reasoning(_report()).reasoning == REASONING
 
 
 def test_plan_text_drops_markdown_marks() -> None:
