@@ -92,15 +92,15 @@ def plan_text(markdown: str, *, current: bool = True) -> str:
     return "\n".join(lines if current else (line.replace(" ← current", "") for line in lines))
 
 
-def _diff_text(lines: Sequence[str], heading: str) -> Text:
-    diff = Text(f"{heading}\n", style="bold")
+def _diff_text(lines: Sequence[str], heading: str) -> Group:
+    """The heading, then each line indented (a wrapped line keeps its indent)."""
+    rows: list[RenderableType] = [Text(heading, style="bold")]
     for line in lines[:MAX_DIFF_LINES]:
         style = "green" if line.startswith("+") else "red" if line.startswith("-") else "yellow"
-        diff.append(f"  {line}\n", style=style)
+        rows.append(Padding(Text(line, style=style), (0, 0, 0, 2)))
     if len(lines) > MAX_DIFF_LINES:
-        diff.append(f"  … {len(lines) - MAX_DIFF_LINES} more\n", style="dim")
-    diff.rstrip()
-    return diff
+        rows.append(Padding(Text(f"… {len(lines) - MAX_DIFF_LINES} more", style="dim"), (0, 0, 0, 2)))
+    return Group(*rows)
 
 
 def _cost_line(report: TurnReport) -> Text:

@@ -122,7 +122,8 @@ async def fetch_status(session: TemporalSession, workflow_id: str) -> dict[str, 
 def _print_status(row: dict[str, Any]) -> None:
     stdout.print(f"[bold]{row['workflow_id']}[/bold] · {row['status']} · repo {row.get('repo') or '?'}")
     if row.get("goal"):
-        stdout.print(f"goal: {row['goal']}", markup=False)
+        label = "question" if row.get("workflow_type") == "ResearchWorkflow" else "goal"
+        stdout.print(f"{label}: {row['goal']}", markup=False, soft_wrap=True)
     if row["report"]:
         report = TurnReport.model_validate(row["report"])
         if report.planning_fallback:
@@ -131,7 +132,8 @@ def _print_status(row: dict[str, Any]) -> None:
             stdout.print(f"model: {report.model} · routing switches:", markup=False)
             for line in report.model_switches:
                 stdout.print(f"  {line}", markup=False, soft_wrap=True)
-        if report.stage_plan:
+        # a research run awaiting a verdict shows its plan inside the panel below
+        if report.stage_plan and not (report.workflow == "research" and report.awaiting_turn is not None):
             stdout.print(plan_text(report.stage_plan), markup=False, soft_wrap=True)
         if report.children:
             for line in children_blocks(report.children):

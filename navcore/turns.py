@@ -77,13 +77,16 @@ def restore_turn(state: NavigatorState, pending: PendingTurn) -> None:
     m.metadata = pending.previous_metadata
 
 
-def verdict_problem(state: Steering, turn: int, kind: str = "turn") -> str | None:
-    """Why a verdict for ``kind`` ``turn`` would be ignored now, or ``None`` when it would apply."""
+def verdict_problem(state: Steering, turn: int, kind: str = "turn", plan: str = "the stage plan") -> str | None:
+    """Why a verdict for ``kind`` ``turn`` would be ignored now, or ``None`` when it would apply.
+
+    ``plan``: what the workflow's ``kind: plan`` verdicts answer (the research plan, say).
+    """
     pending = state.pending
-    what = "the stage plan (round" if kind == "plan" else "turn"
+    what = f"{plan} (round" if kind == "plan" else "turn"
     if pending is None:
         return f"no turn is awaiting a verdict, so {what} {turn}{')' if kind == 'plan' else ''} cannot be answered"
-    now = f"the stage plan (round {pending.turn})" if pending.kind == "plan" else f"turn {pending.turn}"
+    now = f"{plan} (round {pending.turn})" if pending.kind == "plan" else f"turn {pending.turn}"
     if pending.turn != turn or pending.kind != kind:
         return f"{what} {turn}{')' if kind == 'plan' else ''} is not awaiting a verdict; {now} is"
     if pending.verdict is not None:
@@ -93,13 +96,13 @@ def verdict_problem(state: Steering, turn: int, kind: str = "turn") -> str | Non
 
 def record_verdict(
     state: Steering, verdict: Verdict, turn: int, sender: str, feedback: str | None,
-    kind: str = "turn",
+    kind: str = "turn", plan: str = "the stage plan",
 ) -> bool:
     """Apply a verdict to the pending turn; False (and a note) when stale or duplicate.
 
     ``kind`` must match too: a verdict for the stage plan never lands on a map turn.
     """
-    problem = verdict_problem(state, turn, kind)
+    problem = verdict_problem(state, turn, kind, plan)
     if problem is not None:
         state.note(verdict, sender, turn, f"ignored: {problem}")
         return False

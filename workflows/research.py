@@ -81,6 +81,9 @@ with workflow.unsafe.imports_passed_through():
 
 __all__ = ["ResearchWorkflow"]
 
+#: what a ``kind: plan`` verdict answers here (in the messages of refused verdicts)
+_PLAN = "the research plan"
+
 #: transient statuses are shown in the details but not upserted (each upsert is a history event)
 _TRANSIENT = frozenset({Status.PREPARING, Status.THINKING, Status.RENDERING})
 #: guard verdicts of a step → the run's stop reason
@@ -538,7 +541,7 @@ class ResearchWorkflow:
             self._verdict("reject", inp.turn, inp.sender, inp.feedback, inp.kind)
 
     def _verdict(self, verdict: Verdict, turn: int, sender: str, feedback: str | None, kind: str) -> None:
-        if not record_verdict(self.state.steering, verdict, turn, sender, feedback, kind):
+        if not record_verdict(self.state.steering, verdict, turn, sender, feedback, kind, _PLAN):
             workflow.logger.info("ignored %s for %s %d from %s: stale or duplicate", verdict, kind, turn, sender)
 
     @workflow.update(name="submit_verdict")
@@ -546,14 +549,14 @@ class ResearchWorkflow:
         """Approve or reject like the signals, answering with the outcome (what ``navigator approve`` /
         ``reject`` and the interactive follower send; the validator refuses a verdict the run would ignore)."""
         applied = record_verdict(self.state.steering, inp.verdict, inp.turn, inp.sender, inp.feedback,
-                                 inp.kind)
+                                 inp.kind, _PLAN)
         what = f"the research plan of round {inp.turn}" if inp.kind == "plan" else f"the findings of turn {inp.turn}"
         return VerdictOutcome(verdict=inp.verdict, turn=inp.turn, kind=inp.kind, applied=applied,
                               detail=f"{inp.verdict} {'applied to' if applied else 'ignored for'} {what}")
 
     @submit_verdict.validator
     def _validate_verdict(self, inp: VerdictInput) -> None:
-        problem = verdict_problem(self.state.steering, inp.turn, inp.kind)
+        problem = verdict_problem(self.state.steering, inp.turn, inp.kind, _PLAN)
         if problem is not None:
             raise ValueError(problem)
 
