@@ -163,8 +163,8 @@ def navigator(env: dict[str, str], *args: str, timeout: float = 300) -> subproce
     return proc
 
 
-def check_pages(browser: Chromium, link: str, out_dir: Path) -> dict[str, Any]:
-    """Open the run's pages, screenshot them and return what was found."""
+def check_pages(browser: Chromium, link: str, out_dir: Path, suffix: str = "") -> dict[str, Any]:
+    """Open the run's pages, screenshot them and return what was found (``suffix``: of the files)."""
     found: dict[str, Any] = {"link": link}
     browser.goto(link)
     if not browser.wait_for("/\\/(timeline|history)$/.test(location.pathname)"):
@@ -178,22 +178,31 @@ def check_pages(browser: Chromium, link: str, out_dir: Path) -> dict[str, Any]:
     page = " ".join((browser.eval("document.body.innerText") or "").split())
     found["panels"] = frames
     found["no_summary_shown"] = "No summary available" in page or "No details available" in page
-    browser.screenshot(out_dir / "webui-user-metadata.png")
+    browser.screenshot(out_dir / f"webui-user-metadata{suffix}.png")
 
     browser.goto(f"{base}/history")
-    browser.wait_for("document.body.innerText.includes('write result ·')")
+    browser.wait_for("document.body.innerText.includes('write result ·')" if not suffix else
+                     "document.body.innerText.includes('Completed')")
     time.sleep(1.0)
     history = browser.eval("document.body.innerText") or ""
     found["activity_summaries"] = sorted({line.strip() for line in history.splitlines()
                                           if re.match(r"\s*(scan |iter \d+ · |write result · )", line)})
-    browser.screenshot(out_dir / "webui-event-history.png")
+    browser.screenshot(out_dir / f"webui-event-history{suffix}.png")
     return found
 
 
-def verdicts(found: dict[str, Any]) -> dict[str, bool]:
+def verdicts(found: dict[str, Any], kind: str = "explore") -> dict[str, bool]:
     """The checks, each true when the page shows what it should."""
     panels: list[str] = found.get("panels", [])
     summaries: list[str] = found.get("activity_summaries", [])
+    if kind == "ask":
+        return {
+            "details render the cost as text": any(COST_TEXT.search(p) for p in panels),
+            "no math markup in the details": not any("\\(" in p or "\\)" in p for p in panels),
+            "static summary set": any(p.startswith("ask navigator_repo:") for p in panels),
+            "static details set": any("Question:" in p and "Repository:" in p for p in panels),
+            "no empty summary / details panel": not found.get("no_summary_shown", True),
+        }
     return {
         "details render the cost as text": any(COST_TEXT.search(p) for p in panels),
         "no math markup in the details": not any("\\(" in p or "\\)" in p for p in panels),
@@ -212,7 +221,10 @@ def main() -> None:
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     parser.add_argument("--width", type=int, default=1920)
     parser.add_argument("--height", type=int, default=1400)
+    parser.add_argument("--kind", choices=("explore", "ask"), default="explore",
+                        help="the run to check: an exploration, or a research run (navigator ask)")
     args = parser.parse_args()
+    suffix = "" if args.kind == "explore" else f"-{args.kind}"
     args.out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="navigator-webui-") as tmp:
         root = Path(tmp)
@@ -222,26 +234,29 @@ def main() -> None:
                                   stderr=open(root / "worker.log", "wb"))  # noqa: SIM115 - closed with the process
         browser: Chromium | None = None
         try:
-            explored = navigator(env, "explore", str(FIXTURE_REPO), GOAL, "--max-iterations", "3",
-                                 "--out", str(root / "out"))
+            if args.kind == "ask":
+                explored = navigator(env, "ask", str(FIXTURE_REPO), GOAL, "--out", str(root / "out"))
+            else:
+                explored = navigator(env, "explore", str(FIXTURE_REPO), GOAL, "--max-iterations", "3",
+                                     "--out", str(root / "out"))
             link = re.search(r"^Web UI: (\S+)$", explored.stdout, re.M)
             if link is None:
                 raise RuntimeError(f"explore printed no Web UI link: {explored.stdout[-1000:]}")
             browser = Chromium(args.chromium, args.width, args.height)
-            found = check_pages(browser, link.group(1), args.out_dir)
+            found = check_pages(browser, link.group(1), args.out_dir, suffix)
         finally:
             if browser is not None:
                 browser.close()
             worker.terminate()  # SIGTERM: the worker stops polling and leaves cleanly
             worker.wait(timeout=120)
             navigator(env, "server", "stop", timeout=120)
-    checks = verdicts(found)
-    report = {"server": {k: server[k] for k in ("grpc", "ui")}, **found, "checks": checks,
-              "screenshots": ["webui-user-metadata.png", "webui-event-history.png"]}
-    (args.out_dir / "webui-check.json").write_text(json.dumps(report, indent=1) + "\n")
+    checks = verdicts(found, args.kind)
+    shots = [f"webui-user-metadata{suffix}.png", f"webui-event-history{suffix}.png"]
+    report = {"server": {k: server[k] for k in ("grpc", "ui")}, **found, "checks": checks, "screenshots": shots}
+    (args.out_dir / f"webui-check{suffix}.json").write_text(json.dumps(report, indent=1) + "\n")
     for name, ok in checks.items():
         print(f"{'ok  ' if ok else 'FAIL'} {name}")
-    print(f"screenshots: {args.out_dir / 'webui-user-metadata.png'}, {args.out_dir / 'webui-event-history.png'}")
+    print(f"screenshots: {', '.join(str(args.out_dir / shot) for shot in shots)}")
     sys.exit(0 if all(checks.values()) else 1)
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "shorten",
     "markdown_text",
     "code_span",
+    "reasoning_preview",
     "run_summary",
     "run_details_markdown",
 ]
@@ -238,10 +239,17 @@ def turn_report_markdown(report: TurnReport, goal: str) -> str:
         lines.append("**Plan change:**")
         lines += [f"- {code_span(d)}" for d in report.proposed_diff[:12]]
     if report.reasoning:
-        lines.append(f"**Reasoning:** {md(shorten(report.reasoning, DETAILS_REASONING_CHARS))}")
+        lines.append(f"**Reasoning:** {md(reasoning_preview(report.reasoning))}")
     if report.stage_plan:
-        lines.append(_dollars(report.stage_plan))
+        lines += ["", _dollars(report.stage_plan)]  # blank line: the reasoning may end in a list item
     return "\n".join(lines)
+
+
+def reasoning_preview(reasoning: str) -> str:
+    """The reasoning as the Web UI's details show it: at most ``DETAILS_REASONING_CHARS``, and a
+    text history trimmed (``HISTORY_REASONING_CHARS``) ends in ``…`` so a reader knows it was cut."""
+    text = shorten(reasoning, DETAILS_REASONING_CHARS)
+    return text + "…" if len(reasoning) >= HISTORY_REASONING_CHARS and not text.endswith("…") else text
 
 
 def code_span(text: str) -> str:

@@ -6,10 +6,10 @@ from typing import Any
 
 from durable_navigator.navcore.budget import format_usd, micros_to_usd
 from durable_navigator.navcore.report import (
-    DETAILS_REASONING_CHARS,
     TurnReport,
     code_span,
     markdown_text,
+    reasoning_preview,
     shorten,
 )
 from durable_navigator.navcore.research import ResearchState, ResearchView
@@ -109,10 +109,11 @@ def research_details_markdown(report: TurnReport, question: str, state: Research
     if report.proposed_diff:
         lines += ["**Last step:**", *(f"- {code_span(d)}" for d in report.proposed_diff[:12])]
     if report.reasoning:
-        lines.append(f"**Reasoning:** {md(shorten(report.reasoning, DETAILS_REASONING_CHARS))}")
+        lines.append(f"**Reasoning:** {md(reasoning_preview(report.reasoning))}")
     if report.stage_plan:
         head, *steps = report.stage_plan.splitlines()
-        lines += [f"### {md(head.removeprefix('### '))}", *(f"- {md(step)}" for step in steps)]
+        # a blank line first: the reasoning may end in a list item the heading would join
+        lines += ["", f"### {md(head.removeprefix('### '))}", *(f"- {md(step)}" for step in steps)]
     table = children_markdown(state.children)
     if table:
         lines += ["**Subagents:**", table]
