@@ -27,7 +27,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,7 +40,10 @@ from durable_navigator.repomap.index import index_file
 from durable_navigator.repomap.parse_treesitter import tags_query_version
 from durable_navigator.repomap.tokens import COUNTER_NAME, token_byte_lengths
 
-__all__ = ["BuiltIndex", "build_index", "content_key_version", "content_hash"]
+__all__ = ["BuiltIndex", "Progress", "build_index", "content_key_version", "content_hash"]
+
+#: ``progress(done, total)``: files of this (re)index done so far, of how many
+Progress = Callable[[int, int], None]
 
 
 @dataclass
@@ -171,8 +174,13 @@ def _balanced_chunks(paths: list[str], sizes: dict[str, int], n_chunks: int) -> 
     return [c for c in chunks if c]
 
 
-def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int | None) -> BuiltIndex:
-    """Bring the cache up to date for ``disc`` and load every record."""
+def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int | None,
+                progress: Progress | None = None) -> BuiltIndex:
+    """Bring the cache up to date for ``disc`` and load every record.
+
+    ``progress(done, total)`` hears how many of the files to (re)index are done, from
+    this thread, as results arrive (a chunk at a time); nothing when all are cached.
+    """
     t0 = time.perf_counter()
     root = str(disc.root)
     version = content_key_version(cfg)
@@ -188,7 +196,7 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
     unreadable: list[str] = []
     t1 = time.perf_counter()
     sizes = {e.path: e.size for e in disc.files}
-    fresh, parsed = _index_stale(root, stale, sizes, cfg, version, jobs, cache, keys, unreadable)
+    fresh, parsed = _index_stale(root, stale, sizes, cfg, version, jobs, cache, keys, unreadable, progress)
     t2 = time.perf_counter()
     manifest = {e.path: (*e.stat_key, keys[e.path], e.racy(disc.scanned_ns)) for e in disc.files if e.path in keys}
     if manifest != old:
@@ -206,7 +214,7 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
 
 def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: EngineConfig, version: str,
                  jobs: int | None, cache: IndexCache, keys: dict[str, str],
-                 unreadable: list[str]) -> tuple[dict[str, tuple], int]:
+                 unreadable: list[str], progress: Progress | None = None) -> tuple[dict[str, tuple], int]:
     """Hash and (where the cache lacks the content) index ``paths``, storing results as they arrive.
 
     Returns the records indexed now (``key -> record``, so loading does not
@@ -217,10 +225,12 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
     args = (cfg.model_dump_json(), version, str(cache.path))
     n_jobs = max(1, jobs or os.cpu_count() or 1)
     fresh: dict[str, tuple] = {}
-    parsed = 0
+    parsed = done = 0
+    if progress is not None:
+        progress(0, len(paths))
 
     def take(chunk: list[tuple[str, str, bytes | None, bytes | None]]) -> None:
-        nonlocal parsed
+        nonlocal parsed, done
         rows = []
         for rel, key, rec, bag in chunk:
             if not key:
@@ -232,6 +242,9 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
                 fresh[key] = marshal.loads(rec)  # the blob itself is dropped once stored
         parsed += len(rows)
         cache.put_blobs(rows)
+        done += len(chunk)
+        if progress is not None:
+            progress(done, len(paths))
 
     if n_jobs == 1 or len(paths) < cfg.parallel_min_files:
         take(_index_chunk(root, paths, *args))
