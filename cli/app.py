@@ -45,7 +45,7 @@ COMMANDS: dict[str, LazyCommand] = {
     "worker": LazyCommand(f"{_PKG}.serve", "worker_app", "Run a navigator worker until SIGTERM / Ctrl-C."),
     "config": LazyCommand(f"{_PKG}.config_cmd", "config_app", "Inspect the configuration.", group=True),
     "mcp": LazyCommand(f"{_PKG}.mcpserver.command", "mcp_app",
-                       "Serve coding agents over the Model Context Protocol (stdio, or --http)."),
+                       "Serve coding agents over MCP (explore, ask, runs)."),
 }
 
 

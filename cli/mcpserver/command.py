@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from durable_navigator.cli.lazy import command_group
 import uvicorn
 
 from durable_navigator.cli.common import config_of, run_async
@@ -37,7 +39,7 @@ from durable_navigator.workers.devserver import default_state_dir
 
 __all__ = ["mcp_app", "DEFAULT_PORT", "HTTP_PATH", "default_out_dir"]
 
-mcp_app = typer.Typer(help="Serve coding agents over the Model Context Protocol.")
+mcp_app = command_group(help="Serve coding agents over the Model Context Protocol.")
 
 #: the streamable HTTP endpoint's default port and path
 DEFAULT_PORT = 8765
@@ -62,20 +64,23 @@ def _version() -> str:
 @handles_errors
 def mcp_command(
     ctx: typer.Context,
-    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.", show_default="stdio")] = False,
     host: Annotated[str, typer.Option("--host", help="HTTP: address to bind (loopback unless you mean it).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="HTTP: port (0 picks a free one).")] = DEFAULT_PORT,
     allow_root: Annotated[
         list[Path] | None,
-        typer.Option("--allow-root", help="Only repositories under DIR may be explored (repeatable). "
-                     "Default: any directory this process can read."),
+        typer.Option("--allow-root", help="Only repositories under DIR may be explored (repeatable).",
+                     show_default="any directory this process can read"),
     ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="Where runs write context.md + report.json (default: the user "
                                   "state dir's mcp-runs/).")
     ] = None,
 ) -> None:
-    """Serve the navigator as MCP tools (explore, run_status, stop_run, list_runs) for coding agents."""
+    """Serve coding agents over MCP (explore, ask, runs).
+
+    Tools: explore, ask, run_status, stop_run, list_runs; resources: a run's context, answer and report.
+    """
     config = config_of(ctx)
     roots = AllowedRoots.of(allow_root)
     out_dir = (out or default_out_dir()).expanduser().resolve()
