@@ -73,9 +73,11 @@ from durable_navigator.navcore.planning_parse import (
 )
 from durable_navigator.navcore.planning_prompts import corrective_suffix
 
-__all__ = ["ModelCallActivities", "CANCELLED_ERROR_TYPE", "PARSE_ERROR_TYPE"]
+__all__ = ["ModelCallActivities", "CANCELLED_ERROR_TYPE", "WORKER_SHUTDOWN_TYPE", "PARSE_ERROR_TYPE"]
 
 CANCELLED_ERROR_TYPE = "ModelCallCancelled"
+#: an attempt cut short because its worker shut down (retryable: it was nobody's stop)
+WORKER_SHUTDOWN_TYPE = "WorkerShutdown"
 PARSE_ERROR_TYPE = "PlanParseError"
 MEDIA_JSON = "application/json"
 #: summary characters of a decision kept in history (full text in its artifact; the reasoning's
@@ -147,6 +149,10 @@ class ModelCallActivities:
             return await call.run()
         except asyncio.CancelledError:
             call.meter.settle()
+            if activity.is_worker_shutdown():
+                # not a stop: this worker is going away; the workflow's next attempt goes to a live one
+                raise call.failure(ApplicationError(
+                    "the worker shut down during the model call", type=WORKER_SHUTDOWN_TYPE)) from None
             raise call.failure(ApplicationError(
                 "the model call was cancelled by the workflow (stop)", type=CANCELLED_ERROR_TYPE, non_retryable=True))
         except ModelCallError as exc:
