@@ -379,9 +379,10 @@ class ResearchWorkflow:
     async def _refine(self) -> None:
         s, caps = self.state, self.req.profile.caps
         added = sum(st.findings for st in s.steps if st.round == s.round)
-        if s.round > 0 and added == 0 and not s.feedback:
-            self._stop(StopReason.STALLED, f"round {s.round + 1} added no findings: another round would repeat it")
-            return
+        # a later round that added nothing is a stall only if the refinery still wants more: a FINISH
+        # on the findings so far is a normal end, and stopping before asking would report "stalled"
+        # (and tell the reader the research ended early) whenever a follow-up search found nothing new
+        barren = s.round > 0 and added == 0 and not s.feedback
         spec = ResearchRefineSpec(**self._common(), round=s.round, max_rounds=caps.max_rounds,
                                   steps=[f"[{st.status}] {st.description}" for st in s.steps], feedback=s.feedback)
         while True:
@@ -405,6 +406,9 @@ class ResearchWorkflow:
                   outcome)
         if verdict.decision == "finish":
             self._stop(StopReason.FINALIZED, f"the refinery said FINISH: {shorten(verdict.reason, 300)}")
+        elif barren:
+            self._stop(StopReason.STALLED, f"round {s.round + 1} added no findings and the refinery still wants "
+                                           f"{shorten(verdict.missing or '?', 200)}: another round would repeat it")
         elif s.round + 1 >= caps.max_rounds:
             self._stop(StopReason.MAX_ITERATIONS, f"{caps.max_rounds} rounds ran; still missing: {verdict.missing}")
         else:
