@@ -36,11 +36,11 @@ from pathlib import Path
 from durable_navigator.repomap.cache import IndexCache
 from durable_navigator.repomap.config import PARSER_VERSION, EngineConfig
 from durable_navigator.repomap.discover import Discovery
-from durable_navigator.repomap.index import index_file
+from durable_navigator.repomap.index import index_file, parser_for
 from durable_navigator.repomap.parse_treesitter import tags_query_version
 from durable_navigator.repomap.tokens import COUNTER_NAME, token_byte_lengths
 
-__all__ = ["BuiltIndex", "build_index", "content_key_version", "content_hash"]
+__all__ = ["BuiltIndex", "build_index", "content_key", "content_key_version", "content_hash"]
 
 
 @dataclass
@@ -77,6 +77,15 @@ def _trusted_key(prev: tuple | None, stat_key: tuple[int, int, int, int], versio
 def content_hash(data: bytes) -> str:
     """The content part of a cache key."""
     return _hash(data)
+
+
+def content_key(data: bytes, path: str, version: str) -> str:
+    """A file's cache key: its bytes, the parser its path selects, the engine version.
+
+    Files with the same bytes share a record only when the same parser reads
+    them (an empty ``__init__.py`` is Python, an empty ``.txt`` has no parser).
+    """
+    return f"{_hash(data)}:{parser_for(path)}:{version}"
 
 
 def content_key_version(cfg: EngineConfig) -> str:
@@ -129,7 +138,7 @@ def _index_chunk(root: str, paths: list[str], cfg_json: str, version: str,
         except OSError:
             out.append((rel, "", None, None))
             continue
-        keyed.append((rel, f"{_hash(data)}:{version}", data))
+        keyed.append((rel, content_key(data, rel, version), data))
     have = IndexCache.existing_keys_readonly(Path(db_path), [k for _, k, _ in keyed])
     with _no_gc():
         for rel, key, data in keyed:

@@ -33,6 +33,7 @@ from durable_navigator.repomap.cache import IndexCache, default_cache_dir
 from durable_navigator.repomap.config import EngineConfig
 from durable_navigator.repomap.discover import Discovery, check_root, discover, git_commit
 from durable_navigator.repomap.engine_query import QueryMixin
+from durable_navigator.repomap.index import BAG, with_path_terms
 from durable_navigator.repomap.layout import file_line
 from durable_navigator.repomap.rank import RankStructure
 from durable_navigator.repomap.render import RenderInput, metadata, read_current, render_plan, summaries
@@ -198,14 +199,20 @@ class RepoMap(QueryMixin):
         return rs
 
     def _stream_bags(self) -> Iterator[tuple[int, tuple]]:
-        """``(row, bag)`` for every file, read in chunks so all bags are never in memory."""
+        """``(row, bag)`` for every file, read in chunks so all bags are never in memory.
+
+        A cached bag stands for every file with its bytes; the terms of the
+        file's own path are added here.
+        """
         keys = self._built.keys
+        terms = BAG["terms"]
         for lo in range(0, len(self.files), _BAG_CHUNK):
             part = self.files[lo:lo + _BAG_CHUNK]
             bags = self._cache.get_column("bag", sorted({keys[p] for p in part}))
             for row, p in enumerate(part, lo):
-                if keys[p] in bags:
-                    yield row, bags[keys[p]]
+                bag = bags.get(keys[p])
+                if bag is not None:
+                    yield row, (*bag[:terms], with_path_terms(bag[terms], p), *bag[terms + 1:])
 
     def _base_line_costs(self) -> np.ndarray:
         """Cost of each file's path line without a why (for ``RankedFile.level_tokens``)."""
