@@ -22,23 +22,25 @@ import gc
 import hashlib
 import heapq
 import marshal
-import multiprocessing
 import os
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from durable_navigator.repomap.cache import IndexCache
 from durable_navigator.repomap.config import PARSER_VERSION, EngineConfig
 from durable_navigator.repomap.discover import Discovery
 from durable_navigator.repomap.index import index_file, parser_for
 from durable_navigator.repomap.parse_treesitter import tags_query_version
-from durable_navigator.repomap.tokens import COUNTER_NAME, token_byte_lengths
+from durable_navigator.repomap.tokens import COUNTER_NAME, preload
+
+if TYPE_CHECKING:
+    import multiprocessing.context
 
 __all__ = ["BuiltIndex", "build_index", "content_key", "content_key_version", "content_hash"]
 
@@ -155,6 +157,8 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     tokenizer), else ``forkserver``: forking a multi-threaded process -- a Temporal
     worker opens engines from a thread pool -- can copy a lock some other thread
     holds and hang the child."""
+    import multiprocessing  # a warm open never starts workers: not imported at start-up
+
     methods = multiprocessing.get_all_start_methods()
     if "fork" in methods and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
@@ -245,9 +249,11 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
     if n_jobs == 1 or len(paths) < cfg.parallel_min_files:
         take(_index_chunk(root, paths, *args))
         return fresh, parsed
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
     ctx = _pool_context()
     if ctx.get_start_method() == "fork":
-        token_byte_lengths()  # load the tokenizer once here; forked workers inherit it
+        preload()  # load the tokenizer once here; forked workers inherit it
     # several chunks per worker even out what byte-balancing misses; the file cap keeps
     # each result (and the parent's memory while it is written) small on huge trees
     n_chunks = min(len(paths), max(n_jobs * cfg.chunks_per_worker, -(-len(paths) // cfg.index_chunk_files)))

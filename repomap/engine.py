@@ -35,7 +35,7 @@ from durable_navigator.repomap.discover import Discovery, check_root, discover, 
 from durable_navigator.repomap.engine_query import QueryMixin
 from durable_navigator.repomap.index import BAG, with_path_terms
 from durable_navigator.repomap.layout import file_line
-from durable_navigator.repomap.rank import RankStructure
+from durable_navigator.repomap.rank import STRUCTURE_FORMAT, RankStructure
 from durable_navigator.repomap.render import RenderInput, metadata, read_current, render_plan, summaries
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.tokens import count_many
@@ -190,7 +190,8 @@ class RepoMap(QueryMixin):
 
     def _load_structure(self) -> RankStructure:
         key = hashlib.blake2b(
-            (self._built.index_hash + self.config.rank.model_dump_json()).encode(), digest_size=16).hexdigest()
+            (STRUCTURE_FORMAT + self._built.index_hash + self.config.rank.model_dump_json()).encode(),
+            digest_size=16).hexdigest()
         blob = self._cache.get_named("structures", key)
         if blob is not None:
             return RankStructure.from_blob(blob)

@@ -93,7 +93,7 @@ class QueryMixin:
         lexical = np.zeros(n)
         top_term: list[str | None] = [None] * n
         if cols:
-            sub = rs.bm25[:, cols].toarray()
+            sub = rs.bm25.columns_dense(cols)
             lexical = sub.sum(axis=1).astype(np.float64)
             best = sub.argmax(axis=1)
             top_term = [rs.terms[cols[b]] if lexical[i] > 0 else None for i, b in enumerate(best)]
@@ -104,7 +104,7 @@ class QueryMixin:
             j = rs.ident_col(name)
             if j is None:
                 continue
-            rows = rs.defs[:, j].nonzero()[0]
+            rows = rs.defs.column_rows(j)
             if 0 < len(rows) <= cfg.max_def_files:
                 ident[rows] = 1.0
                 for r in rows:
@@ -189,7 +189,7 @@ class QueryMixin:
         hits: list[SearchHit] = []
         top = 0.0
         if cols:
-            scores = np.asarray(rs.bm25[:, cols].sum(axis=1)).ravel()
+            scores = rs.bm25.columns_row_sum(cols)
             top = float(scores.max()) if scores.size else 0.0
             for i in np.lexsort((np.arange(len(scores)), -scores))[:limit]:
                 if scores[i] > 0:
@@ -226,7 +226,7 @@ class QueryMixin:
             return []
         word = re.compile(rf"\b{re.escape(name)}\b")
         out: list[SymbolRef] = []
-        for i in sorted(rs.refs[:, j].nonzero()[0].tolist()):
+        for i in sorted(rs.refs.column_rows(j).tolist()):
             p = self.files[i]
             # a file gone since indexing has no call sites now (read_lines notes it)
             lines = self.read_lines(p, 1, 1 << 62).splitlines()  # type: ignore[attr-defined]

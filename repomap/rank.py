@@ -11,7 +11,6 @@ lexical relevance. Ties are broken by path by the caller.
 
 from __future__ import annotations
 
-import bisect
 import marshal
 import re
 from array import array
@@ -20,16 +19,35 @@ from operator import itemgetter
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
 from durable_navigator.repomap.config import RankConfig
 from durable_navigator.repomap.index import BAG, split_identifier
+from durable_navigator.repomap.sparse import Compressed
+from durable_navigator.repomap.vocab import Vocabulary
 
 __all__ = ["RankStructure", "Personalization", "RankOutput", "goal_terms", "goal_mentions", "personalized_rank"]
 
 _TRACE = re.compile(r"""([\w./\\-]+\.[A-Za-z][\w]*)(?:", line |:)(\d+)""")
 _PATHLIKE = re.compile(r"[\w\-./]+/[\w\-.]+|[\w\-]+\.[A-Za-z]{1,5}\b")
 _IDENTLIKE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+#: layout of :meth:`RankStructure.to_blob` (part of the cache key: another layout is never read)
+STRUCTURE_FORMAT = "rs-2"
+
+
+class _ScipySparse:
+    """``scipy.sparse``, imported on first use: only building a structure needs it.
+
+    A request runs on a loaded structure (:mod:`repomap.sparse` arrays), so a new
+    process that renders from the cache never pays scipy's 0.1-0.15 s import.
+    """
+
+    def __getattr__(self, name: str) -> object:
+        import scipy.sparse
+
+        return getattr(scipy.sparse, name)
+
+
+sp = _ScipySparse()
 
 
 @dataclass
@@ -37,13 +55,13 @@ class RankStructure:
     """Sparse matrices over ``paths`` (sorted), independent of any request."""
 
     paths: list[str]
-    terms: list[str]  # sorted: column of a term found by bisection (no dict to rebuild on load)
-    bm25: sp.csc_matrix  # files x terms, BM25-weighted (column slices are cheap in CSC)
-    idents: list[str]  # sorted, like ``terms``
-    defs: sp.csc_matrix  # files x idents, 1 where the file defines the identifier
-    trans_t: sp.csr_matrix  # transposed row-stochastic file->file matrix
+    terms: Vocabulary  # sorted: column of a term found by bisection (nothing to rebuild on load)
+    bm25: Compressed  # CSC files x terms, BM25-weighted (column reads are cheap in CSC)
+    idents: Vocabulary  # sorted, like ``terms``
+    defs: Compressed  # CSC files x idents, 1 where the file defines the identifier
+    trans_t: Compressed  # CSR, transposed row-stochastic file->file matrix
     dangling: np.ndarray  # bool per file: no outgoing edges
-    refs: sp.csc_matrix  # files x idents, sqrt(reference count): who mentions a name
+    refs: Compressed  # CSC files x idents, sqrt(reference count): who mentions a name
 
     @classmethod
     def build(cls, paths: list[str], bags: Iterable[tuple[int, tuple]], cfg: RankConfig) -> "RankStructure":
@@ -80,36 +98,42 @@ class RankStructure:
         refs = sp.csr_matrix((np.sqrt(np.frombuffer(rv, dtype=np.float32)), (np.frombuffer(rr, dtype=np.int32), rcol)),
                              shape=(n, len(idents)))
         trans_t, dangling = _transition(defs, refs, cfg)
-        return cls(paths, term_list, bm25.tocsc(), ident_list, defs.tocsc(), trans_t, dangling, refs.tocsc())
+        return cls(paths, Vocabulary.from_sorted(term_list), Compressed.from_scipy(bm25.tocsc()),
+                   Vocabulary.from_sorted(ident_list), Compressed.from_scipy(defs.tocsc()),
+                   Compressed.from_scipy(trans_t), dangling, Compressed.from_scipy(refs.tocsc()))
 
     def to_blob(self) -> bytes:
-        """Serialize (marshal of vocab lists + raw array bytes)."""
-        def arr(m: sp.spmatrix) -> tuple:
-            return (m.shape, m.data.tobytes(), m.indices.astype(np.int32).tobytes(),
+        """Serialize: marshal of the format tag, paths, packed vocabularies and raw array bytes."""
+        def arr(m: Compressed) -> tuple:
+            return (m.fmt, m.shape, m.data.tobytes(), m.indices.astype(np.int32).tobytes(),
                     m.indptr.astype(np.int64).tobytes(), str(m.data.dtype))
-        return marshal.dumps((self.paths, self.terms, self.idents, arr(self.bm25),
-                              arr(self.defs), arr(self.trans_t), self.dangling.tobytes(), arr(self.refs)))
+        return marshal.dumps((STRUCTURE_FORMAT, self.paths, self.terms.to_parts(), self.idents.to_parts(),
+                              arr(self.bm25), arr(self.defs), arr(self.trans_t), self.dangling.tobytes(),
+                              arr(self.refs)))
 
     @classmethod
     def from_blob(cls, blob: bytes) -> "RankStructure":
-        """Inverse of :meth:`to_blob`."""
-        paths, terms, idents, b, d, t, dang, r = marshal.loads(blob)
+        """Inverse of :meth:`to_blob` (arrays are zero-copy views of ``blob``); ValueError when
+        ``blob`` has another layout."""
+        parts = marshal.loads(blob)
+        if not isinstance(parts, tuple) or len(parts) != 9 or parts[0] != STRUCTURE_FORMAT:
+            raise ValueError("not a ranking structure of this engine version")
+        _fmt, paths, terms, idents, b, d, t, dang, r = parts
 
-        def mat(kind: type, x: tuple) -> sp.spmatrix:
-            shape, data, ind, ptr, dt = x
-            return kind((np.frombuffer(data, dtype=dt), np.frombuffer(ind, dtype=np.int32),
-                         np.frombuffer(ptr, dtype=np.int64)), shape=tuple(shape))
-        return cls(paths, terms, mat(sp.csc_matrix, b), idents, mat(sp.csc_matrix, d),
-                   mat(sp.csr_matrix, t), np.frombuffer(dang, dtype=bool), mat(sp.csc_matrix, r))
-
+        def mat(x: tuple) -> Compressed:
+            fmt, shape, data, ind, ptr, dt = x
+            return Compressed(fmt, (int(shape[0]), int(shape[1])), np.frombuffer(data, dtype=dt),
+                              np.frombuffer(ind, dtype=np.int32), np.frombuffer(ptr, dtype=np.int64))
+        return cls(paths, Vocabulary.from_parts(*terms), mat(b), Vocabulary.from_parts(*idents), mat(d),
+                   mat(t), np.frombuffer(dang, dtype=bool), mat(r))
 
     def term_col(self, term: str) -> int | None:
         """Column of ``term`` in ``bm25`` (None when no file contains it)."""
-        return _find(self.terms, term)
+        return self.terms.find(term)
 
     def ident_col(self, name: str) -> int | None:
         """Column of identifier ``name`` in ``defs`` / ``refs``."""
-        return _find(self.idents, name)
+        return self.idents.find(name)
 
 
 def _columns(vocab: dict[str, int], keys: Iterable[str]) -> tuple[int, ...]:
@@ -122,11 +146,6 @@ def _columns(vocab: dict[str, int], keys: Iterable[str]) -> tuple[int, ...]:
         vocab.update(zip(sorted(new), range(len(vocab), len(vocab) + len(new))))
     got = itemgetter(*keys)(vocab)
     return got if len(keys) > 1 else (got,)
-
-
-def _find(sorted_list: list[str], key: str) -> int | None:
-    i = bisect.bisect_left(sorted_list, key)
-    return i if i < len(sorted_list) and sorted_list[i] == key else None
 
 
 def _sorted_vocab(vocab: dict[str, int], cols: array) -> tuple[list[str], np.ndarray]:

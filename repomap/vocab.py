@@ -1,0 +1,97 @@
+"""A sorted vocabulary packed into one byte buffer: no string objects until one is asked for.
+
+The ranking structure's term and identifier vocabularies have ~200,000 entries
+each on the Python stdlib. As lists of ``str`` they cost ~30 ms to unmarshal in
+every new process (and more on large trees) although a request looks up a
+dozen terms. Packed as UTF-8 (``surrogatepass``, so the surrogate-escaped
+names of undecodable paths survive) with an offset array, loading is a
+zero-copy view of the cached blob, and a lookup is a bisection over the bytes.
+UTF-8 byte order equals code point order, so the packed order is the order
+``sorted()`` gave the strings.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+__all__ = ["Vocabulary"]
+
+_ENC = "utf-8"
+_ERRORS = "surrogatepass"
+
+
+class _Keys(Sequence[bytes]):
+    """The entries as bytes, for :func:`bisect.bisect_left`."""
+
+    def __init__(self, buf: bytes, offsets: np.ndarray) -> None:
+        self._buf = buf
+        self._off = offsets
+
+    def __len__(self) -> int:
+        return len(self._off) - 1
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        return self._buf[int(self._off[i]):int(self._off[i + 1])]
+
+
+class Vocabulary(Sequence[str]):
+    """Sorted distinct strings: ``vocab[i]``, ``len(vocab)``, ``vocab.find(s)``."""
+
+    def __init__(self, buf: bytes, offsets: np.ndarray) -> None:
+        self._buf = buf
+        self._offsets = offsets
+        self._keys = _Keys(buf, offsets)
+
+    @classmethod
+    def from_sorted(cls, items: list[str]) -> "Vocabulary":
+        """Pack ``items`` (already sorted and distinct)."""
+        encoded = [s.encode(_ENC, _ERRORS) for s in items]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        return cls(b"".join(encoded), offsets)
+
+    def to_parts(self) -> tuple[bytes, bytes]:
+        """``(buffer, offsets as int64 bytes)``: what :meth:`from_parts` reads back."""
+        return self._buf, self._offsets.astype(np.int64).tobytes()
+
+    @classmethod
+    def from_parts(cls, buf: bytes, offsets: bytes) -> "Vocabulary":
+        """Inverse of :meth:`to_parts` (the offsets stay a view of ``offsets``)."""
+        return cls(buf, np.frombuffer(offsets, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self._offsets) - 1
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError("vocabulary index out of range")
+        return self._buf[int(self._offsets[i]):int(self._offsets[i + 1])].decode(_ENC, _ERRORS)
+
+    def __iter__(self) -> Iterator[str]:
+        buf, off = self._buf, self._offsets.tolist()
+        for i in range(len(off) - 1):
+            yield buf[off[i]:off[i + 1]].decode(_ENC, _ERRORS)
+
+    def find(self, s: str) -> int | None:
+        """Position of ``s``, or None when absent."""
+        keys = self._keys
+        key = s.encode(_ENC, _ERRORS)
+        i = bisect.bisect_left(keys, key)
+        return i if i < len(keys) and keys[i] == key else None
+
+    def __contains__(self, s: object) -> bool:
+        return isinstance(s, str) and self.find(s) is not None
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Vocabulary):
+            return self._buf == other._buf and np.array_equal(self._offsets, other._offsets)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
