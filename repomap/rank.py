@@ -17,6 +17,7 @@ from array import array
 from collections.abc import Iterable
 from operator import itemgetter
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -30,8 +31,9 @@ __all__ = ["RankStructure", "Personalization", "RankOutput", "goal_terms", "goal
 _TRACE = re.compile(r"""([\w./\\-]+\.[A-Za-z][\w]*)(?:", line |:)(\d+)""")
 _PATHLIKE = re.compile(r"[\w\-./]+/[\w\-.]+|[\w\-]+\.[A-Za-z]{1,5}\b")
 _IDENTLIKE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
-#: layout of :meth:`RankStructure.to_blob` (part of the cache key: another layout is never read)
-STRUCTURE_FORMAT = "rs-2"
+#: layout of :meth:`RankStructure.to_buffers` (part of the cache key: another layout is never read)
+STRUCTURE_FORMAT = "rs-3"
+_MAGIC = b"repomap-ranking\n"
 
 
 class _ScipySparse:
@@ -102,30 +104,70 @@ class RankStructure:
                    Vocabulary.from_sorted(ident_list), Compressed.from_scipy(defs.tocsc()),
                    Compressed.from_scipy(trans_t), dangling, Compressed.from_scipy(refs.tocsc()))
 
-    def to_blob(self) -> bytes:
-        """Serialize: marshal of the format tag, paths, packed vocabularies and raw array bytes."""
-        def arr(m: Compressed) -> tuple:
-            return (m.fmt, m.shape, m.data.tobytes(), m.indices.astype(np.int32).tobytes(),
-                    m.indptr.astype(np.int64).tobytes(), str(m.data.dtype))
-        return marshal.dumps((STRUCTURE_FORMAT, self.paths, self.terms.to_parts(), self.idents.to_parts(),
-                              arr(self.bm25), arr(self.defs), arr(self.trans_t), self.dangling.tobytes(),
-                              arr(self.refs)))
+    def to_buffers(self) -> list[bytes | memoryview]:
+        """The structure as one file's consecutive parts (see :meth:`from_buffer`).
+
+        A fixed magic, the header length, a marshal header (format tag, paths,
+        then per array its dtype, offset and length), then the arrays at
+        8-byte-aligned offsets, so a reader maps the file and views them in place.
+        """
+        arrays: list[tuple[str, np.ndarray | bytes]] = []
+        for name, vocab in (("terms", self.terms), ("idents", self.idents)):
+            buf, offsets = vocab.to_parts()
+            arrays += [(f"{name}.buf", buf), (f"{name}.off", offsets)]
+        for name in ("bm25", "defs", "trans_t", "refs"):
+            m = getattr(self, name)
+            arrays += [(f"{name}.data", m.data), (f"{name}.indices", m.indices.astype(np.int32)),
+                       (f"{name}.indptr", m.indptr.astype(np.int64))]
+        arrays.append(("dangling", self.dangling.astype(bool)))
+        shapes = {n: (getattr(self, n).fmt, getattr(self, n).shape) for n in ("bm25", "defs", "trans_t", "refs")}
+        table, parts, offset = [], [], 0
+        for name, a in arrays:
+            raw = memoryview(a if isinstance(a, bytes) else np.ascontiguousarray(a)).cast("B")
+            pad = -offset % 8
+            parts += [b"\0" * pad, raw]
+            offset += pad
+            table.append((name, "bytes" if isinstance(a, bytes) else str(a.dtype), offset, raw.nbytes))
+            offset += raw.nbytes
+        header = marshal.dumps((STRUCTURE_FORMAT, self.paths, shapes, table))
+        head_len = len(_MAGIC) + 8 + len(header)
+        lead = -head_len % 8
+        prefix = _MAGIC + (head_len + lead).to_bytes(8, "little") + header + b"\0" * lead
+        return [prefix, *parts]
 
     @classmethod
-    def from_blob(cls, blob: bytes) -> "RankStructure":
-        """Inverse of :meth:`to_blob` (arrays are zero-copy views of ``blob``); ValueError when
-        ``blob`` has another layout."""
-        parts = marshal.loads(blob)
-        if not isinstance(parts, tuple) or len(parts) != 9 or parts[0] != STRUCTURE_FORMAT:
-            raise ValueError("not a ranking structure of this engine version")
-        _fmt, paths, terms, idents, b, d, t, dang, r = parts
+    def from_buffer(cls, buf: Any) -> "RankStructure":
+        """Inverse of :meth:`to_buffers` over a ``bytes`` or ``mmap`` (arrays are views of it);
+        ValueError when ``buf`` holds anything else (another engine version's layout, a torn file)."""
+        if len(buf) < len(_MAGIC) + 8 or buf[:len(_MAGIC)] != _MAGIC:
+            raise ValueError("not a ranking structure file")
+        start = int.from_bytes(buf[len(_MAGIC):len(_MAGIC) + 8], "little")
+        try:
+            fmt, paths, shapes, table = marshal.loads(buf[len(_MAGIC) + 8:start])
+        except (ValueError, EOFError, TypeError) as exc:
+            raise ValueError("unreadable ranking structure header") from exc
+        if fmt != STRUCTURE_FORMAT:
+            raise ValueError(f"ranking structure format {fmt!r}, not {STRUCTURE_FORMAT!r}")
+        at: dict[str, tuple[str, int, int]] = {}
+        for name, dtype, offset, nbytes in table:
+            if start + offset + nbytes > len(buf):
+                raise ValueError("truncated ranking structure file")
+            at[name] = (dtype, start + offset, nbytes)
 
-        def mat(x: tuple) -> Compressed:
-            fmt, shape, data, ind, ptr, dt = x
-            return Compressed(fmt, (int(shape[0]), int(shape[1])), np.frombuffer(data, dtype=dt),
-                              np.frombuffer(ind, dtype=np.int32), np.frombuffer(ptr, dtype=np.int64))
-        return cls(paths, Vocabulary.from_parts(*terms), mat(b), Vocabulary.from_parts(*idents), mat(d),
-                   mat(t), np.frombuffer(dang, dtype=bool), mat(r))
+        def arr(name: str) -> np.ndarray:
+            dtype, offset, nbytes = at[name]
+            dt = np.dtype(dtype)
+            return np.frombuffer(buf, dtype=dt, count=nbytes // dt.itemsize, offset=offset)
+
+        def vocab(name: str) -> Vocabulary:
+            return Vocabulary(buf, arr(f"{name}.off"), base=at[f"{name}.buf"][1])
+
+        def mat(name: str) -> Compressed:
+            fmt_, shape = shapes[name]
+            return Compressed(fmt_, (int(shape[0]), int(shape[1])), arr(f"{name}.data"), arr(f"{name}.indices"),
+                              arr(f"{name}.indptr"))
+        return cls(paths, vocab("terms"), mat("bm25"), vocab("idents"), mat("defs"), mat("trans_t"),
+                   arr("dangling"), mat("refs"))
 
     def term_col(self, term: str) -> int | None:
         """Column of ``term`` in ``bm25`` (None when no file contains it)."""

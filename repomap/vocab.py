@@ -13,11 +13,15 @@ UTF-8 byte order equals code point order, so the packed order is the order
 from __future__ import annotations
 
 import bisect
+import mmap
 from collections.abc import Iterator, Sequence
+from typing import Union
 
 import numpy as np
 
 __all__ = ["Vocabulary"]
+
+Buffer = Union[bytes, mmap.mmap]
 
 _ENC = "utf-8"
 _ERRORS = "surrogatepass"
@@ -26,24 +30,30 @@ _ERRORS = "surrogatepass"
 class _Keys(Sequence[bytes]):
     """The entries as bytes, for :func:`bisect.bisect_left`."""
 
-    def __init__(self, buf: bytes, offsets: np.ndarray) -> None:
+    def __init__(self, buf: Buffer, offsets: np.ndarray, base: int) -> None:
         self._buf = buf
         self._off = offsets
+        self._base = base
 
     def __len__(self) -> int:
         return len(self._off) - 1
 
     def __getitem__(self, i):  # type: ignore[no-untyped-def]
-        return self._buf[int(self._off[i]):int(self._off[i + 1])]
+        return self._buf[self._base + int(self._off[i]):self._base + int(self._off[i + 1])]
 
 
 class Vocabulary(Sequence[str]):
-    """Sorted distinct strings: ``vocab[i]``, ``len(vocab)``, ``vocab.find(s)``."""
+    """Sorted distinct strings: ``vocab[i]``, ``len(vocab)``, ``vocab.find(s)``.
 
-    def __init__(self, buf: bytes, offsets: np.ndarray) -> None:
+    ``buf`` is anything whose slices are ``bytes`` (``bytes``, an ``mmap``);
+    entry ``i`` is ``buf[base + offsets[i]:base + offsets[i + 1]]``.
+    """
+
+    def __init__(self, buf: Buffer, offsets: np.ndarray, base: int = 0) -> None:
         self._buf = buf
         self._offsets = offsets
-        self._keys = _Keys(buf, offsets)
+        self._base = base
+        self._keys = _Keys(buf, offsets, base)
 
     @classmethod
     def from_sorted(cls, items: list[str]) -> "Vocabulary":
@@ -53,14 +63,10 @@ class Vocabulary(Sequence[str]):
         np.cumsum([len(b) for b in encoded], out=offsets[1:])
         return cls(b"".join(encoded), offsets)
 
-    def to_parts(self) -> tuple[bytes, bytes]:
-        """``(buffer, offsets as int64 bytes)``: what :meth:`from_parts` reads back."""
-        return self._buf, self._offsets.astype(np.int64).tobytes()
-
-    @classmethod
-    def from_parts(cls, buf: bytes, offsets: bytes) -> "Vocabulary":
-        """Inverse of :meth:`to_parts` (the offsets stay a view of ``offsets``)."""
-        return cls(buf, np.frombuffer(offsets, dtype=np.int64))
+    def to_parts(self) -> tuple[bytes, np.ndarray]:
+        """``(entries buffer, int64 offsets)``: what the constructor takes back."""
+        buf = self._buf[self._base:self._base + int(self._offsets[-1])] if len(self._offsets) else b""
+        return bytes(buf), self._offsets.astype(np.int64)
 
     def __len__(self) -> int:
         return len(self._offsets) - 1
@@ -72,12 +78,12 @@ class Vocabulary(Sequence[str]):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError("vocabulary index out of range")
-        return self._buf[int(self._offsets[i]):int(self._offsets[i + 1])].decode(_ENC, _ERRORS)
+        return self._keys[i].decode(_ENC, _ERRORS)
 
     def __iter__(self) -> Iterator[str]:
-        buf, off = self._buf, self._offsets.tolist()
+        buf, off, base = self._buf, self._offsets.tolist(), self._base
         for i in range(len(off) - 1):
-            yield buf[off[i]:off[i + 1]].decode(_ENC, _ERRORS)
+            yield buf[base + off[i]:base + off[i + 1]].decode(_ENC, _ERRORS)
 
     def find(self, s: str) -> int | None:
         """Position of ``s``, or None when absent."""
@@ -91,7 +97,7 @@ class Vocabulary(Sequence[str]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Vocabulary):
-            return self._buf == other._buf and np.array_equal(self._offsets, other._offsets)
+            return self.to_parts()[0] == other.to_parts()[0] and np.array_equal(self._offsets, other._offsets)
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
