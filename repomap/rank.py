@@ -88,9 +88,8 @@ class RankStructure:
             rc.extend(_columns(idents, bag_refs))
             rv.extend(bag_refs.values())
             rr.extend(array("i", [i]) * len(bag_refs))
-        term_list, tcol = _sorted_vocab(terms, tc)
-        ident_list, dcol = _sorted_vocab(idents, dc)
-        rcol = _sorted_vocab(idents, rc)[1]
+        term_list, (tcol,) = _sorted_vocab(terms, tc)
+        ident_list, (dcol, rcol) = _sorted_vocab(idents, dc, rc)
         bm25 = _bm25_matrix(n, len(terms), np.frombuffer(tr, dtype=np.int32), tcol,
                             np.frombuffer(tv, dtype=np.float32), cfg)
         defs = sp.csr_matrix((np.ones(len(dr), dtype=np.float32), (np.frombuffer(dr, dtype=np.int32), dcol)),
@@ -179,24 +178,26 @@ class RankStructure:
 
 
 def _columns(vocab: dict[str, int], keys: Iterable[str]) -> tuple[int, ...]:
-    """Columns of ``keys``, adding unseen ones (set/zip/itemgetter run in C, not per key)."""
+    """Columns of ``keys``, adding unseen ones in first-seen order (renumbered in sorted order
+    by :func:`_sorted_vocab`, so this order never shows); zip/itemgetter run in C, not per key."""
     keys = tuple(keys)
     if not keys:
         return ()
-    new = set(keys).difference(vocab)
+    new = [k for k in keys if k not in vocab]
     if new:
-        vocab.update(zip(sorted(new), range(len(vocab), len(vocab) + len(new))))
+        vocab.update(zip(new, range(len(vocab), len(vocab) + len(new))))
     got = itemgetter(*keys)(vocab)
     return got if len(keys) > 1 else (got,)
 
 
-def _sorted_vocab(vocab: dict[str, int], cols: array) -> tuple[list[str], np.ndarray]:
+def _sorted_vocab(vocab: dict[str, int], *cols: array) -> tuple[list[str], list[np.ndarray]]:
     """Renumber columns so the vocabulary is sorted (deterministic, bisectable)."""
     order = sorted(vocab)
     remap = np.empty(len(order), dtype=np.int32)
     remap[np.asarray(itemgetter(*order)(vocab) if len(order) > 1 else [vocab[k] for k in order],
                      dtype=np.int64)] = np.arange(len(order))
-    return order, remap[np.frombuffer(cols, dtype=np.int32)] if len(cols) else np.zeros(0, dtype=np.int32)
+    return order, [remap[np.frombuffer(c, dtype=np.int32)] if len(c) else np.zeros(0, dtype=np.int32)
+                   for c in cols]
 
 
 def _bm25_matrix(n: int, n_terms: int, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,

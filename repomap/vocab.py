@@ -58,9 +58,13 @@ class Vocabulary(Sequence[str]):
     @classmethod
     def from_sorted(cls, items: list[str]) -> "Vocabulary":
         """Pack ``items`` (already sorted and distinct)."""
+        joined = "".join(items)
+        offsets = np.zeros(len(items) + 1, dtype=np.int64)
+        if joined.isascii():  # the usual case: byte lengths are the string lengths
+            np.cumsum(np.fromiter(map(len, items), dtype=np.int64, count=len(items)), out=offsets[1:])
+            return cls(joined.encode("ascii"), offsets)
         encoded = [s.encode(_ENC, _ERRORS) for s in items]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum([len(b) for b in encoded], out=offsets[1:])
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(items)), out=offsets[1:])
         return cls(b"".join(encoded), offsets)
 
     def to_parts(self) -> tuple[bytes, np.ndarray]:
