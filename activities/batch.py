@@ -39,6 +39,7 @@ from durable_navigator.navcore.budget import micros_to_usd
 from durable_navigator.navtypes.errors import ConfigError
 from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
 from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.research import ResearchResult
 
 __all__ = ["JobsFileError", "JobCheck", "load_jobs_file", "parse_jobs_text", "BatchActivities", "MAX_JOBS_FILE_BYTES"]
 
@@ -80,7 +81,7 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
 
 _HINTS = {
     "missing": "add it",
-    "extra_forbidden": "remove it (allowed: repo, goal, name, model, max_budget_usd, token_budget, "
+    "extra_forbidden": "remove it (allowed: repo, goal, name, kind, model, max_budget_usd, token_budget, "
     "max_iterations, max_output_tokens, mode)",
     "literal_error": "batches are unattended; use mode: autonomous or leave it out",
     "model_type": "write it as a mapping, e.g. {repo: ./path, goal: \"what the context is for\"}",
@@ -268,7 +269,8 @@ class BatchActivities:
     @activity.defn(name="batch.recover_child")
     async def recover_child(self, inp: RecoverChildInput) -> RecoverChildOutput:
         """Wait for (if still running) and return the result of an existing child workflow."""
-        handle = activity.client().get_workflow_handle(inp.workflow_id, result_type=ExplorationResult)
+        result_type = ResearchResult if inp.kind == "ask" else ExplorationResult
+        handle = activity.client().get_workflow_handle(inp.workflow_id, result_type=result_type)
         while True:
             try:
                 desc = await handle.describe()
@@ -287,6 +289,8 @@ class BatchActivities:
             result = await handle.result(follow_runs=True)
         except WorkflowFailureError as exc:
             return RecoverChildOutput(status="failed", error=" ".join(str(exc.cause or exc).split())[:500])
+        if isinstance(result, ResearchResult):
+            return RecoverChildOutput(status=status, research=result)
         return RecoverChildOutput(status=status, result=result)
 
     def all(self) -> list[Any]:

@@ -42,10 +42,11 @@ from durable_navigator.activities.models.base import CallContext, ModelCallError
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.requests import EngineSource, RequestBuilder
+from durable_navigator.activities.research_calls import RESEARCH_KINDS, invalid_turn, parse_research
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.decision import FUNCTION_NAMES, ModelDecision
 from durable_navigator.navtypes.errors import BudgetError, NavigatorError
-from durable_navigator.navcore.model import Message, ModelRequest, ModelResponse, ToolCallOut
+from durable_navigator.navcore.model import Message, ModelRequest, ModelResponse
 from durable_navigator.navcore.model_calls import (
     AnalysisOut,
     AttemptUsage,
@@ -220,6 +221,11 @@ class _Attempt:
             req, added = _corrective(req, response, parsed)
             prompt_tokens += acts.count_tokens(added) + 16
             self.call_estimate = acts.pricer.estimate(inp.model, prompt_tokens, req.max_output_tokens)
+        if inp.kind == "research.execute":
+            # like a navigator turn: an unusable answer is a turn the workflow logs, not a failed call
+            return ModelCallOutput(result=invalid_turn(
+                f"no usable function call after {self.meter.calls} request(s): {problem}", response.text),
+                spent=self.spent())
         if inp.kind == "decide":
             decision = ModelDecision(action="invalid", model=inp.model,
                                      error=f"no usable function call after {self.meter.calls} request(s): {problem}"[:2000],
@@ -231,11 +237,18 @@ class _Attempt:
     def _parse(self, req: ModelRequest, resp: ModelResponse) -> ModelResult | str:
         """The typed result of the answer, or why it is unusable (quoted in the re-ask)."""
         task, text = req.task, resp.text
+        malformed = [c for c in resp.tool_calls if c.raw_arguments is not None]
+        if malformed:
+            call = malformed[0]
+            return (f"the arguments of {call.name} were not a JSON object ({call.raw_arguments[:200]!r}); "
+                    "send them as one valid JSON object")
         if task.kind == "decide":
             from durable_navigator.navcore.decision import decision_from_calls
 
             decision = decision_from_calls([(c.name, c.args) for c in resp.tool_calls], self.inp.model, text)
             return decision if isinstance(decision, str) else self._decision_out(decision)
+        if task.kind in RESEARCH_KINDS:
+            return parse_research(req, resp, self.inp.model, self.acts.store)
         try:
             if task.kind == "planning.analyze":
                 return AnalysisOut(analysis=parse_analysis(text))
@@ -270,12 +283,14 @@ def _corrective(req: ModelRequest, resp: ModelResponse, problem: str) -> tuple[M
         names = " or ".join(f"{n}(...)" for n in FUNCTION_NAMES)
         correction = (f"Your previous answer was not usable: {problem}. Answer again with exactly one function "
                       f"call ({names}, or code-tool calls) whose arguments match the declared schema.")
+    elif req.task.kind == "research.execute":
+        correction = (f"Your previous answer was not usable: {problem}. Answer again with code-tool calls, or "
+                      "exactly one of finish_step / delegate / navigate, with arguments matching the schema.")
     else:
         correction = corrective_suffix(problem).strip()
-    answer = Message(role="assistant", content=resp.text,
-                     tool_calls=[ToolCallOut(name=c.name, args=c.args) for c in resp.tool_calls])
+    answer = Message(role="assistant", content=resp.text, tool_calls=list(resp.tool_calls))
     messages = [*req.messages, answer, Message(role="user", content=correction)]
-    added = resp.text + json.dumps([c.args for c in resp.tool_calls]) + correction
+    added = resp.text + json.dumps([c.raw_arguments or c.args for c in resp.tool_calls]) + correction
     return req.model_copy(update={"messages": messages}), added
 
 

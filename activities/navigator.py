@@ -38,6 +38,7 @@ from durable_navigator.navcore.activity_io import (
     WriteResultOutput,
 )
 from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.endpoints import Endpoint
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navtypes.mapmeta import MapMetadata
@@ -98,8 +99,10 @@ class NavigatorActivities:
         engine_factory: EngineFactory | None = None,
         token_counter: Callable[[str], int] | None = None,
         limits: ActivityLimits | None = None,
+        endpoints: Mapping[str, Endpoint] | None = None,
     ) -> None:
-        """``model_overrides``: models served under a name of their own (tests, embedders)."""
+        """``model_overrides``: models served under a name of their own (tests, embedders);
+        ``endpoints``: the configured OpenAI-compatible endpoints (``navigator.yaml``)."""
         self.store = store
         self.pricer = pricer
         self.engine_factory = engine_factory or open_repomap
@@ -108,7 +111,7 @@ class NavigatorActivities:
         self.count_tokens = token_counter
         self.limits = limits or ActivityLimits()
         #: the models this worker serves (the offline one reads this instance's engines)
-        self.models = models or ModelRegistry(self.engine, overrides=model_overrides)
+        self.models = models or ModelRegistry(self.engine, overrides=model_overrides, endpoints=endpoints)
 
     # -- helpers ---------------------------------------------------------
 
@@ -152,8 +155,11 @@ class NavigatorActivities:
         """Check the model, index the repository (cached) and render the first map."""
 
         async def work() -> ScanOutput:
-            self.models.check(inp.model)  # unknown model, no credentials → ModelError before any spend
-            rates = self.pricer.rates(inp.model)  # a model without a price is refused now
+            by_model = {}
+            for model in dict.fromkeys([inp.model, *inp.other_models]):
+                self.models.check(model)  # unknown model, no credentials → ModelError before any spend
+                by_model[model] = self.pricer.rates(model)  # a model without a price is refused now
+            rates = by_model[inp.model]
             engine = await self.engines.get(inp.repo_root, refresh=True)
             render = await self._render(engine, inp.flight_plan)
             goal_ref = self._put_text(inp.goal, MEDIA_TEXT, "goal") if inp.goal is not None else None
@@ -164,6 +170,7 @@ class NavigatorActivities:
                 files_total=len(engine.files),
                 render=render,
                 rates=rates,
+                rates_by_model=by_model,
             )
 
         return await self._guard(work())
@@ -193,7 +200,9 @@ class NavigatorActivities:
                 engine = await self.engines.get(inp.repo_root)
             except NavigatorError:
                 engine = None  # the repository is gone: the map's own notes still go in
-            context = _context_markdown(inp, map_text, skipped_files_markdown(engine, map_text))
+            report = json.loads(inp.report_json)
+            context = _context_markdown(inp, map_text, skipped_files_markdown(engine, map_text),
+                                        decisions_markdown(report.get("decisions") or []))
             context_ref = self._put_text(context, MEDIA_MARKDOWN, f"context pack for {inp.workflow_id}")
             report_text = json.dumps(json.loads(inp.report_json), indent=2, sort_keys=True) + "\n"
             report_ref = self._put_text(report_text, MEDIA_JSON, f"report for {inp.workflow_id}")
@@ -213,13 +222,40 @@ class NavigatorActivities:
         return [self.scan, self.render_map, self.write_result]
 
 
-def _context_markdown(inp: WriteResultInput, map_text: str, skipped: str = "") -> str:
+#: characters of one decision's reasoning in context.md (the full text is in report.json / the decision artifact)
+DECISION_LINE_CHARS = 240
+
+
+def decisions_markdown(entries: list[dict[str, Any]]) -> str:
+    """The decision log, one line a turn: step, what was done, the reasoning's head, verdict, cost."""
+    lines = []
+    for e in entries:
+        reasoning = " ".join(str(e.get("reasoning") or e.get("error") or "").split())
+        if len(reasoning) > DECISION_LINE_CHARS:
+            reasoning = reasoning[: DECISION_LINE_CHARS - 1] + "…"
+        diff = "; ".join(e.get("diff_lines") or [])[:160]
+        parts = [f"step {e.get('step', '?')}", str(e.get("action", "?"))]
+        if e.get("verdict"):
+            parts.append(f"verdict {e['verdict']}" + (f" ({e['feedback']})" if e.get("feedback") else ""))
+        if diff:
+            parts.append(diff)
+        if reasoning:
+            parts.append(reasoning)
+        cost = int(e.get("cost_micros") or 0)
+        if cost:
+            parts.append(f"${cost / 1_000_000:.4f}")
+        lines.append("- " + " · ".join(parts))
+    return "\n".join(lines)
+
+
+def _context_markdown(inp: WriteResultInput, map_text: str, skipped: str = "", decisions: str = "") -> str:
     summary = (inp.summary or "").strip() or "(the navigator stopped before writing a summary)"
     return (
         f"# Context: {inp.goal.strip()}\n\n"
         f"Repository: `{inp.repo_root}`\n\n"
         f"## Summary\n\n{summary}\n\n"
         + (f"## Stages and success criteria\n\n{inp.stage_plan.strip()}\n\n" if inp.stage_plan else "")
+        + (f"## Decisions (one line a turn)\n\n{decisions.rstrip()}\n\n" if decisions else "")
         + (f"## Files not in the map\n\n{skipped.rstrip()}\n\n" if skipped else "")
         + f"## Repository map\n\n{map_text.rstrip()}\n"
     )

@@ -4,7 +4,8 @@
 for the CLI when its in-process worker will serve the run (same code, same
 environment). It asks the worker's model registry (the one model-name parser,
 the provider's construction and its script file), the pricer, and the
-provider's credential source for ``gemini-*``. Nothing it returns holds a
+provider's credential source (``gemini-*``; the key variable an OpenAI-compatible
+endpoint names). Nothing it returns holds a
 credential: problems are one line, with known secret values masked.
 """
 
@@ -34,8 +35,9 @@ def needs_worker_check(model: str) -> bool:
     return model.strip() != "offline"
 
 
-def _masked(text: str, env: Mapping[str, str]) -> str:
-    for name in _SECRET_ENV:
+def _masked(text: str, env: Mapping[str, str], registry: ModelRegistry) -> str:
+    names = {*_SECRET_ENV, *(e.api_key_env for e in registry.endpoints.values() if e.api_key_env)}
+    for name in sorted(names):
         value = env.get(name) or ""
         if len(value) >= 4:
             text = text.replace(value, _MASK)
@@ -43,13 +45,18 @@ def _masked(text: str, env: Mapping[str, str]) -> str:
     return line[:_MAX_PROBLEM_CHARS]
 
 
-def _credentials_problem(model: str, env: Mapping[str, str]) -> None:
+def _credentials_problem(model: str, registry: ModelRegistry, env: Mapping[str, str]) -> None:
     """Raise the provider's own ``ModelError`` when it would find no credentials here."""
-    if model.removeprefix("models/").startswith("gemini-"):
+    spec = registry.spec(model)
+    if spec.provider == "gemini":
         # imported here: a worker without google-genai still serves the other models
         from durable_navigator.activities.models.gemini import GeminiCredentials
 
         GeminiCredentials.from_env(env)
+    elif spec.provider == "openai" and spec.endpoint is not None:
+        from durable_navigator.activities.models.openai import OpenAICredentials
+
+        OpenAICredentials.from_env(spec.endpoint, registry.endpoints[spec.endpoint], env)
 
 
 def model_problem(
@@ -65,11 +72,11 @@ def model_problem(
     try:
         registry.model(name)  # unknown model, missing script file, provider not installed
         pricer.rates(name)  # a model without a price is refused before any spend
-        _credentials_problem(name, environ)
+        _credentials_problem(name, registry, environ)
     except NavigatorError as exc:
-        return _masked(str(exc), environ)
+        return _masked(str(exc), environ, registry)
     except Exception as exc:  # noqa: BLE001 - a check reports what went wrong; it never fails the caller
-        return _masked(f"{type(exc).__name__}: {exc}", environ)
+        return _masked(f"{type(exc).__name__}: {exc}", environ, registry)
     return None
 
 

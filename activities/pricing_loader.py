@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.endpoints import Endpoint, endpoint_price_entries, resolve_endpoints
 from durable_navigator.navtypes.errors import ConfigError
 from durable_navigator.navcore.pricing import (
     PRICING_FILE_ENV,
@@ -65,7 +66,7 @@ def load_shipped_pricing() -> PricingTable:
 def _read_override(path: Path) -> Any:
     origin = f"pricing override {path}"
     if not path.is_file():
-        raise ConfigError(f"{origin}: no such file; pass an existing YAML/JSON file to --pricing")
+        raise ConfigError(f"{origin}: no such file; set pricing_file (or NAVIGATOR_PRICING_FILE) to an existing YAML/JSON file")
     if path.stat().st_size > _MAX_OVERRIDE_BYTES:
         raise ConfigError(f"{origin}: larger than {_MAX_OVERRIDE_BYTES} bytes; is it the right file?")
     try:
@@ -76,16 +77,23 @@ def _read_override(path: Path) -> Any:
 
 
 def load_pricing_table(
-    override: str | Path | None = None, env: Mapping[str, str] | None = None
+    override: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    endpoints: Mapping[str, Endpoint] | None = None,
 ) -> PricingTable:
-    """The shipped table merged with the override file, if any.
+    """The shipped table, the endpoints' declared prices, then the override file, if any.
 
-    ``override`` wins over the ``NAVIGATOR_PRICING_FILE`` environment variable;
-    with neither, the shipped table is returned as is. Every problem is a
-    one-line ``ConfigError`` naming the file and the offending fields.
+    ``endpoints`` are the configured OpenAI-compatible endpoints (the built-in
+    ones are always included): their ``prices`` become ``<endpoint>:<model>``
+    (or ``<endpoint>:*``) entries. ``override`` wins over the
+    ``NAVIGATOR_PRICING_FILE`` environment variable and over both. Every
+    problem is a one-line ``ConfigError`` naming the file and the offending fields.
     """
     environ = os.environ if env is None else env
     table = load_shipped_pricing()
+    declared = endpoint_price_entries(resolve_endpoints(endpoints))
+    if declared:
+        table = table.merged({"models": declared}, "navigator.yaml endpoints.*.prices")
     chosen = override if override is not None else environ.get(PRICING_FILE_ENV) or None
     if chosen is None:
         return table
@@ -107,9 +115,10 @@ class TablePricer:
         self.table = table
 
     @classmethod
-    def load(cls, override: str | Path | None = None) -> "TablePricer":
-        """The shipped table merged with the user override (``--pricing`` / env)."""
-        return cls(load_pricing_table(override))
+    def load(cls, override: str | Path | None = None,
+             endpoints: Mapping[str, Endpoint] | None = None) -> "TablePricer":
+        """The shipped table merged with the endpoints' prices and the user override (``pricing_file`` / env)."""
+        return cls(load_pricing_table(override, endpoints=endpoints))
 
     def cost(self, model: str, usage: TokenUsage, calls: int = 1) -> int:
         """Exact micro-dollar cost; zero usage costs nothing."""

@@ -1,4 +1,4 @@
-"""Read a run profile (guardrails, caps, planning, compression, stream guard) from YAML.
+"""Read run profiles (guardrails, caps, planning, compression) and agent profiles from YAML.
 
 The profile itself is pure data (:class:`navcore.guardrails.RunProfile`) and
 travels in the workflow input; this is the file-reading half, used by the CLI
@@ -7,6 +7,7 @@ before anything starts.
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 import yaml
@@ -14,8 +15,9 @@ from pydantic import ValidationError
 
 from durable_navigator.navtypes.errors import ConfigError
 from durable_navigator.navcore.guardrails import RunProfile
+from durable_navigator.navcore.subagents import AgentProfile
 
-__all__ = ["load_run_profile"]
+__all__ = ["load_run_profile", "load_agent_profiles", "SHIPPED_AGENT_PROFILES"]
 
 
 def load_run_profile(path_or_text: str | Path) -> RunProfile:
@@ -43,3 +45,44 @@ def load_run_profile(path_or_text: str | Path) -> RunProfile:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "(root)"
         raise ConfigError(f"{source}: {key}: {err['msg']} ({exc.error_count()} error(s) in total)") from exc
+
+
+#: the shipped agent profiles (package data of navcore)
+SHIPPED_AGENT_PROFILES = ("durable_navigator.navcore", "agent_profiles.yaml")
+
+
+def _profiles_from_yaml(text: str, source: str) -> dict[str, AgentProfile]:
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{source}{where}: not valid YAML ({getattr(exc, 'problem', None) or 'syntax error'}); "
+                          "fix the syntax") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: agent profiles must be a mapping of profile name → settings")
+    out: dict[str, AgentProfile] = {}
+    for name, fields in data.items():
+        if not isinstance(fields, dict):
+            raise ConfigError(f"{source}: profile {name!r} must be a mapping of settings")
+        try:
+            out[str(name)] = AgentProfile.model_validate({**fields, "name": str(name)})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            key = ".".join(str(p) for p in err["loc"]) or "(root)"
+            raise ConfigError(f"{source}: profile {name}: {key}: {err['msg']} ({exc.error_count()} error(s))") from exc
+    return out
+
+
+def load_agent_profiles(extra: Path | None = None) -> dict[str, AgentProfile]:
+    """The shipped profiles (researcher, navigator, reviewer), then ``extra``'s added or overriding them."""
+    package, name = SHIPPED_AGENT_PROFILES
+    shipped = resources.files(package).joinpath(name).read_text(encoding="utf-8")
+    profiles = _profiles_from_yaml(shipped, f"shipped {name}")
+    if extra is not None:
+        try:
+            text = extra.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read agent profiles {extra}: {exc.strerror}; check the path") from exc
+        profiles.update(_profiles_from_yaml(text, str(extra)))
+    return profiles

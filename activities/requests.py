@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from durable_navigator.activities.artifacts import ArtifactStore
+from durable_navigator.activities.research_calls import build_research_request
 from durable_navigator.navcore.activity_io import MapView, RecentDecision
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.compression import summary_prompt
@@ -40,6 +41,10 @@ from durable_navigator.navcore.model_calls import (
     PlanSpec,
     PromptSpec,
     ReflectSpec,
+    ResearchExecuteSpec,
+    ResearchPlanSpec,
+    ResearchRefineSpec,
+    ResearchSynthesizeSpec,
     ReviewSpec,
 )
 from durable_navigator.navcore.planning_prompts import (
@@ -83,6 +88,8 @@ class RequestBuilder:
         if isinstance(spec, DecideSpec):
             return self._decide(model, spec)
         goal = self._text(spec.goal_ref)
+        if isinstance(spec, ResearchPlanSpec | ResearchExecuteSpec | ResearchRefineSpec | ResearchSynthesizeSpec):
+            return await build_research_request(self.store, self.engines, model, spec, goal)
         if isinstance(spec, AnalyzeSpec):
             engine = await self.engines(spec.repo_root)
             rendered = await asyncio.to_thread(engine.render, FlightPlan(goal=goal[:8000]))

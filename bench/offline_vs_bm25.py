@@ -39,7 +39,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from offline_taskset import Task, load_tasks, materialize, repo_dir  # noqa: E402
+from taskset import Task, load_tasks, materialize, repo_dir  # noqa: E402
 
 from durable_navigator.activities.models.offline import OfflineTurn, offline_decision  # noqa: E402
 from durable_navigator.activities.models.offline.terms import STOPWORDS, split_identifier  # noqa: E402

@@ -16,8 +16,8 @@ What it does (details and how to read the figures: ``bench/SOAK.md``):
    (K kills), and once, half-way, restarts the dev server on the same database;
 5. verifies: every exploration completed; per exploration the decision log has
    one entry per step (none lost, none duplicated) and as many model entries
-   as completed ``navigator.decide`` activities in its history; every ledger
-   equals the sum of its recorded usage; the batch spent the sum of its
+   as completed ``decide`` attempts (``model.request`` activities) in its history;
+   every ledger equals the sum of its recorded usage and stays within its limit; the batch spent the sum of its
    children; the fake key appears in no history;
 6. writes ``bench/results/soak-<stamp>.json`` and ``.md``: throughput
    (explorations/min), history bytes per exploration, kills, restarts.
@@ -241,26 +241,41 @@ async def _chaos(cfg: SoakConfig, client: Any, batch_id: str, fleet: Fleet, serv
 
 # -- verification ------------------------------------------------------------------
 
-MODEL_ACTIONS = {"update_flight_plan", "finalize_context", "invalid"}
+#: decision-log actions that come from a ``decide`` model call
+MODEL_ACTIONS = {"update_flight_plan", "finalize_context", "invalid", "call_tools"}
 
 
-def _decide_completions(histories: list[Any]) -> int:
-    """``navigator.decide`` activities that completed, over every run of one exploration."""
+def _model_requests(histories: list[Any]) -> dict[str, int]:
+    """``model.request`` attempts of ``decide`` calls over every run of one exploration.
+
+    Attempts are the workflow's (one activity per attempt, its number in the input), so a
+    killed attempt shows up as a timed-out activity followed by a new one, not as a retry.
+    """
     from temporalio.api.enums.v1 import EventType
 
-    done = 0
+    closing = {
+        EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED: ("completed", "activity_task_completed_event_attributes"),
+        EventType.EVENT_TYPE_ACTIVITY_TASK_FAILED: ("failed", "activity_task_failed_event_attributes"),
+        EventType.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: ("timed_out", "activity_task_timed_out_event_attributes"),
+        EventType.EVENT_TYPE_ACTIVITY_TASK_CANCELED: ("canceled", "activity_task_canceled_event_attributes"),
+    }
+    counts = {"completed": 0, "failed": 0, "timed_out": 0, "canceled": 0, "reattempts": 0}
     for history in histories:
-        scheduled = {
-            e.event_id for e in history.events
-            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
-            and e.activity_task_scheduled_event_attributes.activity_type.name == "navigator.decide"
-        }
-        done += sum(
-            1 for e in history.events
-            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
-            and e.activity_task_completed_event_attributes.scheduled_event_id in scheduled
-        )
-    return done
+        decides: set[int] = set()
+        for e in history.events:
+            if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+                attrs = e.activity_task_scheduled_event_attributes
+                if attrs.activity_type.name != "model.request":
+                    continue
+                inp = json.loads(attrs.input.payloads[0].data)
+                if inp.get("kind") == "decide":
+                    decides.add(e.event_id)
+                    counts["reattempts"] += inp.get("attempt", 1) > 1
+            elif e.event_type in closing:
+                name, field = closing[e.event_type]
+                if getattr(e, field).scheduled_event_id in decides:
+                    counts[name] += 1
+    return counts
 
 
 def _retried_attempts(histories: list[Any]) -> dict[str, int]:
@@ -296,7 +311,8 @@ async def _check_exploration(client: Any, outcome: Any) -> dict[str, Any]:
     entries = [e for e in view.entries if e.action != "budget_refused"]
     steps = [e.step for e in entries]
     model_entries = sum(1 for e in entries if e.action in MODEL_ACTIONS)
-    completions = _decide_completions(histories)
+    requests = _model_requests(histories)
+    completions = requests["completed"]
     return {
         "workflow_id": outcome.workflow_id,
         "complete": outcome.status.value == "completed" and outcome.stop_reason != "failed",
@@ -309,6 +325,9 @@ async def _check_exploration(client: Any, outcome: Any) -> dict[str, Any]:
         "duplicated": max(model_entries - completions, 0) + (len(steps) - len(set(steps))),
         "ledger_ok": outcome.spent_micros == sum(e.cost_micros for e in entries)
         and outcome.usage.input_tokens == sum(e.input_tokens for e in entries),
+        # the hard cap: never above the slice of the pool the batch gave this exploration
+        "within_limit": outcome.spent_micros <= outcome.allotted_micros,
+        "decide_attempts": requests,
         "spent_micros": outcome.spent_micros,
         "runs": len(histories),
         "history_bytes": sum(len(t.encode()) for t in texts),
@@ -329,6 +348,9 @@ async def _verify(client: Any, result: Any) -> dict[str, Any]:
         "lost_decisions": sum(r["lost"] for r in rows),
         "duplicated_decisions": sum(r["duplicated"] for r in rows),
         "ledgers_ok": sum(r["ledger_ok"] for r in rows),
+        "within_limit": sum(r["within_limit"] for r in rows),
+        "decide_attempts": {k: sum(r["decide_attempts"][k] for r in rows) for k in rows[0]["decide_attempts"]}
+        if rows else {},
         "decisions_total": sum(r["decisions"] for r in rows),
         "batch_spent_equals_children": sum(r["spent_micros"] for r in rows) == int(result.spent_usd * 1_000_000),
         "keys_leaked": sum(r["key_leaked"] for r in rows),
@@ -411,9 +433,15 @@ async def soak(cfg: SoakConfig) -> dict[str, Any]:
     }
 
 
+def _passed(fig: dict[str, Any]) -> bool:
+    n = fig["explorations"]
+    return (fig["completed"] == n and fig["lost_decisions"] == 0 and fig["duplicated_decisions"] == 0
+            and fig["ledgers_ok"] == n and fig["within_limit"] == n and fig["steps_ok"] == n
+            and fig["batch_spent_equals_children"] and fig["keys_leaked"] == 0)
+
+
 def _markdown(fig: dict[str, Any]) -> str:
-    ok = (fig["completed"] == fig["explorations"] and fig["lost_decisions"] == 0
-          and fig["duplicated_decisions"] == 0 and fig["ledgers_ok"] == fig["explorations"])
+    ok = _passed(fig)
     lines = [
         f"# Soak run — {'PASS' if ok else 'FAIL'}",
         "",
@@ -425,6 +453,9 @@ def _markdown(fig: dict[str, Any]) -> str:
         f"{fig['duplicated_decisions']} · step sequences intact: {fig['steps_ok']}/{fig['explorations']}",
         f"- ledgers equal to recorded usage: {fig['ledgers_ok']}/{fig['explorations']} · batch spent = sum of "
         f"children: {fig['batch_spent_equals_children']} (${fig['batch_spent_usd']}) · key leaks: {fig['keys_leaked']}",
+        f"- spent within the exploration's limit: {fig['within_limit']}/{fig['explorations']} · `decide` attempts "
+        f"(`model.request`): {fig['decide_attempts']} (timed_out = lost with a killed worker, booked at their "
+        "upper bound; reattempts = the workflow's next attempts)",
         f"- wall time {fig['wall_s']} s → **{fig['explorations_per_min']} explorations/min** with "
         f"{fig['config']['workers']} workers, concurrency {fig['config']['concurrency']}",
         f"- history bytes per exploration: child {fig['child_history_bytes_per_exploration']:.0f} B "
@@ -457,8 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     stem.with_suffix(".md").write_text(_markdown(figures))
     print(_markdown(figures))
     print(f"wrote {stem}.json and .md")
-    passed = figures["completed"] == figures["explorations"] and not figures["lost_decisions"]
-    return 0 if passed and not figures["duplicated_decisions"] else 1
+    return 0 if _passed(figures) else 1
 
 
 if __name__ == "__main__":

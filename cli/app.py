@@ -1,6 +1,6 @@
 """The ``navigator`` typer app: one ``typer.Typer()`` per command group, mounted here.
 
-Groups: ``serve`` (server, worker), ``explore`` (explore), ``signals``
+Groups: ``serve`` (server, worker), ``explore`` (explore), ``ask`` (ask), ``signals``
 (approve, reject, stop, mode, budget), ``reads`` (status, log, result, ls, ui),
 ``config`` (show) and, when its module is installed, ``batch``.
 """
@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from durable_navigator.cli.ask import ask_app
 from durable_navigator.cli.common import GlobalOptions, config_of, print_json, stdout
 from durable_navigator.cli.errors import EXIT_CODE_DOC, handles_errors
 from durable_navigator.cli.exits import run_and_exit
@@ -71,10 +72,20 @@ def config_show(
     stdout.print(f"TEMPORAL_API_KEY: {'set' if config.temporal.api_key else 'unset'} · "
                  f"GEMINI/GOOGLE key: {'set' if config.gemini_key_present else 'unset'}")
     stdout.print(f"model: {config.model} · pricing override: {config.pricing_file or 'none'}", markup=False)
+    stdout.print("endpoints (--model <endpoint>:<model>):", markup=False)
+    for name, endpoint in data["endpoints"].items():
+        key = "no key" if endpoint["api_key_env"] is None else \
+            f"{endpoint['api_key_env']} {'set' if endpoint['api_key_set'] else 'unset'}"
+        prices = ", ".join("every model" if m == "*" else m for m in sorted(endpoint["prices"])) or \
+            "shipped table / pricing_file"
+        origin = "built-in" if endpoint["builtin"] else "navigator.yaml"
+        stdout.print(f"  {name}: {endpoint['base_url']} · {key} · tool calling {endpoint['tool_calling']} · "
+                     f"prices: {prices} · {origin}", markup=False, soft_wrap=True)
 
 
 app.add_typer(serve_app)
 app.add_typer(explore_app)
+app.add_typer(ask_app)
 app.add_typer(signals_app)
 app.add_typer(reads_app)
 app.add_typer(config_app, name="config")

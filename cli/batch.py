@@ -27,9 +27,10 @@ from durable_navigator.cli.common import JsonOpt, cancel_and_wait, config_of, pr
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession, open_session
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors, stderr
-from durable_navigator.cli.explore import validate_model
+from durable_navigator.cli.explore import validate_model, stream_guard
 from durable_navigator.cli.handles import describe_run, query_run, signal_run
 from durable_navigator.cli.preflight import problems_here, problems_on_workers
+from durable_navigator.navcore.requests import ModelCallConfig
 from durable_navigator.navcore.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
 from durable_navigator.navtypes.errors import BudgetError, ModelError, NavigatorError
 
@@ -72,7 +73,7 @@ def _job_checker(config: NavigatorConfig, check_repos: bool, local_worker: bool)
         if model not in verdicts:
             try:
                 validate_model(model, config, local_worker)
-                verdicts[model] = problems_here([model]).get(model) if local_worker else None
+                verdicts[model] = problems_here([model], config).get(model) if local_worker else None
             except NavigatorError as exc:  # a refusal becomes this job's problem line
                 verdicts[model] = str(exc)
         return verdicts[model]
@@ -122,6 +123,7 @@ def build_batch_request(
             max_concurrency=concurrency or spec.max_concurrency or 4,
             out_dir=str((out or config.defaults.out_dir).expanduser().resolve()),
             task_queue=config.temporal.task_queue,
+            model_call=ModelCallConfig(stream=stream_guard(config, None)),
         )
     except ValidationError as exc:
         first = exc.errors(include_input=False)[0]

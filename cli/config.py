@@ -6,7 +6,8 @@ fine (defaults). Environment variables override the file. Credentials
 (``TEMPORAL_API_KEY``, ``GEMINI_API_KEY`` / ``GOOGLE_API_KEY``) come only from
 the environment: the file may not hold them, and the config keeps the Temporal
 key as a ``SecretStr`` and the model keys only as *presence* flags, so no code
-path can echo them.
+path can echo them. An OpenAI-compatible endpoint names the variable its key is
+in (``endpoints.<name>.api_key_env``); the config records only whether it is set.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pydantic import (
     model_validator,
 )
 
+from durable_navigator.navcore.endpoints import Endpoint, check_endpoint_name, resolve_endpoints
 from durable_navigator.navtypes.errors import ConfigError
 from durable_navigator.workers.devserver import APP_NAME, default_db_path
 
@@ -64,9 +66,12 @@ ENV_VARS: dict[str, str] = {
     "NAVIGATOR_OUT_DIR": "defaults.out_dir",
     "NAVIGATOR_LOG_JSON": "log.json_output",
     "NAVIGATOR_LOG_LEVEL": "log.level",
+    "NAVIGATOR_FIRST_CHUNK_TIMEOUT_S": "stream.first_chunk_timeout_s",
+    "NAVIGATOR_INTER_CHUNK_TIMEOUT_S": "stream.inter_chunk_timeout_s",
 }
 #: credentials: read from the environment only, never printed
-SECRET_ENV_VARS: tuple[str, ...] = ("TEMPORAL_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+SECRET_ENV_VARS: tuple[str, ...] = ("TEMPORAL_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY",
+                                     "OPENROUTER_API_KEY")
 #: points at the config file itself
 CONFIG_ENV_VAR = "NAVIGATOR_CONFIG"
 _HOST_PORT = re.compile(r"^[^\s:/]+:\d{1,5}$")
@@ -142,6 +147,15 @@ class LogSettings(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
 
 
+class StreamSettings(_Section):
+    """The stream guard of streaming model answers (a run profile's ``stream`` wins over these)."""
+
+    #: seconds from sending a request to its first chunk (the model may think first)
+    first_chunk_timeout_s: float = Field(60.0, gt=0, le=3600)
+    #: seconds between two chunks of an answer
+    inter_chunk_timeout_s: float = Field(30.0, gt=0, le=3600)
+
+
 class NavigatorConfig(_Section):
     """The whole CLI / worker configuration."""
 
@@ -152,10 +166,26 @@ class NavigatorConfig(_Section):
     defaults: RunDefaults = RunDefaults()
     worker: WorkerSettings = WorkerSettings()
     log: LogSettings = LogSettings()
+    stream: StreamSettings = StreamSettings()
     #: the file this config was read from, if any (not settable in the file)
     source: Path | None = None
     #: GEMINI_API_KEY or GOOGLE_API_KEY is set (the value itself is never kept)
     gemini_key_present: bool = False
+    #: OpenAI-compatible endpoints (``<name>:<model>``), added to the built-in openai / ollama / openrouter
+    endpoints: dict[str, Endpoint] = {}
+    #: endpoint name → its ``api_key_env`` variable is set (values are never kept)
+    endpoint_keys_present: dict[str, bool] = {}
+
+    @field_validator("endpoints")
+    @classmethod
+    def _endpoint_names(cls, value: dict[str, Endpoint]) -> dict[str, Endpoint]:
+        for name in value:
+            check_endpoint_name(name)
+        return value
+
+    def all_endpoints(self) -> dict[str, Endpoint]:
+        """The built-in endpoints with the configured ones added (what the worker serves)."""
+        return resolve_endpoints(self.endpoints)
 
     @field_validator("pricing_file")
     @classmethod
@@ -166,8 +196,13 @@ class NavigatorConfig(_Section):
 
     def public_dict(self) -> dict[str, Any]:
         """A JSON-safe view for ``navigator config``; secrets appear only as set/unset."""
-        data = self.model_dump(mode="json", exclude={"temporal": {"api_key"}})
+        data = self.model_dump(mode="json", exclude={"temporal": {"api_key"}, "endpoint_keys_present": True})
         data["temporal"]["api_key_set"] = self.temporal.api_key is not None
+        data["endpoints"] = {
+            name: {**endpoint.model_dump(mode="json"), "builtin": name not in self.endpoints,
+                   "api_key_set": None if endpoint.api_key_env is None else self.endpoint_keys_present.get(name, False)}
+            for name, endpoint in sorted(self.all_endpoints().items())
+        }
         return data
 
 
@@ -210,11 +245,15 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of settings at the top level")
-    for forbidden in ("source", "gemini_key_present"):
+    for forbidden in ("source", "gemini_key_present", "endpoint_keys_present"):
         if forbidden in data:
             raise ConfigError(f"{path}: '{forbidden}' is computed, not a setting; remove it")
     if isinstance(data.get("temporal"), dict) and "api_key" in data["temporal"]:
         raise ConfigError(f"{path}: temporal.api_key must not be stored in a file; set TEMPORAL_API_KEY")
+    for name, endpoint in (data.get("endpoints") or {}).items() if isinstance(data.get("endpoints"), dict) else ():
+        if isinstance(endpoint, dict) and "api_key" in endpoint:
+            raise ConfigError(f"{path}: endpoints.{name}.api_key must not be stored in a file; set "
+                              f"endpoints.{name}.api_key_env to the name of an environment variable holding it")
     return data
 
 
@@ -257,7 +296,10 @@ def load_config(
     data["source"] = source
     data["gemini_key_present"] = bool(env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY"))
     try:
-        return NavigatorConfig.model_validate(data)
+        config = NavigatorConfig.model_validate(data)
     except ValidationError as exc:
         problems = [_format_error(e, used_env) for e in exc.errors(include_input=False)]
         raise ConfigValidationError(str(source or "the configuration"), problems) from None
+    present = {name: bool((env.get(e.api_key_env) or "").strip())
+               for name, e in config.all_endpoints().items() if e.api_key_env}
+    return config.model_copy(update={"endpoint_keys_present": present})

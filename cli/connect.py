@@ -187,7 +187,9 @@ async def open_session(
 async def _in_process_worker(session: TemporalSession) -> AsyncIterator[None]:
     from durable_navigator.workers.worker import build_worker
 
-    worker = build_worker(session.client, task_queue=session.task_queue)
+    config = session.config
+    worker = build_worker(session.client, task_queue=session.task_queue, endpoints=config.endpoints,
+                          pricing_file=config.pricing_file)
     async with worker:
         session.in_process_worker = True
         try:

@@ -13,7 +13,9 @@ from rich.text import Text
 from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navcore.report import TurnReport
 from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navcore.state import DecisionLogEntry
+from durable_navigator.navcore.subagents import ChildRun
 
 __all__ = [
     "progress_line",
@@ -22,6 +24,8 @@ __all__ = [
     "result_panel",
     "runs_table",
     "RunRow",
+    "research_panel",
+    "children_table",
 ]
 
 #: interactive panels show this many diff lines; the rest is summarized
@@ -38,7 +42,13 @@ def progress_line(report: TurnReport) -> Text:
     line.append(f"step {report.step}", style="bold")
     line.append(f" · {report.status}", style="cyan")
     line.append(f" · {report.cost_total_usd}/{report.budget_usd}")
-    line.append(f" · map {report.map_tokens}/{report.map_token_budget} tok")
+    if report.workflow == "research":
+        running = sum(1 for c in report.children if c.completed_normally is None)
+        line.append(f" · {len(report.focus_areas)} cited files")
+        if report.children:
+            line.append(f" · subagents {len(report.children)} ({running} running)")
+    else:
+        line.append(f" · map {report.map_tokens}/{report.map_token_budget} tok")
     line.append(f" · {report.decisions} decisions")
     if report.focus_areas:
         line.append(" · focus " + ", ".join(report.focus_areas[:3]), style="dim")
@@ -51,15 +61,18 @@ def turn_panel(report: TurnReport, title: str | None = None) -> Panel:
     if report.reasoning:
         body.append(Text("\nReasoning: ", style="bold") + Text(report.reasoning))
     if report.proposed_diff:
-        diff = Text("\nProposed flight-plan change:\n", style="bold")
+        heading = "\nLast step:\n" if report.workflow == "research" else "\nProposed flight-plan change:\n"
+        diff = Text(heading, style="bold")
         for line in report.proposed_diff[:MAX_DIFF_LINES]:
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else "yellow"
             diff.append(f"  {line}\n", style=style)
         if len(report.proposed_diff) > MAX_DIFF_LINES:
             diff.append(f"  … {len(report.proposed_diff) - MAX_DIFF_LINES} more\n", style="dim")
         body.append(diff)
-    else:
+    elif report.workflow != "research":
         body.append(Text("\n(no flight-plan change proposed)", style="dim"))
+    if report.workflow == "research" and report.stage_plan:
+        body.append(Text("\n" + report.stage_plan.replace("### ", ""), style="dim"))
     return Panel(Group(*body), title=title or f"turn {report.awaiting_turn or report.step}", expand=False)
 
 
@@ -124,4 +137,42 @@ def runs_table(rows: Sequence[RunRow]) -> Table:
             (row.get("start_time") or "")[:19],
             (row.get("goal") or "")[:60],
         )
+    return table
+
+
+def research_panel(result: ResearchResult, ui_link: str | None) -> Panel:
+    """What a finished research run produced and cost."""
+    usage = result.usage
+    lines = [
+        f"stop reason: [bold]{result.stop_reason.value}[/bold]"
+        + (f" ({result.stop_detail})" if result.stop_detail else "")
+        + f" · completed normally: {'yes' if result.completed_normally else 'no'}",
+        f"rounds: {result.rounds} · steps: {result.steps} · executor turns: {result.iterations} · findings: "
+        f"{result.findings} · citations: {result.citations}"
+        + (f" ({result.citations_fixed} fixed by the check)" if result.citations_fixed else ""),
+        f"cost: ${result.cost_usd:.4f} of ${result.max_usd:.4f} · tokens in {usage.input_tokens} "
+        f"/ out {usage.output_tokens} / thinking {usage.thinking_tokens} / cached {usage.cached_tokens}",
+    ]
+    for c in result.children:
+        normal = "yes" if c.completed_normally else "no"
+        lines.append(f"subagent {c.workflow_id} ({c.profile}): {c.stop_reason or c.status}, completed normally "
+                     f"{normal}, {format_usd(c.cost_micros)} of a {format_usd(c.slice_micros)} slice")
+    if result.answer_path:
+        lines.append(f"answer: [bold green]{result.answer_path}[/bold green]")
+    if result.report_path:
+        lines.append(f"report: {result.report_path}")
+    if ui_link:
+        lines.append(f"Web UI: {ui_link}")
+    return Panel("\n".join(lines), title=result.workflow_id, expand=False)
+
+
+def children_table(children: Sequence[ChildRun]) -> Table:
+    """The subagents of a run (``status`` and ``log``)."""
+    table = Table(title="subagents")
+    for column in ("workflow id", "profile", "status", "iter", "cost / slice", "completed normally"):
+        table.add_column(column, overflow="fold")
+    for c in children:
+        normal = "…" if c.completed_normally is None else ("yes" if c.completed_normally else "no")
+        table.add_row(c.workflow_id, c.profile, c.stop_reason or c.status, str(c.iteration),
+                      f"{format_usd(c.cost_micros)} / {format_usd(c.slice_micros)}", normal)
     return table

@@ -29,7 +29,9 @@ from durable_navigator.navtypes.errors import BudgetError, ModelError, RepoError
 from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
 from durable_navigator.navcore.messages import QUERY_STATUS
 from durable_navigator.navcore.report import TurnReport
-from durable_navigator.navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.guardrails import RunProfile
+from durable_navigator.navcore.model import StreamGuard
+from durable_navigator.navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult, ModelCallConfig
 from durable_navigator.navcore.state import ExecutionMode
 
 __all__ = ["explore_app", "build_request", "new_workflow_id", "validate_model", "refuse_unservable",
@@ -54,11 +56,20 @@ def validate_model(model: str, config: NavigatorConfig, local_worker: bool) -> N
     Whether the worker can serve it (credentials, its prices, its files) is asked of the
     worker: :mod:`cli.preflight`.
     """
-    spec = parse_model_spec(model)  # the one parser: ModelError says what to use instead
-    load_pricing_table(config.pricing_file).rates_for(spec.model)  # BudgetError names how to add a price
+    spec = parse_model_spec(model, frozenset(config.all_endpoints()))  # the one parser: ModelError says what to do
+    # BudgetError names how to add a price (a local endpoint declares its own in navigator.yaml)
+    load_pricing_table(config.pricing_file, endpoints=config.endpoints).rates_for(spec.model)
     script = spec.script or ""
     if script and local_worker and not Path(script).expanduser().is_file():
         raise ModelError(f"decision script {script} does not exist; pass scripted:<path of a YAML/JSON file>")
+
+
+def stream_guard(config: NavigatorConfig, profile: RunProfile | None) -> StreamGuard:
+    """The run's stream guard: the run profile's, else navigator.yaml / the environment's."""
+    if profile is not None and profile.stream is not None:
+        return profile.stream
+    return StreamGuard(first_chunk_timeout_s=config.stream.first_chunk_timeout_s,
+                       inter_chunk_timeout_s=config.stream.inter_chunk_timeout_s)
 
 
 def refuse_unservable(model: str, problems: dict[str, str] | None, where: str) -> None:
@@ -131,6 +142,7 @@ def build_request(
             profile=run_profile,
             planning=planning,
             review=review,
+            model_call=ModelCallConfig(stream=stream_guard(config, run_profile)),
         )
     except ValidationError as exc:
         first = exc.errors(include_input=False)[0]
@@ -143,7 +155,8 @@ InteractiveOpt = Annotated[
 ]
 BudgetOpt = Annotated[str | None, typer.Option("--budget-usd", help="USD limit of the run (default from config).")]
 ModelOpt = Annotated[
-    str | None, typer.Option("--model", help="offline | scripted:<file> | gemini-*.", envvar="NAVIGATOR_MODEL")
+    str | None, typer.Option("--model", help="offline | scripted:<file> | gemini-* | <endpoint>:<model> (openai:, "
+                             "ollama:, openrouter:, or an endpoint of navigator.yaml).", envvar="NAVIGATOR_MODEL")
 ]
 DetachOpt = Annotated[bool, typer.Option("--detach", help="Start the run on a running server and return at once.")]
 
@@ -191,10 +204,14 @@ def explore(
         planning=planning, review=review,
     )  # fmt: skip
     local_worker = config.temporal.address is None and not detach
-    validate_model(request.model, config, local_worker)
+    models = request.models()  # the run's model and the ones its profile's routing rules name
+    for name in models:
+        validate_model(name, config, local_worker)
     if local_worker:
         # the in-process worker will serve the run: it is this process, so ask here, before any server starts
-        refuse_unservable(request.model, problems_here([request.model]), IN_PROCESS)
+        problems = problems_here(models, config)
+        for name in models:
+            refuse_unservable(name, problems, IN_PROCESS)
     wid = workflow_id or new_workflow_id(Path(request.repo_path))
     code = run_async(_explore(config, request, wid, detach=detach, json_out=json_out))
     raise typer.Exit(int(code))
@@ -224,8 +241,9 @@ async def _explore(
             stderr.print(f"embedded Temporal started: gRPC {session.address} · Web UI {session.ui_base} "
                          "(it stops with this command; `navigator server` keeps one running)")
         if not session.in_process_worker:
-            problems = await problems_on_workers(session, [request.model])
-            refuse_unservable(request.model, problems, f"the worker(s) on task queue {session.task_queue!r}")
+            problems = await problems_on_workers(session, request.models())
+            for name in request.models():
+                refuse_unservable(name, problems, f"the worker(s) on task queue {session.task_queue!r}")
         handle = await _start(session, request, wid)
         link = session.ui_link(wid)
         worker = "in-process worker" if session.in_process_worker else f"workers on {session.task_queue!r}"

@@ -166,7 +166,10 @@ class _Follower:
         turn, kind = report.awaiting_turn, report.awaiting_kind or "turn"
         assert turn is not None
         self.pause()
-        what = "stage plan" if kind == "plan" else f"turn {turn}"
+        if report.workflow == "research":
+            what = f"research plan (round {turn})" if kind == "plan" else f"the findings of step {turn}"
+        else:
+            what = "stage plan" if kind == "plan" else f"turn {turn}"
         stderr.print(turn_panel(report, title=f"{what} · awaiting your verdict"))
         sender = default_sender()
         while True:
@@ -180,8 +183,9 @@ class _Follower:
             elif answer == "s":
                 reason = await _ask(self.reader, "reason (enter for 'stopped by user') > ") or "stopped by user"
                 await self.signal(SIGNAL_STOP, StopInput(reason=reason[:500], turn=turn, sender=sender))
-            elif answer == "e" and kind == "plan":
-                stderr.print("the stage plan cannot be edited: approve it, or reject it with feedback")
+            elif answer == "e" and (kind == "plan" or report.workflow == "research"):
+                what_edit = "a research plan or step" if report.workflow == "research" else "the stage plan"
+                stderr.print(f"{what_edit} cannot be edited: approve it, or reject it with feedback")
                 continue
             elif answer == "e":
                 await self.edit(turn, sender)

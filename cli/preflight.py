@@ -24,6 +24,7 @@ from temporalio.service import RPCError
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.preflight import check_models, needs_worker_check
+from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.errors import TemporalUnreachableError, stderr
 from durable_navigator.navcore.preflight import PREFLIGHT_WORKFLOW, ModelCheckInput, ModelCheckResult
@@ -36,13 +37,16 @@ PREFLIGHT_TIMEOUT = timedelta(seconds=5)
 IN_PROCESS = "the in-process worker"
 
 
-def problems_here(models: list[str]) -> dict[str, str]:
-    """``model -> problem`` as the in-process worker would see it (its providers, prices, env)."""
+def problems_here(models: list[str], config: NavigatorConfig | None = None) -> dict[str, str]:
+    """``model -> problem`` as the in-process worker would see it (its providers, endpoints, prices, env)."""
     wanted = [m for m in dict.fromkeys(models) if needs_worker_check(m)]
     if not wanted:
         return {}
+    endpoints = config.endpoints if config is not None else None
+    pricing_file = config.pricing_file if config is not None else None
     # offline is never checked (needs_worker_check), so this registry needs no repository engines
-    verdicts = check_models(wanted, registry=ModelRegistry(), pricer=TablePricer.load())
+    verdicts = check_models(wanted, registry=ModelRegistry(endpoints=endpoints),
+                            pricer=TablePricer.load(pricing_file, endpoints=endpoints))
     return {v.model: v.problem or "refused" for v in verdicts if not v.ok}
 
 

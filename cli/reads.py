@@ -14,7 +14,15 @@ from temporalio.service import RPCError
 
 from durable_navigator.cli.common import JsonOpt, WorkflowIdArg, config_of, print_json, run_async, stdout
 from durable_navigator.cli.connect import TemporalSession, open_session, ui_base_for
-from durable_navigator.cli.display import RunRow, decision_table, progress_line, result_panel, runs_table
+from durable_navigator.cli.display import (
+    RunRow,
+    children_table,
+    decision_table,
+    progress_line,
+    research_panel,
+    result_panel,
+    runs_table,
+)
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors
 from durable_navigator.cli.handles import (
     WORKFLOW_TYPE,
@@ -27,6 +35,7 @@ from durable_navigator.cli.handles import (
 from durable_navigator.navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS
 from durable_navigator.navcore.report import DecisionLogView, TurnReport
 from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navcore.state import Status
 from durable_navigator.workers.devserver import workflow_ui_url
 
@@ -40,7 +49,12 @@ ABNORMAL_STOPS = frozenset({"failed", "approval_timeout"})
 WATCH_INTERVAL_S = 1.0
 
 
-def exit_code_for_result(result: ExplorationResult) -> ExitCode:
+#: the workflow types ``ls`` lists and ``result`` reads (navigator explorations and research runs)
+RUN_WORKFLOW_TYPES = (WORKFLOW_TYPE, "ResearchWorkflow")
+_RESULT_TYPES: dict[str, type] = {WORKFLOW_TYPE: ExplorationResult, "ResearchWorkflow": ResearchResult}
+
+
+def exit_code_for_result(result: ExplorationResult | ResearchResult) -> ExitCode:
     """0 for a normal stop, 1 for failed / approval_timeout."""
     return ExitCode.RUN_FAILED if result.stop_reason.value in ABNORMAL_STOPS else ExitCode.OK
 
@@ -93,8 +107,14 @@ def _print_status(row: dict[str, Any]) -> None:
         stdout.print(progress_line(report))
         if report.planning_fallback:
             stdout.print(f"planning fallback: {report.planning_fallback}", markup=False)
+        if report.model_switches:
+            stdout.print(f"model: {report.model} · routing switches:", markup=False)
+            for line in report.model_switches:
+                stdout.print(f"  {line}", markup=False, soft_wrap=True)
         if report.stage_plan:
             stdout.print(report.stage_plan, markup=False)
+        if report.children:
+            stdout.print(children_table(report.children))
     if row.get("ui_url"):
         stdout.print(f"Web UI: {row['ui_url']}", markup=False)
 
@@ -172,6 +192,8 @@ def log(ctx: typer.Context, workflow_id: WorkflowIdArg, json_out: JsonOpt = Fals
         stdout.print(f"{workflow_id}: no decisions yet")
     else:
         stdout.print(decision_table(entries))
+    if view.children and not json_out:
+        stdout.print(children_table(view.children))
     for note in view.notes if not json_out else []:
         stdout.print(f"  note: {note.kind} from {note.sender} (turn {note.turn}): {note.note}", markup=False)
 
@@ -186,9 +208,14 @@ def result(
 ) -> None:
     """The result of a finished run: stop reason, cost, context-pack path."""
 
-    async def go() -> tuple[ExplorationResult, str | None]:
+    async def go() -> tuple[ExplorationResult | ResearchResult, str | None]:
         async with open_session(config_of(ctx)) as session:
-            handle, desc = await describe_run(session.client, workflow_id, ExplorationResult)
+            _, desc = await describe_run(session.client, workflow_id)
+            result_type = _RESULT_TYPES.get(desc.workflow_type or "")
+            if result_type is None:
+                raise CliError(f"run {workflow_id} is a {desc.workflow_type}, not an exploration or a research run; "
+                               "see `navigator batch` for batches")
+            handle = session.client.get_workflow_handle(workflow_id, result_type=result_type)
             if is_running(desc) and not wait:
                 raise CliError(f"run {workflow_id} is still running; pass --wait or check `navigator status`")
             try:
@@ -203,6 +230,8 @@ def result(
     res, link = run_async(go())
     if json_out:
         print_json({**res.model_dump(mode="json"), "ui_url": link})
+    elif isinstance(res, ResearchResult):
+        stdout.print(research_panel(res, link))
     else:
         stdout.print(result_panel(res, link))
     raise typer.Exit(int(exit_code_for_result(res)))
@@ -210,7 +239,8 @@ def result(
 
 def build_list_query(status_filter: str | None, repo: str | None) -> str:
     """The visibility query of ``ls`` (search attributes registered by the dev server)."""
-    clauses = [f"WorkflowType = '{WORKFLOW_TYPE}'"]
+    types = ", ".join(f"'{t}'" for t in RUN_WORKFLOW_TYPES)
+    clauses = [f"WorkflowType IN ({types})"]
     if status_filter:
         clauses.append(f"NavigatorStatus = '{_quote(status_filter)}'")
     if repo:
@@ -236,7 +266,7 @@ def list_runs(
     limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="At most this many runs.")] = 20,
     json_out: JsonOpt = False,
 ) -> None:
-    """List navigator runs, newest first, filtered through search attributes."""
+    """List navigator explorations and research runs, newest first, filtered through search attributes."""
     if status_filter and status_filter not in {s.value for s in Status}:
         raise CliError(f"--status must be one of {', '.join(s.value for s in Status)}, got {status_filter!r}")
     if repo and Path(repo).expanduser().is_dir():

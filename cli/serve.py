@@ -128,7 +128,8 @@ async def _work(ctx: typer.Context, slots: int, health_port: int | None, health_
     state = HealthState(task_queue=config.temporal.task_queue)
     async with open_session(config, allow_embedded=False, in_process_worker=False) as session:
         bind_ids(task_queue=session.task_queue, namespace=session.namespace)
-        worker = build_worker(session.client, task_queue=session.task_queue, max_concurrent_activities=slots)
+        worker = build_worker(session.client, task_queue=session.task_queue, max_concurrent_activities=slots,
+                              endpoints=config.endpoints, pricing_file=config.pricing_file)
         monitor = asyncio.create_task(
             monitor_frontend(state, session.client.service_client.check_health, FRONTEND_CHECK_INTERVAL_S)
         )

@@ -84,6 +84,8 @@ class ScanInput(_IO):
     model: str
     #: the user's goal, stored once so prompts can refer to it by reference
     goal: str | None = None
+    #: other models the run may call (its routing rules'): checked and priced now, before any spend
+    other_models: list[str] = []
 
 
 class ScanOutput(_IO):
@@ -95,8 +97,10 @@ class ScanOutput(_IO):
     render: RenderOutput
     #: the stored goal text (when ScanInput.goal was given)
     goal_ref: ArtifactRef | None = None
-    #: the model's price: the workflow prices its compression/planning calls with it
+    #: the run model's price (every call is priced by ``model.request`` at its own model's rates)
     rates: ModelPricingRates | None = None
+    #: the price of the run's model and of every model in ``ScanInput.other_models``
+    rates_by_model: dict[str, ModelPricingRates] = {}
 
 
 class RecentDecision(_IO):

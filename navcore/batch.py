@@ -21,8 +21,10 @@ from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_m
 from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navtypes.flightplan import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
 from durable_navigator.navcore.requests import ExplorationResult, ModelCallConfig
+from durable_navigator.navcore.research import ResearchResult
 
 __all__ = [
+    "JobKind",
     "JobDefaults",
     "JobSpec",
     "JobsFile",
@@ -47,6 +49,8 @@ __all__ = [
 ]
 
 Usd = Annotated[Decimal, Field(gt=0, le=100_000)]
+#: what a job runs: an exploration (context pack) or a research question (cited answer)
+JobKind = Literal["explore", "ask"]
 Text = Annotated[str, Field(min_length=1, max_length=8000)]
 PathText = Annotated[str, Field(min_length=1, max_length=4096)]
 ModelName = Annotated[str, Field(min_length=1, max_length=200)]
@@ -63,6 +67,8 @@ class JobDefaults(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: ModelName = "offline"
+    #: ``explore`` (a context pack) or ``ask`` (the goal is a question: a cited answer)
+    kind: JobKind = "explore"
     #: per-job cap in USD; ``None`` = only the share of the batch budget limits a job
     max_budget_usd: Usd | None = None
     token_budget: JobTokenBudget = 4096
@@ -79,6 +85,7 @@ class JobSpec(BaseModel):
     goal: Text
     #: a short label shown in progress and results (default: the job index)
     name: Annotated[str, Field(min_length=1, max_length=120)] | None = None
+    kind: JobKind | None = None
     model: ModelName | None = None
     max_budget_usd: Usd | None = None
     token_budget: JobTokenBudget | None = None
@@ -109,6 +116,7 @@ class BatchJob(BaseModel):
     repo_path: PathText
     goal: Text
     model: ModelName
+    kind: JobKind = "explore"
     max_budget_usd: Usd | None = None
     token_budget: TokenBudget
     max_iterations: Iterations
@@ -127,6 +135,7 @@ def resolve_jobs(spec: JobsFile) -> list[BatchJob]:
                 repo_path=job.repo,
                 goal=job.goal,
                 model=job.model or d.model,
+                kind=job.kind or d.kind,
                 max_budget_usd=job.max_budget_usd if job.max_budget_usd is not None else d.max_budget_usd,
                 token_budget=job.token_budget or d.token_budget,
                 max_iterations=job.max_iterations or d.max_iterations,
@@ -177,6 +186,7 @@ class JobOutcome(BaseModel):
     repo_path: str
     goal: str
     model: str
+    kind: JobKind = "explore"
     status: JobStatus
     #: the child's stop reason (finalized, budget_exhausted, …) or why it never ran
     stop_reason: str | None = None
@@ -186,8 +196,11 @@ class JobOutcome(BaseModel):
     usage: TokenUsage = TokenUsage()
     iterations: int = 0
     decisions: int = 0
+    #: context.md of an exploration, answer.md of a research job
     context_path: str | None = None
     report_path: str | None = None
+    #: a research job finished on its own terms (None for explorations)
+    completed_normally: bool | None = None
     #: True when the child had already completed in an earlier run of this batch id
     recovered: bool = False
 
@@ -407,6 +420,7 @@ class RecoverChildInput(BaseModel):
     workflow_id: str
     #: poll interval while the existing child is still running
     poll_s: float = Field(2.0, gt=0)
+    kind: JobKind = "explore"
 
 
 class RecoverChildOutput(BaseModel):
@@ -416,4 +430,6 @@ class RecoverChildOutput(BaseModel):
 
     status: str
     result: ExplorationResult | None = None
+    #: the result of a research (``ask``) child
+    research: ResearchResult | None = None
     error: str | None = None

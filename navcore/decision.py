@@ -92,6 +92,8 @@ _FIELD_HELP: dict[str, str] = {
     "add_exclude": "Globs to hide entirely (beat every rule).",
     "remove_exclude": "Exclude globs to remove.",
     "goal": "A refined goal text for ranking; omit to keep it.",
+    "pin": "Keys the user asked for (rule/exclude/focus globs, symbols) that later turns must keep; pin only "
+    "what the user's feedback requests.",
 }
 
 

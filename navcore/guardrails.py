@@ -32,10 +32,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from durable_navigator.navcore.model import StreamGuard
 from durable_navigator.navcore.compression import CompressionConfig
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
 from durable_navigator.navtypes.mapmeta import MapMetadata
 from durable_navigator.navcore.planning import PlanningConfig
+from durable_navigator.navcore.routing import RoutingConfig
 from durable_navigator.navcore.tools import ToolCall
 
 __all__ = [
@@ -128,6 +130,10 @@ class RunProfile(_Cfg):
     quality: MapQualityConfig = MapQualityConfig()
     planning: PlanningConfig = PlanningConfig()
     compression: CompressionConfig = CompressionConfig()
+    #: budget-aware model routing: which model answers which call as spending grows (navcore.routing)
+    routing: RoutingConfig = RoutingConfig()
+    #: first-chunk / inter-chunk timeouts of streaming model answers (None: navigator.yaml / env / defaults)
+    stream: StreamGuard | None = None
 
 
 class Observation(_Cfg):

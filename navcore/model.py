@@ -4,7 +4,7 @@ Every model call of every workflow — a navigator turn, a planning phase call,
 a stage check, a reflection, a decision-log compression — is one
 :class:`ModelRequest` answered by one :class:`ModelResponse`, served by the
 one ``model.request`` activity for every provider (``offline``, ``scripted``,
-``gemini-*``, and OpenAI-compatible endpoints).
+``gemini-*``, and OpenAI-compatible ``<endpoint>:<model>``).
 
 * LLM providers read ``messages``, ``tools`` and ``output_schema``;
 * deterministic models (the offline policy, the scripted model) read the
@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.navcore.compression import SummaryRequest
 from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.findings import Finding
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
 from durable_navigator.navcore.modelspec import BUILTIN_OPENAI_PREFIXES, ModelSpec, Provider, parse_model_spec
@@ -52,11 +53,32 @@ __all__ = [
     "CriteriaTask",
     "ReflectTask",
     "CompressTask",
+    "ExecTurn",
+    "ResearchPlanTask",
+    "ResearchExecuteTask",
+    "ResearchRefineTask",
+    "ResearchSynthesizeTask",
     "ModelTask",
     "TaskKind",
     "ModelRequest",
     "ModelResponse",
+    "StreamGuard",
 ]
+
+class StreamGuard(BaseModel):
+    """How long a streaming model answer may stay silent.
+
+    ``first_chunk_timeout_s``: from sending the request to the first chunk (the
+    model may think first); ``inter_chunk_timeout_s``: between two chunks. When
+    one fires the HTTP connection is closed and the attempt fails retryably
+    (``ModelStalled``), booking what the stream had reported.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    first_chunk_timeout_s: float = Field(60.0, gt=0, le=3600)
+    inter_chunk_timeout_s: float = Field(30.0, gt=0, le=3600)
+
 
 class Message(BaseModel):
     """One conversation message (system, user, or the model's own earlier turn)."""
@@ -67,6 +89,9 @@ class Message(BaseModel):
     content: str = ""
     #: an assistant turn's function calls (for a corrective re-ask that quotes them)
     tool_calls: list["ToolCallOut"] = []
+    #: a user turn answering the previous assistant turn's function calls: one result per call
+    #: (providers with function calling send them as function responses)
+    tool_results: list[str] = []
 
 
 class ToolSpec(BaseModel):
@@ -86,6 +111,9 @@ class ToolCallOut(BaseModel):
 
     name: str
     args: dict[str, Any] = {}
+    #: the arguments as the model sent them, when they were not a JSON object (``args`` is then
+    #: empty): the call is unusable and gets a corrective re-ask that quotes this text
+    raw_arguments: str | None = None
 
 
 class _Task(BaseModel):
@@ -169,13 +197,88 @@ class CompressTask(_Task):
     request: SummaryRequest
 
 
+class ExecTurn(BaseModel):
+    """One executor turn of a research step: the model's calls and what they returned."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    calls: list[ToolCallOut] = []
+    text: str = ""
+    #: the results, as the prompt shows them (repository data)
+    results: list[str] = []
+
+
+class _ResearchTask(_Task):
+    #: the profile's extra instructions (shown as guidance, never as a role change)
+    instructions: str = ""
+    #: the run's findings so far, one line each (claim + citations)
+    findings: list[str] = []
+
+
+class ResearchPlanTask(_ResearchTask):
+    """Research: write the steps of one round (``index`` = the round, 0-based)."""
+
+    kind: Literal["research.plan"] = "research.plan"
+    max_steps: int = Field(ge=1)
+    #: what the refinery found missing (a re-plan covers only that)
+    missing: str | None = None
+    #: the user's feedback on a rejected plan or step
+    feedback: str | None = None
+    #: steps already run, with their status
+    done_steps: list[str] = []
+    #: "name: description" of the profiles a step may be delegated to
+    profiles: list[str] = []
+    map_metadata: MapMetadata | None = None
+    map_excerpt: str = ""
+
+
+class ResearchExecuteTask(_ResearchTask):
+    """Research: one ReAct turn of the executor (``index`` = the run's executor turn, 1-based)."""
+
+    kind: Literal["research.execute"] = "research.execute"
+    step_index: int = Field(ge=0)
+    step: str
+    #: this turn within the step (1-based) and the step's cap
+    turn: int = Field(ge=1)
+    max_turns: int = Field(ge=1)
+    transcript: list[ExecTurn] = []
+    #: guardrail notes (iteration budget, goal anchor, loop / stall warnings)
+    notes: list[str] = []
+    tools: list[str] = []
+    #: "name: description" of the profiles ``delegate`` may start (empty: no delegation)
+    profiles: list[str] = []
+    can_navigate: bool = False
+    max_tool_calls: int = Field(6, ge=1)
+
+
+class ResearchRefineTask(_ResearchTask):
+    """Research: CONTINUE (with what is missing) or FINISH (``index`` = the round)."""
+
+    kind: Literal["research.refine"] = "research.refine"
+    max_rounds: int = Field(ge=1)
+    steps: list[str] = []
+    feedback: str | None = None
+
+
+class ResearchSynthesizeTask(_ResearchTask):
+    """Research: the answer from the findings, every claim cited ``path:start-end``."""
+
+    kind: Literal["research.synthesize"] = "research.synthesize"
+    #: the findings themselves (quotes included), for deterministic writers
+    all_findings: list[Finding] = []
+    #: why the answer is written before the refinery said FINISH (a stop, a cap, the budget)
+    early: str | None = None
+
+
 ModelTask = Annotated[
-    Union[DecideTask, AnalyzeTask, ReviewTask, PlanTask, CriteriaTask, ReflectTask, CompressTask],
+    Union[DecideTask, AnalyzeTask, ReviewTask, PlanTask, CriteriaTask, ReflectTask, CompressTask,
+          ResearchPlanTask, ResearchExecuteTask, ResearchRefineTask, ResearchSynthesizeTask],
     Field(discriminator="kind"),
 ]
 TaskKind = Literal[
     "decide", "planning.analyze", "planning.review", "planning.plan", "stages.check_criteria",
-    "stages.reflect", "navigator.compress",
+    "stages.reflect", "navigator.compress", "research.plan", "research.execute", "research.refine",
+    "research.synthesize",
 ]
 
 

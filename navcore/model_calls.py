@@ -26,8 +26,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.navcore.activity_io import PromptInput
 from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.model import StreamGuard
 from durable_navigator.navcore.compression import SummaryRequest
 from durable_navigator.navcore.decision import ModelDecision, TokenUsage
+from durable_navigator.navcore.findings import PlannedStep
+from durable_navigator.navcore.model import ToolCallOut
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navtypes.mapmeta import MapMetadata
 from durable_navigator.navcore.planning import (
@@ -40,6 +43,7 @@ from durable_navigator.navcore.planning import (
     StagePlan,
 )
 from durable_navigator.navcore.pricing import ModelPricingRates
+from durable_navigator.navcore.tools import ToolCall
 
 __all__ = [
     "StreamGuard",
@@ -50,6 +54,10 @@ __all__ = [
     "CriteriaSpec",
     "ReflectSpec",
     "CompressSpec",
+    "ResearchPlanSpec",
+    "ResearchExecuteSpec",
+    "ResearchRefineSpec",
+    "ResearchSynthesizeSpec",
     "PromptSpec",
     "PrepareInput",
     "PreparedCall",
@@ -62,6 +70,10 @@ __all__ = [
     "CheckOut",
     "ReflectionOut",
     "SummaryOut",
+    "ResearchPlanOut",
+    "ExecuteOut",
+    "RefineOut",
+    "AnswerOut",
     "ModelResult",
     "ModelCallOutput",
 ]
@@ -69,21 +81,6 @@ __all__ = [
 
 class _IO(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class StreamGuard(_IO):
-    """How long a streaming model answer may stay silent.
-
-    ``first_chunk_timeout_s``: from sending the request to the first chunk (the
-    model may think first); ``inter_chunk_timeout_s``: between two chunks. When
-    one fires the HTTP connection is closed and the attempt fails retryably
-    (``ModelStalled``), booking what the stream had reported.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    first_chunk_timeout_s: float = Field(60.0, gt=0, le=3600)
-    inter_chunk_timeout_s: float = Field(30.0, gt=0, le=3600)
 
 
 # -- prompt specs: what model.prepare builds a request from (small; refs only) ----
@@ -161,8 +158,70 @@ class CompressSpec(_Spec):
     ordinal: int = Field(0, ge=0)
 
 
+class _ResearchSpec(_Spec):
+    #: the run's merged findings (the prompt lists them)
+    findings_ref: ArtifactRef | None = None
+    #: the profile's extra instructions
+    instructions: str = Field("", max_length=4000)
+
+
+class ResearchPlanSpec(_ResearchSpec):
+    """Research: the steps of round ``round`` (renders the coarse map for an excerpt)."""
+
+    kind: Literal["research.plan"] = "research.plan"
+    round: int = Field(ge=0)
+    max_steps: int = Field(ge=1)
+    missing: str | None = None
+    feedback: str | None = None
+    done_steps: list[str] = []
+    profiles: list[str] = []
+    map_metadata: MapMetadata | None = None
+    map_excerpt_chars: int = Field(6000, ge=0, le=200_000)
+
+
+class ResearchExecuteSpec(_ResearchSpec):
+    """Research: one executor turn. After the first, the conversation so far is ``previous_ref`` (the
+    last turn's stored request), answered by ``last_calls`` and their ``results``."""
+
+    kind: Literal["research.execute"] = "research.execute"
+    #: the run's executor turn (1-based): scripts and deterministic models key by it
+    index: int = Field(ge=1)
+    step_index: int = Field(ge=0)
+    step: str = Field(min_length=1, max_length=1000)
+    turn: int = Field(ge=1)
+    max_turns: int = Field(ge=1)
+    previous_ref: ArtifactRef | None = None
+    last_calls: list[ToolCallOut] = []
+    last_text: str = ""
+    results: list[str] = []
+    notes: list[str] = []
+    tools: list[str] = []
+    profiles: list[str] = []
+    can_navigate: bool = False
+    max_tool_calls: int = Field(6, ge=1, le=8)
+
+
+class ResearchRefineSpec(_ResearchSpec):
+    """Research: FINISH or CONTINUE after round ``round``."""
+
+    kind: Literal["research.refine"] = "research.refine"
+    round: int = Field(ge=0)
+    max_rounds: int = Field(ge=1)
+    steps: list[str] = []
+    feedback: str | None = None
+
+
+class ResearchSynthesizeSpec(_ResearchSpec):
+    """Research: the cited answer from the findings."""
+
+    kind: Literal["research.synthesize"] = "research.synthesize"
+    early: str | None = None
+    ordinal: int = Field(0, ge=0)
+
+
 PromptSpec = Annotated[
-    Union[DecideSpec, AnalyzeSpec, ReviewSpec, PlanSpec, CriteriaSpec, ReflectSpec, CompressSpec],
+    Union[DecideSpec, AnalyzeSpec, ReviewSpec, PlanSpec, CriteriaSpec, ReflectSpec, CompressSpec,
+          ResearchPlanSpec, ResearchExecuteSpec, ResearchRefineSpec, ResearchSynthesizeSpec],
     Field(discriminator="kind"),
 ]
 
@@ -274,8 +333,48 @@ class SummaryOut(_IO):
     summary: str
 
 
+class ResearchPlanOut(_IO):
+    kind: Literal["research.plan"] = "research.plan"
+    steps: list[PlannedStep] = Field(min_length=1)
+
+
+class ExecuteOut(_IO):
+    """One executor turn, as history keeps it (findings and full reasoning in the artifact store)."""
+
+    kind: Literal["research.execute"] = "research.execute"
+    action: Literal["call_tools", "finish_step", "delegate", "navigate", "invalid"]
+    reasoning: str = Field("", max_length=2000)
+    tool_calls: list[ToolCall] = []
+    #: the raw function calls, echoed into the next turn's conversation
+    calls: list[ToolCallOut] = []
+    profile: str | None = None
+    task: str | None = Field(None, max_length=2000)
+    #: finish_step: the step's findings (a ``FindingsDoc``) and how many
+    findings_ref: ArtifactRef | None = None
+    findings: int = 0
+    summary: str = Field("", max_length=2000)
+    error: str | None = Field(None, max_length=2000)
+
+
+class RefineOut(_IO):
+    kind: Literal["research.refine"] = "research.refine"
+    decision: Literal["finish", "continue"]
+    missing: str | None = Field(None, max_length=1000)
+    reason: str = Field("", max_length=1000)
+
+
+class AnswerOut(_IO):
+    """The synthesized answer (the text is in the artifact store)."""
+
+    kind: Literal["research.synthesize"] = "research.synthesize"
+    answer_ref: ArtifactRef
+    summary: str = Field("", max_length=2000)
+    citations: int = 0
+
+
 ModelResult = Annotated[
-    Union[DecisionOut, AnalysisOut, ReviewOut, PlanOut, CheckOut, ReflectionOut, SummaryOut],
+    Union[DecisionOut, AnalysisOut, ReviewOut, PlanOut, CheckOut, ReflectionOut, SummaryOut,
+          ResearchPlanOut, ExecuteOut, RefineOut, AnswerOut],
     Field(discriminator="kind"),
 ]
 

@@ -52,7 +52,7 @@ Rate = Annotated[Decimal, Field(ge=0, le=10_000, decimal_places=6)]
 _MICROS_PER_USD = 1_000_000
 
 _HOW_TO_ADD = (
-    "add it to a pricing override file (--pricing FILE or the "
+    "add it to a pricing override file (pricing_file in navigator.yaml or the "
     f"{PRICING_FILE_ENV} environment variable), e.g. "
     "'models: {{{name}: {{input: 0.30, output: 2.50}}}}'"
 )
@@ -180,21 +180,33 @@ class PricingTable(BaseModel):
             base["source"] = f"{self.source}; overridden by {origin}".strip("; ")
         return PricingTable.from_mapping(base, origin)
 
-    def rates_for(self, model: str) -> ModelPricingRates:
-        """The price of ``model``; refuse (``BudgetError``) a model without one."""
+    def _lookup(self, model: str) -> tuple[str, ModelPricingRates | None]:
+        """The key and rates of ``model``: its own entry, else its endpoint's ``<endpoint>:*`` entry."""
         key = canonical_model_name(model)
         rates = self.models.get(key)
+        endpoint, sep, _ = key.partition(":")
+        if rates is None and sep:
+            rates = self.models.get(f"{endpoint}:*")
+        return key, rates
+
+    def rates_for(self, model: str) -> ModelPricingRates:
+        """The price of ``model`` (or of every model of its endpoint); refuse (``BudgetError``) one without."""
+        key, rates = self._lookup(model)
         if rates is None:
             known = ", ".join(sorted(self.models))
+            endpoint, sep, name = key.partition(":")
+            declare = (f"declare it in navigator.yaml, e.g. endpoints: {{{endpoint}: {{prices: {{'{name}': "
+                       "{input: 0, output: 0}}}} (0 is fine for a local server; '*' prices all its models), or "
+                       if sep else "")
             raise BudgetError(
-                f"model {model!r} has no price; {_HOW_TO_ADD.format(name=key)} "
+                f"model {model!r} has no price; {declare}{_HOW_TO_ADD.format(name=key)} "
                 f"(priced models: {known})"
             )
         return rates
 
     def has_price(self, model: str) -> bool:
         """True when :meth:`rates_for` would succeed."""
-        return canonical_model_name(model) in self.models
+        return self._lookup(model)[1] is not None
 
 
 def _check_usage(usage: TokenUsage) -> None:

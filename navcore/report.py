@@ -7,7 +7,9 @@ from pydantic import BaseModel, ConfigDict
 from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level
 from durable_navigator.navcore.planning import plan_markdown
+from durable_navigator.navcore.routing import switch_line
 from durable_navigator.navcore.state import DecisionLogEntry, MessageNote, NavigatorState, StageState
+from durable_navigator.navcore.subagents import ChildRun
 
 __all__ = [
     "TurnReport",
@@ -22,6 +24,8 @@ __all__ = [
 
 #: turn-report reasoning is a preview; the full text is in the decision artifact
 REPORT_REASONING_CHARS = 600
+#: routing switches shown in a turn report (the decision log and report.json keep all)
+REPORT_SWITCHES = 5
 
 
 def shorten(text: str, limit: int) -> str:
@@ -124,6 +128,14 @@ class TurnReport(BaseModel):
     stage_plan: str | None = None
     #: why planning fell back to one direct stage (a planning call failed), if it did
     planning_fallback: str | None = None
+    #: the model deciding the turns now (budget-aware routing may have switched it)
+    model: str | None = None
+    #: the routing switches so far, most recent last (``step 4 · decide: a → b · rule 1: ...``)
+    model_switches: list[str] = []
+    #: which workflow answers: "navigator" or "research"
+    workflow: str = "navigator"
+    #: subagents the run started (live: status, iteration and cost from their events)
+    children: list[ChildRun] = []
 
 
 class DecisionLogView(BaseModel):
@@ -133,6 +145,8 @@ class DecisionLogView(BaseModel):
 
     entries: list[DecisionLogEntry]
     notes: list[MessageNote] = []
+    #: subagents the run started (research runs), as the parent knows them now
+    children: list[ChildRun] = []
 
 
 def build_turn_report(state: NavigatorState) -> TurnReport:
@@ -157,6 +171,8 @@ def build_turn_report(state: NavigatorState) -> TurnReport:
         decisions=len(log.entries),
         stage_plan=_stage_markdown(state.stages),
         planning_fallback=state.stages.plan.fallback if state.stages.plan else None,
+        model=state.routing.current.get("decide", state.model),
+        model_switches=[switch_line(w) for w in state.routing.switches[-REPORT_SWITCHES:]],
     )
 
 
@@ -182,6 +198,9 @@ def turn_report_markdown(report: TurnReport, goal: str) -> str:
         lines.append(f"**Awaiting verdict for turn {report.awaiting_turn}** (approve / reject / stop)")
     if report.planning_fallback:
         lines.append(f"**Planning fallback:** {report.planning_fallback}")
+    if report.model_switches:
+        lines.append(f"**Model:** `{report.model}` · **Routing switches:**")
+        lines += [f"- {line}" for line in report.model_switches]
     if report.focus_areas:
         lines.append("**Focus:** " + ", ".join(f"`{f}`" for f in report.focus_areas[:10]))
     if report.proposed_diff:

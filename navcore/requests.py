@@ -89,6 +89,11 @@ class ExplorationRequest(BaseModel):
     #: set only by the workflow itself when it continues as new
     carried_state: NavigatorState | None = None
 
+    def models(self) -> list[str]:
+        """Every model the run may call: its own, then those its profile's routing rules name."""
+        routed = self.profile.routing.models() if self.profile is not None else []
+        return list(dict.fromkeys([self.model, *routed]))
+
     def first_plan(self) -> FlightPlan:
         """The plan of iteration 0: the given one, or a coarse default for the goal."""
         if self.initial_plan is not None:

@@ -21,6 +21,7 @@ from durable_navigator.navcore.guardrails import GuardrailState
 from durable_navigator.navtypes.mapmeta import MapMetadata
 from durable_navigator.navcore.planning import CriteriaCheck, StagePlan
 from durable_navigator.navcore.pricing import ModelPricingRates
+from durable_navigator.navcore.routing import RoutingState
 from durable_navigator.navcore.tools import ToolResult
 
 __all__ = [
@@ -245,6 +246,10 @@ class NavigatorState(BaseModel):
     goal_ref: ArtifactRef | None = None
     #: the model's price (from scan)
     model_rates: ModelPricingRates | None = None
+    #: the price of every model the run may call (its own and those its routing rules name), from scan
+    prices: dict[str, ModelPricingRates] = {}
+    #: which model serves each kind of call, and the switches so far (budget-aware routing)
+    routing: RoutingState = RoutingState()
     run: RunStatus = RunStatus()
     map: MapState
     ledger: BudgetLedger

@@ -29,7 +29,13 @@ __all__ = [
     "apply_edit",
     "recent_decisions",
     "report_dict",
+    "MODEL_SWITCH_ACTION",
 ]
+
+#: the decision-log action of a routing switch (navcore.routing)
+MODEL_SWITCH_ACTION = "model_switch"
+#: logged entries that are not the model's decisions, so never quoted back to it as such
+_NOT_QUOTED = frozenset({"budget_refused", MODEL_SWITCH_ACTION})
 
 
 def initial_state(req: ExplorationRequest) -> NavigatorState:
@@ -106,11 +112,16 @@ def edited_plan(state: Steering, inp: EditFlightPlanInput) -> FlightPlan:
     if inp.turn != pending.turn:
         raise ValueError(f"turn {inp.turn} is not the pending turn {pending.turn}; refresh the status")
     if inp.plan is not None:
-        # re-validate: the payload may have been built without validation by a client
-        return FlightPlan.model_validate(inp.plan.model_dump())
+        # re-validate: the payload may have been built without validation by a client; a human's
+        # whole plan pins everything it sets explicitly
+        plan = FlightPlan.model_validate(inp.plan.model_dump())
+        keys = [r.glob for r in plan.rules] + [f.glob for f in plan.focus_paths]
+        keys += [f.symbol for f in plan.focus_symbols] + list(plan.exclude)
+        return plan.model_copy(update={"pinned": list(dict.fromkeys([*plan.pinned, *keys]))[:256]})
     if inp.update is None:
         raise ValueError("give exactly one of 'update' or 'plan'")
-    return pending.proposed_plan.apply(inp.update)
+    # a human's edit: everything it touches is pinned (later model turns cannot undo it)
+    return pending.proposed_plan.apply(inp.update.pinned())
 
 
 def apply_edit(state: NavigatorState, inp: EditFlightPlanInput) -> FlightPlan:
@@ -132,7 +143,7 @@ def recent_decisions(log: DecisionLog, count: int) -> list[RecentDecision]:
     capped by the compression config, so the prompt stays bounded.
     """
     summaries = [e for e in log.entries if e.action in SUMMARY_ACTIONS]
-    entries = [e for e in log.entries if e.action != "budget_refused" and e.action not in SUMMARY_ACTIONS]
+    entries = [e for e in log.entries if e.action not in _NOT_QUOTED and e.action not in SUMMARY_ACTIONS]
     quoted = [
         RecentDecision(step=e.step, action=e.action, reasoning=e.reasoning, diff_lines=e.diff_lines[:1])
         for e in summaries
@@ -173,4 +184,12 @@ def report_dict(state: NavigatorState, workflow_id: str) -> dict[str, Any]:
         "continued_runs": s.run.continued_runs,
         "index_version": s.map.index_version,
         "planning_fallback": s.stages.plan.fallback if s.stages.plan else None,
+        # budget-aware routing: the model serving each kind of call at the end, every switch (also in
+        # "decisions" as model_switch entries), and the rates each model's calls were priced at
+        "routing": {
+            "current": dict(sorted(s.routing.current.items())),
+            "switches": [w.model_dump(mode="json") for w in s.routing.switches],
+            "switch_count": s.routing.switch_count,
+        },
+        "prices": {m: r.model_dump(mode="json", exclude_none=True) for m, r in sorted(s.prices.items())},
     }

@@ -15,6 +15,9 @@ Semantics (the engine in ``repomap/`` implements them):
   degraded last when the budget forces degradation. A focus symbol with
   ``expand=True`` is shown in full inside a file rendered at level 2 or 3.
 * The rendered map never exceeds ``token_budget``.
+* ``pinned`` keys (a rule's or an exclude's glob, a focus glob or symbol) are a
+  human's choices — an edit, or what the model did to follow feedback: later
+  updates that do not pin them themselves cannot change or remove them.
 
 Globs use ``fnmatch``-style matching on POSIX relative paths where ``**``
 matches across directories and a bare directory prefix such as ``src/budget``
@@ -117,6 +120,8 @@ class FlightPlan(_Strict):
     exclude: Annotated[list[Glob], Field(max_length=128)] = []
     #: attach a short "why" (top ranking signals) to each file line
     show_why: bool = True
+    #: keys a human set (rule / exclude / focus globs, focus symbols): model turns never undo them
+    pinned: Annotated[list[str], Field(max_length=256)] = []
 
     @field_validator("exclude")
     @classmethod
@@ -128,20 +133,31 @@ class FlightPlan(_Strict):
 
         Rules are keyed by glob: an update to an existing glob moves it to the
         end with its new level (so it wins); focus entries are keyed by glob /
-        symbol and replaced; removals name the key.
+        symbol and replaced; removals name the key. A change to a ``pinned``
+        key is left out unless the update pins that key itself (see
+        :meth:`FlightPlanUpdate.blocked_by`); the update's own pins are added.
         """
-        rules = [r for r in self.rules if r.glob not in set(update.remove_rules)]
+        locked = set(self.pinned) - set(update.pin)
+        removed_rules = set(update.remove_rules) - locked
+        rules = [r for r in self.rules if r.glob not in removed_rules]
         for new in update.set_rules:
+            if new.glob in locked and any(r.glob == new.glob for r in rules):
+                continue
             rules = [r for r in rules if r.glob != new.glob] + [new]
-        focus_paths = [f for f in self.focus_paths if f.glob not in set(update.remove_focus_paths)]
+        removed_paths = set(update.remove_focus_paths) - locked
+        focus_paths = [f for f in self.focus_paths if f.glob not in removed_paths]
         for new in update.add_focus_paths:
+            if new.glob in locked and any(f.glob == new.glob for f in focus_paths):
+                continue
             focus_paths = [f for f in focus_paths if f.glob != new.glob] + [new]
-        focus_symbols = [
-            f for f in self.focus_symbols if f.symbol not in set(update.remove_focus_symbols)
-        ]
+        removed_symbols = set(update.remove_focus_symbols) - locked
+        focus_symbols = [f for f in self.focus_symbols if f.symbol not in removed_symbols]
         for new in update.add_focus_symbols:
+            if new.symbol in locked and any(f.symbol == new.symbol for f in focus_symbols):
+                continue
             focus_symbols = [f for f in focus_symbols if f.symbol != new.symbol] + [new]
-        exclude = [g for g in self.exclude if g not in set(update.remove_exclude)]
+        removed_exclude = set(update.remove_exclude) - locked
+        exclude = [g for g in self.exclude if g not in removed_exclude]
         exclude += [g for g in update.add_exclude if g not in exclude]
         data = self.model_dump()
         data.update(
@@ -149,6 +165,7 @@ class FlightPlan(_Strict):
             focus_paths=[f.model_dump() for f in focus_paths],
             focus_symbols=[f.model_dump() for f in focus_symbols],
             exclude=exclude,
+            pinned=[*self.pinned, *(k for k in dict.fromkeys(update.pin) if k not in self.pinned)],
         )
         if update.token_budget is not None:
             data["token_budget"] = update.token_budget
@@ -173,6 +190,25 @@ class FlightPlanUpdate(_Strict):
     add_exclude: Annotated[list[Glob], Field(max_length=64)] = []
     remove_exclude: Annotated[list[Glob], Field(max_length=64)] = []
     goal: Annotated[str | None, Field(max_length=8000)] = None
+    #: keys this update pins (a human's choice, or what the model does to follow feedback)
+    pin: Annotated[list[Glob], Field(max_length=64)] = []
+
+    def keys(self) -> list[str]:
+        """Every rule / exclude / focus key this update touches (for pinning a human's edit)."""
+        keys = [r.glob for r in self.set_rules] + list(self.remove_rules)
+        keys += [f.glob for f in self.add_focus_paths] + list(self.remove_focus_paths)
+        keys += [f.symbol for f in self.add_focus_symbols] + list(self.remove_focus_symbols)
+        keys += list(self.add_exclude) + list(self.remove_exclude)
+        return list(dict.fromkeys(keys))
+
+    def pinned(self) -> "FlightPlanUpdate":
+        """This update with every key it touches pinned (a human's edit)."""
+        return self.model_copy(update={"pin": list(dict.fromkeys([*self.pin, *self.keys()]))[:64]})
+
+    def blocked_by(self, plan: "FlightPlan") -> list[str]:
+        """Keys this update would change that ``plan`` pins (they are left out when it applies)."""
+        locked = set(plan.pinned) - set(self.pin)
+        return [k for k in self.keys() if k in locked]
 
     @field_validator("add_exclude")
     @classmethod

@@ -197,6 +197,29 @@ class QueryMixin:
             raise PathEscapeError(f"{path!r} is not an indexed file; pass a path listed in RepoMap.files")
         return [self._symbol(path, k) for k in range(len(self._built.records[path][REC["symbols"]]))]
 
+    def terms_in(self, terms: list[str], paths: list[str] | None = None) -> set[str]:
+        """Which of ``terms`` (lower-case words / identifier parts) occur in the files of ``paths``.
+
+        ``paths`` may name files or folders (everything below them); ``None`` means
+        the whole repository.
+        """
+        rs = self._structure()
+        if paths is None:
+            rows = None
+        else:
+            wanted = [p.rstrip("/") for p in paths]
+            rows = [i for i, f in enumerate(rs.paths) if any(f == w or f.startswith(w + "/") for w in wanted)]
+            if not rows:
+                return set()
+        found: set[str] = set()
+        for term in terms:
+            col = rs.term_col(term.lower())
+            if col is None:
+                continue
+            if rows is None or not set(rs.bm25.column_rows(col).tolist()).isdisjoint(rows):
+                found.add(term)
+        return found
+
     def find_symbol(self, name: str) -> list[Symbol]:
         """Definitions whose name, qualified name or id equals ``name`` (sorted by id)."""
         return sorted((self._symbol(p, k) for p, k in self._resolve_symbol(name)), key=lambda s: (s.id, s.start_line))

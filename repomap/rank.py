@@ -24,6 +24,7 @@ import numpy as np
 from durable_navigator.repomap.config import RankConfig
 from durable_navigator.repomap.index import BAG, split_identifier
 from durable_navigator.repomap.sparse import Compressed
+from durable_navigator.repomap.stopwords import is_stopword
 from durable_navigator.repomap.vocab import Vocabulary
 
 __all__ = ["RankStructure", "Personalization", "RankOutput", "goal_terms", "goal_mentions", "personalized_rank"]
@@ -257,14 +258,14 @@ class RankOutput:
 
 
 def goal_terms(goal: str, min_len: int) -> list[str]:
-    """Lexical terms of a goal text (code-aware splitting, deterministic order)."""
+    """Lexical terms of a goal text (code-aware splitting, deterministic order), stopwords dropped."""
     out: list[str] = []
     words = re.findall(r"[A-Za-z_][A-Za-z0-9_]*", goal)
     for ident in words:
-        out.extend(t for t in split_identifier(ident) if len(t) >= min_len)
+        out.extend(t for t in split_identifier(ident) if len(t) >= min_len and not is_stopword(t))
     # "flight plan" should also find ``flightplan.py`` / ``FlightPlan``
     for a, b in zip(words, words[1:]):
-        if a.isalpha() and b.isalpha():
+        if a.isalpha() and b.isalpha() and not (is_stopword(a.lower()) or is_stopword(b.lower())):
             out.append((a + b).lower())
     return out
 

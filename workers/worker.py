@@ -7,7 +7,7 @@ store, pricing and model providers) is built here or injected by tests and by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from datetime import timedelta
 from pathlib import Path
@@ -23,11 +23,14 @@ from durable_navigator.activities.model_calls import ModelCallActivities
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.preflight import PreflightActivities
+from durable_navigator.activities.research import ResearchActivities
 from durable_navigator.activities.tools import CodeToolActivities
+from durable_navigator.navcore.endpoints import Endpoint
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 from durable_navigator.workflows.batch import BatchWorkflow
 from durable_navigator.workflows.preflight import PreflightWorkflow
+from durable_navigator.workflows.research import ResearchWorkflow
 from durable_navigator.workers.converter import DATA_CONVERTER
 
 __all__ = [
@@ -41,7 +44,7 @@ __all__ = [
 
 DEFAULT_TASK_QUEUE = "navigator"
 #: every workflow class this worker serves
-WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow, PreflightWorkflow]
+WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow, PreflightWorkflow, ResearchWorkflow]
 #: the longest a heartbeat waits before it is sent (and a cancel request comes back)
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
 #: raised from workflow code these can never succeed on a task retry: fail the workflow
@@ -53,10 +56,20 @@ def default_artifact_dir() -> Path:
     return Path(platformdirs.user_cache_dir("durable-navigator")) / "artifacts"
 
 
-def build_activities(artifact_dir: Path | None = None) -> NavigatorActivities:
-    """The production activities: local artifact store + shipped pricing + real providers."""
+def build_activities(
+    artifact_dir: Path | None = None,
+    *,
+    endpoints: Mapping[str, Endpoint] | None = None,
+    pricing_file: Path | None = None,
+) -> NavigatorActivities:
+    """The production activities: local artifact store + prices + real providers.
+
+    ``endpoints`` and ``pricing_file`` come from the worker's own configuration
+    (``navigator.yaml`` / environment): the OpenAI-compatible endpoints it serves
+    and their declared prices, and the user's price overrides.
+    """
     store = LocalArtifactStore(artifact_dir or default_artifact_dir())
-    return NavigatorActivities(store, pricer=TablePricer.load())
+    return NavigatorActivities(store, pricer=TablePricer.load(pricing_file, endpoints=endpoints), endpoints=endpoints)
 
 
 def build_worker(
@@ -68,15 +81,18 @@ def build_worker(
     extra_workflows: Sequence[type] = (),
     activity_executor: Executor | None = None,
     max_concurrent_activities: int | None = None,
+    endpoints: Mapping[str, Endpoint] | None = None,
+    pricing_file: Path | None = None,
 ) -> Worker:
     """A worker for ``task_queue`` serving the navigator workflow and its activities.
 
     ``extra_activities`` registered under a name already used replace the
     instance's activity of that name (how tests fake one activity).
+    ``endpoints`` / ``pricing_file`` configure the default activities (ignored with ``activities``).
     """
     if client.data_converter.payload_converter_class is not DATA_CONVERTER.payload_converter_class:
         raise NavigatorError("the Temporal client must use workers.converter.DATA_CONVERTER; reconnect with it")
-    acts = activities or build_activities()
+    acts = activities or build_activities(endpoints=endpoints, pricing_file=pricing_file)
     by_name: dict[str, Callable[..., Any]] = {}
     # every model call of every workflow goes through model.prepare / model.request
     models = ModelCallActivities(acts.store, pricer=acts.pricer, registry=acts.models, engines=acts.engine,
@@ -84,8 +100,9 @@ def build_worker(
     tools = CodeToolActivities(engine_for=acts.engine, store=acts.store)
     # the CLI's model check answers with this worker's own registry and prices
     preflight = PreflightActivities(registry=acts.models, pricer=acts.pricer)
+    research = ResearchActivities(acts.store, acts.engine)
     for fn in [*acts.all(), *models.all(), *tools.all(), *BatchActivities().all(), *preflight.all(),
-               *extra_activities]:
+               *research.all(), *extra_activities]:
         by_name[_activity_name(fn)] = fn
     return Worker(
         client,

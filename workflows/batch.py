@@ -1,4 +1,5 @@
-"""``BatchWorkflow``: many explorations as child ``NavigatorWorkflow``s under one USD budget.
+"""``BatchWorkflow``: many explorations (child ``NavigatorWorkflow``s) and research questions
+(``kind: ask`` → child ``ResearchWorkflow``s) under one USD budget.
 
 * At most ``max_concurrency`` children run at once, started in job order.
 * Each child gets a slice of the batch budget when it starts
@@ -51,6 +52,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.budget import micros_to_usd, usd_to_micros
     from durable_navigator.navcore.messages import StopInput
     from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
+    from durable_navigator.navcore.research import ResearchRequest, ResearchResult
     from durable_navigator.workflows.blocks.webui import SA_COST_USD, SA_ITERATION, SA_REPO, SA_STATUS
 
 __all__ = ["BatchWorkflow", "BATCH_REPO_TAG"]
@@ -144,12 +146,13 @@ class BatchWorkflow:
 
     async def _run_child(self, job: BatchJob, wid: str, slice_micros: int) -> JobOutcome:
         req = self.req
+        asking = job.kind == "ask"
         handle = await workflow.start_child_workflow(
-            "NavigatorWorkflow",
+            "ResearchWorkflow" if asking else "NavigatorWorkflow",
             self._child_request(job, slice_micros),
             id=wid,
             task_queue=req.task_queue or workflow.info().task_queue,
-            result_type=ExplorationResult,
+            result_type=ResearchResult if asking else ExplorationResult,
             execution_timeout=timedelta(seconds=req.limits.job_timeout_s),
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
             memo={"goal": job.goal, "batch_id": req.batch_id},
@@ -159,7 +162,7 @@ class BatchWorkflow:
         try:
             if self.state.stop_requested is not None:
                 await self._stop_child(job.index)
-            result: ExplorationResult = await handle
+            result: ExplorationResult | ResearchResult = await handle
         except ChildWorkflowError as err:
             return self._failed(job, slice_micros, err)
         finally:
@@ -170,20 +173,32 @@ class BatchWorkflow:
         """The child id already completed in an earlier run of this batch: take its result."""
         out: RecoverChildOutput = await workflow.execute_activity(
             "batch.recover_child",
-            RecoverChildInput(workflow_id=wid),
+            RecoverChildInput(workflow_id=wid, kind=job.kind),
             result_type=RecoverChildOutput,
             start_to_close_timeout=timedelta(seconds=self.req.limits.job_timeout_s),
             heartbeat_timeout=timedelta(seconds=60),
             retry_policy=_RECOVER_RETRY,
             summary=f"recover job {job.index} · {wid}",
         )
-        if out.result is None:
+        found = out.research if job.kind == "ask" else out.result
+        if found is None:
             outcome = self._outcome(job, JobStatus.FAILED, "failed", error=out.error or out.status)
             outcome.allotted_micros = outcome.spent_micros = slice_micros
             return outcome
-        return self._completed(job, out.result, slice_micros, recovered=True)
+        return self._completed(job, found, slice_micros, recovered=True)
 
-    def _child_request(self, job: BatchJob, slice_micros: int) -> ExplorationRequest:
+    def _child_request(self, job: BatchJob, slice_micros: int) -> ExplorationRequest | ResearchRequest:
+        if job.kind == "ask":
+            # a research job: the goal is the question; the run's own researcher profile, no subagents
+            return ResearchRequest(
+                repo_path=job.repo_path,
+                question=job.goal,
+                budget_usd=micros_to_usd(slice_micros),
+                model=job.model,
+                max_output_tokens=job.max_output_tokens,
+                out_dir=f"{self.req.out_dir.rstrip('/')}/{self.req.batch_id}",
+                **({"model_call": self.req.model_call} if self.req.model_call else {}),
+            )
         return ExplorationRequest(
             repo_path=job.repo_path,
             goal=job.goal,
@@ -208,17 +223,21 @@ class BatchWorkflow:
             repo_path=job.repo_path,
             goal=job.goal,
             model=job.model,
+            kind=job.kind,
             status=status,
             stop_reason=stop_reason,
             error=error,
         )
 
-    def _completed(self, job: BatchJob, result: ExplorationResult, slice_micros: int, recovered: bool) -> JobOutcome:
+    def _completed(self, job: BatchJob, result: ExplorationResult | ResearchResult, slice_micros: int,
+                   recovered: bool) -> JobOutcome:
         outcome = self._outcome(job, JobStatus.COMPLETED, result.stop_reason.value, error=result.stop_detail
                                 if result.stop_reason.value == "failed" else None)
         outcome.allotted_micros, outcome.spent_micros = slice_micros, result.cost_micros
         outcome.usage, outcome.iterations, outcome.decisions = result.usage, result.iterations, result.decisions
         outcome.context_path, outcome.report_path, outcome.recovered = result.context_path, result.report_path, recovered
+        if isinstance(result, ResearchResult):
+            outcome.completed_normally = result.completed_normally
         return outcome
 
     def _failed(self, job: BatchJob, slice_micros: int, err: ChildWorkflowError) -> JobOutcome:

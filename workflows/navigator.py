@@ -54,6 +54,7 @@ with workflow.unsafe.imports_passed_through():
         update_diff_lines,
     )
     from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
+    from durable_navigator.navcore.routing import route_call, switch_line
     from durable_navigator.navcore.state import (
         DecisionLogEntry,
         ExecutionMode,
@@ -64,6 +65,7 @@ with workflow.unsafe.imports_passed_through():
         Verdict,
     )
     from durable_navigator.navcore.turns import (
+        MODEL_SWITCH_ACTION,
         apply_edit,
         edited_plan,
         initial_state,
@@ -128,7 +130,7 @@ class NavigatorWorkflow:
             StageSettings(config=cfg if review == cfg.review else cfg.model_copy(update={"review": review}),
                           planning=req.planning, max_iterations=req.max_iterations,
                           max_stage_iterations=self.profile.safety.max_stage_iterations),
-            self._stop, self._publish,
+            self._stop, self._publish, model_for=lambda kind: self._model_for(kind, self.state.run.iteration),
         )
 
     # -- run -------------------------------------------------------------
@@ -164,7 +166,8 @@ class NavigatorWorkflow:
         try:
             out: ScanOutput = await run_activity(
                 "navigator.scan",
-                ScanInput(repo_root=s.repo_root, flight_plan=s.map.flight_plan, model=s.model, goal=s.goal),
+                ScanInput(repo_root=s.repo_root, flight_plan=s.map.flight_plan, model=s.model, goal=s.goal,
+                          other_models=[m for m in self.profile.routing.models() if m != s.model]),
                 ScanOutput, SCAN, f"scan {shorten(s.repo_root, 80)} · {s.model}")
         except ActivityError as err:
             s.run.status = Status.FAILED
@@ -173,6 +176,7 @@ class NavigatorWorkflow:
             raise ApplicationError(f"scan failed: {s.run.stop_detail}", type="ScanFailed", non_retryable=True) from err
         s.repo_root, s.map.index_version, s.goal_ref = out.repo_root, out.index_version, out.goal_ref
         s.model_rates = out.rates
+        s.prices = dict(out.rates_by_model)
         self._take_render(out.render)
 
     def _should_continue_as_new(self) -> bool:
@@ -199,7 +203,8 @@ class NavigatorWorkflow:
             return
         s.run.status = Status.PREPARING
         self._publish()
-        outcome = await self.caller.call(s.model, self._decide_spec(step, verdict.prompt_notes), step=step,
+        model = self._model_for("decide", step)
+        outcome = await self.caller.call(model, self._decide_spec(step, verdict.prompt_notes, model), step=step,
                                          label=f"iter {step} · decide")
         if outcome.status != "ok":
             await self._call_not_answered(step, outcome)
@@ -217,17 +222,28 @@ class NavigatorWorkflow:
         if s.stages.plan is not None and s.steering.pending is None:
             await self.stages.after_step()
         if s.run.stop_reason is None and s.steering.pending is None:
-            await self.compressor.compress(s.log, model=s.model, repo_root=s.repo_root, goal_ref=s.goal_ref,
-                                           step=s.run.iteration)
+            await self.compressor.compress(s.log, model_for=lambda kind: self._model_for(kind, s.run.iteration),
+                                           repo_root=s.repo_root, goal_ref=s.goal_ref, step=s.run.iteration)
 
-    def _decide_spec(self, step: int, notes: list[str]) -> DecideSpec:
+    def _model_for(self, kind: str, step: int) -> str:
+        """The model of the next ``kind`` call (budget-aware routing); a switch is logged with its reason."""
+        s = self.state
+        model, switch = route_call(s.routing, self.profile.routing, s.model, kind, s.ledger.spent_micros,
+                                   s.ledger.max_micros, step)
+        if switch is not None:
+            workflow.logger.info("routing: %s", switch_line(switch))
+            self.log.write(step, MODEL_SWITCH_ACTION, switch.reason,
+                           diff=[f"~ {switch.kind}: {switch.from_model} → {switch.to_model}"], step_taken=False)
+        return model
+
+    def _decide_spec(self, step: int, notes: list[str], model: str) -> DecideSpec:
         s = self.state
         assert s.map.map_ref is not None and s.map.view_ref is not None
         return DecideSpec(repo_root=s.repo_root, prompt=PromptInput(
             step=step,
             goal=None if s.goal_ref else s.goal,
             goal_ref=s.goal_ref,
-            model=s.model,
+            model=model,
             mode=s.steering.mode,
             max_iterations=self.req.max_iterations,
             max_output_tokens=self.req.max_output_tokens,
@@ -297,6 +313,9 @@ class NavigatorWorkflow:
         # logged before rendering: a paid decision is never lost, even if the render fails
         entry = self.log.write(step, decision.action, decision.reasoning, diff=diff, **paid)
         entry.config_diff = decision.updates
+        blocked = decision.updates.blocked_by(s.map.flight_plan)
+        if blocked:
+            entry.error = shorten("left out, pinned by the user: " + ", ".join(blocked), 500)
         await self._render(step, proposed, short_action_label(decision.action, diff), decision.updates)
         entry.map_tokens_after = s.map.metadata.tokens_used if s.map.metadata else 0
         if s.steering.mode is ExecutionMode.INTERACTIVE:

@@ -32,6 +32,7 @@ __all__ = [
     "TRANSIENT_ERROR_TYPE",
     "STALLED_ERROR_TYPE",
     "approx_tokens",
+    "redact",
 ]
 
 TRANSIENT_ERROR_TYPE = "ModelTransientError"
@@ -41,6 +42,14 @@ STALLED_ERROR_TYPE = "ModelStalled"
 def approx_tokens(text: str) -> int:
     """A cheap token estimate (~4 characters per token), for output the provider did not count."""
     return (len(text) + 3) // 4
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` on one line with every secret replaced by ``[redacted]`` (providers' error messages)."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    return " ".join(text.split())
 
 
 class UsageMeter:

@@ -3,6 +3,8 @@
 Names are parsed by the one parser, :func:`navcore.model.parse_model_spec`;
 each provider lives in one module or package and is imported on demand, so a
 worker without ``google-genai`` credentials still serves the offline model.
+OpenAI-compatible endpoints (``<endpoint>:<model>``) come from the worker's
+configuration (``navigator.yaml`` → ``endpoints``) plus the built-in ones.
 Tests and embedders register their own model under a name (``overrides``).
 """
 
@@ -12,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from durable_navigator.activities.models.base import Model
+from durable_navigator.navcore.endpoints import Endpoint, resolve_endpoints
 from durable_navigator.navtypes.errors import ModelError
 from durable_navigator.navcore.model import ModelSpec, parse_model_spec
 
@@ -27,18 +30,25 @@ class ModelRegistry:
         *,
         overrides: Mapping[str, Model] | None = None,
         gemini_transport: Any = None,
-        endpoints: frozenset[str] = frozenset(),
+        endpoints: Mapping[str, Endpoint] | None = None,
+        openai_transport: Any = None,
     ) -> None:
-        """``engines``: repo root → its opened repo-map (the offline model's dependency)."""
+        """``engines``: repo root → its opened repo-map (the offline model's dependency).
+
+        ``endpoints``: the OpenAI-compatible endpoints of ``navigator.yaml`` (the built-in
+        ``openai``, ``ollama`` and ``openrouter`` are always there); ``*_transport``
+        replace only a provider's HTTP layer (tests).
+        """
         self._engines = engines
         self._overrides = dict(overrides or {})
         self._gemini_transport = gemini_transport
-        self._endpoints = endpoints
+        self._openai_transport = openai_transport
+        self.endpoints: dict[str, Endpoint] = resolve_endpoints(endpoints)
         self._models: dict[str, Model] = {}
 
     def spec(self, model: str) -> ModelSpec:
         """The parsed model name (``ModelError`` when unknown)."""
-        return parse_model_spec(model, self._endpoints)
+        return parse_model_spec(model, frozenset(self.endpoints))
 
     def model(self, model: str) -> Model:
         """The model serving ``model`` (built once per worker)."""
@@ -71,5 +81,9 @@ class ModelRegistry:
             from durable_navigator.activities.models.gemini import GeminiModel
 
             return GeminiModel(transport=self._gemini_transport)
+        if spec.provider == "openai" and spec.endpoint is not None:
+            from durable_navigator.activities.models.openai import OpenAIModel
+
+            return OpenAIModel(spec.endpoint, self.endpoints[spec.endpoint], transport=self._openai_transport)
         raise ModelError(f"the {spec.provider} provider is not available on this worker for {spec.model!r}; "
-                         "use 'offline' or a gemini-* model")
+                         "use 'offline', a gemini-* model or '<endpoint>:<model>'")

@@ -25,11 +25,20 @@ lists of text answers::
         - ["garbage", "C1: NOT MET | ..."]      # stage 1: first answer, then the re-ask's
         - {text: "...", usage: {input_tokens: 120, output_tokens: 40}}
         - {error: transient, usage: {input_tokens: 50}, retry_after_s: 1}
+      research.plan: ['["find the ledger", "read its callers"]']
+      research.execute:                          # keyed by the run's executor turn (1-based; entry 0 unused)
+        - ""
+        - {calls: [{name: search_codebase, args: {query: ledger}}]}
+        - {calls: [{name: finish_step, args: {summary: ..., findings: [{claim: ..., citations: ["a.py:1-3"]}]}}]}
+      research.refine: ["DECISION: FINISH\nREASON: enough"]
+      research.synthesize: ["The ledger reserves first (a.py:1-3)."]
 
 Decision *i* answers iteration ``first_iteration + i`` (``first_iteration``
 defaults to 1, the workflow's first step); text entry *i* of a kind answers
 that kind's call number *i* (the task's ``index``: 0 for the one-shot planning
-calls, the stage index, the compression ordinal). Keying by the task rather
+calls, the stage index, the compression ordinal, the research round, the
+research executor turn). A text entry with ``calls`` answers with function
+calls (a research executor turn). Keying by the task rather
 than by a cursor keeps the script right across retries, worker restarts and
 continue-as-new. A list entry holds the answers of successive asks (the
 corrective re-ask is the second). When the decisions run out the model
@@ -167,6 +176,8 @@ class ScriptedText(BaseModel):
     error: Literal["transient", "fatal"] | None = None
     retry_after_s: float | None = Field(None, ge=0, le=3600)
     stall_s: float = Field(0.0, ge=0, le=3600)
+    #: function calls of the answer (a research executor turn: code tools, finish_step, delegate, navigate)
+    calls: list[ToolCallOut] = []
 
 
 def _text_entry(item: Any, where: str) -> ScriptedText:
@@ -235,6 +246,8 @@ class ScriptedModel:
         item = queue[index]
         if isinstance(item, list):
             ask = 1 + sum(1 for m in req.messages if m.role == "assistant")
+            # an executor turn's conversation holds the step's earlier turns: count only this turn's re-asks
+            ask -= len(getattr(req.task, "transcript", []))
             if not 1 <= ask <= len(item):
                 raise ModelCallError(f"no scripted answer for ask {ask} of {kind!r} #{index}; add it to {self.path}")
             item = item[ask - 1]
@@ -248,7 +261,7 @@ class ScriptedModel:
         usage = entry.usage if entry.usage is not None else TokenUsage(
             input_tokens=approx_tokens(" ".join(m.content for m in req.messages)),
             output_tokens=approx_tokens(entry.text))
-        return ModelResponse(text=entry.text, usage=usage, calls=1)
+        return ModelResponse(text=entry.text, tool_calls=list(entry.calls), usage=usage, calls=1)
 
 
 async def _stall(seconds: float, ctx: CallContext, usage: TokenUsage | None) -> None:

@@ -22,7 +22,6 @@ from temporalio.client import Client
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.navigator import NavigatorActivities
-from durable_navigator.cli.follow import FOLLOW_QUERY_TIMEOUT
 from durable_navigator.workers.worker import build_worker
 
 #: scripted decisions: zoom in, zoom out, zoom in again, ... then finalize
@@ -151,35 +150,41 @@ async def test_mode_and_budget_signals_and_unknown_ids(cli_env: dict[str, str], 
 async def test_explore_waits_for_a_worker_then_follows_to_the_result(
     client: Client, task_queue: str, tmp_path: Path
 ) -> None:
-    """With TEMPORAL_ADDRESS set, explore runs no worker itself: it says so, waits, and finishes."""
-    env = {
-        "TEMPORAL_ADDRESS": client.service_client.config.target_host,
-        "NAVIGATOR_TASK_QUEUE": task_queue,
-        "NAVIGATOR_CONFIG": str(tmp_path / "none.yaml"),
-    }
+    """With TEMPORAL_ADDRESS set, explore runs no worker itself: it says so, waits, and finishes.
+
+    The CLI runs as a process and the worker starts only once the CLI has said it is waiting
+    (reading its stderr), so the order is certain whatever the machine's load; a fixed sleep
+    here once let a slow CLI's first status poll be answered by the late worker.
+    """
+    from tests.support.e2e import NAVIGATOR
+
     (tmp_path / "none.yaml").write_text("{}\n")
-    # offline needs no model check from a worker (tests/cli/test_refusals.py covers a check nobody answers),
-    # so the first progress poll is what meets the missing worker; the worker below scripts it anyway
-    running = asyncio.create_task(ainvoke(
-        ["explore", str(FIXTURE_REPO), "goal", "--model", "offline", "--out", str(tmp_path / "out")], env))
-    # wait for the run to exist, then for longer than the follow loop's query timeout: the first
-    # progress poll (made right after the start) has met no worker, whatever the machine's load
-    for _ in range(300):
-        if [w async for w in client.list_workflows(f"TaskQueue = '{task_queue}'")]:
-            break
-        await asyncio.sleep(0.1)
-    await asyncio.sleep(FOLLOW_QUERY_TIMEOUT.total_seconds() + 3)
-    assert not running.done()
-    activities = NavigatorActivities(
-        LocalArtifactStore(tmp_path / "artifacts"), pricer=TablePricer.load(),
-        model_overrides={"scripted:inline": ScriptProvider(steps=[ZOOM_BUDGET])},
-        engine_factory=engine_factory(), token_counter=token_counter(),
-    )
-    async with build_worker(client, task_queue, activities=activities):
-        result = await asyncio.wait_for(running, timeout=120)
-    assert result.exit_code == 0, result.stderr
-    assert f"waiting for a worker on task queue {task_queue!r}" in result.stderr, result.stderr
-    assert "context written to " in result.stdout
+    env = {**os.environ, "TEMPORAL_ADDRESS": client.service_client.config.target_host,
+           "NAVIGATOR_TASK_QUEUE": task_queue, "NAVIGATOR_CONFIG": str(tmp_path / "none.yaml")}
+    proc = await asyncio.create_subprocess_exec(
+        str(NAVIGATOR), "explore", str(FIXTURE_REPO), "goal", "--model", "offline", "--out", str(tmp_path / "out"),
+        env=env, cwd=tmp_path, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    assert proc.stderr is not None and proc.stdout is not None
+    seen: list[str] = []
+    waiting = f"waiting for a worker on task queue {task_queue!r}"
+    try:
+        while not any(waiting in line for line in seen):
+            line = await asyncio.wait_for(proc.stderr.readline(), timeout=120)
+            assert line, f"explore ended before it waited for a worker: {seen}"
+            seen.append(line.decode())
+        assert proc.returncode is None  # still waiting, no worker yet
+        activities = NavigatorActivities(
+            LocalArtifactStore(tmp_path / "artifacts"), pricer=TablePricer.load(),
+            engine_factory=engine_factory(), token_counter=token_counter(),
+        )
+        async with build_worker(client, task_queue, activities=activities):
+            out, rest = await asyncio.wait_for(proc.communicate(), timeout=120)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, "".join(seen) + rest.decode()
+    assert "context written to " in out.decode()
 
 
 async def test_no_credential_reaches_history_or_output(client: Client, cli_env: dict[str, str], tmp_path: Path) -> None:

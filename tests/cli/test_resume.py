@@ -7,6 +7,7 @@ import json
 import re
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -48,10 +49,21 @@ def test_explore_survives_a_server_restart(tmp_path: Path) -> None:
          "--max-iterations", str(TURNS), "--planning", "off", "--out", str(tmp_path / "out")],
         cwd=tmp_path, env=box.env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    time.sleep(5)
+    # stop the server mid-run: once the run is started (on a loaded machine the CLI alone can take
+    # more than 5 s to import and start it; a server stopped before that tests another path)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(explore.stderr.readline, "")), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    deadline = time.monotonic() + 120
+    while not any("started nav-" in line for line in lines):
+        assert explore.poll() is None and time.monotonic() < deadline, "".join(lines)[-2000:]
+        time.sleep(0.1)
+    time.sleep(2)
     server.send_signal(signal.SIGINT)
     assert server.wait(timeout=30) == 0
-    _, err = explore.communicate(timeout=120)
+    explore.wait(timeout=120)
+    reader.join(timeout=30)
+    err = "".join(lines)
     assert explore.returncode == 3, err[-2000:]
     wid = re.search(r"workflows/(nav-\S+)", err).group(1)  # type: ignore[union-attr]
     assert f"lost Temporal at 127.0.0.1:{box.port} while following {wid}" in err

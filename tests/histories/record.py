@@ -37,6 +37,7 @@ from durable_navigator.navcore.tools import ToolCall
 from durable_navigator.navcore.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig
 from durable_navigator.navcore.messages import ApproveInput, EditFlightPlanInput, RaiseBudgetInput, RejectInput, StopInput
 from durable_navigator.navcore.requests import ModelCallConfig
+from durable_navigator.navcore.routing import RouteRule, RoutingConfig
 from durable_navigator.navcore.state import ExecutionMode
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workers.worker import build_worker
@@ -183,6 +184,17 @@ async def all_paths(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle,
     return await _start(client, tq, req), provider
 
 
+async def routing(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
+    """Budget-aware routing: turns switch to test-model-b past 0.3% of $1; compression on it from the start."""
+    steps = [update(set_rules=[{"glob": f"src/budgetkit/part{i}.py", "level": 2}]) for i in range(6)]
+    profile = RunProfile(
+        compression=CompressionConfig(threshold=4, keep_last=2),
+        routing=RoutingConfig(rules=[RouteRule(model="test-model-b", calls=["decide"], after_budget_fraction=0.003),
+                                     RouteRule(model="test-model-b", calls=["compress"])]),
+    )
+    return await _start(client, tq, make_request(tmp, max_iterations=6, profile=profile)), ScriptProvider(steps=steps)
+
+
 SCENARIOS = {
     "autonomous": (autonomous, None),
     "loop_detected": (loop_detected, None),
@@ -195,6 +207,7 @@ SCENARIOS = {
     "tool_calls": (tool_calls, None),
     "planning_interactive": (planned_interactive, drive_planned_interactive),
     "all_paths": (all_paths, None),
+    "routing": (routing, None),
 }
 
 

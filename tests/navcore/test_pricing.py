@@ -105,7 +105,7 @@ def test_unknown_model_is_refused_with_what_to_do(table: PricingTable) -> None:
         table.rates_for("gpt-4o")
     message = str(info.value)
     assert "'gpt-4o' has no price" in message
-    assert "--pricing FILE" in message and PRICING_FILE_ENV in message
+    assert "pricing_file in navigator.yaml" in message and PRICING_FILE_ENV in message
     assert "\n" not in message
 
 

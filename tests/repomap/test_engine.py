@@ -185,3 +185,18 @@ def test_files_with_the_same_bytes_keep_their_own_path_and_parser(tmp_path: Path
         langs = {p: rm._built.records[p][1] for p in ("notes.txt", "alphapkg/empty.py")}
         assert langs == {"notes.txt": "", "alphapkg/empty.py": "python"}, (jobs, langs)
         assert rm.render(FlightPlan(token_budget=2000)).metadata.files_without_symbol_support == 1
+
+
+def test_terms_in_reads_term_columns_of_the_given_files_and_folders(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    (root / "a" / "ledger.py").write_text("def post_entry(amount):\n    return amount\n")
+    (root / "b" / "queue.py").write_text("def push_item(item):\n    return item\n")
+    rm = RepoMap.open(root, cache_dir=tmp_path / "cache", jobs=1)
+    terms = ["entry", "Item", "nowhere"]
+    assert rm.terms_in(terms) == {"entry", "Item"}
+    assert rm.terms_in(terms, ["a"]) == {"entry"}
+    assert rm.terms_in(terms, ["b/", "a/ledger.py"]) == {"entry", "Item"}
+    assert rm.terms_in(terms, ["b/queue.py"]) == {"Item"}
+    assert rm.terms_in(terms, ["missing"]) == set()

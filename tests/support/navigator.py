@@ -42,9 +42,11 @@ from durable_navigator.navcore.pricing import PricingTable
 
 FIXTURE_REPO = FIXTURE_REPO_DIR
 
-#: test prices: $1 / $2 per million tokens → 1 / 2 micro-dollars per token
+#: test prices: $1 / $2 per million tokens → 1 / 2 micro-dollars per token; ``test-model-b`` (the
+#: routing scenarios' second model, served by the same scripted provider) at $3 / $6
 TEST_PRICING = PricingTable.from_mapping(
-    {"models": {"test-model": {"input": Decimal("1"), "output": Decimal("2")}}}, "tests"
+    {"models": {"test-model": {"input": Decimal("1"), "output": Decimal("2")},
+                "test-model-b": {"input": Decimal("3"), "output": Decimal("6")}}}, "tests"
 )
 
 
@@ -272,7 +274,7 @@ def make_activities(tmp_path: Path, provider: ScriptProvider, **kw: Any) -> Navi
     return NavigatorActivities(
         LocalArtifactStore(tmp_path / "artifacts"),
         pricer=make_pricer(),
-        model_overrides={"test-model": provider},
+        model_overrides={"test-model": provider, "test-model-b": provider},
         engine_factory=engine_factory(kw.pop("pad_lines", 0)),
         token_counter=token_counter(),
         **kw,

@@ -63,6 +63,12 @@ async def test_autonomous_run_finalizes(client, task_queue, start_worker, tmp_pa
     assert report["stop_reason"] == "finalized"
     assert [d["action"] for d in report["decisions"]] == ["update_flight_plan", "update_flight_plan", "finalize_context"]
     assert report["decisions"][0]["diff_lines"][0] == "+ rule src/budgetkit/** → L4"
+    # the reasoning, one line a turn, before the map
+    decisions = context.split("## Decisions (one line a turn)\n\n")[1].split("\n\n")[0].splitlines()
+    assert [line.split(" · ")[:2] for line in decisions] == [
+        ["- step 1", "update_flight_plan"], ["- step 2", "update_flight_plan"], ["- step 3", "finalize_context"]]
+    assert "+ rule src/budgetkit/** → L4" in decisions[0] and "$0.0012" in decisions[0]
+    assert context.index("## Decisions") < context.index("## Repository map")
 
 
 async def test_budget_exhaustion_refuses_the_call(client, task_queue, start_worker, tmp_path) -> None:

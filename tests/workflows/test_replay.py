@@ -1,7 +1,7 @@
 """Replay every committed history (every workflow): the code must stay deterministic.
 
 Nothing has been released, so a deliberate workflow change re-records these
-(``python -m tests.histories.record`` / ``record_batch`` / ``record_preflight``); versioning with ``workflow.patched``
+(``python -m tests.histories.record`` / ``record_batch`` / ``record_preflight`` / ``record_research``); versioning with ``workflow.patched``
 starts with the first tagged release.
 """
 
@@ -23,7 +23,9 @@ HISTORIES = sorted(HISTORY_DIR.glob("*.json"))
 def test_histories_are_committed() -> None:
     names = {p.stem.split("_run")[0] for p in HISTORIES}
     assert {"navigator_autonomous", "navigator_interactive", "navigator_budget_park", "navigator_continue_as_new",
-            "batch_basic", "batch_stop", "batch_continue_as_new", "batch_resume"} <= names
+            "batch_basic", "batch_stop", "batch_continue_as_new", "batch_resume",
+            "research_full_loop", "research_offline", "research_stop", "research_interactive",
+            "research_continue_as_new"} <= names
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
@@ -62,3 +64,26 @@ def test_one_history_goes_through_every_planning_and_guardrail_path() -> None:
     notes = " ".join(" ".join(p.get("notes", [])) for p in prompts)
     assert "LOOP WARNING" in notes and "STALL WARNING" in notes
     assert any("Find reserve" in " ".join(p.get("stage", [])) for p in prompts)
+
+
+def test_research_histories_cover_every_research_call_and_both_kinds_of_subagent() -> None:
+    """``research_subagents``: a parent, its research child and its navigator child — all replayed above."""
+    kinds, types = set(), set()
+    for path in sorted(HISTORY_DIR.glob("research_*.json")):
+        history = WorkflowHistory.from_json(path.stem, path.read_text())
+        kinds |= {inp["spec"]["kind"] for inp in _scheduled(history, "model.prepare")}
+        start = history.events[0].workflow_execution_started_event_attributes
+        types.add(start.workflow_type.name)
+    assert {"research.plan", "research.execute", "research.refine", "research.synthesize"} <= kinds
+    assert {"ResearchWorkflow", "NavigatorWorkflow"} <= types
+
+
+def test_the_routing_history_switches_models() -> None:
+    """``navigator_routing``: turns move to a second model past the budget threshold; compression is on it."""
+    path = HISTORY_DIR / "navigator_routing.json"
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    calls = [(inp["spec"]["kind"], inp["model"]) for inp in _scheduled(history, "model.prepare")]
+    decide = [model for kind, model in calls if kind == "decide"]
+    assert decide[0] == "test-model" and decide[-1] == "test-model-b", calls
+    assert decide == sorted(decide, key=lambda m: m == "test-model-b")  # one switch, never back
+    assert {model for kind, model in calls if kind == "navigator.compress"} == {"test-model-b"}, calls

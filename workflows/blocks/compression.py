@@ -36,13 +36,18 @@ class Compressor:
     def __init__(self, caller: ModelCaller, config: CompressionConfig, room: Callable[[], bool]) -> None:
         self.caller, self.config, self._room = caller, config, room
 
-    async def compress(self, log: DecisionLog, *, model: str, repo_root: str, goal_ref: ArtifactRef | None,
-                       step: int) -> None:
-        """Trim, summarize when past the threshold, then enforce the hard cap."""
+    async def compress(self, log: DecisionLog, *, model_for: Callable[[str], str], repo_root: str,
+                       goal_ref: ArtifactRef | None, step: int) -> None:
+        """Trim, summarize when past the threshold, then enforce the hard cap.
+
+        ``model_for(kind)`` names the model of the summary call, asked only when one is made
+        (budget-aware routing may send it to another model than the run's).
+        """
         cfg = self.config
         log.entries = truncate_entries(log.entries, cfg)
         if needs_compression(log.entries, cfg) and self._room() and goal_ref is not None:
             request = build_summary_request(log.entries, cfg)
+            model = model_for("navigator.compress")
             spec = CompressSpec(model=model, repo_root=repo_root, goal_ref=goal_ref,
                                 max_output_tokens=request.max_output_tokens, request=request, ordinal=log.compressions)
             outcome = await self.caller.call(

@@ -36,6 +36,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
+    from durable_navigator.navcore.artifacts import ArtifactRef
     from durable_navigator.navcore.budget import BudgetLedger, format_usd
     from durable_navigator.navcore.decision import TokenUsage
     from durable_navigator.navtypes.errors import BudgetError
@@ -78,6 +79,8 @@ class CallOutcome:
     attempts: int = 0
     error: str | None = None
     estimate_micros: int = 0
+    #: the prepared request (a conversation the next call may continue, e.g. a ReAct turn)
+    request_ref: ArtifactRef | None = None
 
     def add(self, spent: AttemptUsage) -> None:
         """Count one attempt's consumption."""
@@ -130,7 +133,7 @@ class ModelCaller:
         except ActivityError as err:
             out.error = one_line(err)
             return out
-        out.estimate_micros = prepared.estimate_micros
+        out.estimate_micros, out.request_ref = prepared.estimate_micros, prepared.request_ref
         cfg = self.config
         for attempt in range(1, cfg.max_attempts + 1):
             if self._stopped():

@@ -78,10 +78,12 @@ class StageRunner:
 
     def __init__(self, state: Callable[[], NavigatorState], caller: ModelCaller, log: DecisionLogWriter,
                  gate: ApprovalGate, settings: StageSettings, stop: Callable[[StopReason, str], None],
-                 publish: Callable[[], None]) -> None:
+                 publish: Callable[[], None], model_for: Callable[[str], str] | None = None) -> None:
+        """``model_for(kind)``: the model of a call of that kind (budget-aware routing; default the run's)."""
         self._state, self.caller, self.log, self.gate = state, caller, log, gate
         self.settings = settings
         self._stop, self._publish = stop, publish
+        self._model_for = model_for or (lambda kind: self._state().model)
 
     # -- planning phase --------------------------------------------------
 
@@ -260,7 +262,9 @@ class StageRunner:
     async def _priced(self, spec: PromptSpec, label: str) -> tuple[object, CallOutcome]:
         """One planning/stage model call; logs and raises :class:`PlanningFailed` unless it answered."""
         s = self._state()
-        outcome = await self.caller.call(s.model, spec, step=s.run.iteration, label=f"iter {s.run.iteration} · {label}")
+        model = self._model_for(spec.kind)  # asked right before the call: routing sees the spending as it is now
+        spec = spec.model_copy(update={"model": model})
+        outcome = await self.caller.call(model, spec, step=s.run.iteration, label=f"iter {s.run.iteration} · {label}")
         if outcome.status == "ok" and outcome.result is not None:
             return outcome.result, outcome
         reason = outcome.error or outcome.status

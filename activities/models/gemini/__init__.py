@@ -133,9 +133,10 @@ def usage_from_metadata(meta: types.GenerateContentResponseUsageMetadata | None)
 def _contents(messages: list[Message]) -> list[types.Content]:
     """Conversation messages as Gemini contents.
 
-    A model turn with function calls followed by a user turn (a corrective
-    re-ask) answers each call with a function response carrying the
-    correction, as the API expects after a function call.
+    A model turn with function calls followed by a user turn answers each call
+    with a function response, as the API expects after a function call: the
+    call's result when the turn carries one per call (``tool_results``, a
+    research executor turn), else the correction of a corrective re-ask.
     """
     out: list[types.Content] = []
     pending: list[ToolCallOut] = []
@@ -146,7 +147,12 @@ def _contents(messages: list[Message]) -> list[types.Content]:
             out.append(types.Content(role="model", parts=parts or [types.Part.from_text(text="(no answer)")]))
             pending = list(m.tool_calls)
             continue
-        parts = [types.Part.from_function_response(name=c.name, response={"error": m.content}) for c in pending]
+        if m.tool_results and len(m.tool_results) == len(pending):
+            # a turn answering the calls with their results (a research executor turn)
+            parts = [types.Part.from_function_response(name=c.name, response={"output": r})
+                     for c, r in zip(pending, m.tool_results)]
+        else:
+            parts = [types.Part.from_function_response(name=c.name, response={"error": m.content}) for c in pending]
         parts.append(types.Part.from_text(text=m.content))
         out.append(types.Content(role="user", parts=parts))
         pending = []

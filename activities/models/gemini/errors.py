@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from google.genai import errors as genai_errors
 
-from durable_navigator.activities.models.base import ModelCallError, ModelTransientError
+from durable_navigator.activities.models.base import ModelCallError, ModelTransientError, redact
 from durable_navigator.navcore.decision import TokenUsage
 
 __all__ = ["classify_api_error", "redact", "retry_after_seconds"]
@@ -23,14 +23,6 @@ __all__ = ["classify_api_error", "redact", "retry_after_seconds"]
 #: HTTP statuses worth retrying: timeout, rate limit / quota, and server errors
 _RETRYABLE_4XX = frozenset({408, 429})
 _DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
-
-
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` on one line with every secret replaced by ``[redacted]``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[redacted]")
-    return " ".join(text.split())
 
 
 def retry_after_seconds(exc: genai_errors.APIError) -> float | None:

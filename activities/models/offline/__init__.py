@@ -3,8 +3,9 @@
 A deterministic policy over the repo-map index (lexical BM25 + reference-graph
 ranking from ``repomap``, plus BM25 over symbol bodies) that makes real zoom-in /
 zoom-out decisions with human-readable reasons and finalizes when the budget is
-well used and the ranking is stable; and a deterministic planner for the
-planning phase, stage checks, reflection and compression. No network; same
+well used and the ranking is stable; a deterministic planner for the
+planning phase, stage checks, reflection and compression; and a deterministic
+researcher (plan, code-tool steps, refinery, an extractive cited answer). No network; same
 inputs → same answer. It implements the one model interface: it reads the
 request's typed task (never the prompt text) and answers a navigator turn with
 the same function calls an LLM makes (parsed by the same code), and every other
@@ -26,6 +27,7 @@ from durable_navigator.activities.models.offline.diff import finalize_summary
 from durable_navigator.activities.models.offline.feedback import feedback_update
 from durable_navigator.activities.models.offline.planner import OfflinePlanner, OfflinePlannerConfig
 from durable_navigator.activities.models.offline.policy import plan_turn
+from durable_navigator.activities.models.offline.research import OfflineResearchConfig, OfflineResearcher
 from durable_navigator.activities.models.offline.terms import parse_feedback
 from durable_navigator.activities.models.offline.tools import TOOL_TURN_PREFIX, tool_round
 from durable_navigator.navcore.decision import FINALIZE_FUNCTION, UPDATE_FUNCTION, ModelDecision, decision_from_calls
@@ -41,7 +43,10 @@ __all__ = ["OFFLINE_MODEL", "OfflineModel", "OfflineTurn", "EngineSource", "deci
 OFFLINE_MODEL = "offline"
 
 #: task kinds the offline model answers from the repository index
-_NEEDS_ENGINE = frozenset({"decide", "planning.analyze", "planning.review", "planning.plan"})
+_NEEDS_ENGINE = frozenset({"decide", "planning.analyze", "planning.review", "planning.plan", "stages.check_criteria",
+                           "research.plan", "research.execute", "research.refine"})
+#: research task kinds (answered by :mod:`.research`)
+_RESEARCH = frozenset({"research.plan", "research.execute", "research.refine", "research.synthesize"})
 
 #: the opened (and fresh) repo-map engine of a repository root
 EngineSource = Callable[[str], Awaitable["RepoMap"]]
@@ -55,15 +60,17 @@ class OfflineModel:
         engines: EngineSource,
         policy: OfflinePolicyConfig | None = None,
         planner: OfflinePlannerConfig | None = None,
+        research: OfflineResearchConfig | None = None,
     ) -> None:
         self._engines = engines
         self.policy = policy or OfflinePolicyConfig()
         self.planner = OfflinePlanner(planner or OfflinePlannerConfig())
+        self.researcher = OfflineResearcher(research)
 
     async def request(self, req: ModelRequest, ctx: CallContext) -> ModelResponse:
         """Answer the request's task; the index work runs in a thread so the activity can heartbeat."""
         task = req.task
-        # the checks, reflections and summaries read the task only
+        # reflections and summaries read the task only
         engine = await self._engines(task.repo_root) if task.kind in _NEEDS_ENGINE else None
         ctx.heartbeat(f"offline: {task.kind}")
         if isinstance(task, DecideTask):
@@ -81,6 +88,8 @@ class OfflineModel:
             )
             text, calls = await asyncio.to_thread(decide_turn, turn, self.policy)
             return ModelResponse(text=text, tool_calls=calls, calls=1)
+        if task.kind in _RESEARCH:
+            return await asyncio.to_thread(self.researcher.answer, task, engine)
         text = await asyncio.to_thread(self.planner.answer, task, engine)
         return ModelResponse(text=text, calls=1)
 

@@ -8,17 +8,19 @@ in a cycle.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from durable_navigator.activities.models.offline.symbols import ScoredSymbol, SymbolScoreConfig
+from durable_navigator.activities.models.offline.terms import NOISE_AREAS, mentioned_noise
 from durable_navigator.activities.models.offline.tools import OfflineToolConfig
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level
 from durable_navigator.navtypes.mapmeta import MapMetadata
 
-__all__ = ["OfflinePolicyConfig", "Allocation", "PolicyOutcome", "OfflineTurn", "glob_matches", "why"]
+__all__ = ["OfflinePolicyConfig", "Allocation", "PolicyOutcome", "OfflineTurn", "glob_matches", "noise_excludes", "why"]
 
 
 class OfflinePolicyConfig(BaseModel):
@@ -134,3 +136,23 @@ class OfflineTurn:
     recent_decisions: tuple[tuple[str, str], ...] = ()
     tools_available: bool = False
     tool_results: tuple[str, ...] = ()
+
+
+def noise_excludes(goal: str, files: Sequence[str], already: Sequence[str] = (),
+                   ) -> list[str]:
+    """The noise globs a survey of ``files`` excludes for ``goal`` (the planner plans around the same).
+
+    A glob the goal mentions is kept; a glob adding nothing over the chosen ones
+    (``tests/**`` vs ``**/tests/**``) is skipped; a repository made only of
+    "noise" keeps it all.
+    """
+    match = glob_matches
+    wanted = mentioned_noise(goal)
+    noise: list[str] = []
+    for g, _ in NOISE_AREAS:
+        hits = [f for f in files if match(g, f)]
+        if g not in wanted and g not in already and any(not any(match(n, f) for n in noise) for f in hits):
+            noise.append(g)
+    if noise and all(any(match(g, f) for g in noise) for f in files):
+        return []
+    return noise

@@ -37,16 +37,19 @@ def diff_allocation(
     """
     rank_of = {r.path: i + 1 for i, r in enumerate(ranked)}
     current = {r.glob: r.level for r in plan.rules}
+    pinned = set(plan.pinned)  # a human's choices: never moved by the policy
     shrink = meta is None or _degraded(meta, plan)
     notes: list[str] = []
     rules = [
         VerbosityRule(glob=p, level=lv) for p, lv in alloc.levels.items()
-        if current.get(p) != lv and (shrink or lv > current.get(p, Level.HIDDEN))
+        if p not in pinned and current.get(p) != lv and (shrink or lv > current.get(p, Level.HIDDEN))
     ]
     for r in rules:
         if r.glob in current and r.level < current[r.glob]:
             notes.append(f"zoom back out to L{int(r.level)}: {r.glob} (the last map could not show every requested level)")
     for glob, level in current.items():
+        if glob in pinned:
+            continue
         keep = not shrink and rank_of.get(glob, 10**9) <= cfg.survey_files
         # only exact-file rules are the policy's; globs (dirs) came from a human
         if keep or any(c in glob for c in "*?["):
@@ -66,16 +69,16 @@ def diff_allocation(
         FocusSymbol(symbol=s.symbol_id, weight=cfg.symbol_focus_weight, expand=True)
         for s in alloc.expand if s.symbol_id not in have_syms
     ]
-    remove_syms = sorted(owned_syms - want_syms)
+    remove_syms = sorted(owned_syms - want_syms - pinned)
     if remove_syms:
         notes.append(f"collapse {', '.join(remove_syms)} (no longer among the best-matching symbols)")
     want_paths = {p: cfg.file_focus_weight for p, lv in alloc.levels.items() if lv == Level.FULL}
     for p in alloc.neighbours:
         want_paths.setdefault(p, cfg.neighbour_weight)
     have_paths = {f.glob: f.weight for f in plan.focus_paths}
-    add_paths = [FocusPath(glob=p, weight=w) for p, w in want_paths.items() if have_paths.get(p) != w]
+    add_paths = [FocusPath(glob=p, weight=w) for p, w in want_paths.items() if have_paths.get(p) != w and p not in pinned]
     owned = {cfg.file_focus_weight, cfg.neighbour_weight}
-    remove_paths = sorted(g for g, w in have_paths.items() if w in owned and g not in want_paths)
+    remove_paths = sorted(g for g, w in have_paths.items() if w in owned and g not in want_paths and g not in pinned)
     update = FlightPlanUpdate(
         set_rules=rules, add_focus_symbols=add_syms, remove_focus_symbols=remove_syms,
         add_focus_paths=add_paths, remove_focus_paths=remove_paths,
@@ -109,7 +112,7 @@ def fill_move(
     notes: list[str] = []
     for i, r in enumerate(ranked[: cfg.survey_files * 2]):
         level = current.get(r.path, Level.PATH)
-        if level >= Level.FULL:
+        if level >= Level.FULL or r.path in plan.pinned:
             continue
         nxt = Level(level + 1)
         # the allocation keeps big files below L4 to leave room for others; here the

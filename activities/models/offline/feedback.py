@@ -31,15 +31,28 @@ _RAISE_ON_MORE = 3
 
 
 def _resolve_path(engine: Any, text: str) -> tuple[str, str] | None:
-    """('file'|'dir'|'glob', glob) for a mention that names repository paths, else None."""
+    """('file'|'dir'|'glob', glob) for a mention that names repository paths, else None.
+
+    A mention may be a path's tail (``sansio/scaffold.py`` for
+    ``src/flask/sansio/scaffold.py``, ``sansio`` for a folder): it resolves when
+    exactly one file (or folder) ends with it; an ambiguous tail is not guessed.
+    """
     files = engine.files
-    cleaned = text.strip().strip("`'\"").rstrip("/")
+    cleaned = text.strip().strip("`'\"").removeprefix("./").rstrip("/")
+    if not cleaned:
+        return None
     if cleaned in files:
         return "file", cleaned
     if any(c in cleaned for c in "*?["):
         return ("glob", cleaned) if any(glob_matches(cleaned, f) for f in files) else None
     if any(f.startswith(cleaned + "/") for f in files):
         return "dir", f"{cleaned}/**"
+    tails = [f for f in files if f.endswith("/" + cleaned)]
+    if len(tails) == 1:
+        return "file", tails[0]
+    dirs = sorted({f[: f.index("/" + cleaned + "/") + len(cleaned) + 1] for f in files if "/" + cleaned + "/" in f})
+    if len(dirs) == 1:
+        return "dir", f"{dirs[0]}/**"
     return None
 
 
@@ -70,7 +83,7 @@ def feedback_update(
         if hit is None:
             notes.append(f"feedback 'ignore {name}': no such path in the repository")
             continue
-        exclude.append(hit[1] if hit[0] != "file" else name.strip("/"))
+        exclude.append(hit[1])
         notes.append(f"feedback: exclude {exclude[-1]}")
     for name in intent.mentions:
         hit = _resolve_path(engine, name)
@@ -106,4 +119,5 @@ def feedback_update(
         add_exclude=exclude,
         remove_focus_paths=[f.glob for f in plan.focus_paths if f.glob in exclude],
     )
-    return update, notes
+    # what the human asked for sticks: later turns of the policy cannot undo it
+    return update.pinned(), notes

@@ -1,16 +1,19 @@
-"""The ``offline`` text model: deterministic planning, criteria checks and summaries.
+"""The ``offline`` model's planning, criteria checks, reflection and summaries (deterministic).
 
-It writes the same canonical text formats an LLM is asked for, so the
-activities parse its output with the same parsers (one code path). It reads
-structured inputs from ``data`` (see :mod:`activities.planning`):
+It writes the same canonical text formats an LLM is asked for, so the model
+activity parses its output with the same parsers (one code path). It reads the
+request's typed task (``navcore.model``) and, for planning, the repository index:
 
 * ``planning.analyze``: DIRECT for short single-part goals, else an analysis of
   the top-ranked areas (``engine.rank``) ending ``REFLECT: yes`` for long goals;
 * ``planning.review``: the three voices from the ranking;
-* ``planning.plan``: one stage per top-ranked area (directory prefix), each
-  with criteria naming that area's best files;
-* ``stages.check_criteria``: paths / backticked identifiers of each criterion
-  looked up in the rendered map's files and text (evidence quoted);
+* ``planning.plan``: one stage per top-ranked area (directory prefix) — never an
+  area the navigator's survey zooms out for this goal (tests, docs, … unless the
+  goal asks) — each with criteria naming that area's best files;
+* ``stages.check_criteria``: judged against the *goal*, never the criterion's
+  wording (which the offline model cannot understand): the goal's terms found in
+  the map must be shown at level 2+ (in the criterion's named files when it
+  names some), with the evidence quoted;
 * ``stages.reflect``: KEEP when all met, else REWRITE with a first stage on the
   unmet criteria followed by the untouched remaining stages;
 * ``navigator.compress``: a factual summary of the covered log entries.
@@ -20,22 +23,23 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from durable_navigator.activities.models.offline.config import glob_matches, noise_excludes
+from durable_navigator.activities.models.offline.terms import goal_terms, split_identifier
 from durable_navigator.navcore.compression import SummaryRequest
+from durable_navigator.navcore.planning import CriteriaCheck, PlanningConfig, Stage, StagePlan
 from durable_navigator.navtypes.errors import ModelError
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navtypes.mapmeta import FileSummary
-from durable_navigator.navcore.planning import CriteriaCheck, PlanningConfig, Stage, StagePlan
 
-__all__ = ["OfflinePlannerConfig", "OfflinePlanner", "criterion_evidence"]
+__all__ = ["OfflinePlannerConfig", "OfflinePlanner", "criterion_evidence", "named_files"]
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _PATHLIKE = re.compile(r"`([^`]+)`|(?<![\w/])((?:[\w.\-]+/)+[\w.\-]*|[\w\-]+\.[A-Za-z]{1,5})(?![\w/])")
-_LEVEL = re.compile(r"level\s*(\d)")
 _STOP = frozenset(
     "the and for with from that this into what why how does are was were has have not but you your its "
     "which when where who all any can should would could about also then than there their them map shows "
@@ -61,8 +65,8 @@ class OfflinePlannerConfig(BaseModel):
     files_per_stage: int = Field(2, ge=1, le=10)
     #: goal words per extra stage (depth adapts to the goal)
     words_per_stage: int = Field(6, ge=1)
-    #: fraction of a free-text criterion's words that must appear in the map
-    overlap_to_meet: float = Field(0.6, gt=0.0, le=1.0)
+    #: a criterion is met when this share of the goal's terms found in the map are shown at L2+
+    goal_coverage_to_meet: float = Field(0.6, gt=0.0, le=1.0)
 
 
 def _goal_words(goal: str) -> list[str]:
@@ -75,40 +79,84 @@ def _area(path: str, depth: int) -> str:
 
 
 def _ranked_areas(engine: Any, goal: str, cfg: OfflinePlannerConfig) -> list[tuple[str, list[str]]]:
-    ranked = engine.rank(FlightPlan(goal=goal[:8000]))[: cfg.ranked_files]
+    """Top-ranked files grouped by area, without the areas the survey zooms out for this goal.
+
+    The stages must be consistent with the map the navigator will build: the
+    survey excludes noise (tests, docs, examples, ...) the goal does not mention,
+    so a stage must never be planned there.
+    """
+    noise = noise_excludes(goal, engine.files)
+    plan = FlightPlan(goal=goal[:8000], exclude=noise)
+    ranked = [rf for rf in engine.rank(plan) if not any(glob_matches(g, rf.path) for g in noise)]
     areas: dict[str, list[str]] = {}
-    for rf in ranked:
+    for rf in ranked[: cfg.ranked_files]:
         areas.setdefault(_area(rf.path, cfg.area_depth), []).append(rf.path)
     return list(areas.items())
 
 
+_SECTION = re.compile(r"^(\S+) \[L(\d)\b", re.M)
+
+
+def _sections(map_text: str) -> dict[str, tuple[int, str]]:
+    """``path -> (level, text)`` of each file section of a rendered map."""
+    heads = list(_SECTION.finditer(map_text))
+    out: dict[str, tuple[int, str]] = {}
+    for i, m in enumerate(heads):
+        end = heads[i + 1].start() if i + 1 < len(heads) else len(map_text)
+        out[m.group(1)] = (int(m.group(2)), map_text[m.start():end])
+    return out
+
+
+def _words(text: str) -> set[str]:
+    """Lower-case words and identifier parts of ``text``."""
+    found: set[str] = set()
+    for word in _WORD.findall(text):
+        found.add(word.lower())
+        found.update(split_identifier(word))
+    return found
+
+
+def named_files(criteria: Sequence[str]) -> list[str]:
+    """Paths (or folders) the criteria of a stage name: the stage's area."""
+    return [tok.strip().rstrip("/") for c in criteria for a, b in _PATHLIKE.findall(c) for tok in [a or b]]
+
+
 def criterion_evidence(
-    criterion: str, files: Sequence[FileSummary], map_text: str, cfg: OfflinePlannerConfig
+    goal: str, area: Sequence[str], files: Sequence[FileSummary], map_text: str, cfg: OfflinePlannerConfig,
+    in_repository: Callable[[list[str], list[str] | None], set[str]] | None = None,
 ) -> tuple[bool, str]:
-    """Deterministically check one criterion against the rendered map; (met, evidence)."""
-    need = int(m.group(1)) if (m := _LEVEL.search(criterion)) else 2
-    by_path = {f.path: f for f in files}
-    tokens = [a or b for a, b in _PATHLIKE.findall(criterion)]
-    if tokens:
-        found, missing = [], []
-        for tok in tokens:
-            tok = tok.strip().rstrip("/")
-            f = by_path.get(tok)
-            if f is not None:
-                (found if f.level >= need else missing).append(f"{tok} at L{f.level}")
-            elif "/" in tok and any(p.startswith(tok + "/") and by_path[p].level >= need for p in by_path):
-                found.append(f"files under {tok}/ at L{need}+")
-            elif re.search(rf"\b{re.escape(tok)}\b", map_text):
-                found.append(f"'{tok}' appears in the map")
-            else:
-                missing.append(f"{tok} not in the map")
-        return (not missing, "; ".join(found + missing))
-    words = {w for w in _goal_words(criterion)}
-    if not words:
-        return False, "criterion names nothing checkable in the map"
-    present = sorted(w for w in words if w in map_text.lower())
-    met = len(present) >= cfg.overlap_to_meet * len(words)
-    return met, f"{len(present)}/{len(words)} key words in the map ({', '.join(present[:6])})"
+    """Judge the map against the goal, never against a criterion's wording; (met, evidence).
+
+    The goal's terms the stage's ``area`` contains (the files its criteria name,
+    or the whole repository when they name none; ``in_repository(terms, area)``
+    asks the index — without an index, the terms anywhere in the map) are the
+    ones that code can answer with; the stage is met when enough of them are
+    *shown* — at level 2 or more (an outline or the source) — in that area.
+    Hiding code therefore never makes a stage "met". The evidence says which goal
+    terms are shown where, and which are missing.
+    """
+    terms = [t for t in goal_terms(goal) if len(t) >= 3]
+    sections = _sections(map_text)
+    shown = {path: _words(path + " " + text) for path, (level, text) in sections.items() if level >= 2}
+    anywhere = _words(map_text)
+    present = in_repository(terms, list(area) or None) if in_repository is not None else anywhere
+    known = [t for t in terms if t in present]
+    if not known:
+        where = ("the stage's files" if area else "the repository") if in_repository is not None else "the map"
+        return False, f"none of the goal's terms occur in {where}" + (f" ({', '.join(terms[:6])})" if terms else "")
+    scope = {p: w for p, w in shown.items() if any(p == n or p.startswith(n + "/") for n in area)} if area else shown
+    if not scope:
+        return False, f"none of the stage's files ({', '.join(area[:4])}) is shown at L2+"
+    where: dict[str, str] = {}
+    for term in known:
+        hit = next((p for p in sorted(scope) if term in scope[p]), None)
+        if hit is not None:
+            where[term] = hit
+    met = len(where) >= cfg.goal_coverage_to_meet * len(known)
+    shown_part = ", ".join(f"{t} ({p})" for t, p in list(where.items())[:6]) or "none"
+    missing = [t for t in known if t not in where]
+    tail = f"; not shown at L2+: {', '.join(missing[:6])}" if missing else ""
+    return met, f"goal terms shown at L2+: {len(where)}/{len(known)} — {shown_part}{tail}"
 
 
 def _stage_text(n: int, stage: Stage) -> str:
@@ -180,10 +228,11 @@ class OfflinePlanner:
 
     def _criteria(self, d: dict[str, Any]) -> str:
         stage: Stage = d["stage"]
-        lines = []
-        for i, crit in enumerate(stage.success_criteria, 1):
-            met, evidence = criterion_evidence(crit, d["files"], d["map_text"], self.config)
-            lines.append(f"C{i}: {'MET' if met else 'NOT MET'} | {evidence}")
+        # one judgement per stage (the offline model cannot read a criterion's wording), quoted per criterion
+        engine = d.get("engine")
+        met, evidence = criterion_evidence(d["goal"], named_files(stage.success_criteria), d["files"],
+                                           d["map_text"], self.config, engine.terms_in if engine is not None else None)
+        lines = [f"C{i}: {'MET' if met else 'NOT MET'} | {evidence}" for i in range(1, len(stage.success_criteria) + 1)]
         return "\n".join(lines)
 
     def _reflect(self, d: dict[str, Any]) -> str:

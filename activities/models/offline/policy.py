@@ -35,11 +35,12 @@ from durable_navigator.activities.models.offline.config import (
     OfflineTurn,
     PolicyOutcome,
     glob_matches,
+    noise_excludes,
     why,
 )
 from durable_navigator.activities.models.offline.diff import diff_allocation, fill_move, finalize_summary
 from durable_navigator.activities.models.offline.symbols import ScoredSymbol, score_symbols
-from durable_navigator.activities.models.offline.terms import NOISE_AREAS, goal_terms, mentioned_noise
+from durable_navigator.activities.models.offline.terms import goal_terms
 from durable_navigator.activities.models.offline.tools import hint_update, parse_tool_results
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, Level, VerbosityRule
 
@@ -65,19 +66,8 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
     With ``tool_results`` (the offline tool round's answers) the files and
     symbols the tools pointed at are focused too.
     """
-    wanted = mentioned_noise(goal)
     files = engine.files
-    noise: list[str] = []
-    for g, _ in NOISE_AREAS:
-        hits = [f for f in files if glob_matches(g, f)]
-        # skip globs that add nothing over the ones already chosen (tests/** vs **/tests/**)
-        if g not in wanted and g not in plan.exclude and any(
-            not any(glob_matches(n, f) for n in noise) for f in hits
-        ):
-            noise.append(g)
-    # never exclude everything: a repo made only of "noise" keeps it
-    if noise and all(any(glob_matches(g, f) for g in noise) for f in files):
-        noise = []
+    noise = noise_excludes(goal, files, plan.exclude)
     draft = plan.apply(FlightPlanUpdate(goal=goal, add_exclude=noise))
     ranked = ranked_for(engine, draft)
     notes = [f"goal terms: {', '.join(goal_terms(goal)[:8]) or '(none)'}"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from durable_navigator.repomap.stopwords import STOPWORDS as ENGINE_STOPWORDS
+
 __all__ = [
     "STOPWORDS",
     "NOISE_AREAS",
@@ -19,19 +21,8 @@ __all__ = [
     "parse_feedback",
 ]
 
-#: English and commit-message filler that says nothing about *where* code lives
-STOPWORDS = frozenset(
-    """a an the and or not no nor but if then else when while of in on at to for from by with
-    without into onto over under is are was were be been being it its this that these those
-    there here as so than too very can could should would will shall may might must do does
-    did done has have had having i we you they he she them our your their my me us
-    all any some each every more most less least other such only own same just also now
-    new old add adds added adding fix fixes fixed fixing make makes made use uses used using
-    allow allows allowed support supports supported update updates updated improve improves
-    improved change changes changed remove removes removed get gets set sets instead
-    which what why how where who whom whose because about after before again against
-    between both during few further once out up down off via per e g ie eg etc""".split()
-)
+#: English and commit-message filler: the engine's list, so both ignore the same words
+STOPWORDS = ENGINE_STOPWORDS
 
 #: areas a goal rarely wants unless it says so: (glob, words that re-enable it)
 NOISE_AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (

@@ -1,0 +1,178 @@
+"""The two retrieval baselines of the quality benchmark, filling a token budget.
+
+Both search the same corpus -- the files the engine indexes for the checkout
+(``RepoMap.files``; the navigator sees exactly these) -- with ``bm25s`` (Okapi
+BM25, Lucene variant, k1 1.5, b 0.75) and the same tokenisation: words and
+identifiers lower-cased, identifiers also split into their parts
+(``parseHeader`` -> ``parse``, ``header``; ``max_count`` -> ``max``, ``count``),
+tokens under 2 characters, numbers and English stopwords (``bm25s``'s
+``STOPWORDS_EN_PLUS``, 179 words) dropped. A document's text is its path plus
+its content.
+
+* **whole-file BM25**: whole files in rank order while they fit (a file that
+  does not fit is skipped and the next one tried);
+* **chunk BM25**: function/class-level chunks, from the engine's parsed
+  symbols (Python ``ast``, tree-sitter tags for the others): top-level
+  definitions; a definition longer than ``SPLIT_LINES`` that contains others is
+  split into its members plus the lines between them; a leaf longer than
+  ``2 * SPLIT_LINES`` into windows; lines outside every definition (imports,
+  module code) into runs of at most ``GAP_LINES``; a file without symbols into
+  ``GAP_LINES``-line windows. Chunks in rank order while they fit.
+
+Each file or chunk is rendered as ``### path:a-b`` plus its lines in a fence,
+counted with the project's exact counter; documents scoring 0 are never added.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import bm25s
+import numpy as np
+from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+__all__ = ["Doc", "tokenize", "file_docs", "chunk_docs", "chunk_ranges", "pack", "Retriever",
+           "SPLIT_LINES", "GAP_LINES"]
+
+SPLIT_LINES = 80
+GAP_LINES = 40
+_STOP = frozenset(STOPWORDS_EN_PLUS)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def tokenize(text: str) -> list[str]:
+    """Words + identifier parts, lower-cased; stopwords and 1-character tokens dropped."""
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        low = word.lower()
+        if len(low) >= 2 and low not in _STOP:
+            out.append(low)
+        parts = [p.lower() for p in _PART.findall(word)]
+        if len(parts) > 1:
+            out.extend(p for p in parts if len(p) >= 2 and p not in _STOP and not p.isdigit())
+    return out
+
+
+@dataclass(frozen=True)
+class Doc:
+    """A retrievable unit: lines ``start..end`` (1-based, inclusive) of ``path``."""
+
+    path: str
+    start: int
+    end: int
+
+    def render(self, lines: list[str]) -> str:
+        """The block a baseline context shows for this unit."""
+        body = "\n".join(lines[self.start - 1:self.end])
+        return f"### {self.path}:{self.start}-{self.end}\n```\n{body}\n```\n"
+
+
+def file_docs(paths: Sequence[str], source: Callable[[str], list[str]]) -> list[Doc]:
+    """One document per non-empty file."""
+    return [Doc(p, 1, len(source(p))) for p in paths if source(p)]
+
+
+def _windows(lo: int, hi: int, size: int) -> list[tuple[int, int]]:
+    return [(a, min(a + size - 1, hi)) for a in range(lo, hi + 1, size)]
+
+
+def chunk_ranges(n_lines: int, symbols: list[tuple[int, int]], src: list[str]) -> list[tuple[int, int]]:
+    """Function/class-level chunks of one file (sorted, non-overlapping, covering every non-blank line)."""
+    # containers before what they contain: by start, then longest first
+    defs = sorted({(max(1, a), min(b, n_lines)) for a, b in symbols if a <= b and a <= n_lines},
+                  key=lambda d: (d[0], -d[1]))
+    out: list[tuple[int, int]] = []
+
+    def gap(lo: int, hi: int) -> None:
+        if lo <= hi and any(src[k - 1].strip() for k in range(lo, hi + 1)):
+            out.extend(_windows(lo, hi, GAP_LINES))
+
+    def unit(a: int, b: int, inner: list[tuple[int, int]]) -> None:
+        if b - a + 1 <= SPLIT_LINES or not inner:
+            out.extend(_windows(a, b, 2 * SPLIT_LINES) if b - a + 1 > 2 * SPLIT_LINES else [(a, b)])
+            return
+        level(a, b, inner)
+
+    def level(lo: int, hi: int, items: list[tuple[int, int]]) -> None:
+        """Split lines lo..hi at the outermost of ``items`` (nested ones go with their parent)."""
+        pos = lo
+        i = 0
+        while i < len(items):
+            a, b = items[i]
+            j = i + 1
+            while j < len(items) and items[j][0] <= b:  # contained (or overlapping) definitions
+                j += 1
+            if a < pos:  # overlaps what is already emitted (e.g. a decorator line); skip it
+                i = j
+                continue
+            gap(pos, a - 1)
+            unit(a, b, [d for d in items[i + 1:j] if d != (a, b)])
+            pos = b + 1
+            i = j
+        gap(pos, hi)
+
+    if not defs:
+        gap(1, n_lines)
+    else:
+        level(1, n_lines, defs)
+    return out
+
+
+def chunk_docs(paths: Sequence[str], source: Callable[[str], list[str]],
+               symbols: Callable[[str], list[tuple[int, int]]]) -> list[Doc]:
+    """Every chunk of every file."""
+    docs = []
+    for p in paths:
+        src = source(p)
+        if src:
+            docs.extend(Doc(p, a, b) for a, b in chunk_ranges(len(src), symbols(p), src))
+    return docs
+
+
+class Retriever:
+    """BM25 over a list of documents (``bm25s``), built once per checkout and method."""
+
+    def __init__(self, docs: list[Doc], source: Callable[[str], list[str]]) -> None:
+        self.docs = docs
+        corpus = [tokenize(d.path + "\n" + "\n".join(source(d.path)[d.start - 1:d.end])) for d in docs]
+        self._bm25 = bm25s.BM25(k1=1.5, b=0.75)
+        self._bm25.index(corpus, show_progress=False)
+
+    def rank(self, query: str) -> list[tuple[Doc, float]]:
+        """Documents with a positive score, best first (ties: path, then line)."""
+        terms = list(dict.fromkeys(tokenize(query)))
+        if not terms or not self.docs:
+            return []
+        scores = np.asarray(self._bm25.get_scores(terms), dtype=float)
+        order = sorted((i for i in range(len(self.docs)) if scores[i] > 0),
+                       key=lambda i: (-scores[i], self.docs[i].path, self.docs[i].start))
+        return [(self.docs[i], float(scores[i])) for i in order]
+
+
+def pack(ranked: list[tuple[Doc, float]], budget: int, source: Callable[[str], list[str]],
+         count: Callable[[str], int], costs: dict[Doc, int] | None = None) -> str:
+    """Blocks in rank order while they fit ``budget`` (exact count of the joined text).
+
+    ``costs`` memoises each block's count across budgets of the same task.
+    """
+    costs = {} if costs is None else costs
+    parts: list[str] = []
+    used = 0
+    for doc, _score in ranked:
+        block = doc.render(source(doc.path))
+        if doc not in costs:
+            costs[doc] = count(block)
+        cost = costs[doc]
+        if used + cost <= budget:
+            parts.append(block)
+            used += cost
+        if budget - used < 16:  # nothing fits in a handful of tokens: a block header alone costs more
+            break
+    text = "".join(parts)
+    while parts and count(text) > budget:  # BPE merges across blocks can add a token or two
+        parts.pop()
+        text = "".join(parts)
+    return text

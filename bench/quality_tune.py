@@ -1,0 +1,206 @@
+"""In-process shortcut for tuning the offline policy on the DEV split (never the test split).
+
+**Labelled shortcut, not the product's figure.** The figures this project reports
+come from ``quality.py run`` (the installed CLI through Temporal, default flags,
+one long-running worker). This script replays the same offline model in one
+process — the first turn's code-tool round through the real tool code, then
+decide → apply → render until it finalizes or hits the iteration cap — so a
+policy change can be measured on the 180 dev tasks in minutes instead of hours.
+It refuses the test split.
+
+    .venv/bin/python bench/quality_tune.py [--budgets 4096 8192 16384 32768] [--repos owner/name ...]
+        [--limit N] [--out /work/bench-data/tune/<name>.json] [--compare other.json]
+
+Scores use the benchmark's own scorer (``quality_score``) on the map section,
+next to the engine alone and both BM25 baselines, per budget and per repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from temporalio.testing import ActivityEnvironment
+
+from durable_navigator.activities.models.offline import OfflineTurn, offline_decision
+from durable_navigator.activities.models.offline.config import OfflinePolicyConfig
+from durable_navigator.activities.tools import CodeToolActivities
+from durable_navigator.navcore.tools import ToolRequest
+from durable_navigator.navtypes.flightplan import FlightPlan
+from durable_navigator.repomap import RepoMap
+from durable_navigator.repomap.config import EngineConfig
+from durable_navigator.workflows.blocks.tools import tool_result_lines
+
+HERE = Path(__file__).resolve().parent
+from _project import count_tokens  # noqa: E402
+from quality_baselines import Retriever, chunk_docs, file_docs, pack  # noqa: E402
+from quality_score import parse_context, read_source, score_context  # noqa: E402
+from taskset import Task, load_tasks, materialize, repo_dir  # noqa: E402
+
+BUDGETS = (4096, 8192, 16384, 32768)
+MAX_ITERATIONS = 12
+CACHE = Path("/work/bench-data/tune/cache")
+
+
+def _override(model: Any, dotted: str, value: str) -> Any:
+    """``model`` (a frozen pydantic config) with ``a.b=value`` set (value parsed as JSON when it can be)."""
+    head, _, rest = dotted.partition(".")
+    current = getattr(model, head)
+    if rest:
+        return model.model_copy(update={head: _override(current, rest, value)})
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        parsed = value
+    return model.model_validate({**model.model_dump(), head: parsed})
+
+
+POLICY = OfflinePolicyConfig()
+ENGINE = EngineConfig()
+
+
+def explore(engine: RepoMap, goal: str, budget: int) -> tuple[str, dict[str, Any]]:
+    """The offline model's loop in process; returns the final map text and a short trace."""
+    plan = FlightPlan(token_budget=budget)
+    rendered = engine.render(plan)
+    recent: list[tuple[str, str]] = []
+    results: tuple[str, ...] = ()
+    tools = CodeToolActivities(engine_for=_source(engine))
+    env = ActivityEnvironment()
+    stop = "max_iterations"
+    for it in range(1, MAX_ITERATIONS + 1):
+        turn = OfflineTurn(goal=goal, flight_plan=plan, iteration=it, max_iterations=MAX_ITERATIONS, engine=engine,
+                           map_metadata=rendered.metadata, recent_decisions=tuple(recent[-3:]),
+                           tools_available=True, tool_results=results)
+        d = offline_decision(turn, POLICY)
+        recent.append((d.action, d.reasoning))
+        results = ()
+        if d.action == "call_tools":
+            out = [env_run(env, tools, c, str(engine.root)) for c in d.tool_calls]
+            results = tuple(tool_result_lines(out))
+            continue
+        if d.action == "finalize_context":
+            stop = "finalized"
+            break
+        assert d.updates is not None
+        plan = plan.apply(d.updates)
+        rendered = engine.render(plan)
+    return rendered.text, {"iterations": len(recent), "stop": stop, "tokens": rendered.metadata.tokens_used}
+
+
+def env_run(env: ActivityEnvironment, tools: CodeToolActivities, call: Any, root: str) -> Any:
+    import asyncio
+
+    return asyncio.run(env.run(getattr(tools, call.name), ToolRequest(repo_root=root, call=call)))
+
+
+def _source(engine: RepoMap) -> Any:
+    async def get(root: str) -> RepoMap:
+        return engine
+
+    return get
+
+
+def run(tasks: list[Task], budgets: tuple[int, ...]) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    by_repo: dict[Path, list[Task]] = defaultdict(list)
+    for t in tasks:
+        by_repo[repo_dir(t)].append(t)
+    done = 0
+    for root, group in by_repo.items():
+        engine = RepoMap.open(root, config=ENGINE, cache_dir=CACHE)
+        source = read_source(root)
+        files = file_docs(engine.files, source)
+        chunks = chunk_docs(engine.files, source, lambda p: [(s.start_line, s.end_line) for s in engine.symbols(p)])
+        by_file, by_chunk = Retriever(files, source), Retriever(chunks, source)
+        for task in group:
+            for budget in budgets:
+                t0 = time.perf_counter()
+                text, trace = explore(engine, task.goal, budget)
+                took = time.perf_counter() - t0
+                rec = {"task": task.id, "repo": task.repo, "budget": budget, "seconds": round(took, 3), **trace}
+                rec["navigator"] = score_context(parse_context(text, source), task.gold_lines, source)
+                eng = engine.render(FlightPlan(token_budget=budget, goal=task.goal)).text
+                rec["engine"] = score_context(parse_context(eng, source), task.gold_lines, source)
+                for name, retr in (("bm25-file", by_file), ("bm25-chunk", by_chunk)):
+                    ctx = pack(retr.rank(task.goal), budget, source, count_tokens)
+                    rec[name] = score_context(parse_context(ctx, source), task.gold_lines, source)
+                records.append(rec)
+            done += 1
+            print(f"[{done}/{len(tasks)}] {task.id} nav@8k={_get(records, task.id, 8192)}", file=sys.stderr, flush=True)
+    return records
+
+
+def _get(records: list[dict[str, Any]], task: str, budget: int) -> Any:
+    for r in records:
+        if r["task"] == task and r["budget"] == budget:
+            return round(r["navigator"]["line_recall"], 2)
+    return None
+
+
+def summary(records: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for budget in sorted({r["budget"] for r in records}):
+        rows = [r for r in records if r["budget"] == budget]
+        entry = {}
+        for m in ("navigator", "engine", "bm25-file", "bm25-chunk"):
+            entry[m] = {k: round(statistics.fmean(r[m][k] for r in rows), 3) for k in ("line_recall", "file_hit")}
+        entry["seconds_median"] = round(statistics.median(r["seconds"] for r in rows), 2)
+        per_repo = defaultdict(list)
+        for r in rows:
+            per_repo[r["repo"]].append(r)
+        entry["per_repo_line"] = {repo: {m: round(statistics.fmean(x[m]["line_recall"] for x in rs), 2)
+                                         for m in ("navigator", "bm25-file", "bm25-chunk")}
+                                  for repo, rs in sorted(per_repo.items())}
+        out[str(budget)] = entry
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", type=Path, default=HERE / "tasks" / "quality_tasks.jsonl")
+    ap.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS))
+    ap.add_argument("--repos", nargs="*", default=[])
+    ap.add_argument("--limit", type=int, default=0, help="first N tasks of each repository")
+    ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--set", action="append", default=[], metavar="policy.X=V|engine.X.Y=V",
+                    help="override an OfflinePolicyConfig / EngineConfig field for this run (experiments)")
+    args = ap.parse_args()
+    global POLICY, ENGINE
+    for item in args.set:
+        key, _, value = item.partition("=")
+        scope, _, field = key.partition(".")
+        if scope == "policy":
+            POLICY = _override(POLICY, field, value)
+        elif scope == "engine":
+            ENGINE = _override(ENGINE, field, value)
+        else:
+            raise SystemExit(f"--set {item}: start with policy. or engine.")
+    tasks = [t for t in load_tasks(args.tasks) if t.split == "dev"]  # never the test split
+    if args.repos:
+        tasks = [t for t in tasks if t.repo in args.repos]
+    if args.limit:
+        seen: dict[str, int] = defaultdict(int)
+        kept = []
+        for t in tasks:
+            seen[t.repo] += 1
+            if seen[t.repo] <= args.limit:
+                kept.append(t)
+        tasks = kept
+    materialize(tasks)
+    records = run(tasks, tuple(args.budgets))
+    result = {"summary": summary(records), "records": records}
+    print(json.dumps(result["summary"], indent=1))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

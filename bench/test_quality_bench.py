@@ -1,0 +1,105 @@
+"""Checks of the quality benchmark's own rules (not collected by the project's ``pytest``; run with
+``.venv/bin/pytest bench/test_quality_bench.py``): map parsing and the visibility rule, chunking,
+goal redaction."""
+
+from __future__ import annotations
+
+# pytest's default import mode puts bench/ (no __init__.py) on sys.path for this file
+from quality_baselines import Doc, chunk_ranges, tokenize
+from quality_score import map_section, parse_context, score_context
+from taskset import redact_goal
+
+SRC = {
+    "pkg/mod.py": [
+        "import os",                      # 1
+        "",                               # 2
+        "@decorate",                      # 3
+        "def build(",                     # 4
+        '    name: str = "x",',           # 5
+        "    size: int = 1,",             # 6
+        ") -> int:",                      # 7
+        '    """Build it."""',            # 8
+        "    return size",                # 9
+        "",                               # 10
+        "def other():",                   # 11
+        "    return None",                # 12
+    ],
+    "README.md": ["# title", "```", "code", "```", "end"],
+}
+
+
+def source(path: str) -> list[str]:
+    return SRC.get(path, [])
+
+
+MAP = "\n".join([
+    '# repo-map {"budget":100}',
+    "README.md [L4 40B 5L] why=bm25:title",
+    "```",
+    *SRC["README.md"],
+    "```",
+    "pkg/mod.py [L3 1.0K 12L] why=focus",
+    "  3: @decorate def build(name: str='x', size: int=1) -> int:",
+    "    | Build it.",
+    "  11: def other():",
+    "```",
+    *SRC["pkg/mod.py"][10:12],
+    "```",
+    "other.py [L1 10B 1L]",
+    "",
+])
+
+
+def test_l4_block_with_an_inner_fence_is_aligned_by_position() -> None:
+    parsed = parse_context(MAP, source)
+    assert parsed.unparsed == 0
+    assert parsed.files["README.md"].verbatim == {1, 2, 3, 4, 5}
+
+
+def test_outline_signature_continuation_doc_and_expansion() -> None:
+    f = parse_context(MAP, source).files["pkg/mod.py"]
+    assert f.signature >= {3, 4, 5, 6, 7, 11}
+    assert f.doc == {8}
+    assert f.verbatim == {11, 12}
+    assert 9 not in f.visible and 1 not in f.visible
+
+
+def test_scores_listed_vs_shown_files() -> None:
+    parsed = parse_context(MAP, source)
+    s = score_context(parsed, {"pkg/mod.py": [5, 9], "other.py": [1]}, source)
+    assert s["line_recall"] == 1 / 3
+    assert s["file_hit"] == 1.0 and s["all_files"] == 0.0 and s["file_hit_listed"] == 1.0
+
+
+def test_baseline_blocks_and_context_md() -> None:
+    text = Doc("pkg/mod.py", 11, 12).render(SRC["pkg/mod.py"])
+    parsed = parse_context(text, source)
+    assert parsed.files["pkg/mod.py"].verbatim == {11, 12}
+    md = "# Context: g\n\n## Summary\n\nx\n\n## Repository map\n\n" + MAP
+    assert map_section(md) == MAP
+
+
+def test_chunks_cover_every_non_blank_line_once() -> None:
+    src = [f"line {i}" if i % 7 else "" for i in range(1, 401)]
+    symbols = [(10, 300), (20, 60), (70, 290), (80, 85), (305, 310)]
+    chunks = chunk_ranges(len(src), symbols, src)
+    seen = [0] * (len(src) + 1)
+    for a, b in chunks:
+        for k in range(a, b + 1):
+            seen[k] += 1
+    assert all(seen[k] == 1 for k in range(1, 401) if src[k - 1])
+    assert (20, 60) in chunks and (305, 310) in chunks
+
+
+def test_tokenize_splits_identifiers_and_drops_stopwords() -> None:
+    assert tokenize("Why does parseHeader fail for max_count?") == [
+        "parseheader", "parse", "header", "fail", "max_count", "max", "count"]
+
+
+def test_redaction_of_paths_modules_and_scopes() -> None:
+    changed = ["crates/printer/src/json.rs", "lib/rack/utils.rb", "src/attr/_make.py"]
+    goal = redact_goal("printer: fix json.rs and rack/utils, see attr._make and `src/attr/_make.py`",
+                       changed, extended=True)
+    assert goal == "fix and , see and"
+    assert redact_goal("fix(middleware): x y", ["middleware/compress.go"], extended=True) == "fix: x y"
+    assert redact_goal("docs: x", ["middleware/compress.go"], extended=True) == "docs: x"

@@ -1,0 +1,215 @@
+"""``navigator ask REPO QUESTION``: a cited answer from the research workflow (plan → ReAct → refine → answer)."""
+
+from __future__ import annotations
+
+import asyncio
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
+from durable_navigator.cli.config import NavigatorConfig
+from durable_navigator.cli.connect import TemporalSession, open_session
+from durable_navigator.cli.display import research_panel
+from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
+from durable_navigator.cli.explore import BudgetOpt, DetachOpt, InteractiveOpt, ModelOpt, refuse_unservable, validate_model
+from durable_navigator.cli.follow import follow_run
+from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
+from durable_navigator.cli.reads import exit_code_for_result
+from durable_navigator.navcore.requests import ApprovalConfig
+from durable_navigator.navcore.research import ResearchRequest, ResearchResult
+from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.navtypes.errors import BudgetError, ConfigError, RepoError
+
+__all__ = ["ask_app", "build_research_request", "RESEARCH_WORKFLOW_TYPE", "new_research_id"]
+
+ask_app = typer.Typer(help="Answer questions about a repository, with citations.")
+
+#: the research workflow's registered type name (public API)
+RESEARCH_WORKFLOW_TYPE = "ResearchWorkflow"
+
+
+def new_research_id(repo: Path) -> str:
+    """A fresh, readable workflow id for a research run on ``repo``."""
+    from durable_navigator.cli.explore import new_workflow_id
+
+    return "ask-" + new_workflow_id(repo).removeprefix("nav-")
+
+
+def build_research_request(
+    repo: Path,
+    question: str,
+    *,
+    config: NavigatorConfig,
+    interactive: bool,
+    budget_usd: str | None,
+    model: str | None,
+    out: Path | None,
+    profile: str = "researcher",
+    profiles_file: Path | None = None,
+) -> ResearchRequest:
+    """Validate the inputs and build the workflow input (no credentials in it, ever)."""
+    from durable_navigator.activities.profiles import load_agent_profiles
+
+    root = repo.expanduser()
+    if not root.exists():
+        raise RepoError(f"repository {repo} does not exist; pass the path of a checked-out repository")
+    if not root.is_dir():
+        raise RepoError(f"{repo} is not a directory; pass the repository's root folder")
+    if not question.strip():
+        raise CliError("QUESTION is empty; ask something about the code, e.g. \"how is the budget enforced?\"")
+    try:
+        budget = Decimal(budget_usd) if budget_usd is not None else Decimal(str(config.defaults.budget_usd))
+    except InvalidOperation:
+        raise BudgetError(f"--budget-usd must be a number of dollars such as 0.50, got {budget_usd!r}") from None
+    if not budget.is_finite() or budget <= 0:
+        raise BudgetError("--budget-usd must be above 0; a run cannot spend nothing")
+    if profiles_file is not None and not profiles_file.is_file():
+        raise CliError(f"--profiles {profiles_file} does not exist; pass an agent-profiles YAML file")
+    profiles = load_agent_profiles(profiles_file)
+    own = profiles.get(profile)
+    if own is None:
+        raise ConfigError(f"--profile {profile!r} is not a profile; use one of {', '.join(sorted(profiles))}")
+    if own.kind != "research":
+        research = sorted(n for n, p in profiles.items() if p.kind == "research")
+        raise ConfigError(f"--profile {profile!r} is a {own.kind} profile; ask runs a research profile: "
+                          f"{', '.join(research)}")
+    try:
+        return ResearchRequest(
+            repo_path=str(root.resolve()),
+            question=question.strip(),
+            mode=ExecutionMode.INTERACTIVE if interactive else ExecutionMode.AUTONOMOUS,
+            budget_usd=budget,
+            model=(model or config.model).strip(),
+            out_dir=str((out or config.defaults.out_dir).expanduser().resolve()),
+            approval=ApprovalConfig(timeout_s=config.defaults.approval_timeout_s),
+            profile=own,
+            profiles=profiles,
+            planning="direct" if own.planning == "direct" else "auto",
+        )
+    except ValidationError as exc:
+        first = exc.errors(include_input=False)[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise CliError(f"invalid {field}: {first['msg']}") from None
+
+
+@ask_app.command()
+@handles_errors
+def ask(
+    ctx: typer.Context,
+    repo: Annotated[Path, typer.Argument(help="Repository to research.")],
+    question: Annotated[str, typer.Argument(help="The question about the code.")],
+    interactive: InteractiveOpt = False,
+    budget_usd: BudgetOpt = None,
+    model: ModelOpt = None,
+    profile: Annotated[
+        str, typer.Option("--profile", help="The run's agent profile (a research one: researcher, reviewer, or "
+                          "one of --profiles).")
+    ] = "researcher",
+    profiles_file: Annotated[
+        Path | None, typer.Option("--profiles", help="Agent-profiles YAML adding or overriding the shipped ones.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default ./navigator-out).")] = None,
+    detach: DetachOpt = False,
+    workflow_id: Annotated[str | None, typer.Option("--id", help="Workflow id (default ask-<repo>-<random>).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result (or the started id) as JSON.")] = False,
+) -> None:
+    """Answer QUESTION about REPO; prints the answer (every claim cited path:start-end) and writes answer.md."""
+    config = config_of(ctx)
+    request = build_research_request(repo, question, config=config, interactive=interactive, budget_usd=budget_usd,
+                                     model=model, out=out, profile=profile, profiles_file=profiles_file)
+    local_worker = config.temporal.address is None and not detach
+    models = sorted({request.model, *(p.model for p in request.profiles.values() if p.model)})
+    for name in models:
+        validate_model(name, config, local_worker)
+    if local_worker:
+        problems = problems_here(models)
+        for name in models:
+            refuse_unservable(name, problems, IN_PROCESS)
+    wid = workflow_id or new_research_id(Path(request.repo_path))
+    code = run_async(_ask(config, request, wid, models, detach=detach, json_out=json_out))
+    raise typer.Exit(int(code))
+
+
+async def _start(session: TemporalSession, request: ResearchRequest, wid: str) -> WorkflowHandle:
+    try:
+        return await session.client.start_workflow(
+            RESEARCH_WORKFLOW_TYPE, request, id=wid, task_queue=session.task_queue, result_type=ResearchResult,
+            memo={"goal": request.question, "repo": request.repo_path, "kind": "research"},
+        )
+    except WorkflowAlreadyStartedError:
+        raise CliError(f"a run with id {wid} already exists; pick another --id") from None
+
+
+async def _ask(config: NavigatorConfig, request: ResearchRequest, wid: str, models: list[str], *, detach: bool,
+               json_out: bool) -> ExitCode:
+    async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
+        if session.embedded is not None:
+            stderr.print(f"embedded Temporal started: gRPC {session.address} · Web UI {session.ui_base} "
+                         "(it stops with this command; `navigator server` keeps one running)")
+        if not session.in_process_worker:
+            problems = await problems_on_workers(session, models)
+            for name in models:
+                refuse_unservable(name, problems, f"the worker(s) on task queue {session.task_queue!r}")
+        handle = await _start(session, request, wid)
+        link = session.ui_link(wid)
+        worker = "in-process worker" if session.in_process_worker else f"workers on {session.task_queue!r}"
+        stderr.print(f"started [bold]{wid}[/bold] (research, {request.model}, {request.mode.value}, {worker})")
+        if link:
+            stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        if detach:
+            if json_out:
+                print_json({"workflow_id": wid, "ui_url": link, "task_queue": session.task_queue})
+            else:
+                stdout.print(wid)
+            return ExitCode.OK
+        closed = asyncio.ensure_future(handle.result())
+        try:
+            result = await _follow_to_result(session, handle, closed, request)
+        finally:
+            await cancel_and_wait(closed)
+        answer = _answer_text(result)
+        if json_out:
+            print_json({**result.model_dump(mode="json"), "ui_url": link, "answer": answer})
+        else:
+            if answer:
+                stdout.print(answer, markup=False, soft_wrap=True)
+            stdout.print(research_panel(result, link))
+        if session.embedded is not None:
+            stderr.print("the embedded server stops now; its history is kept — `navigator server` shows it again")
+        return exit_code_for_result(result)
+
+
+def _answer_text(result: ResearchResult) -> str | None:
+    """answer.md when this machine can read it (a remote worker wrote it elsewhere: the summary then)."""
+    if result.answer_path and Path(result.answer_path).is_file():
+        return Path(result.answer_path).read_text(encoding="utf-8")
+    return result.summary or None
+
+
+async def _follow_to_result(session: TemporalSession, handle: WorkflowHandle, closed: asyncio.Future[ResearchResult],
+                            request: ResearchRequest) -> ResearchResult:
+    wid = handle.id
+    try:
+        await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE, closed=closed)
+    except asyncio.CancelledError:
+        where = "the embedded server's database" if session.embedded else session.address
+        stderr.print(f"stopped following {wid}; the run is kept in {where}. Resume with "
+                     f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
+        raise
+    try:
+        return await closed
+    except WorkflowFailureError as exc:
+        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
+        raise RunFailedError(f"run {wid} failed: {cause}; see the Web UI for the history") from None
+    except RPCError as exc:
+        raise TemporalUnreachableError(
+            f"lost Temporal at {session.address} while following {wid} ({exc.message[:120]}); the run "
+            f"is durable: start `navigator server` + `navigator worker`, then `navigator status {wid}`"
+        ) from None

@@ -1,0 +1,50 @@
+"""The offline model runs the whole research workflow without a key, deterministically (real server)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from temporalio.client import Client
+
+from durable_navigator.navcore.citations import parse_citations
+from durable_navigator.navcore.report import DecisionLogView
+from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.workflows.research import ResearchWorkflow
+
+from tests.support.batch import priced_activities
+from tests.support.research import research_request, start_research
+
+#: this repository (the worktree the tests run from)
+PROJECT = Path(__file__).resolve().parents[2]
+
+
+async def _run(client: Client, task_queue: str, tmp_path: Path, **kw) -> tuple[ResearchResult, DecisionLogView]:  # type: ignore[no-untyped-def]
+    handle = await start_research(client, task_queue, research_request(tmp_path, **kw))
+    result: ResearchResult = await handle.result()
+    return result, await handle.query(ResearchWorkflow.get_decision_log)
+
+
+async def test_how_the_navigator_enforces_the_usd_budget(client: Client, task_queue: str, tmp_path: Path,
+                                                         start_worker) -> None:
+    """The issue's "done": the answer's citations point into the ledger and the guard."""
+    async with start_worker(priced_activities(tmp_path)):
+        result, view = await _run(client, task_queue, tmp_path, repo_path=str(PROJECT),
+                                  question="how does the navigator enforce the USD budget?")
+    answer = Path(result.answer_path or "").read_text()
+    body = answer.split("## Findings")[0]
+    cited = {c.path for c in parse_citations(body)}
+    assert {"navcore/budget.py", "workflows/blocks/model_call.py"} <= cited, body
+    assert "ledger.reserve(" in answer and "class BudgetLedger" in answer
+    assert result.completed_normally and result.cost_micros == 0  # offline is free
+    actions = [e.action for e in view.entries]
+    assert {"research_plan", "call_tools", "finish_step", "aggregate", "research_refine", "research_answer"} <= set(actions)
+
+
+async def test_offline_research_is_deterministic(client: Client, task_queue: str, tmp_path: Path,
+                                                 start_worker) -> None:
+    async with start_worker(priced_activities(tmp_path)):
+        first, log1 = await _run(client, task_queue, tmp_path / "a")
+        second, log2 = await _run(client, task_queue, tmp_path / "b")
+    body = [Path(r.answer_path or "").read_text().split("\n", 3)[3] for r in (first, second)]  # past the repo line
+    assert body[0] == body[1] and "src/budgetkit/plugin.py" in body[0]
+    assert [(e.action, e.diff_lines) for e in log1.entries] == [(e.action, e.diff_lines) for e in log2.entries]
