@@ -89,19 +89,35 @@ class RankStructure:
             rc.extend(_columns(idents, bag_refs))
             rv.extend(bag_refs.values())
             rr.extend(array("i", [i]) * len(bag_refs))
+        # Each intermediate is dropped as soon as the next step no longer needs it (the
+        # vocabulary dicts, the triplet buffers, the CSR forms): on the 20,000-file tree the
+        # build's peak set the process's peak RSS. Same operations in the same order.
+        n_terms, n_idents = len(terms), len(idents)
         term_list, (tcol,) = _sorted_vocab(terms, tc)
-        ident_list, (dcol, rcol) = _sorted_vocab(idents, dc, rc)
-        bm25 = _bm25_matrix(n, len(terms), np.frombuffer(tr, dtype=np.int32), tcol,
+        del terms, tc
+        term_vocab = Vocabulary.from_sorted(term_list)
+        del term_list
+        bm25 = _bm25_matrix(n, n_terms, np.frombuffer(tr, dtype=np.int32), tcol,
                             np.frombuffer(tv, dtype=np.float32), cfg)
+        del tr, tv, tcol
+        bm25_csc = Compressed.from_scipy(bm25.tocsc())
+        del bm25
+        ident_list, (dcol, rcol) = _sorted_vocab(idents, dc, rc)
+        del idents, dc, rc
+        ident_vocab = Vocabulary.from_sorted(ident_list)
+        del ident_list
         defs = sp.csr_matrix((np.ones(len(dr), dtype=np.float32), (np.frombuffer(dr, dtype=np.int32), dcol)),
-                             shape=(n, len(idents)))
+                             shape=(n, n_idents))
+        del dr, dcol
         defs.sum_duplicates()
         defs.data[:] = 1.0
         refs = sp.csr_matrix((np.sqrt(np.frombuffer(rv, dtype=np.float32)), (np.frombuffer(rr, dtype=np.int32), rcol)),
-                             shape=(n, len(idents)))
+                             shape=(n, n_idents))
+        del rr, rv, rcol
         trans_t, dangling = _transition(defs, refs, cfg)
-        return cls(paths, Vocabulary.from_sorted(term_list), Compressed.from_scipy(bm25.tocsc()),
-                   Vocabulary.from_sorted(ident_list), Compressed.from_scipy(defs.tocsc()),
+        defs_csc = Compressed.from_scipy(defs.tocsc())
+        del defs
+        return cls(paths, term_vocab, bm25_csc, ident_vocab, defs_csc,
                    Compressed.from_scipy(trans_t), dangling, Compressed.from_scipy(refs.tocsc()))
 
     def to_buffers(self) -> list[bytes | memoryview]:
