@@ -2,7 +2,7 @@
 
 Groups: ``serve`` (server, worker), ``explore`` (explore), ``ask`` (ask), ``signals``
 (approve, reject, stop, mode, budget), ``reads`` (status, log, result, ls, ui),
-``config`` (show) and, when its module is installed, ``batch``.
+``config`` (show), ``mcp`` (the MCP server, ``cli/mcpserver/``) and, when its module is installed, ``batch``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from durable_navigator.cli.common import GlobalOptions, config_of, print_json, s
 from durable_navigator.cli.errors import EXIT_CODE_DOC, handles_errors
 from durable_navigator.cli.exits import run_and_exit
 from durable_navigator.cli.explore import explore_app
+from durable_navigator.cli.mcpserver.command import mcp_app
 from durable_navigator.cli.reads import reads_app
 from durable_navigator.cli.serve import serve_app
 from durable_navigator.cli.signals import signals_app
@@ -88,6 +89,7 @@ app.add_typer(explore_app)
 app.add_typer(ask_app)
 app.add_typer(signals_app)
 app.add_typer(reads_app)
+app.add_typer(mcp_app)
 app.add_typer(config_app, name="config")
 
 

@@ -37,6 +37,7 @@ from durable_navigator.repomap.index import BAG, with_path_terms
 from durable_navigator.repomap.rank import STRUCTURE_FORMAT, RankStructure
 from durable_navigator.repomap.render import RenderInput, metadata, read_current, render_plan, summaries
 from durable_navigator.repomap.safepath import resolve_inside
+from durable_navigator.repomap.symsearch import ChunkCache
 from durable_navigator.repomap.types import RankedFile, RenderResult
 
 __all__ = ["RepoMap"]
@@ -69,6 +70,8 @@ class RepoMap(QueryMixin):
         self.open_ms = open_ms
         self._lock = threading.Lock()
         self._rs: RankStructure | None = None
+        self._chunks = ChunkCache()
+        self._xref = None  # References, built on the first callers/callees query
         # what refresh() compares a new discovery with (see _validated)
         self._stats: dict[str, tuple[int, int, int, int]] = {}
         self._racy: frozenset[str] = frozenset()

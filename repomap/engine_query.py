@@ -7,8 +7,8 @@ flight plan into signal vectors and answers ``search``, ``symbols``,
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,8 +17,17 @@ from durable_navigator.navtypes.errors import PathEscapeError
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap.globs import glob_match
 from durable_navigator.repomap.index import REC, SYM
-from durable_navigator.repomap.rank import Personalization, goal_mentions, goal_terms, personalized_rank
+from durable_navigator.repomap.rank import (
+    Personalization,
+    goal_mentions,
+    goal_terms,
+    name_hits,
+    name_index,
+    personalized_rank,
+)
 from durable_navigator.repomap.safepath import resolve_inside
+from durable_navigator.repomap.symsearch import ChunkCache, search_symbols
+from durable_navigator.repomap.xref import References
 from durable_navigator.repomap.types import SearchHit, Symbol, SymbolRef
 
 if TYPE_CHECKING:
@@ -28,8 +37,6 @@ __all__ = ["QueryMixin", "RequestContext"]
 
 #: a "why" mentions pagerank only when the file is at least this central (normalized)
 _WHY_PAGERANK_MIN = 0.2
-#: symbol kinds that a body's identifiers do not "call" (attributes, constants)
-_NOT_CALLABLE = frozenset({"field", "constant"})
 
 
 @dataclass
@@ -83,6 +90,8 @@ class QueryMixin:
     root: Any
     config: Any
     _built: Any
+    _chunks: ChunkCache
+    _xref: References | None
 
     def _structure(self) -> "RankStructure":  # provided by RepoMap
         raise NotImplementedError
@@ -117,10 +126,18 @@ class QueryMixin:
                     ident_of.setdefault(int(r), name)
         focus, expand = self._focus(plan)
         pers = Personalization(lexical=lexical, ident=ident, path=self._path_hits(paths),
-                               trace=self._path_hits(traces), focus=focus)
+                               trace=self._path_hits(traces), focus=focus,
+                               name=name_hits(self._name_index(), terms, n) if cfg.name_weight else None)
         out = personalized_rank(rs, pers, cfg)
         order = np.lexsort((np.arange(n), -out.score)).tolist()
         return RequestContext(out.score, out.signals, focus > 0, order, expand, top_term, ident_of)
+
+    def _name_index(self) -> dict[str, list[int]]:
+        """The words naming each file, built once per file list (a refresh brings a new list)."""
+        cached = self.__dict__.get("_names")
+        if cached is None or cached[0] is not self.files:
+            cached = self._names = (self.files, name_index(self.files))
+        return cached[1]
 
     def _path_hits(self, mentions: list[str]) -> np.ndarray:
         v = np.zeros(len(self.files))
@@ -225,74 +242,42 @@ class QueryMixin:
         return sorted((self._symbol(p, k) for p, k in self._resolve_symbol(name)), key=lambda s: (s.id, s.start_line))
 
     def search(self, query: str, limit: int = 20) -> list[SearchHit]:
-        """BM25 over token bags plus symbol-name matches; best first, ties by path."""
-        rs = self._structure()
-        cols = sorted({c for c in map(rs.term_col, goal_terms(query, self.config.rank.min_term_len)) if c is not None})
-        hits: list[SearchHit] = []
-        top = 0.0
-        if cols:
-            scores = rs.bm25.columns_row_sum(cols)
-            top = float(scores.max()) if scores.size else 0.0
-            for i in np.lexsort((np.arange(len(scores)), -scores))[:limit]:
-                if scores[i] > 0:
-                    hits.append(SearchHit(self.files[i], round(float(scores[i]), 6)))
-        for tok in sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", query))):
-            for p, k in self._resolve_symbol(tok):
-                s = self._symbol(p, k)
-                hits.append(SearchHit(p, round(top + 1.0, 6), s.id, s.start_line))
-        hits.sort(key=lambda h: (-h.score, h.symbol is None, h.path, h.symbol or "", h.line or 0))
-        return hits[:limit]
+        """Definitions (with their line ranges) that match ``query``, best first (``symsearch.py``)."""
+        return search_symbols(query, limit, self._structure(), self.files, self._built.records,
+                              lambda p: self.read_lines(p, 1, 1 << 62),  # type: ignore[attr-defined]
+                              self._chunks, self.config.search, self.config.rank.min_term_len,
+                              lambda name: self._resolve_symbol(name))
 
     # ---- reference graph --------------------------------------------------------------
-    def _enclosing(self, path: str, line: int) -> str:
-        best = f"{path}::"
-        span = None
-        for s in self._built.records[path][REC["symbols"]]:
-            if s[SYM["start"]] <= line <= s[SYM["end"]]:
-                width = s[SYM["end"]] - s[SYM["start"]]
-                if span is None or width <= span:
-                    best, span = f"{path}::{s[SYM['qual']]}", width
-        return best
+    def _references(self) -> References:
+        with self._lock:  # type: ignore[attr-defined]
+            if self._xref is None:
+                self._xref = References(
+                    Path(self.root), self.files, self._built.records, self._files_naming,
+                    lambda p: self.read_lines(p, 1, 1 << 62),  # type: ignore[attr-defined]
+                    self._resolve_symbol, self.config.xref,
+                    self._cache.dir / "xref",  # type: ignore[attr-defined]
+                    self._built.index_hash[:16])
+            return self._xref
 
-    def callers(self, symbol_id: str) -> list[SymbolRef]:
-        """Call/mention sites of a symbol's name elsewhere: (enclosing symbol, path, line)."""
-        found = self._resolve_symbol(symbol_id)
-        if not found:
-            return []
-        path0, k0 = found[0]
-        sym = self._built.records[path0][REC["symbols"]][k0]
-        name = sym[SYM["name"]]
+    def _files_naming(self, name: str) -> list[str]:
+        """Files whose identifiers include ``name`` (the reference matrix of the ranking structure)."""
         rs = self._structure()
         j = rs.ident_col(name)
-        if j is None:
-            return []
-        word = re.compile(rf"\b{re.escape(name)}\b")
-        out: list[SymbolRef] = []
-        for i in sorted(rs.refs.column_rows(j).tolist()):
-            p = self.files[i]
-            # a file gone since indexing has no call sites now (read_lines notes it)
-            lines = self.read_lines(p, 1, 1 << 62).splitlines()  # type: ignore[attr-defined]
-            for ln, text in enumerate(lines, 1):
-                if word.search(text) and not (p == path0 and ln == sym[SYM["start"]]):
-                    out.append(SymbolRef(self._enclosing(p, ln), p, ln))
-        return out
+        return [] if j is None else [self.files[i] for i in rs.refs.column_rows(j).tolist()]
+
+    def callers(self, symbol_id: str) -> list[SymbolRef]:
+        """Code sites that reference a definition, resolved through imports and scopes (``xref.py``).
+
+        ``symbol_id`` is ``path::Qual`` or a bare (qualified) name (its first
+        definition). Resolved callers come first; sites whose name could mean
+        several definitions follow with ``resolved=False``. Never a README, a
+        docstring, a comment or a string.
+        """
+        found = self._resolve_symbol(symbol_id)
+        return self._references().callers(*found[0]) if found else []
 
     def callees(self, symbol_id: str) -> list[SymbolRef]:
-        """Definitions a symbol's body names: (callee id, its path, its first line)."""
+        """Definitions a definition's body references, resolved (``symbol_id`` = the callee, its first line)."""
         found = self._resolve_symbol(symbol_id)
-        if not found:
-            return []
-        path0, k0 = found[0]
-        sym = self._built.records[path0][REC["symbols"]][k0]
-        body = self.read_lines(path0, sym[SYM["start"]], sym[SYM["end"]])  # type: ignore[attr-defined]
-        names = sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", body)) - {sym[SYM["name"]]})
-        out: list[SymbolRef] = []
-        for name in names:
-            defs = self._symbol_defs(name)
-            local = [(p, k) for p, k in defs if p == path0]
-            chosen = local or (defs if len(defs) <= self.config.rank.max_def_files else [])
-            for p, k in chosen:
-                s = self._built.records[p][REC["symbols"]][k]
-                if s[SYM["name"]] == name and s[SYM["kind"]] not in _NOT_CALLABLE:
-                    out.append(SymbolRef(f"{p}::{s[SYM['qual']]}", p, s[SYM["start"]]))
-        return sorted(set(out), key=lambda r: (r.path, r.line, r.symbol_id))
+        return self._references().callees(*found[0]) if found else []

@@ -21,7 +21,8 @@ class FileCosts:
 
     cost: list[int | None]
     value: list[float]
-    #: 0 = ordinary content, 1 = explicitly focused (degraded only after all tier-0 content)
+    #: degraded in tier order: 0 = ordinary content, 1 = focused, 2 = a level an explicit rule
+    #: asked for, 3 = both (each tier only after every lower one)
     tier: int
     requested: int
 

@@ -261,6 +261,7 @@ class Personalization:
     path: np.ndarray
     trace: np.ndarray
     focus: np.ndarray
+    name: np.ndarray | None = None
     query_cols: list[int] = field(default_factory=list)
     query_idents: list[str] = field(default_factory=list)
 
@@ -295,12 +296,35 @@ def goal_mentions(goal: str) -> tuple[list[str], list[str], list[str]]:
     return idents, paths, traces
 
 
+def name_index(paths: list[str]) -> dict[str, list[int]]:
+    """Words naming each file: its stem's identifier parts and the whole stem (``flightplan``)."""
+    out: dict[str, list[int]] = {}
+    for i, p in enumerate(paths):
+        stem = p.rsplit("/", 1)[-1].split(".", 1)[0]
+        words = {w.lower() for w in split_identifier(stem)} | {stem.lower().replace("_", "").replace("-", "")}
+        for w in words:
+            out.setdefault(w, []).append(i)
+    return out
+
+
+def name_hits(index: dict[str, list[int]], terms: list[str], n: int) -> np.ndarray:
+    """Per file: the goal words that name it, each worth ``1 / log2(1 + files it names)``, max 1."""
+    v = np.zeros(n)
+    for t in sorted(set(terms)):
+        rows = index.get(t)
+        if rows:
+            v[rows] += 1.0 / np.log2(1.0 + len(rows))
+    return _norm(v)
+
+
 def personalized_rank(rs: RankStructure, pers: Personalization, cfg: RankConfig) -> RankOutput:
     """Personalized PageRank (fixed iterations) blended with lexical relevance."""
     n = len(rs.paths)
     lex = _norm(pers.lexical)
     rel = (cfg.goal_weight * lex + cfg.ident_weight * pers.ident + cfg.path_weight * pers.path
            + cfg.trace_weight * pers.trace)
+    if pers.name is not None:
+        rel = rel + cfg.name_weight * pers.name
     p = rel + pers.focus
     total = float(p.sum())
     p = p / total if total > 0 else np.full(n, 1.0 / max(n, 1))
@@ -317,6 +341,8 @@ def personalized_rank(rs: RankStructure, pers: Personalization, cfg: RankConfig)
     score = score + cfg.focus_score_boost * (pers.focus > 0)
     signals = {"pagerank": pr, "bm25": lex, "ident": pers.ident, "path": pers.path,
                "trace": pers.trace, "focus": _norm(pers.focus)}
+    if pers.name is not None:
+        signals["name"] = pers.name
     return RankOutput(score=score, signals=signals)
 
 

@@ -161,6 +161,7 @@ def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs:
     records, expand = inp.records, inp.expand
     i_costs, i_syms, i_lang, i_err, c_body = REC["costs"], REC["symbols"], REC["lang"], REC["error"], SYM["c_body"]
     floor, power, rule_mult, level_value = cfg.score_floor, cfg.score_power, cfg.rule_value_multiplier, cfg.level_value
+    protect_rules = cfg.protect_rules
     scores, focused = inp.score.tolist(), inp.focused.tolist()  # Python floats: the same values, cheaper to read
     out = []
     for i, p in enumerate(inp.paths):
@@ -180,7 +181,10 @@ def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs:
         top = 4
         while top > 0 and cost[top] is None:
             top -= 1
-        out.append(FileCosts(cost=cost, value=value, tier=int(bool(focused[i])), requested=top))
+        tier = int(bool(focused[i]))
+        if protect_rules and explicit[i] and req[i] > 0:
+            tier += 2
+        out.append(FileCosts(cost=cost, value=value, tier=tier, requested=top))
     return out
 
 

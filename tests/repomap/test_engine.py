@@ -178,10 +178,12 @@ def test_files_with_the_same_bytes_keep_their_own_path_and_parser(tmp_path: Path
     (root / "alphapkg" / "empty.py").write_text("")
     for jobs, cfg in ((1, None), (2, EngineConfig(parallel_min_files=1, index_chunk_files=1))):
         rm = RepoMap.open(root, config=cfg, cache_dir=cache, jobs=jobs)
-        for pkg in ("alphapkg", "betapkg"):
-            hits = [h.path for h in rm.search(pkg) if h.symbol is None]
-            assert f"{pkg}/__init__.py" in hits, (jobs, pkg, hits)
-            assert not any(h.startswith("gammapkg") or (h.split("/")[0] != pkg) for h in hits), (jobs, pkg, hits)
+        # path terms, file by file (search() ranks definitions since main's symbol search; the
+        # term columns it starts from are what terms_in reads)
+        for pkg, other_pkg in (("alphapkg", "betapkg"), ("betapkg", "alphapkg")):
+            assert rm.terms_in([pkg], [f"{pkg}/__init__.py"]) == {pkg}, (jobs, pkg)
+            assert rm.terms_in([pkg], [other_pkg]) == set(), (jobs, pkg)
+        assert rm.terms_in(["gammapkg"]) == set(), jobs
         langs = {p: rm._built.records[p][1] for p in ("notes.txt", "alphapkg/empty.py")}
         assert langs == {"notes.txt": "", "alphapkg/empty.py": "python"}, (jobs, langs)
         assert rm.render(FlightPlan(token_budget=2000)).metadata.files_without_symbol_support == 1
