@@ -44,6 +44,7 @@ from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.requests import EngineSource, RequestBuilder
 from durable_navigator.activities.research_calls import RESEARCH_KINDS, invalid_turn, parse_research
 from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.report import HISTORY_REASONING_CHARS
 from durable_navigator.navcore.decision import FUNCTION_NAMES, ModelDecision
 from durable_navigator.navtypes.errors import BudgetError, NavigatorError
 from durable_navigator.navcore.model import Message, ModelRequest, ModelResponse
@@ -77,8 +78,8 @@ __all__ = ["ModelCallActivities", "CANCELLED_ERROR_TYPE", "PARSE_ERROR_TYPE"]
 CANCELLED_ERROR_TYPE = "ModelCallCancelled"
 PARSE_ERROR_TYPE = "PlanParseError"
 MEDIA_JSON = "application/json"
-#: reasoning / summary characters of a decision kept in history (full text in its artifact)
-HISTORY_REASONING_CHARS = 400
+#: summary characters of a decision kept in history (full text in its artifact; the reasoning's
+#: limit, HISTORY_REASONING_CHARS, is shared with the CLI in navcore.report)
 HISTORY_SUMMARY_CHARS = 2000
 #: seconds between heartbeats of a running call (the worker's throttle sends at most ~1/s)
 HEARTBEAT_EVERY_S = 0.5

@@ -47,10 +47,14 @@ from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, preload
 if TYPE_CHECKING:
     import multiprocessing.context
 
-__all__ = ["BuiltIndex", "build_index", "content_key", "content_key_version", "content_hash", "SNAPSHOT_FORMAT"]
+__all__ = ["BuiltIndex", "Progress", "build_index", "content_key", "content_key_version", "content_hash",
+           "SNAPSHOT_FORMAT"]
 
 #: layout of a stored snapshot: (format, paths, heads, path-line costs as int64 bytes)
 SNAPSHOT_FORMAT = "snap-2"
+
+#: ``progress(done, total)``: files of this (re)index done so far, of how many
+Progress = Callable[[int, int], None]
 
 
 @dataclass
@@ -199,8 +203,13 @@ def _balanced_chunks(paths: list[str], sizes: dict[str, int], n_chunks: int) -> 
     return [c for c in chunks if c]
 
 
-def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int | None) -> BuiltIndex:
-    """Bring the cache up to date for ``disc`` and load every record."""
+def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int | None,
+                progress: Progress | None = None) -> BuiltIndex:
+    """Bring the cache up to date for ``disc`` and load every record.
+
+    ``progress(done, total)`` hears how many of the files to (re)index are done, from
+    this thread, as results arrive (a chunk at a time); nothing when all are cached.
+    """
     t0 = time.perf_counter()
     root = str(disc.root)
     version = content_key_version(cfg)
@@ -216,7 +225,7 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
     unreadable: list[str] = []
     t1 = time.perf_counter()
     sizes = {e.path: e.size for e in disc.files}
-    fresh, parsed = _index_stale(root, stale, sizes, cfg, version, jobs, cache, keys, unreadable)
+    fresh, parsed = _index_stale(root, stale, sizes, cfg, version, jobs, cache, keys, unreadable, progress)
     t2 = time.perf_counter()
     manifest = {e.path: (*e.stat_key, keys[e.path], e.racy(disc.scanned_ns)) for e in disc.files if e.path in keys}
     if manifest != old:
@@ -234,7 +243,7 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
 
 def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: EngineConfig, version: str,
                  jobs: int | None, cache: IndexCache, keys: dict[str, str],
-                 unreadable: list[str]) -> tuple[dict[str, tuple], int]:
+                 unreadable: list[str], progress: Progress | None = None) -> tuple[dict[str, tuple], int]:
     """Hash and (where the cache lacks the content) index ``paths``, storing results as they arrive.
 
     Returns the record heads indexed now (``key -> head``, so loading does not
@@ -245,10 +254,12 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
     args = (cfg.model_dump_json(), version, str(cache.path))
     n_jobs = max(1, jobs or os.cpu_count() or 1)
     fresh: dict[str, tuple] = {}
-    parsed = 0
+    parsed = done = 0
+    if progress is not None:
+        progress(0, len(paths))
 
     def take(chunk: list[IndexedFile]) -> None:
-        nonlocal parsed
+        nonlocal parsed, done
         rows = []
         for rel, key, blobs in chunk:
             if not key:
@@ -260,6 +271,9 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
                 fresh[key] = marshal.loads(blobs[0])
         parsed += len(rows)
         cache.put_blobs(rows)
+        done += len(chunk)
+        if progress is not None:
+            progress(done, len(paths))
 
     if n_jobs == 1 or len(paths) < cfg.parallel_min_files:
         take(_index_chunk(root, paths, *args))

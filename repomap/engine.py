@@ -28,7 +28,7 @@ import numpy as np
 
 from durable_navigator.navtypes.errors import PathEscapeError, RepoError
 from durable_navigator.navtypes.flightplan import FlightPlan
-from durable_navigator.repomap.build import BuiltIndex, build_index, content_hash
+from durable_navigator.repomap.build import BuiltIndex, Progress, build_index, content_hash
 from durable_navigator.repomap.cache import IndexCache, default_cache_dir
 from durable_navigator.repomap.config import EngineConfig
 from durable_navigator.repomap.discover import Discovery, check_root, discover, git_commit
@@ -81,8 +81,11 @@ class RepoMap(QueryMixin):
 
     @classmethod
     def open(cls, root: str | Path, config: EngineConfig | None = None, cache_dir: Path | None = None,
-             jobs: int | None = None) -> "RepoMap":
-        """Discover and index ``root`` (cached); RepoError when it is not a usable directory."""
+             jobs: int | None = None, progress: Progress | None = None) -> "RepoMap":
+        """Discover and index ``root`` (cached); RepoError when it is not a usable directory.
+
+        ``progress(done, total)`` hears the indexing of files the cache lacks (see ``build_index``).
+        """
         t0 = time.perf_counter()
         cfg = config or EngineConfig()
         real = check_root(Path(root))
@@ -90,8 +93,8 @@ class RepoMap(QueryMixin):
         if _is_inside(real, cache.dir.resolve()):
             raise RepoError(f"cache dir {cache.dir} is inside the repository; choose a cache dir outside it")
         disc = discover(real, cfg.discover)
-        return cls._make(real, cfg, cache, disc, build_index(disc, cache, cfg, jobs), git_commit(real), jobs, t0,
-                         str(root))
+        built = build_index(disc, cache, cfg, jobs, progress)
+        return cls._make(real, cfg, cache, disc, built, git_commit(real), jobs, t0, str(root))
 
     @classmethod
     def _make(cls, real: Path, cfg: EngineConfig, cache: IndexCache, disc: Discovery, built: BuiltIndex,
