@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = ["DiscoverConfig", "RankConfig", "RenderConfig", "SearchConfig", "XrefConfig", "EngineConfig"]
 
 #: bump when parsing, queries or the per-file record layout change: it keys the cache
-PARSER_VERSION = "rm-6"
+PARSER_VERSION = "rm-7"
 
 
 class _Cfg(BaseModel):

@@ -57,23 +57,29 @@ class RequestContext:
         if not plan.show_why or limit <= 0:
             return [[] for _ in range(n)]
         sig = self.signals
-        out = []
-        for i in range(n):
+        hits = [sig[k] > 0 for k in ("focus", "trace", "path", "ident")]
+        bm25, pagerank = sig["bm25"], sig["pagerank"]
+        # only files with some signal get labels; the rest (most of a large tree) get []
+        todo = np.flatnonzero(np.logical_or.reduce([*hits, bm25 > 0, pagerank >= _WHY_PAGERANK_MIN])).tolist()
+        focus, trace, path, ident = (h.tolist() for h in hits)
+        bm25_l, pagerank_l = bm25.tolist(), pagerank.tolist()  # the same values as Python floats
+        out: list[list[str]] = [[] for _ in range(n)]
+        for i in todo:
             cand = []
-            if sig["focus"][i] > 0:
+            if focus[i]:
                 cand.append((3.0, "focus"))
-            if sig["trace"][i] > 0:
+            if trace[i]:
                 cand.append((2.5, "trace"))
-            if sig["path"][i] > 0:
+            if path[i]:
                 cand.append((2.0, "path"))
-            if sig["ident"][i] > 0:
+            if ident[i]:
                 cand.append((1.5, f"ident:{self.ident_of.get(i, '?')}"))
-            if sig["bm25"][i] > 0 and self.top_term and self.top_term[i]:
-                cand.append((float(sig["bm25"][i]), f"bm25:{self.top_term[i]}"))
-            if sig["pagerank"][i] >= _WHY_PAGERANK_MIN:
-                cand.append((float(sig["pagerank"][i]) * 0.5, "pagerank"))
+            if bm25_l[i] > 0 and self.top_term and self.top_term[i]:
+                cand.append((bm25_l[i], f"bm25:{self.top_term[i]}"))
+            if pagerank_l[i] >= _WHY_PAGERANK_MIN:
+                cand.append((pagerank_l[i] * 0.5, "pagerank"))
             cand.sort(key=lambda c: (-c[0], c[1]))
-            out.append([label for _, label in cand[:limit]])
+            out[i] = [label for _, label in cand[:limit]]
         return out
 
 
@@ -84,7 +90,6 @@ class QueryMixin:
     root: Any
     config: Any
     _built: Any
-    _sym_index: dict[str, list[tuple[str, int]]] | None
     _chunks: ChunkCache
     _xref: References | None
 
@@ -102,10 +107,11 @@ class QueryMixin:
         lexical = np.zeros(n)
         top_term: list[str | None] = [None] * n
         if cols:
-            sub = rs.bm25[:, cols].toarray()
+            sub = rs.bm25.columns_dense(cols)
             lexical = sub.sum(axis=1).astype(np.float64)
-            best = sub.argmax(axis=1)
-            top_term = [rs.terms[cols[b]] if lexical[i] > 0 else None for i, b in enumerate(best)]
+            best = sub.argmax(axis=1).tolist()
+            names = [rs.terms[c] for c in cols]
+            top_term = [names[b] if hit else None for hit, b in zip((lexical > 0).tolist(), best)]
         idents, paths, traces = goal_mentions(goal)
         ident = np.zeros(n)
         ident_of: dict[int, str] = {}
@@ -113,7 +119,7 @@ class QueryMixin:
             j = rs.ident_col(name)
             if j is None:
                 continue
-            rows = rs.defs[:, j].nonzero()[0]
+            rows = rs.defs.column_rows(j)
             if 0 < len(rows) <= cfg.max_def_files:
                 ident[rows] = 1.0
                 for r in rows:
@@ -161,16 +167,29 @@ class QueryMixin:
         return focus, {p: sorted(ks) for p, ks in sorted(expand.items()) if ks}
 
     # ---- symbols --------------------------------------------------------------------
-    def _symbol_index(self) -> dict[str, list[tuple[str, int]]]:
-        if self._sym_index is None:
-            idx: dict[str, list[tuple[str, int]]] = {}
-            for p in self.files:
-                for k, s in enumerate(self._built.records[p][REC["symbols"]]):
-                    idx.setdefault(s[SYM["name"]], []).append((p, k))
-                    if s[SYM["qual"]] != s[SYM["name"]]:
-                        idx.setdefault(s[SYM["qual"]], []).append((p, k))
-            self._sym_index = idx
-        return self._sym_index
+    def _symbol_defs(self, ref: str) -> list[tuple[str, int]]:
+        """(path, symbol index) of every symbol whose name or qualified name is ``ref``.
+
+        In path order, then source order. Candidates are the files the ranking
+        structure lists as defining a name ``ref`` ends with (a qualified name is
+        ``Outer.name``), so only their symbols are read, not the whole index's.
+        """
+        rs = self._structure()
+        parts = ref.split(".")
+        rows: set[int] = set()
+        for i in range(len(parts)):
+            j = rs.ident_col(".".join(parts[i:]))
+            if j is not None:
+                rows.update(rs.defs.column_rows(j).tolist())
+        records = self._built.records
+        paths = [self.files[r] for r in sorted(rows)]
+        records.prefetch(paths)
+        out: list[tuple[str, int]] = []
+        for p in paths:
+            for k, s in enumerate(records[p][REC["symbols"]]):
+                if s[SYM["name"]] == ref or s[SYM["qual"]] == ref:
+                    out.append((p, k))
+        return out
 
     def _resolve_symbol(self, ref: str) -> list[tuple[str, int]]:
         """``path::Qual`` or a bare (qualified) name -> (path, symbol index) pairs."""
@@ -180,7 +199,7 @@ class QueryMixin:
             if rec is None:
                 return []
             return [(path, k) for k, s in enumerate(rec[REC["symbols"]]) if s[SYM["qual"]] == qual]
-        return list(self._symbol_index().get(ref, []))
+        return self._symbol_defs(ref)
 
     def _symbol(self, path: str, k: int) -> Symbol:
         s = self._built.records[path][REC["symbols"]][k]
@@ -214,8 +233,7 @@ class QueryMixin:
             col = rs.term_col(term.lower())
             if col is None:
                 continue
-            column = rs.bm25[:, col]
-            if rows is None or column[rows].nnz:
+            if rows is None or not set(rs.bm25.column_rows(col).tolist()).isdisjoint(rows):
                 found.add(term)
         return found
 
@@ -246,7 +264,7 @@ class QueryMixin:
         """Files whose identifiers include ``name`` (the reference matrix of the ranking structure)."""
         rs = self._structure()
         j = rs.ident_col(name)
-        return [] if j is None else [self.files[i] for i in rs.refs[:, j].nonzero()[0].tolist()]
+        return [] if j is None else [self.files[i] for i in rs.refs.column_rows(j).tolist()]
 
     def callers(self, symbol_id: str) -> list[SymbolRef]:
         """Code sites that reference a definition, resolved through imports and scopes (``xref.py``).

@@ -46,13 +46,18 @@ class Fitter:
         the large saving behind it (2 -> 1 of a long outline).
         """
         f, lv = self.files[i], self.levels[i]
-        here = f.cost[lv] or 0
+        costs, values = f.cost, f.value
+        here = costs[lv] or 0
+        v_here = values[lv]
         best: tuple[float, int] | None = None
         for lower in range(lv - 1, -1, -1):
-            c = f.cost[lower]
+            c = costs[lower]
             if c is None or c >= here:
                 continue
-            ratio = max(f.value[lv] - f.value[lower], 0.0) / (here - c)
+            loss = v_here - values[lower]
+            if loss < 0.0:  # max(loss, 0.0), without the call (this loop runs per file per step)
+                loss = 0.0
+            ratio = loss / (here - c)
             if best is None or ratio < best[0]:
                 best = (ratio, lower)
         return best

@@ -127,8 +127,8 @@ def search_symbols(query: str, limit: int, rs: RankStructure, files: list[str], 
     file_score = np.zeros(n)
     idf: dict[str, float] = {}
     if cols:
-        sub = rs.bm25[:, sorted(cols.values())]
-        file_score = np.asarray(sub.sum(axis=1)).ravel().astype(np.float64)
+        # scipy's ``bm25[:, cols].sum(axis=1)``, same rounding (``sparse.Compressed``)
+        file_score = rs.bm25.columns_row_sum(sorted(cols.values())).astype(np.float64)
         df = np.diff(rs.bm25.indptr)
         idf = {t: math.log(1.0 + (n - df[c] + 0.5) / (df[c] + 0.5)) for t, c in cols.items()}
     index = {p: i for i, p in enumerate(files)}

@@ -28,13 +28,11 @@ from typing import Annotated, Any
 import typer
 
 from durable_navigator.cli.lazy import command_group
-import uvicorn
 
 from durable_navigator.cli.common import config_of, run_async
 from durable_navigator.cli.errors import CliError, handles_errors, stderr
 from durable_navigator.cli.mcpserver.backend import Backend
 from durable_navigator.cli.mcpserver.paths import AllowedRoots
-from durable_navigator.cli.mcpserver.tools import build_server
 from durable_navigator.workers.devserver import default_state_dir
 
 __all__ = ["mcp_app", "DEFAULT_PORT", "HTTP_PATH", "default_out_dir"]
@@ -81,6 +79,10 @@ def mcp_command(
 
     Tools: explore, ask, run_status, stop_run, list_runs; resources: a run's context, answer and report.
     """
+    # the MCP SDK (and uvicorn, for --http) only when this command runs: importing them costs
+    # ~0.6 CPU-s, which every other navigator command and --help would pay (issue 17)
+    from durable_navigator.cli.mcpserver.tools import build_server
+
     config = config_of(ctx)
     roots = AllowedRoots.of(allow_root)
     out_dir = (out or default_out_dir()).expanduser().resolve()
@@ -141,6 +143,8 @@ def _is_loopback(host: str) -> bool:
 
 async def _http(server: Any, host: str, port: int) -> None:
     """Streamable HTTP on ``host:port`` (the socket is bound first, so ``--port 0`` can be reported)."""
+    import uvicorn
+
     class _Server(uvicorn.Server):
         @contextlib.contextmanager
         def capture_signals(self) -> Any:  # the command owns SIGTERM / SIGINT
