@@ -32,6 +32,10 @@ class OfflinePolicyConfig(BaseModel):
     finalize_budget_use: float = 0.85
     #: fill moves spend at most this share of the tokens the last map left unused
     fill_slack: float = 0.8
+    #: fill moves consider this many of the best-ranked files (every one with a score, in practice)
+    fill_files: int = 200
+    #: a fill move raises a file straight to L4 when its full text fits the unused tokens
+    fill_full_first: bool = True
     #: share of the budget the policy plans explicitly; the engine's auto levels fill the rest
     explicit_share: float = 0.80
     #: a file is shown in full only if that costs at most this share of the budget
@@ -42,13 +46,13 @@ class OfflinePolicyConfig(BaseModel):
     full_file_min_rel_score: float = 0.5
     #: ...and only if its lexical evidence (bm25 + name + identifier + path signals) is at least
     #: this share of the top file's: centrality alone never earns a runner-up a full view
-    full_file_min_rel_lexical: float = 0.0
+    full_file_min_rel_lexical: float = 0.5
     #: the ranking signals that say the file matches the goal's words
     lexical_signals: tuple[str, ...] = ("bm25", "name", "ident", "path", "trace")
     #: a file's outline gets docstrings (L3) when that costs at most this share
     docs_level_share: float = 0.10
     survey_files: int = 8
-    survey_dirs: int = 2
+    survey_dirs: int = 0
     #: a directory is focused only if it holds at least this share of the top files' score
     dir_min_share: float = 0.25
     #: ...and only if it is a narrowing: it holds at most this share of the repository's files
@@ -58,6 +62,13 @@ class OfflinePolicyConfig(BaseModel):
     #: expand a symbol only if it scores at least this share of the best symbol
     expand_min_rel_score: float = 0.15
     neighbour_symbols: int = 2
+    #: expand at most this many functions elsewhere that call the definitions of the file shown
+    #: in full first ("where is this used?": the ledger's reserve -> the model call that reserves)
+    caller_expand: int = 2
+    #: ...asking for the callers of at most this many of that file's definitions
+    caller_targets: int = 24
+    #: ...and only callers of at most this many tokens each
+    caller_max_tokens: int = 900
     max_neighbours: int = 4
     dir_focus_weight: float = 1.5
     file_focus_weight: float = 2.0

@@ -113,20 +113,23 @@ def fill_move(
     current = {r.glob: r.level for r in plan.rules}
     rules: list[VerbosityRule] = []
     notes: list[str] = []
-    for i, r in enumerate(ranked[: cfg.survey_files * 2]):
+    for i, r in enumerate(ranked[: cfg.fill_files]):
         level = current.get(r.path, Level.PATH)
         if level >= Level.FULL or r.path in plan.pinned:
             continue
-        nxt = Level(level + 1)
         # the allocation keeps big files below L4 to leave room for others; here the
-        # room is what the last map really left over, so any raise that fits is fair
-        delta = r.level_tokens[nxt] - r.level_tokens[level]
-        if f"{r.path} to L{int(nxt)} " in tried:
-            continue
-        if 0 < delta <= remaining:
+        # room is what the last map really left over, so any raise that fits is fair:
+        # straight to the full file when it fits, else one level up
+        if f"{r.path} to L" in tried:
+            continue  # a recent fill raised it and a later turn undid that: not tried twice
+        for nxt in (Level.FULL, Level(level + 1)) if cfg.fill_full_first else (Level(level + 1),):
+            delta = r.level_tokens[nxt] - r.level_tokens[level]
+            if not 0 < delta <= remaining:
+                continue
             remaining -= delta
             rules.append(VerbosityRule(glob=r.path, level=nxt))
             notes.append(f"{r.path} to L{int(nxt)} (ranks #{i + 1}, {why(r)}; +{delta} tokens)")
+            break
     if not rules:
         return None
     used = meta.tokens_used / meta.token_budget

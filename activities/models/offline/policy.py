@@ -195,6 +195,7 @@ def allocate(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
     cap = budget * cfg.explicit_share
     alloc = Allocation()
     _pick_full_files(ranked, budget, cfg, alloc, cap)
+    _pick_callers(engine, alloc, cfg, plan.exclude, cap, estimate, by_path)
     head = ranked[: cfg.symbol_files]
     symbols = score_symbols(engine, [(r.path, r.score) for r in head], goal, estimate, cfg.symbols)
     for r in head[:3]:
@@ -209,6 +210,52 @@ def allocate(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
             alloc.notes.append(f"L2: {r.path} ranks #{i + 1} ({why(r)})")
     _neighbours(engine, symbols[: cfg.neighbour_symbols], alloc, cfg, plan.exclude)
     return alloc, ranked
+
+
+def _pick_callers(engine: Any, alloc: Allocation, cfg: OfflinePolicyConfig, exclude: list[str], cap: float,
+                  estimate: Any, by_path: dict[str, Any]) -> None:
+    """Expand the functions elsewhere that call the definitions of the first file shown in full.
+
+    The file in full answers "what is it"; its call sites answer "where is it enforced / used".
+    A caller that uses more of the file's definitions comes first (ties by id).
+    """
+    primary = next((p for p, lv in alloc.levels.items() if lv == Level.FULL), None)
+    if primary is None or cfg.caller_expand <= 0:
+        return
+    uses: dict[str, set[str]] = {}
+    where: dict[str, tuple[str, int]] = {}
+    targets = [s for s in engine.symbols(primary) if s.kind in ("function", "method")][: cfg.caller_targets]
+    for sym in targets:
+        for ref in engine.callers(sym.id):
+            enclosing = ref.symbol_id
+            if (not ref.resolved or ref.path == primary or enclosing.endswith("::") or "::" not in enclosing
+                    or any(glob_matches(g, ref.path) for g in exclude)):
+                continue
+            uses.setdefault(enclosing, set()).add(sym.name)
+            where.setdefault(enclosing, (ref.path, ref.line))
+    taken = 0
+    for enclosing in sorted(uses, key=lambda e: (-len(uses[e]), e)):
+        if taken >= cfg.caller_expand:
+            break
+        found = [s for s in engine.symbols(where[enclosing][0]) if s.id == enclosing]
+        if not found or alloc.levels.get(found[0].path) == Level.FULL:
+            continue
+        s = found[0]
+        tokens = estimate(engine.read_lines(s.path, s.start_line, s.end_line))
+        r = by_path.get(s.path)
+        # an expansion shows inside its file's outline: the outline is part of the price
+        extra = tokens + (r.level_tokens[Level.OUTLINE] if r is not None and s.path not in alloc.levels else 0)
+        if (r is None or tokens > cfg.caller_max_tokens or alloc.cost + extra > cap
+                or any(e.symbol_id == s.id for e in alloc.expand)):
+            continue
+        if s.path not in alloc.levels:
+            alloc.levels[s.path] = Level.OUTLINE
+        alloc.cost += extra
+        alloc.expand.append(ScoredSymbol(symbol_id=s.id, name=s.name, kind=s.kind, path=s.path,
+                                         start_line=s.start_line, end_line=s.end_line, score=0.0,
+                                         matched=(), tokens=tokens))
+        alloc.notes.append(f"expand {s.id} (calls {', '.join(sorted(uses[enclosing]))} of {primary}; {tokens} tokens)")
+        taken += 1
 
 
 def _neighbours(engine: Any, top: list[ScoredSymbol], alloc: Allocation, cfg: OfflinePolicyConfig,

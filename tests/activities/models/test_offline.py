@@ -144,7 +144,13 @@ async def test_first_turn_surveys_goal_noise_and_top_files(engine) -> None:
     zoomed = {r.glob: r.level for r in u.set_rules}
     assert zoomed.get("src/shop/budget/ledger.py", 0) >= Level.OUTLINE
     assert "src/shop/budget/ledger.py ranks #" in d.reasoning
-    assert any(f.glob == "src/shop/budget/**" for f in u.add_focus_paths)
+    # no directory focus by default (it lifted every file of one folder above the goal's own files);
+    # a configuration may still ask for it
+    assert not any(f.glob.endswith("/**") for f in u.add_focus_paths)
+    from durable_navigator.activities.models.offline.config import OfflinePolicyConfig
+
+    dirs = offline_decision(_call(engine, FlightPlan(token_budget=2000), 1), OfflinePolicyConfig(survey_dirs=2))
+    assert any(f.glob == "src/shop/budget/**" for f in dirs.updates.add_focus_paths)
 
 
 def test_goal_that_mentions_tests_keeps_them(engine) -> None:
@@ -242,9 +248,16 @@ def test_fill_move_raises_the_best_file_into_unused_budget(engine) -> None:
     assert move is not None
     update, reason = move
     raised = {r.glob: r.level for r in update.set_rules}
-    assert raised.get(ranked[0].path) == Level.OUTLINE
+    # the whole file fits the unused tokens: straight to L4 (one level at a time took turns it never got)
+    assert raised.get(ranked[0].path) == Level.FULL
     assert reason.startswith("fill (map at") and "ranks #1" in reason
     assert fill_move(plan, ranked, meta.model_copy(update={"tokens_used": 5000}), cfg) is None
+    stepwise = fill_move(plan, ranked, meta, cfg.model_copy(update={"fill_full_first": False}))
+    assert stepwise is not None and {r.glob: r.level for r in stepwise[0].set_rules}[ranked[0].path] == Level.OUTLINE
+    # a file whose full text does not fit goes up one level only
+    tight = meta.model_copy(update={"tokens_used": meta.token_budget - ranked[0].level_tokens[Level.FULL]})
+    step = fill_move(plan, ranked, tight, cfg)
+    assert step is not None and {r.glob: r.level for r in step[0].set_rules}.get(ranked[0].path) != Level.FULL
 
 
 def _run_goal(engine, goal: str) -> tuple[FlightPlan, list[ModelDecision]]:
@@ -305,3 +318,24 @@ def test_a_low_ranked_file_keeps_its_level_while_the_map_has_room(engine) -> Non
     update, notes = diff_allocation(plan, Allocation(), ranked, cfg, full)
     assert {r.glob: r.level for r in update.set_rules}[low] == Level.PATH
     assert any(n.startswith(f"zoom out to L1: {low}") for n in notes)
+
+
+def test_callers_of_the_file_in_full_are_expanded(engine) -> None:
+    """The file shown in full says what a thing is; its callers elsewhere say where it is used:
+    ``charge`` calls ``Ledger.record_usage`` and ``enforce`` calls ``Ledger.total`` — both are
+    expanded, never the test that calls them too (tests are excluded), and not when turned off."""
+    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, allocate
+    from durable_navigator.repomap.tokens import estimate_tokens
+
+    plan = FlightPlan(token_budget=3000, goal=GOAL, exclude=["tests/**", "docs/**"])
+    on = OfflinePolicyConfig(caller_expand=2)
+    alloc, _ = allocate(engine, plan, GOAL, on, estimate_tokens)
+    assert alloc.levels.get("src/shop/budget/ledger.py") == Level.FULL
+    expanded = {s.symbol_id for s in alloc.expand}
+    assert {"src/shop/budget/enforce.py::charge", "src/shop/budget/enforce.py::enforce"} <= expanded
+    assert any(n.startswith("expand src/shop/budget/enforce.py::charge (calls record_usage of ") for n in alloc.notes)
+    assert alloc.levels.get("src/shop/budget/enforce.py", Level.HIDDEN) >= Level.OUTLINE
+    assert not any(s.path.startswith("tests/") for s in alloc.expand)
+
+    off, _ = allocate(engine, plan, GOAL, on.model_copy(update={"caller_expand": 0}), estimate_tokens)
+    assert not any("calls " in n for n in off.notes)
