@@ -1,0 +1,598 @@
+"""``InvestigationWorkflow``: a long investigation in stages, each carried out by subagents.
+
+scan (the goal stored, the repository indexed, every model priced) →
+**planning loop** (plan maker → plan reviewer → confirmation ``{"exit",
+"reason"}``; up to ``max_plan_rounds`` rounds, a rejected round re-plans with
+the critique; the last plan is kept when the cap is reached) → [interactive:
+approve / reject(feedback) the plan] → per stage: **implementation loop**
+(a worker child — a research subagent on a slice of the budget, or N
+branch children compared — then a reviewer and a confirmation: loop again
+with the critique or move on; at most ``max_stage_loops``; findings merged
+and their citations checked by ``research.aggregate``) → compression of the
+stage's record → **criteria check** (each criterion met or not, with
+citations then checked against the repository) → **reflection** (drop,
+change or add remaining stages, and why) → **summary** (``report.md`` +
+``report.json``).
+
+Composed from :mod:`workflows.blocks` (model call, approval gate, decision
+log, subagents, Web UI publisher). The budget is the run's hard-capped
+ledger: each worker child runs on a slice reserved in it (a stage gets its
+share of what is left, a loop its share of the stage's, a branch its share of
+the loop's) and the orchestrator's own calls go through the same ledger. A
+stop cancels the call in flight, stops the running child (it finalizes),
+and writes the report from what exists. Continue-as-new between stages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from decimal import Decimal
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from durable_navigator.navcore.activity_io import ScanInput, ScanOutput
+    from durable_navigator.navcore.budget import format_usd, micros_to_usd
+    from durable_navigator.navcore.investigation import (
+        BranchScore,
+        CriterionStatus,
+        EvidenceInput,
+        EvidenceOutput,
+        InvestigationRequest,
+        InvestigationResult,
+        InvestigationState,
+        PlannedStage,
+        PlanRound,
+        ScoreInput,
+        ScoreOutput,
+        StageRecord,
+        WriteReportInput,
+        WriteReportOutput,
+        initial_investigation_state,
+        stage_share,
+    )
+    from durable_navigator.navcore.investigation_report import (
+        criteria_counts,
+        investigation_details,
+        investigation_turn_report,
+    )
+    from durable_navigator.navcore.messages import ApproveInput, RejectInput, StopInput
+    from durable_navigator.navcore.model_calls import InvestigateOut, InvestigateSpec
+    from durable_navigator.navcore.report import DecisionLogView, TurnReport, shorten
+    from durable_navigator.navcore.research import AggregateInput, AggregateOutput
+    from durable_navigator.navcore.state import ExecutionMode, PendingTurn, Status, StopReason, Verdict
+    from durable_navigator.navcore.subagents import SIGNAL_CHILD_EVENT, AgentProfile, ChildEvent, SubagentOutcome
+    from durable_navigator.navcore.turns import record_verdict, request_stop
+    from durable_navigator.navtypes.flightplan import FlightPlan
+    from durable_navigator.workflows.blocks.approval import ApprovalGate
+    from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter
+    from durable_navigator.workflows.blocks.model_call import CallOutcome, ModelCaller, one_line
+    from durable_navigator.workflows.blocks.options import RESULT, SCAN, SHORT, run_activity
+    from durable_navigator.workflows.blocks.subagents import SubagentRunner, SubagentSettings
+    from durable_navigator.workflows.blocks.webui import Publisher
+
+__all__ = ["InvestigationWorkflow", "BRANCH_STRATEGIES"]
+
+#: how alternative branches of a stage differ (deterministic; the i-th branch takes the i-th)
+BRANCH_STRATEGIES = (
+    "start from the entry points and follow the calls inward",
+    "start from the definitions and data types, then find their users",
+    "start from the tests and the configuration, then the code they exercise",
+    "start from the error handling and edge cases",
+)
+_TRANSIENT = frozenset({Status.PREPARING, Status.THINKING, Status.RENDERING})
+#: stages a reflection may grow the plan to, as a multiple of ``max_stages`` (a safety cap)
+_GROWTH = 2
+
+
+@workflow.defn(name="InvestigationWorkflow")
+class InvestigationWorkflow:
+    """A durable, budgeted, staged investigation with subagents, criteria checks and reflection."""
+
+    @workflow.init
+    def __init__(self, req: InvestigationRequest) -> None:
+        self.req = req
+        self.state: InvestigationState = initial_investigation_state(req)
+        self._ui = Publisher()
+        self.log = DecisionLogWriter(lambda: self.state.log, lambda: None, self._publish)
+        self.caller = ModelCaller(lambda: self.state.ledger, req.model_call, stopped=self._stop_requested,
+                                  count_activity=self._count, on_attempt=self._thinking)
+        self.gate = ApprovalGate(lambda: self.state.steering, lambda: self.state.run, req.approval, self._publish)
+        # workers are research children that do not delegate further (depth 1 = max depth)
+        self.subagents = SubagentRunner(
+            lambda: self.state.ledger, lambda: self.state.children,
+            SubagentSettings(repo_root=req.repo_path, model=req.model, out_dir=req.out_dir, model_call=req.model_call,
+                             approval=req.approval, profiles={}, depth=0, max_depth=1,
+                             min_slice_micros=req.min_child_micros),
+            stopped=lambda: self.state.steering.stop_requested, count=self._count, publish=self._publish,
+        )
+
+    # -- run ------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, req: InvestigationRequest) -> InvestigationResult:
+        """Plan, run the stages, write the report."""
+        s = self.state
+        if s.goal_ref is None:
+            workflow.upsert_memo({"goal": shorten(s.goal, 2000), "repo": s.repo_root, "model": s.model,
+                                  "kind": "investigation"})
+            await self._scan()
+        while s.phase in ("plan", "stages"):
+            try:
+                if s.phase == "plan":
+                    await self._plan()
+                else:
+                    await self._next_stage()
+            except ActivityError as err:
+                self._stop(StopReason.FAILED, one_line(err))
+            if s.phase == "stages" and s.run.stop_reason is None and self._should_continue_as_new():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                s.run.continued_runs += 1
+                workflow.continue_as_new(req.model_copy(update={"carried_state": s}))
+        return await self._finish()
+
+    async def _scan(self) -> None:
+        s = self.state
+        s.run.status = Status.SCANNING
+        self._count()
+        self._publish()
+        others = sorted({p.model for p in [self.req.worker, *self.req.profiles.values()] if p.model} - {s.model})
+        try:
+            out: ScanOutput = await run_activity(
+                "navigator.scan", ScanInput(repo_root=s.repo_root, flight_plan=FlightPlan(goal=s.goal[:8000]),
+                                            model=s.model, goal=s.goal, other_models=others),
+                ScanOutput, SCAN, f"scan {shorten(s.repo_root, 80)} · {s.model}")
+        except ActivityError as err:
+            s.run.status = Status.FAILED
+            self._stop(StopReason.FAILED, one_line(err))
+            self._publish()
+            raise ApplicationError(f"scan failed: {s.run.stop_detail}", type="ScanFailed", non_retryable=True) from err
+        s.repo_root, s.goal_ref = out.repo_root, out.goal_ref
+        s.run.status = Status.THINKING
+
+    def _should_continue_as_new(self) -> bool:
+        info = workflow.info()
+        return info.is_continue_as_new_suggested() or (
+            info.get_current_history_length() >= self.req.continue_as_new_events)
+
+    # -- model calls ------------------------------------------------------------
+
+    async def _call(self, kind: str, label: str, owner: StageRecord | None = None, **fields) -> InvestigateOut | None:  # type: ignore[no-untyped-def]
+        """One investigation call; None when it failed (logged), was refused (stop) or stopped (stop)."""
+        s = self.state
+        assert s.goal_ref is not None, "scan stores the goal first"
+        index = s.calls.get(kind, 0)
+        s.calls[kind] = index + 1
+        spec = InvestigateSpec(kind=kind, index=index, model=s.model, repo_root=s.repo_root, goal_ref=s.goal_ref,
+                               max_output_tokens=self.req.max_output_tokens, max_stages=self.req.max_stages,
+                               records=[st.record for st in s.stages if st.record], **fields)
+        outcome = await self.caller.call(s.model, spec, step=s.run.iteration, label=label)
+        s.run.iteration += 1
+        if owner is not None:
+            owner.calls_micros += outcome.cost_micros
+        if outcome.status == "ok" and isinstance(outcome.result, InvestigateOut):
+            return outcome.result
+        self._log(kind, "", [], outcome, error=outcome.error or outcome.status, taken=False)
+        if outcome.status == "refused":
+            self._stop(StopReason.BUDGET_EXHAUSTED, outcome.error or "the budget is exhausted")
+        elif outcome.status == "stopped":
+            self._stop(StopReason.STOPPED, self._stop_detail())
+        return None
+
+    # -- planning loop -------------------------------------------------------------
+
+    async def _plan(self) -> None:
+        s, req = self.state, self.req
+        stages = await self._planning_loop()
+        if stages is None:
+            return
+        self._set_stages(stages)
+        if s.steering.mode is ExecutionMode.INTERACTIVE and s.run.stop_reason is None:
+            for attempt in (1, 2):
+                verdict, feedback = await self._approve_plan()
+                if verdict != "reject":
+                    break
+                s.feedback = feedback or "The user rejected the plan without feedback."
+                s.plan_rounds.append(PlanRound(round=len(s.plan_rounds), reason=f"rejected by the user: {s.feedback}"))
+                replanned = await self._planning_loop() if attempt == 1 else None
+                if replanned is None:
+                    break
+                self._set_stages(replanned)
+        if s.run.stop_reason is None:
+            s.phase = "stages"
+        del req
+
+    async def _planning_loop(self) -> list[PlannedStage] | None:
+        """Plan maker → reviewer → confirmation, until the confirmation exits or the round cap."""
+        s, req = self.state, self.req
+        critique, first = "", len(s.plan_rounds)
+        stages: list[PlannedStage] = []
+        for r in range(first, first + req.max_plan_rounds):
+            made = await self._call("investigate.plan", f"plan round {r + 1} · plan maker", critique=critique,
+                                    feedback=s.feedback)
+            if made is None:
+                if s.run.stop_reason is not None:
+                    return None
+                stages = [PlannedStage(title="answer the goal", task=s.goal[:2000],
+                                       criteria=["the goal is answered with cited lines of the code"])]
+                s.warnings.append(f"plan round {r + 1}: the plan maker failed; one fallback stage")
+                s.plan_rounds.append(PlanRound(round=r, stages=[stages[0].title], exit=True, reason="fallback"))
+                return stages
+            stages = made.stages
+            review = await self._call("investigate.review", f"plan round {r + 1} · reviewer", subject="plan",
+                                      stages=stages)
+            if review is None and s.run.stop_reason is not None:
+                return None
+            critique = review.critique if review else "(the reviewer did not answer)"
+            confirm = await self._call("investigate.confirm", f"plan round {r + 1} · confirmation", subject="plan",
+                                       stages=stages, critique=critique)
+            if confirm is None and s.run.stop_reason is not None:
+                return None
+            exit_, reason = (confirm.exit, confirm.reason) if confirm else (True, "the confirmation did not answer")
+            s.plan_rounds.append(PlanRound(round=r, stages=[st.title for st in stages], critique=shorten(critique, 1000),
+                                           exit=exit_, reason=shorten(reason, 1000)))
+            self._log("plan_round", f"round {r + 1}: {'accepted' if exit_ else 'rejected'}: {reason}",
+                      [f"[{i}] {st.title}: {'; '.join(st.criteria)}" for i, st in enumerate(stages)]
+                      + [f"critique: {shorten(critique, 300)}"])
+            if exit_:
+                return stages
+        s.warnings.append(f"the planning loop reached its cap of {req.max_plan_rounds} rounds; the last plan is kept")
+        return stages
+
+    def _set_stages(self, planned: list[PlannedStage]) -> None:
+        s = self.state
+        s.stages = [StageRecord(index=i, title=p.title, task=p.task, criteria=list(p.criteria), profile=p.profile,
+                                branches=max(p.branches, self.req.branches))
+                    for i, p in enumerate(planned[: self.req.max_stages])]
+        s.current = 0
+
+    async def _approve_plan(self) -> tuple[Verdict, str | None]:
+        s = self.state
+        pending = PendingTurn(turn=len(s.plan_rounds), kind="plan", previous_plan=FlightPlan(goal=s.goal[:8000]),
+                              proposed_plan=FlightPlan(goal=s.goal[:8000]))
+        verdict, timed_out = await self.gate.verdict(pending, "the investigation plan")
+        s.run.status = Status.THINKING
+        self._log("plan_verdict", f"{verdict}" + (f": {pending.feedback}" if pending.feedback else ""), [])
+        if verdict == "stop":
+            reason = StopReason.APPROVAL_TIMEOUT if timed_out else StopReason.STOPPED
+            self._stop(reason, "no verdict on the plan in time" if timed_out else self._stop_detail(pending))
+        return verdict, pending.feedback
+
+    # -- stages -----------------------------------------------------------------------
+
+    async def _next_stage(self) -> None:
+        s, req = self.state, self.req
+        stage = next((st for st in s.stages if st.status in ("pending", "running")), None)
+        if stage is None:
+            self._stop(StopReason.FINALIZED, f"{sum(st.status == 'done' for st in s.stages)} stages done")
+            return
+        s.current, stage.status = stage.index, "running"
+        self._publish()
+        stages_left = sum(1 for st in s.stages if st.status in ("pending", "running"))
+        while stage.loops < req.max_stage_loops and s.run.stop_reason is None:
+            before = stage.findings_ref
+            await self._work(stage, stages_left)
+            stage.loops += 1
+            if s.steering.stop_requested is not None:
+                self._stop(StopReason.STOPPED, self._stop_detail())
+                break
+            if stage.loops > 1 and stage.findings_ref == before:
+                s.warnings.append(f"stage {stage.index}: loop {stage.loops} added no new findings; moving on "
+                                  "(loop detected)")
+                break
+            if not await self._review_stage(stage):
+                break
+            if stage.loops == req.max_stage_loops:
+                s.warnings.append(f"stage {stage.index}: the review asked for more after {stage.loops} loops; "
+                                  "the per-stage cap moves on")
+        stage.record = self._compress(stage)
+        if s.run.stop_reason is None:
+            await self._check_criteria(stage)
+        if s.run.stop_reason is None and any(st.status == "pending" for st in s.stages):
+            await self._reflect(stage)
+        stage.status = "stopped" if s.run.stop_reason is StopReason.STOPPED else (
+            "done" if stage.findings or stage.child_problem is None else "failed")
+        self._publish()
+
+    def _profile(self, stage: StageRecord) -> AgentProfile:
+        return self.req.profiles.get(stage.profile or "", self.req.worker)
+
+    def _task(self, stage: StageRecord, strategy: str | None) -> str:
+        s = self.state
+        lines = [f"Investigation goal: {s.goal}", f"Stage {stage.index}: {stage.title}", stage.task,
+                 "Success criteria (cite the lines that show each):", *(f"- {c}" for c in stage.criteria)]
+        if strategy:
+            lines.append(f"Strategy: {strategy}")
+        if stage.reviews:
+            lines.append(f"The reviewer of the previous attempt said: {stage.reviews[-1]}")
+        done = [st.record for st in s.stages if st.record and st.index != stage.index]
+        if done:
+            lines += ["Earlier stages found:", *done[-3:]]
+        return "\n".join(lines)[:8000]
+
+    async def _work(self, stage: StageRecord, stages_left: int) -> None:
+        """One implementation loop's worker: one child, or ``branches`` children compared."""
+        req = self.req
+        loops_left = req.max_stage_loops - stage.loops
+        if stage.branches > 1:
+            outcome = await self._branches(stage, stages_left, loops_left)
+        else:
+            share = stage_share(req.worker_share, stages_left, loops_left, 1)
+            profile = self._profile(stage).model_copy(update={"budget_share": share})
+            outcome = await self.subagents.run(profile, self._task(stage, None), stage.index)
+            self._book_child(stage, outcome)
+        if outcome is not None and outcome.findings_ref is not None:
+            await self._merge(stage, outcome)
+
+    def _book_child(self, stage: StageRecord, outcome: SubagentOutcome) -> None:
+        stage.children.append(outcome.workflow_id)
+        stage.cost_micros += outcome.cost_micros
+        self._log("worker_done", outcome.summary or (outcome.detail or ""), [
+            f"{outcome.workflow_id} ({outcome.profile}): {outcome.stop_reason}, completed normally: "
+            f"{'yes' if outcome.completed_normally else 'no'}, cost {format_usd(outcome.cost_micros)}"])
+        if not outcome.completed_normally:
+            stage.child_problem = shorten(f"{outcome.workflow_id} ended {outcome.stop_reason}: "
+                                          f"{outcome.detail or 'no detail'}", 1000)
+            self.state.warnings.append(f"stage {stage.index}: {stage.child_problem}")
+        if outcome.summary:
+            stage.summary = shorten(outcome.summary, 4000)
+        if outcome.result_path:
+            stage.answer_path = outcome.result_path
+
+    async def _branches(self, stage: StageRecord, stages_left: int, loops_left: int) -> SubagentOutcome | None:
+        """Branch-and-compare: N children in parallel on equal parts of the loop's slice; the best is kept."""
+        req, ledger = self.req, self.state.ledger
+        n = stage.branches
+        total = Decimal(max(ledger.remaining_micros, 0)) * stage_share(req.worker_share, stages_left, loops_left, 1)
+        part = total / n
+        base = self._profile(stage)
+        names = [p for p in sorted(req.profiles) if p.startswith(f"{base.name}-branch")] or [base.name] * n
+        runs = []
+        for i in range(n):
+            # each start reserves its slice, so the i-th sees what the earlier ones left
+            left = Decimal(max(ledger.remaining_micros, 1)) - part * i
+            share = min(max(part / max(left, Decimal(1)), Decimal("0.0001")), Decimal(1))
+            profile = req.profiles.get(names[i % len(names)], base).model_copy(update={"budget_share": share})
+            runs.append(self.subagents.run(profile, self._task(stage, BRANCH_STRATEGIES[i % len(BRANCH_STRATEGIES)]),
+                                           stage.index))
+        outcomes = list(await asyncio.gather(*runs))
+        self._count()
+        scored: ScoreOutput = await run_activity(
+            "investigate.score_branches", ScoreInput(goal=self.state.goal, findings=[o.findings_ref for o in outcomes]),
+            ScoreOutput, SHORT, f"stage {stage.index} · score {n} branches")
+        best: SubagentOutcome | None = None
+        best_score = -1.0
+        for i, out in enumerate(outcomes):
+            self._book_child(stage, out)
+            tokens = out.usage.input_tokens + out.usage.output_tokens
+            covered = scored.covered[i]
+            score = float(covered) / (1.0 + tokens / 1000.0)
+            stage.branch_scores.append(BranchScore(workflow_id=out.workflow_id,
+                                                   strategy=BRANCH_STRATEGIES[i % len(BRANCH_STRATEGIES)],
+                                                   covered=covered, tokens=tokens, cost_micros=out.cost_micros,
+                                                   score=score))
+            if out.findings_ref is not None and score > best_score:
+                best, best_score = out, score
+        for b in stage.branch_scores[-n:]:
+            b.kept = best is not None and b.workflow_id == best.workflow_id
+        self._log("branches", f"stage {stage.index}: kept {best.workflow_id if best else 'none'} of {n} branches",
+                  [f"{b.workflow_id}: covered {b.covered}, {b.tokens} tokens, score {b.score:.4f}"
+                   for b in stage.branch_scores[-n:]])
+        return best
+
+    async def _merge(self, stage: StageRecord, outcome: SubagentOutcome) -> None:
+        """Merge the child's findings into the stage's (citations checked against the repository)."""
+        s = self.state
+        self._count()
+        out: AggregateOutput = await run_activity(
+            "research.aggregate",
+            AggregateInput(repo_root=s.repo_root, step_index=stage.index, current_ref=stage.findings_ref,
+                           step_ref=outcome.findings_ref, source=f"subagent:{outcome.workflow_id}"),
+            AggregateOutput, SHORT, f"stage {stage.index} · merge findings of {outcome.workflow_id}")
+        if out.added:
+            stage.findings_ref, stage.findings = out.findings.ref, out.findings.count
+        self._log("stage_findings", f"stage {stage.index}: {out.added} new findings, {out.findings.count} in all",
+                  [*out.lines, *(f"dropped: {d}" for d in out.dropped)])
+
+    async def _review_stage(self, stage: StageRecord) -> bool:
+        """Reviewer + confirmation: True to loop again."""
+        planned = _planned(stage)
+        common = dict(subject="stage", stage=planned, stage_index=stage.index, findings_ref=stage.findings_ref,
+                      loop=stage.loops - 1, max_loops=self.req.max_stage_loops)
+        review = await self._call("investigate.review", f"stage {stage.index} · loop {stage.loops} · reviewer",
+                                  stage, **common)
+        if review is None:
+            return False
+        confirm = await self._call("investigate.confirm", f"stage {stage.index} · loop {stage.loops} · confirmation",
+                                   stage, critique=review.critique, **common)
+        if confirm is None:
+            return False
+        stage.reviews.append(shorten(f"loop {stage.loops}: {review.critique}", 1000))
+        self._log("stage_review", f"stage {stage.index} loop {stage.loops}: "
+                  f"{'move on' if confirm.exit else 'loop again'}: {confirm.reason}",
+                  [f"critique: {shorten(review.critique, 400)}"])
+        return not confirm.exit
+
+    def _compress(self, stage: StageRecord) -> str:
+        """The stage's record for later prompts and the report: what it found, in a few lines."""
+        return shorten(f"[{stage.index}] {stage.title}: {stage.findings} findings in {stage.loops} loop(s); "
+                       f"{stage.summary or 'no answer'}", 1200)
+
+    async def _check_criteria(self, stage: StageRecord) -> None:
+        s = self.state
+        out = await self._call("investigate.criteria", f"stage {stage.index} · criteria check", stage,
+                               subject="stage", stage=_planned(stage), stage_index=stage.index,
+                               findings_ref=stage.findings_ref)
+        if out is None:
+            if s.run.stop_reason is not None:
+                return
+            statuses = [CriterionStatus(criterion=c, met=False, note="the criteria check failed") for c in stage.criteria]
+        else:
+            statuses = out.criteria
+        self._count()
+        checked: EvidenceOutput = await run_activity(
+            "investigate.check_evidence", EvidenceInput(repo_root=s.repo_root, criteria=statuses), EvidenceOutput,
+            SHORT, f"stage {stage.index} · check {sum(len(c.evidence) for c in statuses)} evidence citations")
+        stage.criteria_status = checked.criteria
+        self._log("criteria", f"stage {stage.index}: {sum(c.met for c in checked.criteria)}/{len(stage.criteria)} met",
+                  [f"{'MET' if c.met else 'NOT MET'} {c.criterion}: {', '.join(c.evidence) or 'no evidence'}"
+                   for c in checked.criteria] + [f"dropped: {d}" for c in checked.criteria for d in c.dropped])
+
+    async def _reflect(self, stage: StageRecord) -> None:
+        s, cap = self.state, self.req.max_stages * _GROWTH
+        status = [f"stage {st.index} {'MET' if c.met else 'NOT MET'}: {c.criterion}"
+                  for st in s.stages for c in st.criteria_status]
+        out = await self._call("investigate.reflect", f"stage {stage.index} · reflection", stage,
+                               subject="stage", stages=[_planned(st) for st in s.stages], stage=_planned(stage),
+                               stage_index=stage.index, findings_ref=stage.findings_ref, status=status)
+        if out is None:
+            return
+        changes: list[str] = []
+        for i in sorted(set(out.drop)):
+            if i < len(s.stages) and s.stages[i].status == "pending":
+                s.stages[i].status, s.stages[i].reflection = "dropped", shorten(f"after stage {stage.index}: {out.reason}", 1000)
+                changes.append(f"dropped [{i}] {s.stages[i].title}")
+        for ch in out.change:
+            if ch.index < len(s.stages) and s.stages[ch.index].status == "pending":
+                st = s.stages[ch.index]
+                st.title, st.task, st.criteria = ch.stage.title, ch.stage.task, list(ch.stage.criteria)
+                changes.append(f"changed [{ch.index}] → {st.title}")
+        for p in out.add:
+            if len(s.stages) >= cap:
+                s.warnings.append(f"reflection after stage {stage.index}: the plan is at its cap of {cap} stages; "
+                                  f"'{p.title}' not added")
+                break
+            s.stages.append(StageRecord(index=len(s.stages), title=p.title, task=p.task, criteria=list(p.criteria),
+                                        profile=p.profile, branches=max(p.branches, self.req.branches)))
+            changes.append(f"added [{len(s.stages) - 1}] {p.title}")
+        stage.reflection = shorten(f"{out.reason}" + (f" ({'; '.join(changes)})" if changes else " (no change)"), 1000)
+        self._log("reflection", out.reason, changes or ["no change to the remaining stages"])
+
+    # -- finish --------------------------------------------------------------------------
+
+    async def _finish(self) -> InvestigationResult:
+        s = self.state
+        s.phase = "done"
+        s.run.status = Status.FINALIZING
+        for st in s.stages:
+            if st.status == "pending":
+                st.status = "skipped"
+        self._publish()
+        info = workflow.info()
+        reason = s.run.stop_reason or StopReason.FINALIZED
+        normal = reason is StopReason.FINALIZED
+        self._count()
+        written: WriteReportOutput = await run_activity(
+            "investigate.write_report",
+            WriteReportInput(out_dir=self.req.out_dir, workflow_id=info.workflow_id, repo_root=s.repo_root,
+                             state_json=s.model_dump_json(), completed_normally=normal),
+            WriteReportOutput, RESULT, f"write report · {reason.value} · {format_usd(s.ledger.spent_micros)}")
+        s.run.status = Status.FAILED if reason is StopReason.FAILED else Status.COMPLETED
+        self._publish()
+        await self._ui.flush()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        met, total = criteria_counts(s)
+        return InvestigationResult(
+            workflow_id=info.workflow_id, stop_reason=reason, stop_detail=s.run.stop_detail, completed_normally=normal,
+            plan_rounds=len(s.plan_rounds), stages=len(s.stages),
+            stages_done=sum(1 for st in s.stages if st.status == "done"), criteria_met=met, criteria_total=total,
+            children=list(s.children), cost_micros=s.ledger.spent_micros, cost_usd=micros_to_usd(s.ledger.spent_micros),
+            max_usd=micros_to_usd(s.ledger.max_micros), usage=s.ledger.total_usage(), report_path=written.report_path,
+            report_json_path=written.report_json_path, summary=written.summary, continued_runs=s.run.continued_runs)
+
+    # -- bookkeeping --------------------------------------------------------------------
+
+    def _stop(self, reason: StopReason, detail: str) -> None:
+        if self.state.run.stop(reason, detail):
+            workflow.logger.info("investigation stopping: %s (%s)", reason.value, detail)
+        if self.state.phase in ("plan", "stages"):
+            self.state.phase = "summary"
+
+    def _stop_detail(self, pending: PendingTurn | None = None) -> str:
+        st = self.state.steering
+        who = st.stop_sender or (pending.verdict_sender if pending else None) or "user"
+        return f"{st.stop_requested or 'stopped'} (by {who})"
+
+    def _log(self, action: str, reasoning: str, diff: list[str], outcome: CallOutcome | None = None,
+             error: str | None = None, taken: bool = True) -> None:
+        self.log.write(self.state.run.iteration, action, reasoning, diff=diff,
+                       cost_micros=outcome.cost_micros if outcome else 0, usage=outcome.usage if outcome else None,
+                       attempts=outcome.attempts if outcome else 0, error=error, step_taken=taken)
+
+    def _thinking(self, attempt: int) -> None:
+        self.state.run.status = Status.THINKING
+        self._publish()
+
+    def _stop_requested(self) -> bool:
+        return self.state.steering.stop_requested is not None
+
+    def _count(self) -> None:
+        self.state.run.activities_used += 1
+
+    def _publish(self) -> None:
+        s = self.state
+        status = s.run.status if s.run.status not in _TRANSIENT else Status.THINKING
+        self._ui.publish(s.repo_root, status.value, s.ledger.spent_micros, s.run.iteration, investigation_details(s))
+
+    # -- messages ------------------------------------------------------------------------
+
+    @workflow.signal(name="approve")
+    def approve(self, inp: ApproveInput) -> None:
+        """Accept the pending plan."""
+        if inp is not None:
+            self._verdict("approve", inp.turn, inp.sender, None, inp.kind)
+
+    @workflow.signal(name="reject")
+    def reject(self, inp: RejectInput) -> None:
+        """Reject the pending plan: it is re-planned with the feedback (once)."""
+        if inp is not None:
+            self._verdict("reject", inp.turn, inp.sender, inp.feedback, inp.kind)
+
+    def _verdict(self, verdict: Verdict, turn: int, sender: str, feedback: str | None, kind: str) -> None:
+        if not record_verdict(self.state.steering, verdict, turn, sender, feedback, kind):
+            workflow.logger.info("ignored %s for %s %d from %s: stale or duplicate", verdict, kind, turn, sender)
+
+    @workflow.signal(name="stop")
+    def stop(self, inp: StopInput) -> None:
+        """Summarize now: the call in flight is cancelled, the running worker finalizes, the report is written."""
+        if inp is not None:
+            request_stop(self.state.steering, inp.reason, inp.sender, inp.turn)
+
+    @workflow.signal(name=SIGNAL_CHILD_EVENT)
+    def child_event(self, inp: ChildEvent) -> None:
+        """A worker child's progress (status, iteration, cost) while it runs."""
+        if inp is not None and self.subagents.on_event(inp):
+            self._publish()
+
+    @workflow.query(name="get_status")
+    def get_status(self) -> TurnReport:
+        """The current report: the stage table, cost, children."""
+        return investigation_turn_report(self.state)
+
+    @workflow.query(name="get_decision_log")
+    def get_decision_log(self) -> DecisionLogView:
+        """Every plan round, worker, review, criteria check and reflection so far."""
+        return DecisionLogView(entries=self.state.log.entries, notes=self.state.steering.notes,
+                               children=list(self.state.children))
+
+    @workflow.query(name="get_investigation")
+    def get_investigation(self) -> InvestigationState:
+        """The whole (small) state: plan rounds, stages with their verdicts, children."""
+        return self.state
+
+    @workflow.query(name="status")
+    def status_alias(self) -> TurnReport:
+        """Alias of ``get_status``."""
+        return self.get_status()
+
+    @workflow.query(name="decision_log")
+    def decision_log_alias(self) -> DecisionLogView:
+        """Alias of ``get_decision_log``."""
+        return self.get_decision_log()
+
+
+def _planned(stage: StageRecord) -> PlannedStage:
+    return PlannedStage(title=stage.title[:200], task=stage.task[:2000] or stage.title, criteria=stage.criteria[:8] or ["-"],
+                        profile=stage.profile, branches=stage.branches)
