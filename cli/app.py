@@ -1,6 +1,6 @@
 """The ``navigator`` typer app: one ``typer.Typer()`` per command group, mounted here.
 
-Groups: ``serve`` (server, worker), ``explore`` (explore), ``ask`` (ask), ``signals``
+Groups: ``serve`` (server, worker), ``explore`` (explore), ``ask`` (ask), ``investigate`` (investigate), ``signals``
 (approve, reject, stop, mode, budget), ``reads`` (status, log, result, ls, ui),
 ``config`` (show) and, when its module is installed, ``batch``.
 """
@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from durable_navigator.cli.ask import ask_app
+from durable_navigator.cli.investigate import investigate_app
 from durable_navigator.cli.common import GlobalOptions, config_of, print_json, stdout
 from durable_navigator.cli.errors import EXIT_CODE_DOC, handles_errors
 from durable_navigator.cli.exits import run_and_exit
@@ -86,6 +87,7 @@ def config_show(
 app.add_typer(serve_app)
 app.add_typer(explore_app)
 app.add_typer(ask_app)
+app.add_typer(investigate_app)
 app.add_typer(signals_app)
 app.add_typer(reads_app)
 app.add_typer(config_app, name="config")

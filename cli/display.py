@@ -13,6 +13,7 @@ from rich.text import Text
 from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navcore.report import TurnReport
 from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navcore.state import DecisionLogEntry
 from durable_navigator.navcore.subagents import ChildRun
@@ -25,6 +26,7 @@ __all__ = [
     "runs_table",
     "RunRow",
     "research_panel",
+    "investigation_panel",
     "children_table",
 ]
 
@@ -42,9 +44,10 @@ def progress_line(report: TurnReport) -> Text:
     line.append(f"step {report.step}", style="bold")
     line.append(f" · {report.status}", style="cyan")
     line.append(f" · {report.cost_total_usd}/{report.budget_usd}")
-    if report.workflow == "research":
+    if report.workflow in ("research", "investigation"):
         running = sum(1 for c in report.children if c.completed_normally is None)
-        line.append(f" · {len(report.focus_areas)} cited files")
+        if report.workflow == "research":
+            line.append(f" · {len(report.focus_areas)} cited files")
         if report.children:
             line.append(f" · subagents {len(report.children)} ({running} running)")
     else:
@@ -61,7 +64,7 @@ def turn_panel(report: TurnReport, title: str | None = None) -> Panel:
     if report.reasoning:
         body.append(Text("\nReasoning: ", style="bold") + Text(report.reasoning))
     if report.proposed_diff:
-        heading = "\nLast step:\n" if report.workflow == "research" else "\nProposed flight-plan change:\n"
+        heading = "\nLast step:\n" if report.workflow in ("research", "investigation") else "\nProposed flight-plan change:\n"
         diff = Text(heading, style="bold")
         for line in report.proposed_diff[:MAX_DIFF_LINES]:
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else "yellow"
@@ -69,9 +72,9 @@ def turn_panel(report: TurnReport, title: str | None = None) -> Panel:
         if len(report.proposed_diff) > MAX_DIFF_LINES:
             diff.append(f"  … {len(report.proposed_diff) - MAX_DIFF_LINES} more\n", style="dim")
         body.append(diff)
-    elif report.workflow != "research":
+    elif report.workflow not in ("research", "investigation"):
         body.append(Text("\n(no flight-plan change proposed)", style="dim"))
-    if report.workflow == "research" and report.stage_plan:
+    if report.workflow in ("research", "investigation") and report.stage_plan:
         body.append(Text("\n" + report.stage_plan.replace("### ", ""), style="dim"))
     return Panel(Group(*body), title=title or f"turn {report.awaiting_turn or report.step}", expand=False)
 
@@ -161,6 +164,29 @@ def research_panel(result: ResearchResult, ui_link: str | None) -> Panel:
         lines.append(f"answer: [bold green]{result.answer_path}[/bold green]")
     if result.report_path:
         lines.append(f"report: {result.report_path}")
+    if ui_link:
+        lines.append(f"Web UI: {ui_link}")
+    return Panel("\n".join(lines), title=result.workflow_id, expand=False)
+
+
+def investigation_panel(result: InvestigationResult, ui_link: str | None) -> Panel:
+    """What a finished investigation produced and cost."""
+    usage = result.usage
+    lines = [
+        f"stop reason: [bold]{result.stop_reason.value}[/bold]"
+        + (f" ({result.stop_detail})" if result.stop_detail else "")
+        + f" · completed normally: {'yes' if result.completed_normally else 'no'}",
+        f"planning rounds: {result.plan_rounds} · stages: {result.stages_done} done of {result.stages} · "
+        f"criteria met: {result.criteria_met}/{result.criteria_total} · subagents: {len(result.children)}",
+        f"cost: ${result.cost_usd:.4f} of ${result.max_usd:.4f} · tokens in {usage.input_tokens} "
+        f"/ out {usage.output_tokens}",
+    ]
+    for c in result.children:
+        normal = "yes" if c.completed_normally else "no"
+        lines.append(f"subagent {c.workflow_id} ({c.profile}): {c.stop_reason or c.status}, completed normally "
+                     f"{normal}, {format_usd(c.cost_micros)} of a {format_usd(c.slice_micros)} slice")
+    if result.report_path:
+        lines.append(f"report: [bold green]{result.report_path}[/bold green] (+ {result.report_json_path})")
     if ui_link:
         lines.append(f"Web UI: {ui_link}")
     return Panel("\n".join(lines), title=result.workflow_id, expand=False)

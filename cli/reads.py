@@ -18,6 +18,7 @@ from durable_navigator.cli.display import (
     RunRow,
     children_table,
     decision_table,
+    investigation_panel,
     progress_line,
     research_panel,
     result_panel,
@@ -35,6 +36,7 @@ from durable_navigator.cli.handles import (
 from durable_navigator.navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS
 from durable_navigator.navcore.report import DecisionLogView, TurnReport
 from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navcore.state import Status
 from durable_navigator.workers.devserver import workflow_ui_url
@@ -50,11 +52,12 @@ WATCH_INTERVAL_S = 1.0
 
 
 #: the workflow types ``ls`` lists and ``result`` reads (navigator explorations and research runs)
-RUN_WORKFLOW_TYPES = (WORKFLOW_TYPE, "ResearchWorkflow")
-_RESULT_TYPES: dict[str, type] = {WORKFLOW_TYPE: ExplorationResult, "ResearchWorkflow": ResearchResult}
+RUN_WORKFLOW_TYPES = (WORKFLOW_TYPE, "ResearchWorkflow", "InvestigationWorkflow")
+_RESULT_TYPES: dict[str, type] = {WORKFLOW_TYPE: ExplorationResult, "ResearchWorkflow": ResearchResult,
+                                  "InvestigationWorkflow": InvestigationResult}
 
 
-def exit_code_for_result(result: ExplorationResult | ResearchResult) -> ExitCode:
+def exit_code_for_result(result: ExplorationResult | ResearchResult | InvestigationResult) -> ExitCode:
     """0 for a normal stop, 1 for failed / approval_timeout."""
     return ExitCode.RUN_FAILED if result.stop_reason.value in ABNORMAL_STOPS else ExitCode.OK
 
@@ -208,12 +211,12 @@ def result(
 ) -> None:
     """The result of a finished run: stop reason, cost, context-pack path."""
 
-    async def go() -> tuple[ExplorationResult | ResearchResult, str | None]:
+    async def go() -> tuple[ExplorationResult | ResearchResult | InvestigationResult, str | None]:
         async with open_session(config_of(ctx)) as session:
             _, desc = await describe_run(session.client, workflow_id)
             result_type = _RESULT_TYPES.get(desc.workflow_type or "")
             if result_type is None:
-                raise CliError(f"run {workflow_id} is a {desc.workflow_type}, not an exploration or a research run; "
+                raise CliError(f"run {workflow_id} is a {desc.workflow_type}, not an exploration, research run or investigation; "
                                "see `navigator batch` for batches")
             handle = session.client.get_workflow_handle(workflow_id, result_type=result_type)
             if is_running(desc) and not wait:
@@ -232,6 +235,8 @@ def result(
         print_json({**res.model_dump(mode="json"), "ui_url": link})
     elif isinstance(res, ResearchResult):
         stdout.print(research_panel(res, link))
+    elif isinstance(res, InvestigationResult):
+        stdout.print(investigation_panel(res, link))
     else:
         stdout.print(result_panel(res, link))
     raise typer.Exit(int(exit_code_for_result(res)))
