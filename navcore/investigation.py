@@ -215,6 +215,9 @@ class InvestigationResult(BaseModel):
     report_json_path: str | None = None
     summary: str = ""
     continued_runs: int = 0
+    #: the orchestrator's model calls and its decision-log entries
+    iterations: int = 0
+    decisions: int = 0
 
     @property
     def context_path(self) -> str | None:

@@ -500,7 +500,8 @@ class InvestigationWorkflow:
             stages_done=sum(1 for st in s.stages if st.status == "done"), criteria_met=met, criteria_total=total,
             children=list(s.children), cost_micros=s.ledger.spent_micros, cost_usd=micros_to_usd(s.ledger.spent_micros),
             max_usd=micros_to_usd(s.ledger.max_micros), usage=s.ledger.total_usage(), report_path=written.report_path,
-            report_json_path=written.report_json_path, summary=written.summary, continued_runs=s.run.continued_runs)
+            report_json_path=written.report_json_path, summary=written.summary, continued_runs=s.run.continued_runs,
+            iterations=s.run.iteration, decisions=len(s.log.entries))
 
     # -- bookkeeping --------------------------------------------------------------------
 
