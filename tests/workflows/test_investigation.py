@@ -14,7 +14,8 @@ from pathlib import Path
 from temporalio.client import Client
 
 from durable_navigator.navcore.investigation import InvestigationResult, InvestigationState
-from durable_navigator.navcore.messages import StopInput
+from durable_navigator.navcore.messages import ApproveInput, RejectInput, StopInput
+from durable_navigator.navcore.state import ExecutionMode
 from durable_navigator.workflows.investigation import InvestigationWorkflow
 
 from tests.support.batch import priced_activities
@@ -184,3 +185,32 @@ async def test_branch_and_compare_keeps_the_branch_covering_more_of_the_goal(
     slices = [c.slice_micros for c in result.children]
     assert abs(slices[0] - slices[1]) <= 2
     assert result.cost_micros <= int(req.budget_usd * 1_000_000)
+
+
+async def test_interactive_plan_rejected_with_feedback_is_replanned_then_approved(
+        client: Client, task_queue: str, tmp_path: Path, start_worker) -> None:
+    orchestrator = write_investigation_script(tmp_path / "orch.yaml", {
+        "investigate.plan": [js({"stages": PLAN[1:2]}), js({"stages": PLAN[:1]})],
+        "investigate.review": [js({"critique": "fine"}), js({"critique": "fine"}), js({"critique": "ok"})],
+        "investigate.confirm": [js({"exit": True, "reason": "ok"}), js({"exit": True, "reason": "ok"}),
+                                js({"exit": True, "reason": "ok"})],
+        "investigate.criteria": [js({"criteria": [
+            {"criterion": "after_call is found", "met": True, "evidence": ["src/budgetkit/plugin.py:26-29"]},
+            {"criterion": "a missing file is cited", "met": False}]})],
+    })
+    req = investigation_request(tmp_path, model=orchestrator, max_stage_loops=1, mode=ExecutionMode.INTERACTIVE)
+    async with start_worker(priced_activities(tmp_path)):
+        handle = await start_investigation(client, task_queue, req)
+        first = await wait_for(handle, lambda r: r.awaiting_kind == "plan", timeout_s=60)
+        assert "the ledger" in (first.stage_plan or "")
+        await handle.signal(InvestigationWorkflow.reject, RejectInput(turn=first.awaiting_turn or 0, kind="plan",
+                                                                      feedback="start with the plugin", sender="t"))
+        second = await wait_for(handle, lambda r: r.awaiting_kind == "plan" and "the plugin" in (r.stage_plan or ""),
+                                timeout_s=60)
+        await handle.signal(InvestigationWorkflow.approve, ApproveInput(turn=second.awaiting_turn or 0, kind="plan",
+                                                                        sender="t"))
+        result: InvestigationResult = await handle.result()
+        state: InvestigationState = await handle.query(InvestigationWorkflow.get_investigation)
+    assert result.completed_normally and [s.title for s in state.stages] == ["the plugin"]
+    assert any("rejected by the user: start with the plugin" in r.reason for r in state.plan_rounds)
+    assert state.calls["investigate.plan"] == 2
