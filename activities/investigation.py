@@ -106,11 +106,16 @@ class InvestigationActivities:
         """Goal identifiers each branch's findings cover (claims, quotes, cited paths)."""
         terms = goal_terms(inp.goal)
         covered: list[int] = []
+        tokens: list[int] = []
         for ref in inp.findings:
             text = " ".join(f"{f.claim} {f.quote} {' '.join(c.path for c in f.citations)}"
                             for f in load_findings(self.store, ref).findings).lower()
             covered.append(sum(1 for t in terms if t in text))
-        return ScoreOutput(covered=covered, terms=len(terms))
+        for ref in inp.packs:
+            text = self.store.get_bytes(ref).decode("utf-8", "replace").lower() if ref is not None else ""
+            covered.append(sum(1 for t in terms if t in text))
+            tokens.append(len(text) // 4)
+        return ScoreOutput(covered=covered, terms=len(terms), tokens=tokens)
 
     @activity.defn(name="investigate.write_report")
     async def write_report(self, inp: WriteReportInput) -> WriteReportOutput:

@@ -121,6 +121,7 @@ def run_case(stack: Any, name: str, root: Path, goal: str, out: Path) -> dict[st
         "criteria_met": result["criteria_met"], "criteria_total": result["criteria_total"],
         "cost_usd": result["cost_usd"], "seconds": round(seconds, 1),
         "history_bytes": asyncio.run(history_bytes(stack.address, ids)),
+        "parent_history_bytes": asyncio.run(history_bytes(stack.address, ids[:1])),
         "evidence_existing": ok, "evidence_total": total, "report": result["report_path"],
     }
 
@@ -133,7 +134,7 @@ def markdown(records: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [f"# navigator investigate — benchmark ({meta['date']})", "",
              f"{meta['note']}", "",
              "| case | stop | plan rounds | stages (done/dropped) | loops | children (normal) | criteria met | "
-             "cost USD | seconds | history bytes | evidence existing |",
+             "cost USD | seconds | history bytes: parent / with children | evidence existing |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         if "error" in r:
@@ -142,8 +143,11 @@ def markdown(records: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         lines.append(f"| {r['case']} | {r['stop_reason']} | {r['plan_rounds']} | {r['stages']} "
                      f"({r['stages_done']}/{r['stages_dropped']}) | {r['loops']} | {r['children']} "
                      f"({r['children_normal']}) | {r['criteria_met']}/{r['criteria_total']} | {r['cost_usd']} | "
-                     f"{r['seconds']} | {r['history_bytes']} | {r['evidence_existing']}/{r['evidence_total']} |")
-    lines += ["", "Goals:", ""] + [f"- {r['case']}: {r.get('goal', '')}" for r in records]
+                     f"{r['seconds']} | {r['parent_history_bytes']} / {r['history_bytes']} | "
+                     f"{r['evidence_existing']}/{r['evidence_total']} |")
+    lines += ["", "History bytes are the runs' histories as JSON (`WorkflowHistory.to_json`, base64 payloads); "
+              "evidence existing = evidence citations of report.json whose file and lines exist in the checkout, "
+              "re-checked by the benchmark itself.", "", "Goals:", ""] + [f"- {r['case']}: {r.get('goal', '')}" for r in records]
     return "\n".join(lines) + "\n"
 
 

@@ -44,7 +44,7 @@ def progress_line(report: TurnReport) -> Text:
     line.append(f"step {report.step}", style="bold")
     line.append(f" · {report.status}", style="cyan")
     line.append(f" · {report.cost_total_usd}/{report.budget_usd}")
-    if report.workflow in ("research", "investigation"):
+    if report.workflow in ("research", "investigation", "branches"):
         running = sum(1 for c in report.children if c.completed_normally is None)
         if report.workflow == "research":
             line.append(f" · {len(report.focus_areas)} cited files")

@@ -16,6 +16,7 @@ from temporalio.service import RPCError
 
 from durable_navigator.navcore.modelspec import parse_model_spec
 from durable_navigator.activities.pricing_loader import load_pricing_table
+from durable_navigator.cli.branches import explore_branches
 from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession, open_session
@@ -195,6 +196,8 @@ def explore(
     ] = False,
     workflow_id: Annotated[str | None, typer.Option("--id", help="Workflow id (default nav-<repo>-<random>).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result (or the started id) as JSON.")] = False,
+    branches: Annotated[int, typer.Option("--branches", min=1, max=4, help="Branch-and-compare: N explorations with "
+                                          "different planning strategies in parallel, the best-scoring pack kept.")] = 1,
 ) -> None:
     """Explore REPO for GOAL; prints the Web UI link and where context.md was written."""
     config = config_of(ctx)
@@ -213,6 +216,11 @@ def explore(
         for name in models:
             refuse_unservable(name, problems, IN_PROCESS)
     wid = workflow_id or new_workflow_id(Path(request.repo_path))
+    if branches > 1:
+        if interactive:
+            raise CliError("--branches runs its explorations autonomously; drop --interactive or --branches")
+        code = run_async(explore_branches(config, request, branches, wid, detach=detach, json_out=json_out))
+        raise typer.Exit(int(code))
     code = run_async(_explore(config, request, wid, detach=detach, json_out=json_out))
     raise typer.Exit(int(code))
 

@@ -36,6 +36,7 @@ from durable_navigator.cli.handles import (
 from durable_navigator.navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS
 from durable_navigator.navcore.report import DecisionLogView, TurnReport
 from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.branches import BranchExploreResult
 from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navcore.state import Status
@@ -52,12 +53,13 @@ WATCH_INTERVAL_S = 1.0
 
 
 #: the workflow types ``ls`` lists and ``result`` reads (navigator explorations and research runs)
-RUN_WORKFLOW_TYPES = (WORKFLOW_TYPE, "ResearchWorkflow", "InvestigationWorkflow")
+RUN_WORKFLOW_TYPES = (WORKFLOW_TYPE, "ResearchWorkflow", "InvestigationWorkflow", "ExploreBranchesWorkflow")
 _RESULT_TYPES: dict[str, type] = {WORKFLOW_TYPE: ExplorationResult, "ResearchWorkflow": ResearchResult,
-                                  "InvestigationWorkflow": InvestigationResult}
+                                  "InvestigationWorkflow": InvestigationResult,
+                                  "ExploreBranchesWorkflow": BranchExploreResult}
 
 
-def exit_code_for_result(result: ExplorationResult | ResearchResult | InvestigationResult) -> ExitCode:
+def exit_code_for_result(result: ExplorationResult | ResearchResult | InvestigationResult | BranchExploreResult) -> ExitCode:
     """0 for a normal stop, 1 for failed / approval_timeout."""
     return ExitCode.RUN_FAILED if result.stop_reason.value in ABNORMAL_STOPS else ExitCode.OK
 
@@ -211,7 +213,7 @@ def result(
 ) -> None:
     """The result of a finished run: stop reason, cost, context-pack path."""
 
-    async def go() -> tuple[ExplorationResult | ResearchResult | InvestigationResult, str | None]:
+    async def go() -> tuple[ExplorationResult | ResearchResult | InvestigationResult | BranchExploreResult, str | None]:
         async with open_session(config_of(ctx)) as session:
             _, desc = await describe_run(session.client, workflow_id)
             result_type = _RESULT_TYPES.get(desc.workflow_type or "")
@@ -237,6 +239,9 @@ def result(
         stdout.print(research_panel(res, link))
     elif isinstance(res, InvestigationResult):
         stdout.print(investigation_panel(res, link))
+    elif isinstance(res, BranchExploreResult):
+        stdout.print(f"kept {res.kept or 'no branch'}: {res.context_path or '(no context pack)'} · "
+                     f"{len(res.scores)} branches · ${res.cost_usd:.4f}", markup=False)
     else:
         stdout.print(result_panel(res, link))
     raise typer.Exit(int(exit_code_for_result(res)))

@@ -275,7 +275,9 @@ class ScoreInput(BaseModel):
 
     goal: str
     #: each branch's findings (None: it found nothing)
-    findings: list[ArtifactRef | None]
+    findings: list[ArtifactRef | None] = []
+    #: or each branch's context pack (a text artifact: context.md)
+    packs: list[ArtifactRef | None] = []
 
 
 class ScoreOutput(BaseModel):
@@ -285,6 +287,8 @@ class ScoreOutput(BaseModel):
 
     covered: list[int]
     terms: int = 0
+    #: approximate tokens of each pack (packs only; 4 characters a token)
+    tokens: list[int] = []
 
 
 def initial_investigation_state(req: InvestigationRequest) -> InvestigationState:

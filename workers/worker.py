@@ -31,6 +31,7 @@ from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 from durable_navigator.workflows.batch import BatchWorkflow
 from durable_navigator.workflows.preflight import PreflightWorkflow
+from durable_navigator.workflows.branches import ExploreBranchesWorkflow
 from durable_navigator.workflows.investigation import InvestigationWorkflow
 from durable_navigator.workflows.research import ResearchWorkflow
 from durable_navigator.workers.converter import DATA_CONVERTER
@@ -46,7 +47,8 @@ __all__ = [
 
 DEFAULT_TASK_QUEUE = "navigator"
 #: every workflow class this worker serves
-WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow, PreflightWorkflow, ResearchWorkflow, InvestigationWorkflow]
+WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow, PreflightWorkflow, ResearchWorkflow, InvestigationWorkflow,
+                         ExploreBranchesWorkflow]
 #: the longest a heartbeat waits before it is sent (and a cancel request comes back)
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
 #: raised from workflow code these can never succeed on a task retry: fail the workflow

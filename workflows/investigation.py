@@ -34,7 +34,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.activity_io import ScanInput, ScanOutput
-    from durable_navigator.navcore.budget import format_usd, micros_to_usd
+    from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_micros
     from durable_navigator.navcore.investigation import (
         BranchScore,
         CriterionStatus,
@@ -58,7 +58,7 @@ with workflow.unsafe.imports_passed_through():
         investigation_details,
         investigation_turn_report,
     )
-    from durable_navigator.navcore.messages import ApproveInput, RejectInput, StopInput
+    from durable_navigator.navcore.messages import ApproveInput, RaiseBudgetInput, RejectInput, SetModeInput, StopInput
     from durable_navigator.navcore.model_calls import InvestigateOut, InvestigateSpec
     from durable_navigator.navcore.report import DecisionLogView, TurnReport, shorten
     from durable_navigator.navcore.research import AggregateInput, AggregateOutput
@@ -560,6 +560,26 @@ class InvestigationWorkflow:
         """Summarize now: the call in flight is cancelled, the running worker finalizes, the report is written."""
         if inp is not None:
             request_stop(self.state.steering, inp.reason, inp.sender, inp.turn)
+
+    @workflow.signal(name="set_mode")
+    def set_mode(self, inp: SetModeInput) -> None:
+        """Switch between autonomous and interactive (interactive: the next plan waits for a verdict)."""
+        if inp is not None:
+            self.state.steering.mode = inp.mode
+            self.state.steering.note("set_mode", inp.sender, None, f"mode → {inp.mode.value}")
+
+    @workflow.signal(name="raise_budget")
+    def raise_budget(self, inp: RaiseBudgetInput) -> None:
+        """Raise the USD limit (later stages and children get slices of the larger remainder)."""
+        if inp is None:
+            return
+        add = usd_to_micros(inp.add_usd)
+        if add <= 0:
+            workflow.logger.warning("ignored raise_budget of %s USD from %s: below one micro-dollar", inp.add_usd,
+                                    inp.sender)
+            return
+        self.state.ledger.raise_limit(add)
+        self.state.steering.note("raise_budget", inp.sender, None, f"+{format_usd(add)}")
 
     @workflow.signal(name=SIGNAL_CHILD_EVENT)
     def child_event(self, inp: ChildEvent) -> None:

@@ -100,3 +100,16 @@ async def test_bad_input_is_refused_before_anything_starts(served: dict[str, str
         assert needle in result.stderr, (needle, result.stderr)
     runs = [w.id async for w in client.list_workflows(f"TaskQueue = '{task_queue}'")]
     assert runs == [] and not out.exists()
+
+
+async def test_explore_with_branches_keeps_the_best_pack(served: dict[str, str], tmp_path: Path) -> None:
+    out = await ainvoke(["explore", str(FIXTURE_REPO), GOAL, "--branches", "2", "--tokens", "1500",
+                         "--max-iterations", "3", "--json", "--out", str(tmp_path / "out")], served)
+    assert out.exit_code == 0, out.stderr
+    result = json_of(out)
+    assert len(result["scores"]) == 2 and sum(b["kept"] for b in result["scores"]) == 1
+    assert Path(result["context_path"]).is_file() and result["kept"] in result["context_path"]
+    shown = await ainvoke(["result", result["workflow_id"]], served)
+    assert shown.exit_code == 0 and f"kept {result['kept']}" in shown.stdout
+    refused = await ainvoke(["explore", str(FIXTURE_REPO), GOAL, "--branches", "2", "--interactive"], served)
+    assert refused.exit_code == 2 and "--branches runs its explorations autonomously" in refused.stderr

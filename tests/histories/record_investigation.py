@@ -12,7 +12,8 @@ Scenarios (local dev server, fixture repository, real activities, offline worker
 * ``offline`` — the offline model end to end (the embedded default's path);
 * ``stop`` — a stop while a stage's worker is running;
 * ``branches`` — branch-and-compare of two workers;
-* ``continue_as_new`` — the offline run continuing as new between stages (every run of the chain).
+* ``continue_as_new`` — the offline run continuing as new between stages (every run of the chain);
+* ``explore_branches`` — ``ExploreBranchesWorkflow`` (``navigator explore --branches 2``), offline.
 
 Each run's workflow id is its file's stem without ``_run<n>`` (its children's ids derive from it, and the
 replay test replays under that id). Writes ``investigation_<scenario>[_run<n>].json`` (the parent's runs only: its children are
@@ -25,6 +26,7 @@ import asyncio
 import sys
 import tempfile
 import uuid
+from datetime import timedelta
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -34,12 +36,14 @@ from temporalio.testing import WorkflowEnvironment
 from durable_navigator.navcore.messages import StopInput
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workers.worker import build_worker
+from durable_navigator.workflows.branches import ExploreBranchesWorkflow
 from durable_navigator.workflows.investigation import InvestigationWorkflow
 from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES
 
 from tests.conftest import temporal_binary
 from tests.support.batch import priced_activities
-from tests.support.investigation import investigation_request, js, stage, start_investigation, worker_profile
+from tests.support.investigation import branch_request, investigation_request, js, stage, start_investigation
+from tests.support.investigation import worker_profile
 from tests.support.investigation import write_investigation_script
 from tests.support.navigator import wait_for
 from tests.support.research import finish_answer, text_answer, write_research_script
@@ -112,8 +116,16 @@ async def continued(client: Client, tq: str, tmp: Path) -> WorkflowHandle:
     return handle
 
 
+async def explore_branches(client: Client, tq: str, tmp: Path) -> WorkflowHandle:
+    handle = await client.start_workflow(ExploreBranchesWorkflow.run, branch_request(tmp),
+                                         id="investigation_explore_branches", task_queue=tq,
+                                         execution_timeout=timedelta(seconds=180))
+    await handle.result()
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {"scripted": scripted, "offline": offline, "stop": stop, "branches": branches,
-                                  "continue_as_new": continued}
+                                  "continue_as_new": continued, "explore_branches": explore_branches}
 
 
 async def _histories(client: Client, workflow_id: str) -> list:

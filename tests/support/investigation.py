@@ -12,7 +12,8 @@ from typing import Any
 from temporalio.client import Client, WorkflowHandle
 
 from durable_navigator.navcore.investigation import WORKER_PROFILE, InvestigationRequest, InvestigationResult
-from durable_navigator.navcore.requests import ModelCallConfig
+from durable_navigator.navcore.branches import BranchExploreRequest
+from durable_navigator.navcore.requests import ExplorationRequest, ModelCallConfig
 from durable_navigator.navcore.subagents import AgentProfile, ResearchCaps
 from durable_navigator.workflows.investigation import InvestigationWorkflow
 
@@ -20,7 +21,7 @@ from tests.support import FIXTURE_REPO
 from tests.support.research import USAGE, write_research_script
 
 __all__ = ["INVESTIGATION_TIMEOUT", "GOAL", "OFFLINE_WORKER", "investigation_request", "start_investigation",
-           "run_investigation", "js", "stage", "write_investigation_script", "FIXTURE_REPO"]
+           "run_investigation", "branch_request", "js", "stage", "write_investigation_script", "FIXTURE_REPO"]
 
 INVESTIGATION_TIMEOUT = timedelta(seconds=240)
 GOAL = "how does the budget plugin record usage; where is the ledger checked?"
@@ -71,3 +72,11 @@ def write_investigation_script(path: Path, text: dict[str, list[Any]]) -> str:
 def worker_profile(name: str = "stage-worker", **kw: Any) -> AgentProfile:
     """A worker profile (offline unless ``model`` is given)."""
     return OFFLINE_WORKER.model_copy(update={"name": name, **kw})
+
+
+def branch_request(tmp_path: Path, branches: int = 2) -> BranchExploreRequest:
+    """An offline exploration of the fixture repository, forked ``branches`` ways."""
+    return BranchExploreRequest(branches=branches, exploration=ExplorationRequest(
+        repo_path=str(FIXTURE_REPO), goal="why does the budget plugin double-count tokens?", model="offline",
+        budget_usd=Decimal("1"), token_budget=1500, max_iterations=4, out_dir=str(tmp_path / "out"),
+        model_call=ModelCallConfig(max_attempts=1, initial_interval_s=0.1)))

@@ -28,7 +28,7 @@ def test_histories_are_committed() -> None:
             "batch_basic", "batch_stop", "batch_continue_as_new", "batch_resume",
             "research_full_loop", "research_offline", "research_stop", "research_interactive",
             "research_continue_as_new", "investigation_scripted", "investigation_offline", "investigation_stop",
-            "investigation_branches", "investigation_continue_as_new"} <= names
+            "investigation_branches", "investigation_continue_as_new", "investigation_explore_branches"} <= names
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
