@@ -170,7 +170,8 @@ def main(argv: list[str]) -> None:
     finally:
         stack.stop()
     meta = {"date": stamp, "note": "offline model (no key), default flags, one `navigator server` + one "
-            "`navigator worker`, 2 shared cores; cost is 0 because the offline model is free."}
+            "`navigator worker`, 2 cores shared with other agents' work (seconds are indicative only); cost is 0 because "
+            "the offline model is free."}
     (run_dir / "records.json").write_text(json.dumps(records, indent=2))
     (BENCH / "results" / "investigate-bench.json").write_text(json.dumps({"meta": meta, "records": records}, indent=2))
     (BENCH / "results" / "investigate-bench.md").write_text(markdown(records, meta))
