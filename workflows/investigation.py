@@ -184,7 +184,7 @@ class InvestigationWorkflow:
     # -- planning loop -------------------------------------------------------------
 
     async def _plan(self) -> None:
-        s, req = self.state, self.req
+        s = self.state
         stages = await self._planning_loop()
         if stages is None:
             return
@@ -196,13 +196,15 @@ class InvestigationWorkflow:
                     break
                 s.feedback = feedback or "The user rejected the plan without feedback."
                 s.plan_rounds.append(PlanRound(round=len(s.plan_rounds), reason=f"rejected by the user: {s.feedback}"))
-                replanned = await self._planning_loop() if attempt == 1 else None
+                if attempt == 2:
+                    s.warnings.append("the re-plan was rejected too: the last plan runs (stop the run to end it)")
+                    break
+                replanned = await self._planning_loop()
                 if replanned is None:
                     break
                 self._set_stages(replanned)
         if s.run.stop_reason is None:
             s.phase = "stages"
-        del req
 
     async def _planning_loop(self) -> list[PlannedStage] | None:
         """Plan maker → reviewer → confirmation, until the confirmation exits or the round cap."""
