@@ -214,3 +214,23 @@ async def test_interactive_plan_rejected_with_feedback_is_replanned_then_approve
     assert result.completed_normally and [s.title for s in state.stages] == ["the plugin"]
     assert any("rejected by the user: start with the plugin" in r.reason for r in state.plan_rounds)
     assert state.calls["investigate.plan"] == 2
+
+
+async def test_the_budget_is_a_hard_cap_and_an_exhausted_run_still_writes_its_report(
+        client: Client, task_queue: str, tmp_path: Path, start_worker) -> None:
+    many = [stage(f"stage {i}", f"criterion {i}") for i in range(4)]
+    orchestrator = write_investigation_script(tmp_path / "orch.yaml", {
+        "investigate.plan": [js({"stages": many})],
+        "investigate.review": [js({"critique": "fine"})] * 12,
+        "investigate.confirm": [js({"exit": True, "reason": "ok"})] * 12,
+        "investigate.criteria": [js({"criteria": [{"criterion": f"criterion {i}", "met": False}]}) for i in range(4)],
+        "investigate.reflect": [js({"drop": [], "reason": "keep"})] * 4,
+    })
+    req = investigation_request(tmp_path, model=orchestrator, max_stages=4, max_stage_loops=1,
+                                budget_usd=Decimal("0.012"), max_output_tokens=1024)
+    async with start_worker(priced_activities(tmp_path)):
+        result: InvestigationResult = await (await start_investigation(client, task_queue, req)).result()
+    assert result.stop_reason.value == "budget_exhausted" and not result.completed_normally
+    assert 0 < result.cost_micros <= 12_000
+    assert Path(result.report_path or "").is_file()
+    assert "budget_exhausted" in Path(result.report_path or "").read_text()
