@@ -302,17 +302,23 @@ class InvestigationWorkflow:
         return self.req.profiles.get(stage.profile or "", self.req.worker)
 
     def _task(self, stage: StageRecord, strategy: str | None) -> str:
-        s = self.state
-        lines = [f"Investigation goal: {s.goal}", f"Stage {stage.index}: {stage.title}", stage.task,
-                 "Success criteria (cite the lines that show each):", *(f"- {c}" for c in stage.criteria)]
+        """The worker's question: the stage itself (the investigation's context goes in its instructions)."""
+        lines = [stage.task, "Success criteria (cite the lines that show each):", *(f"- {c}" for c in stage.criteria)]
         if strategy:
             lines.append(f"Strategy: {strategy}")
         if stage.reviews:
             lines.append(f"The reviewer of the previous attempt said: {stage.reviews[-1]}")
-        done = [st.record for st in s.stages if st.record and st.index != stage.index]
-        if done:
-            lines += ["Earlier stages found:", *done[-3:]]
         return "\n".join(lines)[:8000]
+
+    def _worker(self, stage: StageRecord, profile: AgentProfile, share: Decimal) -> AgentProfile:
+        """The profile of one worker child: its slice's share, and the investigation as its context."""
+        s = self.state
+        done = [st.record for st in s.stages if st.record and st.index != stage.index][-3:]
+        context = "\n".join([f"You carry out stage {stage.index} ({stage.title}) of an investigation of a repository "
+                              f"whose overall goal is: {shorten(s.goal, 1000)}", *(["Earlier stages found:", *done]
+                                                                                  if done else [])])
+        instructions = "\n\n".join(p for p in (profile.system_prompt, context) if p)
+        return profile.model_copy(update={"budget_share": share, "system_prompt": instructions[:4000]})
 
     async def _work(self, stage: StageRecord, stages_left: int) -> None:
         """One implementation loop's worker: one child, or ``branches`` children compared."""
@@ -322,8 +328,8 @@ class InvestigationWorkflow:
             outcome = await self._branches(stage, stages_left, loops_left)
         else:
             share = stage_share(req.worker_share, stages_left, loops_left, 1)
-            profile = self._profile(stage).model_copy(update={"budget_share": share})
-            outcome = await self.subagents.run(profile, self._task(stage, None), stage.index)
+            outcome = await self.subagents.run(self._worker(stage, self._profile(stage), share), self._task(stage, None),
+                                               stage.index)
             self._book_child(stage, outcome)
         if outcome is not None and outcome.findings_ref is not None:
             await self._merge(stage, outcome)
@@ -356,7 +362,7 @@ class InvestigationWorkflow:
             # each start reserves its slice, so the i-th sees what the earlier ones left
             left = Decimal(max(ledger.remaining_micros, 1)) - part * i
             share = min(max(part / max(left, Decimal(1)), Decimal("0.0001")), Decimal(1))
-            profile = req.profiles.get(names[i % len(names)], base).model_copy(update={"budget_share": share})
+            profile = self._worker(stage, req.profiles.get(names[i % len(names)], base), share)
             runs.append(self.subagents.run(profile, self._task(stage, BRANCH_STRATEGIES[i % len(BRANCH_STRATEGIES)]),
                                            stage.index))
         outcomes = list(await asyncio.gather(*runs))

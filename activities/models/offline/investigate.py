@@ -4,8 +4,9 @@ Deterministic and lexical: a plan of one stage per clause of the goal (or
 "locate" then "explain" for a one-clause goal), criteria naming the goal's
 terms; a criterion is met when a finding of the stage mentions one of its
 content terms (claim, quote or cited path), with that finding's citations as
-the evidence; the reflector drops a remaining stage whose criteria the
-finished stage's findings already meet. It reads the typed task, never the
+the evidence (at least half of its terms in one finding); the reflector drops
+a remaining stage only when a finding of the finished stage mentions every term
+of each of its criteria. It reads the typed task, never the
 prompt, and answers the same JSON an LLM is asked for (parsed by the same code).
 """
 
@@ -68,13 +69,14 @@ def _plan(task: InvestigateTask, cfg: OfflineInvestigatorConfig) -> dict:
     return {"stages": stages[: task.max_stages]}
 
 
-def _covers(finding: Finding, terms: list[str]) -> bool:
-    """A finding covers a criterion when it mentions most of its terms (a strict majority)."""
-    return bool(terms) and 2 * finding_matches(finding, terms) > len(terms)
+def _covers(finding: Finding, terms: list[str], strict: bool = False) -> bool:
+    """A finding covers a criterion when it mentions at least half its terms (``strict``: all of them)."""
+    hits = finding_matches(finding, terms)
+    return bool(terms) and (hits == len(terms) if strict else 2 * hits >= len(terms))
 
 
-def _unmet(stage: PlannedStage, findings: list[Finding]) -> list[str]:
-    return [c for c in stage.criteria if not any(_covers(f, _terms(c)) for f in findings)]
+def _unmet(stage: PlannedStage, findings: list[Finding], strict: bool = False) -> list[str]:
+    return [c for c in stage.criteria if not any(_covers(f, _terms(c), strict) for f in findings)]
 
 
 def _criteria(task: InvestigateTask, cfg: OfflineInvestigatorConfig) -> dict:
@@ -94,8 +96,9 @@ def _criteria(task: InvestigateTask, cfg: OfflineInvestigatorConfig) -> dict:
 
 
 def _reflect(task: InvestigateTask) -> dict:
+    # dropping work needs more than meeting a criterion: every term of every criterion in one finding
     drop = [i for i, s in enumerate(task.stages)
-            if i > task.stage_index and task.all_findings and not _unmet(s, task.all_findings)]
+            if i > task.stage_index and task.all_findings and not _unmet(s, task.all_findings, strict=True)]
     reason = (f"the findings of stage {task.stage_index} already meet every criterion of stage(s) "
               f"{', '.join(map(str, drop))}" if drop else "the remaining stages still have unmet criteria: keep them")
     return {"drop": drop, "change": [], "add": [], "reason": reason}
