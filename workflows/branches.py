@@ -11,7 +11,6 @@ is still kept.
 
 from __future__ import annotations
 
-import asyncio
 from decimal import Decimal
 
 from temporalio import workflow
@@ -28,8 +27,9 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.messages import StopInput
     from durable_navigator.navcore.report import TurnReport, shorten
     from durable_navigator.navcore.state import Status, StopReason
-    from durable_navigator.navcore.subagents import SIGNAL_CHILD_EVENT, AgentProfile, ChildEvent, SubagentOutcome
+    from durable_navigator.navcore.subagents import SIGNAL_CHILD_EVENT, AgentProfile, ChildEvent
     from durable_navigator.navcore.turns import request_stop
+    from durable_navigator.workflows.blocks.branches import best, fork
     from durable_navigator.workflows.blocks.options import SHORT, run_activity
     from durable_navigator.workflows.blocks.subagents import SubagentRunner, SubagentSettings
     from durable_navigator.workflows.blocks.webui import Publisher
@@ -61,49 +61,42 @@ class ExploreBranchesWorkflow:
         workflow.upsert_memo({"goal": shorten(ex.goal, 2000), "repo": ex.repo_path, "kind": "explore-branches"})
         s.run.status = Status.THINKING
         self._publish()
-        part = Decimal(s.ledger.remaining_micros) / req.branches
-        runs = []
-        for i in range(req.branches):
-            # each start reserves its slice first, so the i-th sees what the earlier ones left
-            left = Decimal(max(s.ledger.remaining_micros, 1)) - part * i
-            share = min(max(part / max(left, Decimal(1)), Decimal("0.0001")), Decimal(1))
-            strategy = EXPLORE_STRATEGIES[i % len(EXPLORE_STRATEGIES)]
-            profile = AgentProfile(name=f"branch-{strategy}", kind="navigate", model=ex.model, planning=strategy,
-                                   token_budget=ex.token_budget, max_iterations=ex.max_iterations,
-                                   budget_share=share, timeout_s=86_400)
-            runs.append(self.subagents.run(profile, ex.goal, i))
-        outcomes: list[SubagentOutcome] = list(await asyncio.gather(*runs))
+        strategies = [EXPLORE_STRATEGIES[i % len(EXPLORE_STRATEGIES)] for i in range(req.branches)]
+
+        def make(i: int, share: Decimal) -> tuple[AgentProfile, str]:
+            return AgentProfile(name=f"branch-{strategies[i]}", kind="navigate", model=ex.model, planning=strategies[i],
+                                token_budget=ex.token_budget, max_iterations=ex.max_iterations, budget_share=share,
+                                timeout_s=86_400), ex.goal
+
+        outcomes = await fork(self.subagents, s.ledger, Decimal(s.ledger.remaining_micros), req.branches, make, 0)
         self._count()
         scored: ScoreOutput = await run_activity(
             "investigate.score_branches", ScoreInput(goal=ex.goal, packs=[o.result_ref for o in outcomes]),
             ScoreOutput, SHORT, f"score {req.branches} context packs")
-        best: SubagentOutcome | None = None
-        best_score = -1.0
+        usable = [o.result_ref is not None for o in outcomes]
+        scores = [round(c / max(t / 1000.0, 0.001), 4) if ok else 0.0
+                  for c, t, ok in zip(scored.covered, scored.tokens, usable, strict=True)]
+        kept = best(scores, usable)
+        best_out = outcomes[kept] if kept is not None else None
         for i, out in enumerate(outcomes):
-            tokens = scored.tokens[i]
-            score = scored.covered[i] / max(tokens / 1000.0, 0.001) if out.result_ref is not None else 0.0
-            s.scores.append(BranchScore(workflow_id=out.workflow_id, strategy=f"planning {out.profile[7:]}",
-                                        covered=scored.covered[i], tokens=tokens, cost_micros=out.cost_micros,
-                                        score=round(score, 4)))
-            if out.result_ref is not None and score > best_score:
-                best, best_score = out, score
-        for b in s.scores:
-            b.kept = best is not None and b.workflow_id == best.workflow_id
+            s.scores.append(BranchScore(workflow_id=out.workflow_id, strategy=f"planning {strategies[i]}",
+                                        covered=scored.covered[i], tokens=scored.tokens[i], cost_micros=out.cost_micros,
+                                        score=scores[i], kept=i == kept))
         if s.steering.stop_requested is not None:
             s.run.stop(StopReason.STOPPED, f"{s.steering.stop_requested} (by {s.steering.stop_sender or 'user'})")
-        elif best is None:
+        elif best_out is None:
             s.run.stop(StopReason.FAILED, "no branch wrote a context pack")
         else:
-            s.run.stop(StopReason.FINALIZED, f"kept {best.workflow_id} of {req.branches} branches")
-        s.run.status = Status.COMPLETED if best is not None else Status.FAILED
+            s.run.stop(StopReason.FINALIZED, f"kept {best_out.workflow_id} of {req.branches} branches")
+        s.run.status = Status.COMPLETED if best_out is not None else Status.FAILED
         self._publish()
         await self._ui.flush()
         await workflow.wait_condition(workflow.all_handlers_finished)
         assert s.run.stop_reason is not None
         return BranchExploreResult(
             workflow_id=workflow.info().workflow_id, stop_reason=s.run.stop_reason, stop_detail=s.run.stop_detail,
-            completed_normally=s.run.stop_reason is StopReason.FINALIZED, kept=best.workflow_id if best else None,
-            context_path=best.result_path if best else None, scores=list(s.scores), children=list(s.children),
+            completed_normally=s.run.stop_reason is StopReason.FINALIZED,
+            kept=best_out.workflow_id if best_out else None, context_path=best_out.result_path if best_out else None, scores=list(s.scores), children=list(s.children),
             cost_micros=s.ledger.spent_micros, cost_usd=micros_to_usd(s.ledger.spent_micros),
             max_usd=micros_to_usd(s.ledger.max_micros), usage=s.ledger.total_usage())
 

@@ -25,7 +25,6 @@ and writes the report from what exists. Continue-as-new between stages.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from decimal import Decimal
 
@@ -67,6 +66,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.turns import record_verdict, request_stop
     from durable_navigator.navtypes.flightplan import FlightPlan
     from durable_navigator.workflows.blocks.approval import ApprovalGate
+    from durable_navigator.workflows.blocks.branches import best, fork
     from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter
     from durable_navigator.workflows.blocks.model_call import CallOutcome, ModelCaller, one_line
     from durable_navigator.workflows.blocks.options import RESULT, SCAN, SHORT, run_activity
@@ -350,45 +350,34 @@ class InvestigationWorkflow:
             stage.answer_path = outcome.result_path
 
     async def _branches(self, stage: StageRecord, stages_left: int, loops_left: int) -> SubagentOutcome | None:
-        """Branch-and-compare: N children in parallel on equal parts of the loop's slice; the best is kept."""
-        req, ledger = self.req, self.state.ledger
-        n = stage.branches
+        """Branch-and-compare: N workers in parallel on equal parts of the loop's slice; the best is kept."""
+        req, ledger, n = self.req, self.state.ledger, stage.branches
         total = Decimal(max(ledger.remaining_micros, 0)) * stage_share(req.worker_share, stages_left, loops_left, 1)
-        part = total / n
         base = self._profile(stage)
-        names = [p for p in sorted(req.profiles) if p.startswith(f"{base.name}-branch")] or [base.name] * n
-        runs = []
-        for i in range(n):
-            # each start reserves its slice, so the i-th sees what the earlier ones left
-            left = Decimal(max(ledger.remaining_micros, 1)) - part * i
-            share = min(max(part / max(left, Decimal(1)), Decimal("0.0001")), Decimal(1))
-            profile = self._worker(stage, req.profiles.get(names[i % len(names)], base), share)
-            runs.append(self.subagents.run(profile, self._task(stage, BRANCH_STRATEGIES[i % len(BRANCH_STRATEGIES)]),
-                                           stage.index))
-        outcomes = list(await asyncio.gather(*runs))
+        names = [p for p in sorted(req.profiles) if p.startswith(f"{base.name}-branch")] or [base.name]
+        strategies = [BRANCH_STRATEGIES[i % len(BRANCH_STRATEGIES)] for i in range(n)]
+
+        def make(i: int, share: Decimal) -> tuple[AgentProfile, str]:
+            profile = req.profiles.get(names[i % len(names)], base)
+            return self._worker(stage, profile, share), self._task(stage, strategies[i])
+
+        outcomes = await fork(self.subagents, ledger, total, n, make, stage.index)
         self._count()
         scored: ScoreOutput = await run_activity(
             "investigate.score_branches", ScoreInput(goal=self.state.goal, findings=[o.findings_ref for o in outcomes]),
             ScoreOutput, SHORT, f"stage {stage.index} · score {n} branches")
-        best: SubagentOutcome | None = None
-        best_score = -1.0
+        tokens = [o.usage.input_tokens + o.usage.output_tokens for o in outcomes]
+        scores = [float(c) / (1.0 + t / 1000.0) for c, t in zip(scored.covered, tokens, strict=True)]
+        kept = best(scores, [o.findings_ref is not None for o in outcomes])
         for i, out in enumerate(outcomes):
             self._book_child(stage, out)
-            tokens = out.usage.input_tokens + out.usage.output_tokens
-            covered = scored.covered[i]
-            score = float(covered) / (1.0 + tokens / 1000.0)
-            stage.branch_scores.append(BranchScore(workflow_id=out.workflow_id,
-                                                   strategy=BRANCH_STRATEGIES[i % len(BRANCH_STRATEGIES)],
-                                                   covered=covered, tokens=tokens, cost_micros=out.cost_micros,
-                                                   score=score))
-            if out.findings_ref is not None and score > best_score:
-                best, best_score = out, score
-        for b in stage.branch_scores[-n:]:
-            b.kept = best is not None and b.workflow_id == best.workflow_id
-        self._log("branches", f"stage {stage.index}: kept {best.workflow_id if best else 'none'} of {n} branches",
-                  [f"{b.workflow_id}: covered {b.covered}, {b.tokens} tokens, score {b.score:.4f}"
-                   for b in stage.branch_scores[-n:]])
-        return best
+            stage.branch_scores.append(BranchScore(workflow_id=out.workflow_id, strategy=strategies[i],
+                                                   covered=scored.covered[i], tokens=tokens[i],
+                                                   cost_micros=out.cost_micros, score=scores[i], kept=i == kept))
+        self._log("branches", f"stage {stage.index}: kept {outcomes[kept].workflow_id if kept is not None else 'none'} "
+                  f"of {n} branches", [f"{b.workflow_id}: covered {b.covered}, {b.tokens} tokens, score {b.score:.4f}"
+                                       for b in stage.branch_scores[-n:]])
+        return outcomes[kept] if kept is not None else None
 
     async def _merge(self, stage: StageRecord, outcome: SubagentOutcome) -> None:
         """Merge the child's findings into the stage's (citations checked against the repository)."""
