@@ -289,6 +289,8 @@ class InvestigationWorkflow:
             if stage.loops == req.max_stage_loops:
                 s.warnings.append(f"stage {stage.index}: the review asked for more after {stage.loops} loops; "
                                   "the per-stage cap moves on")
+        if stage.findings == 0 and s.run.stop_reason is None:
+            s.warnings.append(f"stage {stage.index} stalled: no cited findings after {stage.loops} loop(s)")
         stage.record = self._compress(stage)
         if s.run.stop_reason is None:
             await self._check_criteria(stage)
