@@ -15,10 +15,12 @@ import tempfile
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+import platformdirs
+
 from durable_navigator.navcore.artifacts import SUMMARY_MAX_CHARS, ArtifactRef
 from durable_navigator.navtypes.errors import ArtifactError
 
-__all__ = ["ArtifactStore", "LocalArtifactStore", "make_ref", "atomic_write_bytes"]
+__all__ = ["ArtifactStore", "LocalArtifactStore", "default_artifact_dir", "make_ref", "atomic_write_bytes"]
 
 
 def _summary(text: str) -> str:
@@ -70,6 +72,11 @@ class ArtifactStore(Protocol):
     def location(self, ref: ArtifactRef) -> str:
         """A human-readable location (path or URL) for logs and reports."""
         ...
+
+
+def default_artifact_dir() -> Path:
+    """Where the local artifact store lives by default (user cache directory)."""
+    return Path(platformdirs.user_cache_dir("durable-navigator")) / "artifacts"
 
 
 class LocalArtifactStore:

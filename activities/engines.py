@@ -25,13 +25,14 @@ import asyncio
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from durable_navigator.navtypes.errors import RepoError
 
-__all__ = ["EngineCache", "EngineFactory", "open_repomap"]
+__all__ = ["EngineCache", "EngineFactory", "open_repomap", "INDEX_PROGRESS"]
 
 #: repository root (resolved) -> an opened engine (``repomap.RepoMap`` or a test stand-in)
 EngineFactory = Callable[[Path], Any]
@@ -40,11 +41,16 @@ EngineFactory = Callable[[Path], Any]
 DEFAULT_MAX_ROOTS = 8
 
 
+#: where an engine opened in this context reports indexing progress (``progress(done, total)``);
+#: the scan activity sets it, and ``asyncio.to_thread`` carries it into the thread that opens
+INDEX_PROGRESS: ContextVar[Callable[[int, int], None] | None] = ContextVar("index_progress", default=None)
+
+
 def open_repomap(root: Path) -> Any:
-    """The production engine factory: ``RepoMap.open`` with the default cache."""
+    """The production engine factory: ``RepoMap.open`` with the default cache (and any progress sink)."""
     from durable_navigator.repomap import RepoMap
 
-    return RepoMap.open(root)
+    return RepoMap.open(root, progress=INDEX_PROGRESS.get())
 
 
 @dataclass

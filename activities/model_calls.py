@@ -44,6 +44,7 @@ from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.requests import EngineSource, RequestBuilder
 from durable_navigator.activities.research_calls import RESEARCH_KINDS, invalid_turn, parse_research
 from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.report import HISTORY_REASONING_CHARS
 from durable_navigator.navcore.decision import FUNCTION_NAMES, ModelDecision
 from durable_navigator.navtypes.errors import BudgetError, NavigatorError
 from durable_navigator.navcore.model import Message, ModelRequest, ModelResponse
@@ -74,13 +75,15 @@ from durable_navigator.navcore.planning_prompts import corrective_suffix
 from durable_navigator.navcore.investigation_prompts import parse_investigate
 from durable_navigator.navcore.model import InvestigateTask
 
-__all__ = ["ModelCallActivities", "CANCELLED_ERROR_TYPE", "PARSE_ERROR_TYPE"]
+__all__ = ["ModelCallActivities", "CANCELLED_ERROR_TYPE", "WORKER_SHUTDOWN_TYPE", "PARSE_ERROR_TYPE"]
 
 CANCELLED_ERROR_TYPE = "ModelCallCancelled"
+#: an attempt cut short because its worker shut down (retryable: it was nobody's stop)
+WORKER_SHUTDOWN_TYPE = "WorkerShutdown"
 PARSE_ERROR_TYPE = "PlanParseError"
 MEDIA_JSON = "application/json"
-#: reasoning / summary characters of a decision kept in history (full text in its artifact)
-HISTORY_REASONING_CHARS = 400
+#: summary characters of a decision kept in history (full text in its artifact; the reasoning's
+#: limit, HISTORY_REASONING_CHARS, is shared with the CLI in navcore.report)
 HISTORY_SUMMARY_CHARS = 2000
 #: seconds between heartbeats of a running call (the worker's throttle sends at most ~1/s)
 HEARTBEAT_EVERY_S = 0.5
@@ -148,6 +151,10 @@ class ModelCallActivities:
             return await call.run()
         except asyncio.CancelledError:
             call.meter.settle()
+            if activity.is_worker_shutdown():
+                # not a stop: this worker is going away; the workflow's next attempt goes to a live one
+                raise call.failure(ApplicationError(
+                    "the worker shut down during the model call", type=WORKER_SHUTDOWN_TYPE)) from None
             raise call.failure(ApplicationError(
                 "the model call was cancelled by the workflow (stop)", type=CANCELLED_ERROR_TYPE, non_retryable=True))
         except ModelCallError as exc:

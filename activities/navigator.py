@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,12 +25,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_navigator.activities.artifacts import ArtifactStore, atomic_write_bytes
-from durable_navigator.activities.engines import EngineCache, EngineFactory, open_repomap
+from durable_navigator.activities.engines import INDEX_PROGRESS, EngineCache, EngineFactory, open_repomap
 from durable_navigator.activities.models.base import Model
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.skips import skipped_files_markdown
 from durable_navigator.navcore.activity_io import (
+    IndexProgress,
     MapView,
     RenderInput,
     RenderOutput,
@@ -75,6 +78,44 @@ async def _heartbeat_while_running(every_s: float) -> None:
     while True:
         activity.heartbeat()
         await asyncio.sleep(every_s)
+
+
+class _IndexMeter:
+    """Indexing progress from the engine's thread, heartbeated as :class:`IndexProgress` details.
+
+    The worker's heartbeat throttle (1 s) bounds what reaches the server; the follower
+    of the run (``explore``, ``status --watch``) reads the details of the pending scan.
+    """
+
+    #: how often a changed progress is heartbeated
+    EVERY_S = 0.2
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._latest: IndexProgress | None = None
+        self._started: float | None = None
+
+    def update(self, done: int, total: int) -> None:
+        """The engine's ``progress(done, total)`` callback (any thread)."""
+        now = time.monotonic()
+        with self._lock:
+            if self._started is None:
+                self._started = now
+            elapsed = now - self._started
+            rate = done / elapsed if done and elapsed > 0 else None
+            self._latest = IndexProgress(done=done, total=total, files_per_s=rate)
+
+    async def beat(self, every_s: float) -> None:
+        """Heartbeat the latest progress when it changes, and at least every ``every_s``."""
+        sent: IndexProgress | None = None
+        last = float("-inf")
+        while True:
+            with self._lock:
+                latest = self._latest
+            if latest != sent or time.monotonic() - last >= every_s:
+                activity.heartbeat(latest) if latest is not None else activity.heartbeat()
+                sent, last = latest, time.monotonic()
+            await asyncio.sleep(self.EVERY_S)
 
 
 def _trimmed_metadata(meta: MapMetadata, top: int) -> MapMetadata:
@@ -126,9 +167,10 @@ class NavigatorActivities:
     def _get_text(self, ref: ArtifactRef) -> str:
         return self.store.get_bytes(ref).decode("utf-8")
 
-    async def _guard(self, work: Awaitable[T]) -> T:
-        """Run ``work`` while heartbeating; domain errors become non-retryable."""
-        beat = asyncio.create_task(_heartbeat_while_running(self.limits.heartbeat_every_s))
+    async def _guard(self, work: Awaitable[T], meter: _IndexMeter | None = None) -> T:
+        """Run ``work`` while heartbeating (with ``meter``'s progress); domain errors become non-retryable."""
+        every = self.limits.heartbeat_every_s
+        beat = asyncio.create_task(meter.beat(every) if meter is not None else _heartbeat_while_running(every))
         try:
             return await work
         except NavigatorError as exc:
@@ -152,7 +194,11 @@ class NavigatorActivities:
 
     @activity.defn(name="navigator.scan")
     async def scan(self, inp: ScanInput) -> ScanOutput:
-        """Check the model, index the repository (cached) and render the first map."""
+        """Check the model, index the repository (cached) and render the first map.
+
+        While it indexes, its heartbeat details are :class:`IndexProgress` (files done / total, files/s).
+        """
+        meter = _IndexMeter()
 
         async def work() -> ScanOutput:
             by_model = {}
@@ -160,6 +206,7 @@ class NavigatorActivities:
                 self.models.check(model)  # unknown model, no credentials → ModelError before any spend
                 by_model[model] = self.pricer.rates(model)  # a model without a price is refused now
             rates = by_model[inp.model]
+            INDEX_PROGRESS.set(meter.update)  # this task's context: the opening thread inherits it
             engine = await self.engines.get(inp.repo_root, refresh=True)
             render = await self._render(engine, inp.flight_plan)
             goal_ref = self._put_text(inp.goal, MEDIA_TEXT, "goal") if inp.goal is not None else None
@@ -173,7 +220,7 @@ class NavigatorActivities:
                 rates_by_model=by_model,
             )
 
-        return await self._guard(work())
+        return await self._guard(work(), meter)
 
     @activity.defn(name="navigator.render_map")
     async def render_map(self, inp: RenderInput) -> RenderOutput:

@@ -75,8 +75,33 @@ _VANISHED = ("{path} was deleted or renamed after the repository was indexed; th
              "Use list_directory or search_codebase to find the current files")
 
 
+def _how(ref: Any) -> str:
+    """``call, jedi``: what the site does and how it was tied to the definition."""
+    return ", ".join(x for x in (getattr(ref, "kind", ""), getattr(ref, "how", "")) if x)
+
+
 def _fail(tool: str, error: str) -> ToolResult:
     return ToolResult(tool=tool, ok=False, error=" ".join(error.split())[:1000], summary=f"{tool}: error")
+
+
+#: seconds between heartbeats while a tool runs (jedi's first inference on a cold engine takes seconds)
+HEARTBEAT_EVERY_S = 1.0
+
+
+async def _with_heartbeat(work: Awaitable[ToolResult], detail: str) -> ToolResult:
+    """Await ``work``, heartbeating every second so a slow first query is not taken for a lost worker."""
+    task = asyncio.ensure_future(work)
+    if not activity.in_activity():
+        return await task
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_EVERY_S)
+            if done:
+                return task.result()
+            activity.heartbeat(f"{detail} (running)")
+    finally:
+        if not task.done():
+            task.cancel()
 
 
 class CodeToolActivities:
@@ -130,7 +155,8 @@ class CodeToolActivities:
             return _fail(name, f"bad arguments for {name}: {errs}")
         try:
             engine = await self._engine_for(req.repo_root)
-            return await asyncio.to_thread(body, engine, Path(engine.root), args)
+            return await _with_heartbeat(asyncio.to_thread(body, engine, Path(engine.root), args),
+                                         f"{name} step {req.step}")
         except PathEscapeError as exc:
             return _fail(name, f"refused: {exc}")
         except NavigatorError as exc:
@@ -145,7 +171,9 @@ class CodeToolActivities:
         hits = engine.search(args.query, limit=limit)
         lines = []
         for h in hits:
-            where = f"{h.path}:{h.line}" if h.line else h.path
+            # "path:12-40  score=…  path::Class.method" (a definition) or "path  score=…" (module code)
+            where = f"{h.path}:{h.line}-{h.end_line}" if h.line and h.end_line else (
+                f"{h.path}:{h.line}" if h.line else h.path)
             lines.append(f"{where}  score={h.score:.3f}" + (f"  {h.symbol}" if h.symbol else ""))
         text = "\n".join(lines) or f"no matches for {args.query!r}; try other words or a symbol name"
         return self._finish("search_codebase", text, f"search {args.query!r}: {len(hits)} hits")
@@ -211,24 +239,36 @@ class CodeToolActivities:
         ids = self._symbol_ids(engine, root, args.symbol)
         if not ids:
             return _fail(tool, f"no symbol named {args.symbol!r}; use search_codebase to find its exact name")
-        get = engine.callers if tool == "get_callers" else engine.callees
+        callers = tool == "get_callers"
+        get = engine.callers if callers else engine.callees
+        cap = self.limits.max_refs
         lines: list[str] = []
         count = 0
+        capped = False
         for sid in ids:
             refs = get(sid)
-            count += len(refs)
-            lines.append(f"{sid}: {len(refs)} {'callers' if tool == 'get_callers' else 'callees'}")
-            lines += [f"  {r.path}:{r.line}  {r.symbol_id}" for r in refs[: self.limits.max_refs]]
-            if len(refs) > self.limits.max_refs:
-                lines.append(f"  [{len(refs) - self.limits.max_refs} more not shown]")
-        capped = any("more not shown" in ln for ln in lines)
+            sure = [r for r in refs if getattr(r, "resolved", True)]
+            unsure = [r for r in refs if not getattr(r, "resolved", True)]
+            count += len(sure)
+            lines.append(f"{sid}: {len(sure)} {'callers' if callers else 'callees'}")
+            # "  path:line  enclosing-or-callee id  (call, jedi)": how the site was resolved
+            lines += [f"  {r.path}:{r.line}  {r.symbol_id}  ({_how(r)})" for r in sure[:cap]]
+            if len(sure) > cap:
+                lines.append(f"  [{len(sure) - cap} more not shown]")
+                capped = True
+            if unsure:
+                name = sid.rsplit("::", 1)[-1].rsplit(".", 1)[-1]
+                lines.append(f"  + {len(unsure)} sites name '{name}' but may mean another definition "
+                             "(the receiver's type is unknown):")
+                lines += [f"    {r.path}:{r.line}  {r.symbol_id}" for r in unsure[: max(1, cap // 4)]]
+                capped = capped or len(unsure) > max(1, cap // 4)
         return self._finish(tool, "\n".join(lines), f"{tool} {args.symbol}: {count} refs", capped)
 
     # ------------------------------------------------------------------ activities
 
     @activity.defn(name="tools.search_codebase")
     async def search_codebase(self, req: ToolRequest) -> ToolResult:
-        """BM25 over the index plus symbol-name matches."""
+        """Definitions that match the query, with their line ranges (symbol-level BM25)."""
         return await self._execute(req, "search_codebase", self._search)
 
     @activity.defn(name="tools.read_file")
@@ -243,10 +283,10 @@ class CodeToolActivities:
 
     @activity.defn(name="tools.get_callers")
     async def get_callers(self, req: ToolRequest) -> ToolResult:
-        """Where a symbol is referenced."""
+        """Code sites that reference a definition, resolved through imports and scopes."""
         return await self._execute(req, "get_callers", lambda e, r, a: self._refs(e, r, a, "get_callers"))
 
     @activity.defn(name="tools.get_callees")
     async def get_callees(self, req: ToolRequest) -> ToolResult:
-        """What a symbol references."""
+        """Definitions a definition's body references, resolved."""
         return await self._execute(req, "get_callees", lambda e, r, a: self._refs(e, r, a, "get_callees"))

@@ -38,6 +38,7 @@ import json
 import os
 import statistics
 import subprocess
+from collections import Counter
 import sys
 import time
 from pathlib import Path
@@ -132,7 +133,7 @@ def run_task(stack: Any, mods: dict[str, ModuleType], task: Any, keep: Path) -> 
         answer = answer_path.read_text(encoding="utf-8")
         ask.update(score_citations(answer, task.gold_lines))
         ask.update(cost_usd=float(result.get("cost_usd") or 0), completed_normally=result.get("completed_normally"),
-                   stop_reason=result.get("stop_reason"), rounds=result.get("rounds"), steps=result.get("steps"),
+                   stop_reason=result.get("stop_reason"), stop_detail=result.get("stop_detail"), rounds=result.get("rounds"), steps=result.get("steps"),
                    iterations=result.get("iterations"), findings=result.get("findings"),
                    citations_fixed=result.get("citations_fixed"), workflow_id=result.get("workflow_id"))
         keep.mkdir(parents=True, exist_ok=True)
@@ -176,6 +177,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
             "ask_median_citations": statistics.median([r["ask"].get("citations", 0) for r in rs]),
             "ask_median_cited_files": statistics.median([r["ask"].get("cited_files", 0) for r in rs]),
             "ask_completed_normally": _mean([1.0 if r["ask"].get("completed_normally") else 0.0 for r in rs]),
+            "ask_stop_reasons": dict(sorted(Counter(str(r["ask"].get("stop_reason")) for r in rs).items())),
+            "load1_median": round(statistics.median([r["ask"].get("load1") or 0.0 for r in rs]), 2),
             "ask_failures": [r["task"] for r in rs if r["ask"].get("exit") != 0 or "error" in r["ask"]],
             "navigator_failures": [r["task"] for r in rs if r["navigator"].get("exit") != 0 or "error" in r["navigator"]],
         }
@@ -201,7 +204,10 @@ def _markdown(split: str, s: dict[str, Any], meta: dict[str, Any]) -> str:
         "",
         f"Paired on file hit (ask vs pack): {w} wins, {t} ties, {lo} losses. Target (ask ≥ pack): "
         f"**{'met' if s['target_met'] else 'not met'}**. Median citations {s['ask_median_citations']} over "
-        f"{s['ask_median_cited_files']} files; completed normally {s['ask_completed_normally']:.2f}.",
+        f"{s['ask_median_cited_files']} files; completed normally {s['ask_completed_normally']:.2f} "
+        f"(stop reasons: {', '.join(f'{k} {v}' for k, v in s.get('ask_stop_reasons', {}).items())}).",
+        f"Command: `{meta.get('command', '?')}`; median 1-minute load average at the end of each ask "
+        f"{s.get('load1_median', '?')} on {meta.get('cpus')} CPUs (the machine is shared: seconds are not clean).",
         f"Failures: ask {len(s['ask_failures'])}, navigator {len(s['navigator_failures'])}.",
         "",
     ])
@@ -239,7 +245,8 @@ def cmd_run(args: argparse.Namespace) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
     meta = {"stamp": stamp, "commit": commit, "bench_dir": str(folder), "tasks": len(tasks), "split": args.split,
-            "limit": args.limit, "cpus": os.cpu_count(), "reference_budget": REFERENCE_BUDGET}
+            "limit": args.limit, "cpus": os.cpu_count(),
+            "command": " ".join(["bench/research_quality.py", *sys.argv[1:]]), "reference_budget": REFERENCE_BUDGET}
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=2))
     done = set()
     records_path = run_dir / "records.jsonl"

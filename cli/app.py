@@ -1,40 +1,80 @@
-"""The ``navigator`` typer app: one ``typer.Typer()`` per command group, mounted here.
+"""The ``navigator`` typer app: the root options and the table of commands.
 
-Groups: ``serve`` (server, worker), ``explore`` (explore), ``ask`` (ask), ``investigate`` (investigate), ``signals``
-(approve, reject, stop, mode, budget), ``reads`` (status, log, result, ls, ui),
-``config`` (show) and, when its module is installed, ``batch``.
+Each command group lives in its own module with its own ``typer.Typer()``
+(``explore``, ``ask``, ``investigate``, ``signals``, ``reads``, ``serve``, ``batch``, ``config_cmd``,
+``mapcmd``); the root lists them in :data:`COMMANDS` and imports a module only
+when one of its commands runs (:mod:`cli.lazy`), so ``navigator --help`` and
+``navigator --version`` import nothing but typer. This module and the ones it
+imports at the top must stay standard library + typer.
 """
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from durable_navigator.cli.ask import ask_app
-from durable_navigator.cli.investigate import investigate_app
-from durable_navigator.cli.common import GlobalOptions, config_of, print_json, stdout
-from durable_navigator.cli.errors import EXIT_CODE_DOC, handles_errors
+from durable_navigator.cli.exitcodes import EXIT_CODE_DOC
 from durable_navigator.cli.exits import run_and_exit
-from durable_navigator.cli.explore import explore_app
-from durable_navigator.cli.reads import reads_app
-from durable_navigator.cli.serve import serve_app
-from durable_navigator.cli.signals import signals_app
+from durable_navigator.cli.lazy import LazyCommand, LazyGroup, command_group
+from durable_navigator.cli.options import GlobalOptions
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "COMMANDS"]
 
-app = typer.Typer(
+_PKG = "durable_navigator.cli"
+
+#: every command of ``navigator``, in the order ``--help`` lists them, with its one-line help
+COMMANDS: dict[str, LazyCommand] = {
+    "explore": LazyCommand(f"{_PKG}.explore", "explore_app", "Explore REPO for GOAL and write the context pack."),
+    "ask": LazyCommand(f"{_PKG}.ask", "ask_app", "Answer QUESTION about REPO, with citations."),
+    "investigate": LazyCommand(f"{_PKG}.investigate", "investigate_app",
+                               "Investigate GOAL in REPO by stages; write a report."),
+    "status": LazyCommand(f"{_PKG}.reads", "reads_app", "Where a run is, and the change awaiting a verdict."),
+    "log": LazyCommand(f"{_PKG}.reads", "reads_app", "The decision log of a run."),
+    "result": LazyCommand(f"{_PKG}.reads", "reads_app", "The result of a run: stop reason, cost, context pack."),
+    "ls": LazyCommand(f"{_PKG}.reads", "reads_app", "List runs, newest first."),
+    "ui": LazyCommand(f"{_PKG}.reads", "reads_app", "Print the Web UI link of a run."),
+    "approve": LazyCommand(f"{_PKG}.signals", "signals_app", "Approve the turn (or stage plan) awaiting a verdict."),
+    "reject": LazyCommand(f"{_PKG}.signals", "signals_app", "Reject the turn (or stage plan), with feedback."),
+    "stop": LazyCommand(f"{_PKG}.signals", "signals_app", "Finalize a run now with the best map so far."),
+    "mode": LazyCommand(f"{_PKG}.signals", "signals_app", "Switch a run between interactive and autonomous."),
+    "budget": LazyCommand(f"{_PKG}.signals", "signals_app", "Add USD to a run's budget."),
+    "batch": LazyCommand(f"{_PKG}.batch", "batch_app", "Many repositories × goals under one USD budget.", group=True),
+    "map": LazyCommand(f"{_PKG}.mapcmd", "map_app", "Print the repo map of REPO (what the navigator sees)."),
+    "server": LazyCommand(f"{_PKG}.server", "server_app", "Run the embedded Temporal server; status; stop.",
+                          group=True),
+    "worker": LazyCommand(f"{_PKG}.serve", "worker_app", "Run a navigator worker until SIGTERM / Ctrl-C."),
+    "config": LazyCommand(f"{_PKG}.config_cmd", "config_app", "Inspect the configuration.", group=True),
+    "mcp": LazyCommand(f"{_PKG}.mcpserver.command", "mcp_app",
+                       "Serve coding agents over MCP (explore, ask, runs)."),
+}
+
+
+class NavigatorGroup(LazyGroup):
+    """The root group: :data:`COMMANDS`, imported on use."""
+
+    lazy_commands = COMMANDS
+
+
+app = command_group(
     name="navigator",
+    add_completion=True,
+    cls=NavigatorGroup,
     help=(
         "Durable navigator: an LLM explores a repository through a budgeted repo map inside a "
         f"Temporal workflow and hands over the best context window. {EXIT_CODE_DOC}"
     ),
     no_args_is_help=True,
-    pretty_exceptions_show_locals=False,
 )
-config_app = typer.Typer(help="Inspect the configuration.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version  # only for --version
+
+        typer.echo(f"navigator (durable-navigator) {version('durable-navigator')}")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -42,67 +82,25 @@ def root(
     ctx: typer.Context,
     config: Annotated[
         Path | None,
-        typer.Option("--config", help="navigator.yaml to use (default ./navigator.yaml, then the user config dir).",
-                     envvar="NAVIGATOR_CONFIG"),
+        typer.Option("--config", help="navigator.yaml to use.", envvar="NAVIGATOR_CONFIG",
+                     show_default="./navigator.yaml, then the user config dir"),
     ] = None,
     log_json: Annotated[
-        bool | None, typer.Option("--log-json/--log-console", help="Log as JSON lines (default: readable console).")
+        bool | None,
+        typer.Option("--log-json/--log-console", help="Log as JSON lines or readable console lines.",
+                     show_default="log.json_output in navigator.yaml: console"),
     ] = None,
-    log_level: Annotated[str | None, typer.Option("--log-level", help="debug, info, warning or error.")] = None,
+    log_level: Annotated[
+        str | None,
+        typer.Option("--log-level", help="debug, info, warning or error.",
+                     show_default="warning for commands, log.level (info) for the worker"),
+    ] = None,
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", callback=_version, is_eager=True)
+    ] = False,
 ) -> None:
     """Global options, stored for the commands (config is loaded lazily, errors reported by them)."""
     ctx.obj = GlobalOptions(config_path=config, log_json=log_json, log_level=log_level)
-
-
-@config_app.command("show")
-@handles_errors
-def config_show(
-    ctx: typer.Context,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-) -> None:
-    """Print the effective configuration (credentials shown only as set / unset)."""
-    config = config_of(ctx)
-    data = config.public_dict()
-    if json_out:
-        print_json(data)
-        return
-    stdout.print(f"config file: {config.source or '(none: defaults + environment)'}", markup=False)
-    target = config.temporal.address or f"embedded {config.embedded.ip}:{config.embedded.port}"
-    stdout.print(f"temporal: {target} · namespace {config.temporal.namespace} · task queue "
-                 f"{config.temporal.task_queue}", markup=False)
-    stdout.print(f"TEMPORAL_API_KEY: {'set' if config.temporal.api_key else 'unset'} · "
-                 f"GEMINI/GOOGLE key: {'set' if config.gemini_key_present else 'unset'}")
-    stdout.print(f"model: {config.model} · pricing override: {config.pricing_file or 'none'}", markup=False)
-    stdout.print("endpoints (--model <endpoint>:<model>):", markup=False)
-    for name, endpoint in data["endpoints"].items():
-        key = "no key" if endpoint["api_key_env"] is None else \
-            f"{endpoint['api_key_env']} {'set' if endpoint['api_key_set'] else 'unset'}"
-        prices = ", ".join("every model" if m == "*" else m for m in sorted(endpoint["prices"])) or \
-            "shipped table / pricing_file"
-        origin = "built-in" if endpoint["builtin"] else "navigator.yaml"
-        stdout.print(f"  {name}: {endpoint['base_url']} · {key} · tool calling {endpoint['tool_calling']} · "
-                     f"prices: {prices} · {origin}", markup=False, soft_wrap=True)
-
-
-app.add_typer(serve_app)
-app.add_typer(explore_app)
-app.add_typer(ask_app)
-app.add_typer(investigate_app)
-app.add_typer(signals_app)
-app.add_typer(reads_app)
-app.add_typer(config_app, name="config")
-
-
-def _mount_batch() -> None:
-    """Mount ``navigator batch`` if ``cli/batch.py`` (another module of this package) exists."""
-    if importlib.util.find_spec("durable_navigator.cli.batch") is None:
-        return
-    # imported only when present; an ImportError inside it is a real bug and must surface
-    module = importlib.import_module("durable_navigator.cli.batch")
-    app.add_typer(module.batch_app, name="batch")
-
-
-_mount_batch()
 
 
 def main() -> None:

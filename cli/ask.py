@@ -16,12 +16,23 @@ from temporalio.service import RPCError
 from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession, open_session
-from durable_navigator.cli.display import research_panel
+from durable_navigator.cli.display import print_block, research_panel
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
-from durable_navigator.cli.explore import BudgetOpt, DetachOpt, InteractiveOpt, ModelOpt, refuse_unservable, validate_model
+from durable_navigator.cli.explore import (
+    BudgetOpt,
+    DetachOpt,
+    InteractiveOpt,
+    ModelOpt,
+    refuse_unservable,
+    say_after,
+    say_server,
+    validate_model,
+)
+from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.follow import follow_run
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
 from durable_navigator.cli.reads import exit_code_for_result
+from durable_navigator.navcore.report import run_details_markdown, run_summary
 from durable_navigator.navcore.requests import ApprovalConfig
 from durable_navigator.navcore.research import ResearchRequest, ResearchResult
 from durable_navigator.navcore.state import ExecutionMode
@@ -29,7 +40,7 @@ from durable_navigator.navtypes.errors import BudgetError, ConfigError, RepoErro
 
 __all__ = ["ask_app", "build_research_request", "RESEARCH_WORKFLOW_TYPE", "new_research_id"]
 
-ask_app = typer.Typer(help="Answer questions about a repository, with citations.")
+ask_app = command_group(help="Answer questions about a repository, with citations.")
 
 #: the research workflow's registered type name (public API)
 RESEARCH_WORKFLOW_TYPE = "ResearchWorkflow"
@@ -103,24 +114,39 @@ def build_research_request(
 @handles_errors
 def ask(
     ctx: typer.Context,
-    repo: Annotated[Path, typer.Argument(help="Repository to research.")],
-    question: Annotated[str, typer.Argument(help="The question about the code.")],
+    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Repository to research.", show_default=False)],
+    question: Annotated[str, typer.Argument(metavar="QUESTION", help="The question about the code.",
+                                            show_default=False)],
     interactive: InteractiveOpt = False,
     budget_usd: BudgetOpt = None,
     model: ModelOpt = None,
     profile: Annotated[
-        str, typer.Option("--profile", help="The run's agent profile (a research one: researcher, reviewer, or "
-                          "one of --profiles).")
+        str, typer.Option("--profile", metavar="NAME", help="The run's agent profile (a research one: researcher, "
+                          "reviewer, or one of --profiles).")
     ] = "researcher",
     profiles_file: Annotated[
-        Path | None, typer.Option("--profiles", help="Agent-profiles YAML adding or overriding the shipped ones.")
+        Path | None, typer.Option("--profiles", metavar="FILE", help="Agent-profiles YAML adding or overriding the "
+                                  "shipped ones.", show_default="the shipped profiles")
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default ./navigator-out).")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", metavar="DIR", help="Output folder; the run writes DIR/<workflow id>/answer.md.",
+                                  show_default="defaults.out_dir in navigator.yaml: ./navigator-out")
+    ] = None,
     detach: DetachOpt = False,
-    workflow_id: Annotated[str | None, typer.Option("--id", help="Workflow id (default ask-<repo>-<random>).")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result (or the started id) as JSON.")] = False,
+    workflow_id: Annotated[
+        str | None, typer.Option("--id", metavar="ID", help="Workflow id.", show_default="ask-<repo>-<random>")
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the result (or the started id) as JSON.", show_default="off")
+    ] = False,
 ) -> None:
-    """Answer QUESTION about REPO; prints the answer (every claim cited path:start-end) and writes answer.md."""
+    """Answer QUESTION about REPO, with citations.
+
+    Prints the run's Web UI link, follows it, then prints the answer (every claim cited
+    path:start-end) and writes <out>/<workflow id>/answer.md and report.json. Without a
+    configured server it starts one in the background, which outlives this command so
+    the link keeps working (see `navigator server status`).
+    """
     config = config_of(ctx)
     request = build_research_request(repo, question, config=config, interactive=interactive, budget_usd=budget_usd,
                                      model=model, out=out, profile=profile, profiles_file=profiles_file)
@@ -129,7 +155,7 @@ def ask(
     for name in models:
         validate_model(name, config, local_worker)
     if local_worker:
-        problems = problems_here(models)
+        problems = problems_here(models, config)  # the configured endpoints count, as for explore
         for name in models:
             refuse_unservable(name, problems, IN_PROCESS)
     wid = workflow_id or new_research_id(Path(request.repo_path))
@@ -142,6 +168,14 @@ async def _start(session: TemporalSession, request: ResearchRequest, wid: str) -
         return await session.client.start_workflow(
             RESEARCH_WORKFLOW_TYPE, request, id=wid, task_queue=session.task_queue, result_type=ResearchResult,
             memo={"goal": request.question, "repo": request.repo_path, "kind": "research"},
+            static_summary=run_summary(request.question, request.repo_path, request.model, verb="ask"),
+            static_details=run_details_markdown(request.question, request.repo_path, {
+                "Model": request.model,
+                "Mode": request.mode.value,
+                "Budget": f"${request.budget_usd:.4f}",
+                "Profile": request.profile.name,
+                "Output": f"{request.out_dir}/<workflow id>/answer.md",
+            }, label="Question"),
         )
     except WorkflowAlreadyStartedError:
         raise CliError(f"a run with id {wid} already exists; pick another --id") from None
@@ -150,9 +184,7 @@ async def _start(session: TemporalSession, request: ResearchRequest, wid: str) -
 async def _ask(config: NavigatorConfig, request: ResearchRequest, wid: str, models: list[str], *, detach: bool,
                json_out: bool) -> ExitCode:
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
-        if session.embedded is not None:
-            stderr.print(f"embedded Temporal started: gRPC {session.address} · Web UI {session.ui_base} "
-                         "(it stops with this command; `navigator server` keeps one running)")
+        say_server(session)
         if not session.in_process_worker:
             problems = await problems_on_workers(session, models)
             for name in models:
@@ -163,6 +195,9 @@ async def _ask(config: NavigatorConfig, request: ResearchRequest, wid: str, mode
         stderr.print(f"started [bold]{wid}[/bold] (research, {request.model}, {request.mode.value}, {worker})")
         if link:
             stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        else:
+            stderr.print(f"Web UI: unknown for {session.address}; set TEMPORAL_UI_URL (or temporal.ui_url) to get "
+                         "links", markup=False, soft_wrap=True)
         if detach:
             if json_out:
                 print_json({"workflow_id": wid, "ui_url": link, "task_queue": session.task_queue})
@@ -180,9 +215,12 @@ async def _ask(config: NavigatorConfig, request: ResearchRequest, wid: str, mode
         else:
             if answer:
                 stdout.print(answer, markup=False, soft_wrap=True)
-            stdout.print(research_panel(result, link))
-        if session.embedded is not None:
-            stderr.print("the embedded server stops now; its history is kept — `navigator server` shows it again")
+            print_block(stdout, research_panel(result))
+            if result.answer_path:
+                stdout.print(f"answer written to {result.answer_path}", markup=False, soft_wrap=True)
+            if link:
+                stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        say_after(session)
         return exit_code_for_result(result)
 
 
@@ -199,9 +237,12 @@ async def _follow_to_result(session: TemporalSession, handle: WorkflowHandle, cl
     try:
         await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE, closed=closed)
     except asyncio.CancelledError:
-        where = "the embedded server's database" if session.embedded else session.address
-        stderr.print(f"stopped following {wid}; the run is kept in {where}. Resume with "
-                     f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
+        if session.embedded is not None:
+            stderr.print(f"stopped following {wid}; the run is kept in the embedded server's database. Resume with "
+                         f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
+        else:
+            stderr.print(f"stopped following {wid}; the run is kept on {session.address} and waits for a worker: "
+                         f"`navigator worker` finishes it, `navigator status {wid}` shows it.")
         raise
     try:
         return await closed

@@ -18,7 +18,6 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from rich.table import Table
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
@@ -26,24 +25,27 @@ from durable_navigator.activities.batch import JobCheck, load_jobs_file
 from durable_navigator.cli.common import JsonOpt, cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession, open_session
+from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors, stderr
-from durable_navigator.cli.explore import validate_model, stream_guard
-from durable_navigator.cli.handles import describe_run, query_run, signal_run
+from durable_navigator.cli.explore import say_after, say_server, validate_model, stream_guard
+from durable_navigator.cli.handles import describe_run, query_run, signal_run, status_name
 from durable_navigator.cli.preflight import problems_here, problems_on_workers
 from durable_navigator.navcore.requests import ModelCallConfig
 from durable_navigator.navcore.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
+from durable_navigator.navcore.report import markdown_text
 from durable_navigator.navtypes.errors import BudgetError, ModelError, NavigatorError
 
 __all__ = ["batch_app", "build_batch_request", "new_batch_id"]
 
-batch_app = typer.Typer(help="Unattended batch explorations with one shared USD budget.")
+batch_app = command_group(help="Many repositories × goals under one USD budget.\n\nUnattended explorations, each a child workflow drawing from the shared budget; failures are isolated.", no_args_is_help=True)
 
 BATCH_WORKFLOW = "BatchWorkflow"
 #: how often `run` prints progress while it waits
 _PROGRESS_EVERY_S = 5.0
 _ID_CHARS = re.compile(r"[^A-Za-z0-9._:-]+")
 
-BatchIdArg = Annotated[str, typer.Argument(help="Batch id (printed by `batch run`).")]
+BatchIdArg = Annotated[str, typer.Argument(metavar="BATCH_ID", help="Batch id (printed by `batch run`, listed by "
+                                           "`batch ls`).", show_default=False)]
 
 
 def new_batch_id(jobs_file: Path) -> str:
@@ -135,17 +137,27 @@ def build_batch_request(
 @handles_errors
 def run(
     ctx: typer.Context,
-    jobs_file: Annotated[Path, typer.Argument(help="Jobs YAML: {defaults: {...}, jobs: [{repo, goal, ...}]}.")],
-    budget_usd: Annotated[str | None, typer.Option("--budget-usd", help="Total USD of the whole batch.")] = None,
-    concurrency: Annotated[int | None, typer.Option("--concurrency", min=1, max=256, help="Jobs at once.")] = None,
-    batch_id: Annotated[str | None, typer.Option("--id", help="Batch id; re-use it to resume a batch.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default ./navigator-out).")] = None,
-    detach: Annotated[bool, typer.Option("--detach", help="Start on a running server and return at once.")] = False,
+    jobs_file: Annotated[Path, typer.Argument(metavar="JOBS_FILE", show_default=False,
+                                              help="Jobs YAML: {defaults: {...}, jobs: [{repo, goal, ...}]}.")],
+    budget_usd: Annotated[str | None, typer.Option("--budget-usd", metavar="USD", help="Total USD of the whole batch.",
+                                                   show_default="total_budget_usd of the jobs file")] = None,
+    concurrency: Annotated[int | None, typer.Option("--concurrency", metavar="N", min=1, max=256, help="Jobs at once.",
+                                                    show_default="max_concurrency of the jobs file, else 4")] = None,
+    batch_id: Annotated[str | None, typer.Option("--id", metavar="ID", help="Batch id; re-use it to resume a batch.",
+                                                 show_default="batch-<file>-<random>")] = None,
+    out: Annotated[Path | None, typer.Option("--out", metavar="DIR", help="Output folder.",
+                                             show_default="defaults.out_dir in navigator.yaml: ./navigator-out")] = None,
+    detach: Annotated[bool, typer.Option("--detach", help="Start on a running server and return at once.",
+                                         show_default="off: follow it here")] = False,
     check_repos: Annotated[bool, typer.Option("--check-repos/--no-check-repos",
                                               help="Refuse jobs whose repository folder is missing here.")] = True,
     json_out: JsonOpt = False,
 ) -> None:
-    """Run every job of JOBS_FILE as a child exploration; one budget, failures isolated."""
+    """Run every job of JOBS_FILE as a child exploration.
+
+    One budget for all jobs, failures isolated; the file is validated first (every
+    problem at once) and nothing starts until it is clean.
+    """
     config = config_of(ctx)
     local_worker = config.temporal.address is None and not detach
     req = build_batch_request(jobs_file, config=config, budget_usd=budget_usd, concurrency=concurrency,
@@ -164,12 +176,18 @@ async def _start(session: TemporalSession, req: BatchRequest) -> WorkflowHandle[
         id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
         memo={"jobs": len(req.jobs)},
+        static_summary=markdown_text(f"batch of {len(req.jobs)} jobs · ${req.total_budget_usd:.4f} · "
+                                     f"{req.max_concurrency} at once"),
+        static_details="\n\n".join(
+            markdown_text(f"{job.index}. {job.name}: {job.goal} ({job.repo_path}, {job.model})") for job in req.jobs[:50]
+        ),
     )
 
 
 async def _run(config: NavigatorConfig, req: BatchRequest, jobs_file: Path, *, detach: bool,
                json_out: bool) -> ExitCode:
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
+        say_server(session)
         if not session.in_process_worker:
             problems = await problems_on_workers(session, [job.model for job in req.jobs])
             if problems:
@@ -178,7 +196,7 @@ async def _run(config: NavigatorConfig, req: BatchRequest, jobs_file: Path, *, d
                 # only reached when the file changed since it was read
                 raise ModelError(f"{where} cannot serve: " + "; ".join(f"{m} ({p})" for m, p in problems.items()))
         handle = await _start(session, req)
-        stderr.print(f"batch [bold]{req.batch_id}[/bold]: {len(req.jobs)} jobs · ${req.total_budget_usd} · "
+        stderr.print(f"batch [bold]{req.batch_id}[/bold]: {len(req.jobs)} jobs · ${req.total_budget_usd:.4f} · "
                      f"{req.max_concurrency} at once")
         link = session.ui_link(req.batch_id)
         if link:
@@ -188,6 +206,7 @@ async def _run(config: NavigatorConfig, req: BatchRequest, jobs_file: Path, *, d
             return ExitCode.OK
         result = await _follow(handle)
         _print_result(result, json_out)
+        say_after(session)
         return ExitCode.OK if result.count(JobStatus.FAILED) == 0 else ExitCode.RUN_FAILED
 
 
@@ -211,13 +230,16 @@ def _print_result(result: BatchResult, json_out: bool) -> None:
     if json_out:
         print_json(result)
         return
-    table = Table(title=f"batch {result.batch_id}: ${result.spent_usd:.4f} of ${result.total_usd:.4f}")
-    for col in ("job", "status", "stop", "cost", "iters", "context"):
-        table.add_column(col)
+    # a line per job, then its context pack (or error) whole: a table at 80 columns cut the paths
+    stdout.print(f"batch {result.batch_id}: ${result.spent_usd:.4f} of ${result.total_usd:.4f}", markup=False)
     for o in result.outcomes:
-        table.add_row(o.name, o.status.value, o.stop_reason or "", f"${o.spent_micros / 1e6:.4f}",
-                      str(o.iterations), o.context_path or (o.error or "")[:80])
-    stdout.print(table)
+        head = [o.name, f"{o.kind}" if o.kind != "explore" else "", o.status.value, o.stop_reason or "",
+                f"${o.spent_micros / 1e6:.4f}", f"{o.iterations} iterations"]
+        stdout.print(" · ".join(part for part in head if part), markup=False, soft_wrap=True)
+        if o.context_path:
+            stdout.print(f"  {o.context_path}", markup=False, soft_wrap=True)
+        if o.error:
+            stdout.print(f"  error: {' '.join(o.error.split())}", markup=False, soft_wrap=True)
     if result.results_path:
         stdout.print(f"results: {result.results_path}", markup=False, soft_wrap=True)
 
@@ -245,21 +267,71 @@ async def _progress(config: NavigatorConfig, batch_id: str) -> BatchProgress:
 
 @batch_app.command("results")
 @handles_errors
-def results(ctx: typer.Context, batch_id: BatchIdArg, json_out: JsonOpt = False) -> None:
-    """The per-job results of a finished batch (cost, tokens, iterations, stop reason, context pack)."""
+def results(
+    ctx: typer.Context,
+    batch_id: BatchIdArg,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for a running batch to finish.", show_default="off")] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """The per-job results of a batch: cost, iterations, stop reason, context pack."""
     config = config_of(ctx)
-    _print_result(run_async(_results(config, batch_id)), json_out)
+    result = run_async(_results(config, batch_id, wait))
+    _print_result(result, json_out)
+    raise typer.Exit(int(ExitCode.OK if result.count(JobStatus.FAILED) == 0 else ExitCode.RUN_FAILED))
 
 
-async def _results(config: NavigatorConfig, batch_id: str) -> BatchResult:
+async def _results(config: NavigatorConfig, batch_id: str, wait: bool) -> BatchResult:
     async with open_session(config) as session:
         handle, desc = await describe_run(session.client, batch_id, result_type=BatchResult)
         if desc.status == WorkflowExecutionStatus.RUNNING:
-            raise CliError(f"batch {batch_id} is still running; see `navigator batch status {batch_id}`")
+            if not wait:
+                raise CliError(f"batch {batch_id} is still running; pass --wait, or see "
+                               f"`navigator batch status {batch_id}`")
+            return await _follow(handle)
         try:
             return await handle.result()
         except WorkflowFailureError as exc:
             raise RunFailedError(f"batch {batch_id} failed: {exc.cause or exc}") from None
+
+
+@batch_app.command("ls")
+@handles_errors
+def list_batches(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option("--limit", metavar="N", min=1, max=1000, help="At most this many batches.")] = 20,
+    json_out: JsonOpt = False,
+) -> None:
+    """List batches, newest first."""
+    config = config_of(ctx)
+    rows = run_async(_list_batches(config, limit))
+    if json_out:
+        print_json(rows)
+    elif not rows:
+        stdout.print("no batches")
+    else:
+        for row in rows:
+            jobs = f" · {row['jobs']} jobs" if row["jobs"] is not None else ""
+            started = (row["start_time"] or "")[:16].replace("T", " ")
+            stdout.print(f"{row['batch_id']} · {row['status']}{jobs} · {started}", markup=False, soft_wrap=True)
+
+
+async def _list_batches(config: NavigatorConfig, limit: int) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    async with open_session(config) as session:
+        async for entry in session.client.list_workflows(f"WorkflowType = '{BATCH_WORKFLOW}'", limit=limit):
+            try:
+                memo = await entry.memo()
+            except Exception:  # noqa: BLE001 - a memo we cannot decode just leaves the column empty
+                memo = {}
+            rows.append({
+                "batch_id": entry.id,
+                "run_id": entry.run_id,
+                "status": status_name(entry.status),
+                "jobs": memo.get("jobs") if isinstance(memo, dict) else None,
+                "start_time": entry.start_time.isoformat() if entry.start_time else None,
+                "close_time": entry.close_time.isoformat() if entry.close_time else None,
+            })
+    return rows
 
 
 @batch_app.command("stop")
@@ -267,8 +339,9 @@ async def _results(config: NavigatorConfig, batch_id: str) -> BatchResult:
 def stop(
     ctx: typer.Context,
     batch_id: BatchIdArg,
-    reason: Annotated[str, typer.Option("--reason", help="Why (shown in progress and results).")] = "stopped by user",
-    sender: Annotated[str, typer.Option("--sender", help="Who stops it.", envvar="USER")] = "cli",
+    reason: Annotated[str, typer.Option("--reason", metavar="TEXT", help="Why (shown in progress and results).")] = (
+        "stopped by user"),
+    sender: Annotated[str, typer.Option("--sender", metavar="NAME", help="Who stops it.", envvar="USER")] = "cli",
 ) -> None:
     """Start no more jobs; running explorations finalize their best map so far."""
     config = config_of(ctx)

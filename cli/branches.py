@@ -4,55 +4,40 @@ from __future__ import annotations
 
 import asyncio
 
-from rich.panel import Panel
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_navigator.cli.common import cancel_and_wait, print_json, stdout
 from durable_navigator.cli.config import NavigatorConfig
-from durable_navigator.cli.connect import open_session
+from durable_navigator.cli.connect import open_session, say_after, say_server
+from durable_navigator.cli.display import branches_panel, print_block
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, stderr
 from durable_navigator.cli.follow import follow_run
 from durable_navigator.navcore.branches import BranchExploreRequest, BranchExploreResult
-from durable_navigator.navcore.budget import format_usd
+from durable_navigator.navcore.report import run_details_markdown, run_summary
 from durable_navigator.navcore.requests import ExplorationRequest
 
-__all__ = ["BRANCHES_WORKFLOW_TYPE", "explore_branches", "branches_panel"]
+__all__ = ["BRANCHES_WORKFLOW_TYPE", "explore_branches"]
 
 #: the branch-and-compare workflow's registered type name (public API)
 BRANCHES_WORKFLOW_TYPE = "ExploreBranchesWorkflow"
 
 
-def branches_panel(result: BranchExploreResult, ui_link: str | None) -> Panel:
-    """Every branch's score and which one was kept."""
-    lines = [f"stop reason: [bold]{result.stop_reason.value}[/bold]"
-             + (f" ({result.stop_detail})" if result.stop_detail else "")
-             + f" · completed normally: {'yes' if result.completed_normally else 'no'}",
-             f"cost: ${result.cost_usd:.4f} of ${result.max_usd:.4f}"]
-    for b in result.scores:
-        c = next((c for c in result.children if c.workflow_id == b.workflow_id), None)
-        lines.append(f"{'[bold green]kept[/bold green] ' if b.kept else ''}{b.workflow_id} ({b.strategy}): "
-                     f"{b.covered} goal identifiers in {b.tokens} tokens → score {b.score}"
-                     + (f", {c.stop_reason}, {format_usd(c.cost_micros)} of a {format_usd(c.slice_micros)} slice"
-                        if c else ""))
-    if result.context_path:
-        lines.append(f"context: [bold green]{result.context_path}[/bold green]")
-    if ui_link:
-        lines.append(f"Web UI: {ui_link}")
-    return Panel("\n".join(lines), title=result.workflow_id, expand=False)
-
-
-async def explore_branches(config: NavigatorConfig, request: ExplorationRequest, branches: int, wid: str, *,
-                           detach: bool, json_out: bool) -> ExitCode:
-    """Start the branches run, follow it, print the kept pack and the scores."""
+async def explore_branches(config: NavigatorConfig, request: ExplorationRequest, branches: int, wid: str,
+                           settings: dict[str, str], *, detach: bool, json_out: bool) -> ExitCode:
+    """Start the branches run, follow it, print the kept pack and the scores (``settings``: the
+    exploration's settings for the run's static details)."""
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
-        if session.embedded is not None:
-            stderr.print(f"embedded Temporal started: gRPC {session.address} · Web UI {session.ui_base}")
+        say_server(session)
         try:
             handle = await session.client.start_workflow(
                 BRANCHES_WORKFLOW_TYPE, BranchExploreRequest(exploration=request, branches=branches), id=wid,
                 task_queue=session.task_queue, result_type=BranchExploreResult,
-                memo={"goal": request.goal, "repo": request.repo_path, "kind": "explore-branches"})
+                memo={"goal": request.goal, "repo": request.repo_path, "kind": "explore-branches"},
+                static_summary=run_summary(request.goal, request.repo_path, request.model,
+                                           verb=f"explore ({branches} branches)"),
+                static_details=run_details_markdown(request.goal, request.repo_path,
+                                                    {**settings, "Branches": str(branches)}))
         except WorkflowAlreadyStartedError:
             raise CliError(f"a run with id {wid} already exists; pick another --id") from None
         link = session.ui_link(wid)
@@ -77,5 +62,10 @@ async def explore_branches(config: NavigatorConfig, request: ExplorationRequest,
         if json_out:
             print_json({**result.model_dump(mode="json"), "ui_url": link})
         else:
-            stdout.print(branches_panel(result, link))
+            print_block(stdout, branches_panel(result))
+            if result.context_path:
+                stdout.print(f"context pack: {result.context_path}", markup=False, soft_wrap=True)
+            if link:
+                stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        say_after(session)
         return ExitCode.RUN_FAILED if result.stop_reason.value == "failed" else ExitCode.OK

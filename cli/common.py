@@ -6,15 +6,16 @@ import asyncio
 import json
 import logging
 from collections.abc import Coroutine
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 from pydantic import BaseModel
-from rich.console import Console
+
+from durable_navigator.cli.consoles import stdout
 
 from durable_navigator.cli.config import NavigatorConfig, load_config
+from durable_navigator.cli.options import GlobalOptions
 from durable_navigator.workers.logging import configure_logging
 
 __all__ = [
@@ -31,21 +32,12 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: stdout console: human output; --json output bypasses rich entirely
-stdout = Console(highlight=False, soft_wrap=True)
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON to stdout.")]
-WorkflowIdArg = Annotated[str, typer.Argument(help="Workflow id of the run (printed by `explore`, listed by `ls`).")]
-
-
-@dataclass
-class GlobalOptions:
-    """Options of the root callback, kept on ``ctx.obj``."""
-
-    config_path: Path | None = None
-    log_json: bool | None = None
-    log_level: str | None = None
-    _config: NavigatorConfig | None = None
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON to stdout.", show_default="off")]
+WorkflowIdArg = Annotated[
+    str, typer.Argument(metavar="WORKFLOW_ID", help="Workflow id of the run (printed by `explore`, listed by `ls`).",
+                        show_default=False)
+]
 
 
 def config_of(ctx: typer.Context) -> NavigatorConfig:

@@ -68,6 +68,7 @@ ENV_VARS: dict[str, str] = {
     "NAVIGATOR_LOG_LEVEL": "log.level",
     "NAVIGATOR_FIRST_CHUNK_TIMEOUT_S": "stream.first_chunk_timeout_s",
     "NAVIGATOR_INTER_CHUNK_TIMEOUT_S": "stream.inter_chunk_timeout_s",
+    "NAVIGATOR_IDLE_TIMEOUT_S": "embedded.idle_timeout_s",
 }
 #: credentials: read from the environment only, never printed
 SECRET_ENV_VARS: tuple[str, ...] = ("TEMPORAL_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY",
@@ -121,6 +122,10 @@ class EmbeddedSettings(_Section):
     port: int = Field(7233, gt=0, lt=65536)
     ui_port: int = Field(8233, gt=0, lt=65536)
     db_filename: Path = Field(default_factory=default_db_path)
+    #: the server ``explore`` starts keeps running in the background (so printed links keep
+    #: working) until this long without a worker polling or a navigator command; 0: it stops
+    #: with the command that started it
+    idle_timeout_s: float = Field(1800.0, ge=0, le=7 * 24 * 3600)
 
 
 class RunDefaults(_Section):

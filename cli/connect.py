@@ -1,23 +1,32 @@
-"""Reaching Temporal from the CLI: a configured cluster, a local server, or the embedded one.
+"""Reaching Temporal from the CLI: a configured cluster, a server this tool started, or a new one.
 
 Resolution order (the README documents it):
 
 1. ``TEMPORAL_ADDRESS`` / ``temporal.address`` set → connect there (TLS
    cert/key and ``TEMPORAL_API_KEY`` for Temporal Cloud); no in-process worker
    unless asked, the team's workers serve the task queue.
-2. otherwise something listens on the embedded address (default
-   ``127.0.0.1:7233``, e.g. ``navigator server``) → connect to it;
-3. otherwise, when the command allows it (``explore``), start the embedded dev
-   server for the duration of the command.
+2. otherwise a server this tool started for the configured database — ``navigator
+   server`` in another terminal, or the background server an earlier ``explore``
+   started (:mod:`workers.servers` records them) — whatever its ports;
+3. otherwise something of this user listens on the embedded address (default
+   ``127.0.0.1:7233``, e.g. ``temporal server start-dev``) → connect to it; a
+   listener of *another* user is never used;
+4. otherwise, when the command allows it (``explore``, ``batch run``), start the
+   embedded server: in the background (:mod:`workers.background`, it outlives the
+   command so the printed links keep working, and stops after
+   ``embedded.idle_timeout_s`` idle), or for the duration of the command when that
+   timeout is 0. When the configured ports are taken by someone else, free ports
+   are used.
 
-``explore`` also runs an in-process worker in cases 2 and 3 so a newcomer
-needs nothing else running.
+``explore`` also runs an in-process worker in cases 2-4 so a newcomer needs
+nothing else running.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -26,26 +35,42 @@ from typing import Any
 from temporalio.client import Client, TLSConfig
 
 from durable_navigator.cli.config import NavigatorConfig
-from durable_navigator.cli.errors import TemporalUnreachableError
+from durable_navigator.cli.errors import TemporalUnreachableError, stderr
+from durable_navigator.workers.background import BackgroundOptions, start_background
 from durable_navigator.workers.devserver import (
     DevServer,
     DevServerConfig,
     default_state_dir,
+    free_port,
     port_in_use,
     workflow_ui_url,
 )
 from durable_navigator.workers.logging import get_logger
+from durable_navigator.workers.servers import (
+    ServerRecord,
+    find_record,
+    port_owner_uid,
+    record_for_address,
+    touch,
+)
 
 __all__ = [
     "TemporalSession",
+    "LocalServer",
     "connect_client",
     "open_session",
+    "local_server",
     "ui_base_for",
+    "idle_note",
+    "say_server",
+    "say_after",
     "CONNECT_TIMEOUT",
 ]
 
 #: how long a CLI command waits for the frontend before reporting exit code 3
 CONNECT_TIMEOUT = timedelta(seconds=10)
+#: how long "does something listen on the embedded port?" waits for a connection
+PORT_CHECK_TIMEOUT_S = 3.0
 _CLOUD_SUFFIX = ".tmprl.cloud"
 _CLOUD_UI = "https://cloud.temporal.io"
 
@@ -63,6 +88,10 @@ class TemporalSession:
     embedded: DevServer | None = None
     #: an in-process worker serves the task queue for this command
     in_process_worker: bool = False
+    #: the recorded server in use (``navigator server`` or the background one), if any
+    server: ServerRecord | None = None
+    #: this command started ``server`` in the background (it outlives the command)
+    started_background: bool = False
 
     @property
     def namespace(self) -> str:
@@ -81,16 +110,64 @@ class TemporalSession:
         return workflow_ui_url(self.ui_base, self.namespace, workflow_id)
 
 
+@dataclass(frozen=True)
+class LocalServer:
+    """A server on this machine found for the configuration (cases 2 and 3)."""
+
+    address: str
+    ui_base: str | None
+    record: ServerRecord | None = None
+
+
+def _foreign(ip: str, port: int) -> int | None:
+    """The uid of another user listening on ``ip:port``, else ``None``."""
+    owner = port_owner_uid(ip, port)
+    return owner if owner is not None and owner != os.getuid() else None
+
+
+def local_server(config: NavigatorConfig) -> LocalServer | None:
+    """The server this configuration uses when no address is configured, if one runs."""
+    emb = config.embedded
+    record = find_record(emb.db_filename)
+    if record is not None:
+        touch(record)  # a use: the background server's idle timeout starts again
+        return LocalServer(record.grpc, record.ui, record)
+    # a generous connect timeout: on a loaded machine a short one misses a live server
+    if port_in_use(emb.ip, emb.port, timeout_s=PORT_CHECK_TIMEOUT_S) and _foreign(emb.ip, emb.port) is None:
+        return LocalServer(f"{emb.ip}:{emb.port}", f"http://{emb.ip}:{emb.ui_port}")
+    return None
+
+
 def ui_base_for(config: NavigatorConfig) -> str | None:
-    """Where the Web UI of the configured server lives, if we can tell."""
+    """Where the Web UI of the server this configuration uses lives, if we can tell."""
     if config.temporal.ui_url:
         return config.temporal.ui_url
     address = config.temporal.address
     if address is None:
+        found = local_server(config)
+        if found is not None:
+            return found.ui_base
         return f"http://{config.embedded.ip}:{config.embedded.ui_port}"
+    record = record_for_address(address)
+    if record is not None:
+        return record.ui
     if address.split(":")[0].endswith(_CLOUD_SUFFIX):
         return _CLOUD_UI
     return None
+
+
+def idle_note(record: ServerRecord) -> str:
+    """What happens to a background server: how long it lives and how to stop it."""
+    return (f"it stops after {duration_text(record.idle_timeout_s or 0)} with no worker and no navigator command "
+            "(`navigator server stop` stops it now)")
+
+
+def duration_text(seconds: float) -> str:
+    """``25 s``, ``5 min``, ``1 h 30 min``: how a person says an idle timeout."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h" + (f" {minutes % 60} min" if minutes % 60 else "")
 
 
 def _data_converter() -> Any:
@@ -131,9 +208,29 @@ async def connect_client(config: NavigatorConfig, address: str | None = None) ->
 
 
 def _embedded_config(config: NavigatorConfig) -> DevServerConfig:
+    """The embedded server's settings; a port another user listens on is swapped for a free one.
+
+    Only a listener *known* to be someone else's is avoided (``/proc/net``): a port that is
+    merely busy (ours, starting up) keeps its number, and the start reports it in use.
+    """
     emb = config.embedded
-    return DevServerConfig(
-        ip=emb.ip, port=emb.port, ui_port=emb.ui_port, db_filename=emb.db_filename
+    port = free_port(emb.ip) if _foreign(emb.ip, emb.port) is not None else emb.port
+    ui_port = free_port(emb.ip) if _foreign(emb.ip, emb.ui_port) is not None else emb.ui_port
+    return DevServerConfig(ip=emb.ip, port=port, ui_port=ui_port, db_filename=emb.db_filename)
+
+
+def _unreachable(config: NavigatorConfig) -> TemporalUnreachableError:
+    emb = config.embedded
+    address = f"{emb.ip}:{emb.port}"
+    owner = _foreign(emb.ip, emb.port)
+    if owner is not None:
+        return TemporalUnreachableError(
+            f"{address} is another user's server (uid {owner}) and no navigator server of yours serves "
+            f"{emb.db_filename}; start one with `navigator server --port N` (or set TEMPORAL_ADDRESS)"
+        )
+    return TemporalUnreachableError(
+        f"no navigator server runs for {emb.db_filename} and nothing listens on {address} (TEMPORAL_ADDRESS is "
+        "not set); `navigator explore` starts one, or run `navigator server` (or set TEMPORAL_ADDRESS) and retry"
     )
 
 
@@ -150,27 +247,36 @@ async def open_session(
     points at a configured cluster.
     """
     server: DevServer | None = None
-    ui_base = ui_base_for(config)
+    record: ServerRecord | None = None
+    started_background = False
     if config.temporal.address is None:
-        address = f"{config.embedded.ip}:{config.embedded.port}"
-        if not port_in_use(config.embedded.ip, config.embedded.port):
-            if not allow_embedded:
-                raise TemporalUnreachableError(
-                    f"nothing listens on {address} and TEMPORAL_ADDRESS is not set; start "
-                    "`navigator server` (or set TEMPORAL_ADDRESS) and retry"
-                )
-            server = DevServer(
-                _embedded_config(config), log_path=default_state_dir() / "temporal-server.log"
-            )
+        found = local_server(config)
+        if found is not None:
+            address, ui_base, record = found.address, found.ui_base, found.record
+        elif not allow_embedded:
+            raise _unreachable(config)
+        elif config.embedded.idle_timeout_s > 0:
+            options = BackgroundOptions(server=_embedded_config(config), task_queue=config.temporal.task_queue,
+                                        idle_timeout_s=config.embedded.idle_timeout_s,
+                                        state_dir=default_state_dir())
+            log.info("starting the background Temporal server", address=options.server.address)
+            record = await asyncio.to_thread(start_background, options)
+            address, ui_base, started_background = record.grpc, record.ui, True
+        else:
+            dev_config = _embedded_config(config)
+            server = DevServer(dev_config, log_path=default_state_dir() / "temporal-server.log")
+            address, ui_base = dev_config.address, dev_config.ui_url
             log.info("starting embedded Temporal", address=address, db=str(config.embedded.db_filename))
             server.start()
     else:
         address = config.temporal.address
+        ui_base = ui_base_for(config)
     try:
         if server is not None:
             await server.wait_ready()
         client = await connect_client(config, address)
-        session = TemporalSession(client, config, address, ui_base, embedded=server)
+        session = TemporalSession(client, config, address, ui_base, embedded=server, server=record,
+                                  started_background=started_background)
         run_worker = in_process_worker if in_process_worker is not None else config.temporal.address is None
         if run_worker:
             async with _in_process_worker(session):
@@ -181,18 +287,54 @@ async def open_session(
         if server is not None:
             # give the server its own time; Ctrl-C during shutdown must not orphan it
             await asyncio.to_thread(server.stop)
+        if record is not None:
+            touch(record)  # the idle timeout counts from the end of this command
 
 
 @contextlib.asynccontextmanager
 async def _in_process_worker(session: TemporalSession) -> AsyncIterator[None]:
+    """Run a worker for the duration of the block, in a task of its own.
+
+    Not ``async with worker``: on a fatal worker error (the server went away) the SDK's
+    context manager cancels the *command's* task, which then dies with a bare
+    ``CancelledError`` instead of saying what happened. Run as its own task, the worker
+    fails alone; the command reports the lost server itself (exit code 3).
+    """
     from durable_navigator.workers.worker import build_worker
 
     config = session.config
     worker = build_worker(session.client, task_queue=session.task_queue, endpoints=config.endpoints,
                           pricing_file=config.pricing_file)
-    async with worker:
-        session.in_process_worker = True
-        try:
-            yield
-        finally:
-            session.in_process_worker = False
+    running = asyncio.create_task(worker.run())
+    session.in_process_worker = True
+    try:
+        yield
+    finally:
+        session.in_process_worker = False
+        if not running.done():
+            await worker.shutdown()
+        await asyncio.wait([running])
+        if not running.cancelled() and running.exception() is not None:
+            log.info("the in-process worker stopped with an error", error=str(running.exception())[:300])
+
+
+def say_server(session: TemporalSession) -> None:
+    """Which server this run uses, when this command started it (and what becomes of it)."""
+    if session.started_background and session.server is not None:
+        record = session.server
+        stderr.print(f"started a background Temporal server: gRPC {record.grpc} · Web UI {record.ui} "
+                     f"(pid {record.pid})", markup=False)
+        stderr.print(f"  it keeps running after this command, so the Web UI link keeps working; "
+                     f"{idle_note(record)}", markup=False)
+    elif session.embedded is not None:
+        stderr.print(f"embedded Temporal started: gRPC {session.address} · Web UI {session.ui_base} (it stops with "
+                     "this command: embedded.idle_timeout_s is 0)", markup=False)
+
+
+def say_after(session: TemporalSession) -> None:
+    """What happens to the server and the link once this command ends."""
+    if session.embedded is not None:
+        stderr.print("the embedded server stops now; its history is kept — `navigator server` shows it again")
+    elif session.server is not None and session.server.mode == "background":
+        stderr.print(f"the Web UI link works while the background server runs: {idle_note(session.server)}",
+                     markup=False)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from enum import IntEnum
 from typing import ParamSpec, TypeVar
 
 import typer
-from rich.console import Console
 
+from durable_navigator.cli.consoles import stderr
+from durable_navigator.cli.exitcodes import EXIT_CODE_DOC, ExitCode
 from durable_navigator.navtypes.errors import NavigatorError
 
 __all__ = [
@@ -33,25 +33,6 @@ __all__ = [
 P = ParamSpec("P")
 R = TypeVar("R")
 
-#: stderr console for errors and progress; stdout stays clean for --json
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
-
-
-class ExitCode(IntEnum):
-    """Documented exit codes of ``navigator`` (README, ``navigator --help``)."""
-
-    OK = 0
-    RUN_FAILED = 1  #: the run failed, was terminated, or stopped abnormally (approval timeout)
-    BAD_INPUT = 2  #: bad arguments, configuration, repository, model or budget
-    TEMPORAL_UNREACHABLE = 3  #: no Temporal server (or no worker answering) at the address
-    NOT_FOUND = 4  #: no such workflow, or it is closed and cannot take the signal
-    INTERRUPTED = 130  #: Ctrl-C
-
-
-EXIT_CODE_DOC = (
-    "Exit codes: 0 ok · 1 run failed or stopped abnormally · 2 bad input/usage · "
-    "3 cannot reach Temporal (or no worker) · 4 run not found / already closed · 130 interrupted."
-)
 
 
 class CliError(NavigatorError):

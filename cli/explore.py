@@ -19,8 +19,9 @@ from durable_navigator.activities.pricing_loader import load_pricing_table
 from durable_navigator.cli.branches import explore_branches
 from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
-from durable_navigator.cli.connect import TemporalSession, open_session
-from durable_navigator.cli.display import result_panel
+from durable_navigator.cli.connect import TemporalSession, open_session, say_after, say_server
+from durable_navigator.cli.display import plan_text, print_block, result_panel
+from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
 from durable_navigator.cli.follow import follow_run
 from durable_navigator.cli.handles import WORKFLOW_TYPE, query_run
@@ -29,16 +30,16 @@ from durable_navigator.cli.reads import exit_code_for_result
 from durable_navigator.navtypes.errors import BudgetError, ModelError, RepoError
 from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
 from durable_navigator.navcore.messages import QUERY_STATUS
-from durable_navigator.navcore.report import TurnReport
+from durable_navigator.navcore.report import TurnReport, run_details_markdown, run_summary
 from durable_navigator.navcore.guardrails import RunProfile
 from durable_navigator.navcore.model import StreamGuard
 from durable_navigator.navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult, ModelCallConfig
 from durable_navigator.navcore.state import ExecutionMode
 
 __all__ = ["explore_app", "build_request", "new_workflow_id", "validate_model", "refuse_unservable",
-           "check_token_budget"]
+           "check_token_budget", "say_server", "say_after", "request_settings"]
 
-explore_app = typer.Typer(help="Run explorations.")
+explore_app = command_group(help="Run explorations.")
 
 #: workflow ids: ``nav-<repo name>-<8 hex>``; the slug keeps ids readable in the Web UI
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -152,54 +153,87 @@ def build_request(
 
 
 InteractiveOpt = Annotated[
-    bool, typer.Option("--interactive", "-i", help="Approve / reject / edit / stop each turn.")
+    bool, typer.Option("--interactive", "-i", help="Approve / reject / edit / stop each turn.", show_default="off")
 ]
-BudgetOpt = Annotated[str | None, typer.Option("--budget-usd", help="USD limit of the run (default from config).")]
+BudgetOpt = Annotated[
+    str | None,
+    typer.Option("--budget-usd", metavar="USD", help="USD limit of the run.",
+                 show_default="defaults.budget_usd in navigator.yaml: 1.0"),
+]
 ModelOpt = Annotated[
-    str | None, typer.Option("--model", help="offline | scripted:<file> | gemini-* | <endpoint>:<model> (openai:, "
-                             "ollama:, openrouter:, or an endpoint of navigator.yaml).", envvar="NAVIGATOR_MODEL")
+    str | None,
+    typer.Option("--model", metavar="MODEL", help="offline | scripted:<file> | gemini-* | <endpoint>:<model> (openai:, "
+                 "ollama:, openrouter:, or an endpoint of navigator.yaml).",
+                 envvar="NAVIGATOR_MODEL", show_default="model in navigator.yaml: offline"),
 ]
-DetachOpt = Annotated[bool, typer.Option("--detach", help="Start the run on a running server and return at once.")]
+DetachOpt = Annotated[
+    bool, typer.Option("--detach", help="Start the run on a running server and return at once (a worker must serve "
+                       "it: `navigator worker`).", show_default="off: follow it here")
+]
 
 
 @explore_app.command()
 @handles_errors
 def explore(
     ctx: typer.Context,
-    repo: Annotated[Path, typer.Argument(help="Repository to explore.")],
-    goal: Annotated[str, typer.Argument(help="What the context window is for.")],
+    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Repository to explore.", show_default=False)],
+    goal: Annotated[str, typer.Argument(metavar="GOAL", help="What the context window is for.", show_default=False)],
     interactive: InteractiveOpt = False,
     budget_usd: BudgetOpt = None,
     tokens: Annotated[
         int | None,
-        typer.Option("--tokens", help=f"Token budget of the context map (at least {MIN_TOKEN_BUDGET}: the map's "
-                     "header alone needs that many)."),
+        typer.Option("--tokens", metavar="N", help=f"Token budget of the context map (at least {MIN_TOKEN_BUDGET}: "
+                     "the map's header alone needs that many).",
+                     show_default="defaults.token_budget in navigator.yaml: 8192"),
     ] = None,
     model: ModelOpt = None,
-    max_iterations: Annotated[int | None, typer.Option("--max-iterations", min=1, help="Iteration cap.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default ./navigator-out).")] = None,
+    max_iterations: Annotated[
+        int | None,
+        typer.Option("--max-iterations", metavar="N", min=1, help="Iteration cap.",
+                     show_default="defaults.max_iterations in navigator.yaml: 12"),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="DIR", help="Output folder; the run writes DIR/<workflow id>/context.md.",
+                     show_default="defaults.out_dir in navigator.yaml: ./navigator-out"),
+    ] = None,
     detach: DetachOpt = False,
     profile: Annotated[
         Path | None,
-        typer.Option("--profile", help="Run-profile YAML: guardrails (loop / stall detection, goal anchoring, caps)."),
+        typer.Option("--profile", metavar="FILE", help="Run-profile YAML: guardrails (loop / stall detection, goal "
+                     "anchoring, caps); see examples/run-profile.yaml.", show_default="the built-in guardrails"),
     ] = None,
     planning: Annotated[
         str,
         typer.Option(
-            "--planning",
-            help="Planning phase: auto (default: analyze → \\[review] → a plan of stages with success criteria, "
-            "or one direct stage for a simple goal) | direct (one stage) | off (no stages: the open-ended loop).",
+            "--planning", metavar="auto|direct|off",
+            help="Planning phase. auto: analyze the goal, optionally review, then a plan of stages with success "
+            "criteria (one direct stage for a simple goal); direct: one stage; off: no stages, the open-ended loop.",
         ),
     ] = "auto",
     review: Annotated[
-        bool, typer.Option("--review", help="Critic / pragmatist / detailer review of the plan when the analysis asks.")
+        bool, typer.Option("--review", help="Critic / pragmatist / detailer review of the plan when the analysis asks.",
+                           show_default="off")
     ] = False,
-    workflow_id: Annotated[str | None, typer.Option("--id", help="Workflow id (default nav-<repo>-<random>).")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result (or the started id) as JSON.")] = False,
-    branches: Annotated[int, typer.Option("--branches", min=1, max=4, help="Branch-and-compare: N explorations with "
-                                          "different planning strategies in parallel, the best-scoring pack kept.")] = 1,
+    workflow_id: Annotated[
+        str | None, typer.Option("--id", metavar="ID", help="Workflow id.", show_default="nav-<repo>-<random>")
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the result (or the started id) as JSON.", show_default="off")
+    ] = False,
+    branches: Annotated[
+        int, typer.Option("--branches", metavar="N", min=1, max=4, help="Branch-and-compare: N explorations with "
+                          "different planning strategies in parallel, the best-scoring pack kept.",
+                          show_default="1: one exploration")
+    ] = 1,
 ) -> None:
-    """Explore REPO for GOAL; prints the Web UI link and where context.md was written."""
+    """Explore REPO for GOAL and write the context pack.
+
+    Prints the run's Web UI link, follows it (live progress; with --interactive each
+    turn asks for a verdict) and writes <out>/<workflow id>/context.md and report.json.
+    Without a configured server it starts one in the background, which outlives this
+    command so the link keeps working (see `navigator server status`).
+    """
     config = config_of(ctx)
     request = build_request(
         repo, goal, config=config, interactive=interactive, budget_usd=budget_usd, tokens=tokens,
@@ -219,10 +253,27 @@ def explore(
     if branches > 1:
         if interactive:
             raise CliError("--branches runs its explorations autonomously; drop --interactive or --branches")
-        code = run_async(explore_branches(config, request, branches, wid, detach=detach, json_out=json_out))
+        code = run_async(explore_branches(config, request, branches, wid, request_settings(request), detach=detach,
+                                          json_out=json_out))
         raise typer.Exit(int(code))
     code = run_async(_explore(config, request, wid, detach=detach, json_out=json_out))
     raise typer.Exit(int(code))
+
+
+def request_settings(request: ExplorationRequest) -> dict[str, str]:
+    """The settings a run started with, for its static details in the Web UI."""
+    settings = {
+        "Model": request.model,
+        "Mode": request.mode.value,
+        "Budget": f"${request.budget_usd:.4f}",
+        "Map budget": f"{request.token_budget} tokens",
+        "Max iterations": str(request.max_iterations),
+        "Planning": request.planning + (" with review" if request.review else ""),
+        "Output": f"{request.out_dir}/<workflow id>/context.md",
+    }
+    if request.profile is not None:
+        settings["Run profile"] = "given (guardrails of the profile)"
+    return settings
 
 
 async def _start(session: TemporalSession, request: ExplorationRequest, wid: str) -> WorkflowHandle:
@@ -236,18 +287,23 @@ async def _start(session: TemporalSession, request: ExplorationRequest, wid: str
             task_queue=session.task_queue,
             result_type=ExplorationResult,
             memo={"goal": request.goal, "repo": request.repo_path},
+            static_summary=run_summary(request.goal, request.repo_path, request.model),
+            static_details=run_details_markdown(request.goal, request.repo_path, request_settings(request)),
         )
     except WorkflowAlreadyStartedError:
         raise CliError(f"a run with id {wid} already exists; pick another --id") from None
+    except RPCError as exc:
+        raise TemporalUnreachableError(
+            f"lost Temporal at {session.address} before {wid} started ({exc.message[:120]}); nothing was started: "
+            "retry when the server is back"
+        ) from None
 
 
 async def _explore(
     config: NavigatorConfig, request: ExplorationRequest, wid: str, *, detach: bool, json_out: bool
 ) -> ExitCode:
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
-        if session.embedded is not None:
-            stderr.print(f"embedded Temporal started: gRPC {session.address} · Web UI {session.ui_base} "
-                         "(it stops with this command; `navigator server` keeps one running)")
+        say_server(session)
         if not session.in_process_worker:
             problems = await problems_on_workers(session, request.models())
             for name in request.models():
@@ -258,6 +314,9 @@ async def _explore(
         stderr.print(f"started [bold]{wid}[/bold] ({request.model}, {request.mode.value}, {worker})")
         if link:
             stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        else:
+            stderr.print(f"Web UI: unknown for {session.address}; set TEMPORAL_UI_URL (or temporal.ui_url) to get "
+                         "links", markup=False, soft_wrap=True)
         if detach:
             if json_out:
                 print_json({"workflow_id": wid, "ui_url": link, "task_queue": session.task_queue})
@@ -275,11 +334,12 @@ async def _explore(
             print_json({**result.model_dump(mode="json"), "ui_url": link})
         else:
             await _print_stage_plan(handle)
-            stdout.print(result_panel(result, link))
+            print_block(stdout, result_panel(result))
             if result.context_path:
                 stdout.print(f"context written to {result.context_path}", markup=False, soft_wrap=True)
-        if session.embedded is not None:
-            stderr.print("the embedded server stops now; its history is kept — `navigator server` shows it again")
+            if link:
+                stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        say_after(session)
         return exit_code_for_result(result)
 
 
@@ -293,9 +353,12 @@ async def _follow_to_result(
         await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE, closed=closed)
     except asyncio.CancelledError:
         # Ctrl-C: the run itself is durable; say how to pick it up again
-        where = "the embedded server's database" if session.embedded else session.address
-        stderr.print(f"stopped following {wid}; the run is kept in {where}. Resume with "
-                     f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
+        if session.embedded is not None:
+            stderr.print(f"stopped following {wid}; the run is kept in the embedded server's database. Resume with "
+                         f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
+        else:
+            stderr.print(f"stopped following {wid}; the run is kept on {session.address} and waits for a worker: "
+                         f"`navigator worker` finishes it, `navigator status {wid}` shows it.")
         raise
     try:
         return await closed
@@ -319,4 +382,4 @@ async def _print_stage_plan(handle: WorkflowHandle) -> None:
         stderr.print(f"(stage plan not shown: {exc}; see context.md)", markup=False)
         return
     if report.stage_plan:
-        stdout.print(report.stage_plan.replace(" ← current", "").replace("### ", ""), markup=False, soft_wrap=True)
+        stdout.print(plan_text(report.stage_plan, current=False), markup=False, soft_wrap=True)

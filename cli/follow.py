@@ -4,15 +4,19 @@ Progress comes from polling the ``get_status`` query (the workflow's
 ``TurnReport``). In interactive mode, each turn waiting for a verdict is shown
 with its proposed flight-plan diff, and the user answers approve / reject
 (with feedback) / edit / stop; a run parked on its budget asks raise /
-finalize / abort. Verdicts carry the turn number, so answering twice (here
-and from another terminal) is harmless: the workflow ignores stale ones.
+finalize / abort. Verdicts carry the turn number and go through the ``submit_verdict`` update:
+when another terminal answered first, the run refuses this one and the
+terminal says so. While the scan indexes a large repository, a progress bar
+shows files per second (the scan activity's heartbeat details).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
+from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -20,30 +24,31 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 from rich.live import Live
+from temporalio.service import RPCError
 
 from durable_navigator.cli.common import cancel_and_wait
 from durable_navigator.cli.connect import TemporalSession
-from durable_navigator.cli.display import progress_line, turn_panel
+from durable_navigator.cli.display import plan_text, print_block, progress_line, turn_panel
 from durable_navigator.cli.errors import CliError, TemporalUnreachableError, stderr
-from durable_navigator.cli.handles import query_run, signal_run, update_run
-from durable_navigator.cli.signals import default_sender
+from durable_navigator.cli.handles import query_run, signal_run, update_run, with_full_reasoning
+from durable_navigator.cli.progress import IndexProgressBar
+from durable_navigator.cli.signals import default_sender, send_verdict
+from durable_navigator.navcore.activity_io import IndexProgress
+from durable_navigator.navtypes.errors import validation_lines
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
 from durable_navigator.navcore.messages import (
     QUERY_STATUS,
-    SIGNAL_APPROVE,
     SIGNAL_RAISE_BUDGET,
-    SIGNAL_REJECT,
     SIGNAL_STOP,
     UPDATE_EDIT_FLIGHT_PLAN,
-    ApproveInput,
     EditFlightPlanInput,
     RaiseBudgetInput,
-    RejectInput,
     StopInput,
+    VerdictInput,
 )
 from durable_navigator.navcore.report import TurnReport
 
-__all__ = ["follow_run", "POLL_INTERVAL_S", "VERDICT_PROMPT", "BUDGET_PROMPT"]
+__all__ = ["follow_run", "scan_progress", "update_problems", "POLL_INTERVAL_S", "VERDICT_PROMPT", "BUDGET_PROMPT"]
 
 POLL_INTERVAL_S = 0.5
 #: a progress poll that no worker answers within this long triggers the "waiting for a worker" note
@@ -52,6 +57,8 @@ FOLLOW_QUERY_TIMEOUT = timedelta(seconds=5)
 MAX_QUERY_FAILURES = 40
 VERDICT_PROMPT = "[a]pprove  [r]eject  [e]dit  [s]top > "
 BUDGET_PROMPT = "budget exhausted: [r]aise  [f]inalize  [a]bort > "
+#: the activity whose heartbeat details carry the indexing progress
+SCAN_ACTIVITY = "navigator.scan"
 EDIT_HELP = (
     "Flight-plan update as one line of YAML, e.g. "
     "{set_rules: [{glob: 'src/**', level: 4}], add_focus_paths: [{glob: src/budget}]}"
@@ -112,10 +119,40 @@ async def _wait_closed(handle: Any) -> None:
         return
 
 
+#: what changes on a research plan's lines as its steps run: status, turn and finding counts, phase
+_STEP_PROGRESS = re.compile(r"\[\w+\] (?=r\d+:)| \(\d+ turns?, \d+ findings?\)| · phase \w+")
+
+
 def plan_stage_lines(markdown: str) -> tuple[str, ...]:
     """The heading and stage lines of a stage-plan markdown, without the "current" marker."""
-    lines = [ln.replace(" ← current", "") for ln in markdown.splitlines()]
-    return tuple(ln.replace("### ", "") for ln in lines if ln.startswith("### ") or ln[:1].isdigit())
+    kept = (line for line in markdown.splitlines() if line.startswith("### ") or line[:1].isdigit())
+    return tuple(plan_text(line, current=False) for line in kept)
+
+
+async def scan_progress(session: TemporalSession, handle: Any) -> IndexProgress | None:
+    """The indexing progress the run's pending scan activity heartbeats, if any."""
+    try:
+        desc = await handle.describe()
+    except RPCError:
+        return None  # display only; the next poll tries again
+    for pending in desc.raw_description.pending_activities:
+        if pending.activity_type.name != SCAN_ACTIVITY or not pending.heartbeat_details.payloads:
+            continue
+        try:
+            values = await session.client.data_converter.decode(pending.heartbeat_details.payloads, [IndexProgress])
+        except Exception:  # noqa: BLE001 - details of another shape (an older worker): no bar, not an error
+            return None
+        return values[0] if values and isinstance(values[0], IndexProgress) else None
+    return None
+
+
+def update_problems(exc: Exception) -> str:
+    """A flight-plan update's problems, each naming its field: ``set_rules.0.level: …``."""
+    if isinstance(exc, ValidationError):
+        return "; ".join(validation_lines(exc))
+    mark = getattr(exc, "problem_mark", None)
+    where = f" (column {mark.column + 1})" if mark is not None else ""
+    return f"not valid YAML{where}: {getattr(exc, 'problem', None) or str(exc).splitlines()[0]}"
 
 
 class _Follower:
@@ -131,8 +168,13 @@ class _Follower:
         self.last_step: int | None = None
         self.reader = _LineReader()
         self.plan_key: tuple[str, ...] = ()
+        self.indexing: IndexProgressBar | None = None
 
-    def show(self, report: TurnReport) -> None:
+    async def show(self, report: TurnReport) -> None:
+        if report.status == "scanning":
+            await self.show_indexing()
+            return
+        self.end_indexing()
         self.show_plan(report)
         if self.live is not None:
             if not self.live.is_started:
@@ -142,18 +184,36 @@ class _Follower:
             stderr.print(progress_line(report))
         self.last_step = report.step
 
+    async def show_indexing(self) -> None:
+        """A bar with files/s while the scan indexes a large repository (heartbeat details)."""
+        progress = await scan_progress(self.session, self.handle)
+        if progress is None or progress.total == 0:
+            return
+        if self.indexing is None:
+            self.pause()
+            self.indexing = IndexProgressBar(stderr)
+        self.indexing.update(progress.done, progress.total, progress.files_per_s)
+
+    def end_indexing(self) -> None:
+        if self.indexing is not None:
+            self.indexing.close()
+            self.indexing = None
+
     def show_plan(self, report: TurnReport) -> None:
         """Print the stage plan when it appears or its stages change (not on every criteria tick)."""
         if not report.stage_plan:
             return
-        key = plan_stage_lines(report.stage_plan)
+        lines = plan_stage_lines(report.stage_plan)
+        # a research plan's lines carry each step's status and counts: print it again when its
+        # steps change, not on every turn (the progress line shows the turns)
+        key = tuple(_STEP_PROGRESS.sub("", line) for line in lines)
         if key == self.plan_key:
             return
         self.plan_key = key
         self.pause()
         if report.planning_fallback:
             stderr.print(f"planning fallback: {report.planning_fallback}", markup=False)
-        stderr.print("\n".join(key), markup=False, soft_wrap=True)
+        stderr.print("\n".join(lines), markup=False, soft_wrap=True)
 
     def pause(self) -> None:
         if self.live is not None and self.live.is_started:
@@ -161,6 +221,17 @@ class _Follower:
 
     async def signal(self, name: str, payload: Any) -> None:
         await signal_run(self.session.client, self.handle.id, name, payload)
+
+    async def submit(self, verdict: VerdictInput) -> bool:
+        """Send a verdict; False (and why) when the run refused it, e.g. another terminal answered first."""
+        try:
+            outcome = await send_verdict(self.session.client, self.handle.id, verdict)
+        except CliError as exc:
+            if isinstance(exc, TemporalUnreachableError):
+                raise
+            stderr.print(str(exc), markup=False)
+            return False
+        return outcome.applied
 
     async def verdict(self, report: TurnReport) -> None:
         turn, kind = report.awaiting_turn, report.awaiting_kind or "turn"
@@ -172,19 +243,20 @@ class _Follower:
             what = f"research plan (round {turn})" if kind == "plan" else f"the findings of step {turn}"
         else:
             what = "stage plan" if kind == "plan" else f"turn {turn}"
-        stderr.print(turn_panel(report, title=f"{what} · awaiting your verdict"))
+        print_block(stderr, turn_panel(with_full_reasoning(report), title=f"{what} · awaiting your verdict"))
         sender = default_sender()
         while True:
             answer = (await _ask(self.reader, VERDICT_PROMPT)).lower()[:1]
             if answer == "a":
-                await self.signal(SIGNAL_APPROVE, ApproveInput(turn=turn, kind=kind, sender=sender))
+                applied = await self.submit(VerdictInput(verdict="approve", turn=turn, kind=kind, sender=sender))
             elif answer == "r":
                 feedback = await _ask(self.reader, "feedback for the model > ")
-                await self.signal(SIGNAL_REJECT, RejectInput(turn=turn, kind=kind, feedback=feedback[:4000],
-                                                             sender=sender))
+                applied = await self.submit(VerdictInput(verdict="reject", turn=turn, kind=kind,
+                                                         feedback=feedback[:4000], sender=sender))
             elif answer == "s":
                 reason = await _ask(self.reader, "reason (enter for 'stopped by user') > ") or "stopped by user"
                 await self.signal(SIGNAL_STOP, StopInput(reason=reason[:500], turn=turn, sender=sender))
+                applied = True
             elif answer == "e" and (kind == "plan" or report.workflow == "research"):
                 what_edit = "a research plan or step" if report.workflow == "research" else "the stage plan"
                 stderr.print(f"{what_edit} cannot be edited: approve it, or reject it with feedback")
@@ -196,7 +268,8 @@ class _Follower:
                 stderr.print("please answer a, r, e or s")
                 continue
             self.answered.add((kind, turn))
-            stderr.print(f"sent {dict(a='approve', r='reject', s='stop')[answer]} for {what}")
+            if applied:
+                stderr.print(f"sent {dict(a='approve', r='reject', s='stop')[answer]} for {what}")
             return
 
     async def edit(self, turn: int, sender: str) -> None:
@@ -205,18 +278,18 @@ class _Follower:
         try:
             update = FlightPlanUpdate.model_validate(yaml.safe_load(text) or {})
         except (yaml.YAMLError, ValidationError) as exc:
-            stderr.print(f"not a valid flight-plan update: {str(exc).splitlines()[0]}", markup=False)
+            stderr.print(f"not a valid flight-plan update: {update_problems(exc)}", markup=False)
             return
         try:
             await update_run(
                 self.session.client, self.handle.id, UPDATE_EDIT_FLIGHT_PLAN,
-                EditFlightPlanInput(turn=turn, update=update, sender=sender), FlightPlan,
+                EditFlightPlanInput(turn=turn, update=update, sender=sender), FlightPlan, what="the edit",
             )  # fmt: skip
         except CliError as exc:
             stderr.print(str(exc), markup=False)
             return
         report = await query_run(self.handle, QUERY_STATUS, TurnReport)
-        stderr.print(turn_panel(report, title=f"turn {turn} · edited plan"))
+        print_block(stderr, turn_panel(report, title=f"turn {turn} · edited plan"))
 
     async def budget(self, report: TurnReport) -> None:
         self.pause()
@@ -243,6 +316,28 @@ class _Follower:
             return
 
 
+async def _poll_status(handle: Any, closed: asyncio.Future[Any], slow: Callable[[], None]) -> TurnReport | None:
+    """One status query; ``slow()`` when it has not answered within :data:`FOLLOW_QUERY_TIMEOUT`.
+
+    The client retries a query that meets its deadline (for up to ~10 s), so a missing
+    worker does not always surface as an error: the wait itself is what tells. ``None``
+    when the run closed before the query answered (the query is cancelled and awaited).
+    """
+    query = asyncio.ensure_future(query_run(handle, QUERY_STATUS, TurnReport, FOLLOW_QUERY_TIMEOUT))
+    try:
+        while not query.done():
+            await asyncio.wait({query, closed}, timeout=FOLLOW_QUERY_TIMEOUT.total_seconds(),
+                               return_when=asyncio.FIRST_COMPLETED)
+            if query.done():
+                break
+            if closed.done():
+                return None
+            slow()
+        return query.result()
+    finally:
+        await cancel_and_wait(query)
+
+
 async def follow_run(
     session: TemporalSession, handle: Any, *, interactive: bool, closed: asyncio.Future[Any] | None = None
 ) -> None:
@@ -259,35 +354,41 @@ async def follow_run(
     failures = 0
     warned_no_worker = False
     report_seen = False
+
+    def waiting(why: str) -> None:
+        nonlocal warned_no_worker
+        if not warned_no_worker and not closed.done():
+            follower.pause()
+            stderr.print(f"waiting for a worker on task queue {session.task_queue!r}: {why}", markup=False)
+            warned_no_worker = True
+
     try:
         while not closed.done():
             try:
-                report = await query_run(handle, QUERY_STATUS, TurnReport, FOLLOW_QUERY_TIMEOUT)
+                report = await _poll_status(handle, closed, lambda: None if report_seen else waiting(
+                    f"no answer to the status query within {FOLLOW_QUERY_TIMEOUT.total_seconds():.0f}s"))
                 failures = 0
+                if report is None:
+                    break  # the run closed meanwhile
             except TemporalUnreachableError as exc:
                 # no worker answers (yet): the run is durable and waits for one, so do we
-                if not warned_no_worker and not closed.done():
-                    follower.pause()
-                    stderr.print(f"waiting for a worker on task queue {session.task_queue!r}: {exc}", markup=False)
-                    warned_no_worker = True
+                waiting(str(exc))
                 await asyncio.wait({closed}, timeout=POLL_INTERVAL_S)
                 continue
             except CliError as exc:
                 failures += 1
                 if closed.done():
                     break
-                if not warned_no_worker and report_seen is False:
+                if report_seen is False:
                     # before any answer, a failed poll (a deadline mapped to another code under
                     # load) means the same: no worker has picked the run up yet
-                    follower.pause()
-                    stderr.print(f"waiting for a worker on task queue {session.task_queue!r}: {exc}", markup=False)
-                    warned_no_worker = True
+                    waiting(str(exc))
                 if failures >= MAX_QUERY_FAILURES:
                     raise
                 await asyncio.wait({closed}, timeout=POLL_INTERVAL_S)
                 continue
             report_seen = True
-            follower.show(report)
+            await follower.show(report)
             if (interactive and report.awaiting_turn is not None
                     and (report.awaiting_kind or "turn", report.awaiting_turn) not in follower.answered):
                 await follower.verdict(report)
@@ -295,6 +396,7 @@ async def follow_run(
                 await follower.budget(report)
             await asyncio.wait({closed}, timeout=POLL_INTERVAL_S)
     finally:
+        follower.end_indexing()
         follower.pause()
         if own:
             await cancel_and_wait(closed)

@@ -7,6 +7,7 @@ public names (workflow type, signal / query / update names from
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -22,7 +23,10 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from durable_navigator.activities.artifacts import LocalArtifactStore, default_artifact_dir
 from durable_navigator.cli.errors import CliError, RunNotFoundError, TemporalUnreachableError
+from durable_navigator.navcore.report import HISTORY_REASONING_CHARS, TurnReport
+from durable_navigator.navtypes.errors import NavigatorError
 
 __all__ = [
     "WORKFLOW_TYPE",
@@ -34,6 +38,7 @@ __all__ = [
     "is_running",
     "status_name",
     "search_attribute",
+    "with_full_reasoning",
 ]
 
 #: the navigator workflow's registered type name (public API, like the message names)
@@ -119,15 +124,38 @@ async def signal_run(client: Client, workflow_id: str, name: str, payload: BaseM
 
 
 async def update_run(
-    client: Client, workflow_id: str, name: str, payload: BaseModel, result_type: type[M]
+    client: Client, workflow_id: str, name: str, payload: BaseModel, result_type: type[M], what: str | None = None
 ) -> M:
-    """Execute an update; a validator rejection becomes a bad-input error."""
+    """Execute an update; a validator rejection becomes a bad-input error (exit 2) naming ``what``."""
     handle = client.get_workflow_handle(workflow_id)
     try:
         return await handle.execute_update(name, payload, result_type=result_type)
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
         message = getattr(cause, "message", None) or str(cause or exc)
-        raise CliError(f"{name} refused: {message}") from None
+        raise CliError(f"{what or name} refused by {workflow_id}: {message}") from None
     except RPCError as exc:
         raise _map_rpc(exc, workflow_id, f"update {name}") from None
+
+
+def with_full_reasoning(report: TurnReport) -> TurnReport:
+    """``report`` with the last step's reasoning untrimmed, read from the artifact store.
+
+    The workflow's history keeps a decision's reasoning trimmed (the full decision is an
+    artifact); the default local store is read when this machine sees it (an in-process
+    or local worker). Otherwise the trimmed text stays, marked with ``…`` when cut.
+    """
+    ref = report.reasoning_ref
+    if ref is None:
+        return report
+    root = default_artifact_dir()
+    try:
+        decision = json.loads(LocalArtifactStore(root).get_text(ref)) if root.is_dir() else None
+    except (OSError, ValueError, NavigatorError):
+        decision = None
+    full = decision.get("reasoning") if isinstance(decision, dict) else None
+    if isinstance(full, str) and full.strip() and full.startswith(report.reasoning[:40]):
+        return report.model_copy(update={"reasoning": full})
+    if len(report.reasoning) >= HISTORY_REASONING_CHARS and not report.reasoning.endswith("…"):
+        return report.model_copy(update={"reasoning": report.reasoning + "…"})
+    return report

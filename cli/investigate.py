@@ -16,20 +16,32 @@ from temporalio.service import RPCError
 from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession, open_session
-from durable_navigator.cli.display import investigation_panel
+from durable_navigator.cli.display import investigation_panel, print_block
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
-from durable_navigator.cli.explore import BudgetOpt, DetachOpt, InteractiveOpt, ModelOpt, new_workflow_id, refuse_unservable, validate_model
+from durable_navigator.cli.explore import (
+    BudgetOpt,
+    DetachOpt,
+    InteractiveOpt,
+    ModelOpt,
+    new_workflow_id,
+    refuse_unservable,
+    say_after,
+    say_server,
+    validate_model,
+)
 from durable_navigator.cli.follow import follow_run
+from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
 from durable_navigator.cli.reads import exit_code_for_result
 from durable_navigator.navcore.investigation import WORKER_PROFILE, InvestigationRequest, InvestigationResult
+from durable_navigator.navcore.report import run_details_markdown, run_summary
 from durable_navigator.navcore.requests import ApprovalConfig
 from durable_navigator.navcore.state import ExecutionMode
 from durable_navigator.navtypes.errors import BudgetError, ConfigError, RepoError
 
 __all__ = ["investigate_app", "build_investigation_request", "INVESTIGATION_WORKFLOW_TYPE", "new_investigation_id"]
 
-investigate_app = typer.Typer(help="Staged investigations of a repository, carried out by subagents.")
+investigate_app = command_group(help="Staged investigations of a repository, carried out by subagents.")
 
 #: the investigation workflow's registered type name (public API)
 INVESTIGATION_WORKFLOW_TYPE = "InvestigationWorkflow"
@@ -87,24 +99,42 @@ def build_investigation_request(
 @handles_errors
 def investigate(
     ctx: typer.Context,
-    repo: Annotated[Path, typer.Argument(help="Repository to investigate.")],
-    goal: Annotated[str, typer.Argument(help="What to investigate (clauses separated by ';' become stages offline).")],
+    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Repository to investigate.", show_default=False)],
+    goal: Annotated[str, typer.Argument(metavar="GOAL", help="What to investigate (clauses separated by ';' "
+                                        "become stages offline).", show_default=False)],
     interactive: InteractiveOpt = False,
     budget_usd: BudgetOpt = None,
     model: ModelOpt = None,
     max_stages: Annotated[int, typer.Option("--max-stages", min=1, max=12, help="Most stages the plan may have.")] = 4,
     branches: Annotated[int, typer.Option("--branches", min=1, max=4,
                                           help="Branch-and-compare: alternative workers per stage, the best kept.")] = 1,
-    worker: Annotated[str | None, typer.Option("--worker", help="Research profile of the stage workers.")] = None,
-    profiles_file: Annotated[
-        Path | None, typer.Option("--profiles", help="Agent-profiles YAML adding or overriding the shipped ones.")
+    worker: Annotated[
+        str | None, typer.Option("--worker", metavar="NAME", help="Research profile of the stage workers.",
+                                 show_default="the investigation's own worker profile")
     ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Output folder (default ./navigator-out).")] = None,
+    profiles_file: Annotated[
+        Path | None, typer.Option("--profiles", metavar="FILE", help="Agent-profiles YAML adding or overriding the "
+                                  "shipped ones.", show_default="the shipped profiles")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", metavar="DIR", help="Output folder; the run writes DIR/<workflow id>/report.md.",
+                                  show_default="defaults.out_dir in navigator.yaml: ./navigator-out")
+    ] = None,
     detach: DetachOpt = False,
-    workflow_id: Annotated[str | None, typer.Option("--id", help="Workflow id (default inv-<repo>-<random>).")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result (or the started id) as JSON.")] = False,
+    workflow_id: Annotated[
+        str | None, typer.Option("--id", metavar="ID", help="Workflow id.", show_default="inv-<repo>-<random>")
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the result (or the started id) as JSON.", show_default="off")
+    ] = False,
 ) -> None:
-    """Investigate GOAL in REPO in stages; writes report.md (findings, criteria with evidence) + report.json."""
+    """Investigate GOAL in REPO by stages; write a report.
+
+    Plans stages, runs each on subagents (interactive: the plan waits for a verdict),
+    then writes <out>/<workflow id>/report.md (findings, criteria with evidence) and
+    report.json. Prints the run's Web UI link and follows it; without a configured
+    server it starts one in the background (see `navigator server status`).
+    """
     config = config_of(ctx)
     request = build_investigation_request(repo, goal, config=config, interactive=interactive, budget_usd=budget_usd,
                                           model=model, out=out, max_stages=max_stages, branches=branches,
@@ -114,7 +144,7 @@ def investigate(
     for name in models:
         validate_model(name, config, local_worker)
     if local_worker:
-        problems = problems_here(models)
+        problems = problems_here(models, config)  # the configured endpoints count, as for explore
         for name in models:
             refuse_unservable(name, problems, IN_PROCESS)
     wid = workflow_id or new_investigation_id(Path(request.repo_path))
@@ -128,6 +158,16 @@ async def _start(session: TemporalSession, request: InvestigationRequest, wid: s
             INVESTIGATION_WORKFLOW_TYPE, request, id=wid, task_queue=session.task_queue,
             result_type=InvestigationResult,
             memo={"goal": request.goal, "repo": request.repo_path, "kind": "investigation"},
+            static_summary=run_summary(request.goal, request.repo_path, request.model, verb="investigate"),
+            static_details=run_details_markdown(request.goal, request.repo_path, {
+                "Model": request.model,
+                "Mode": request.mode.value,
+                "Budget": f"${request.budget_usd:.4f}",
+                "Worker profile": request.worker.name,
+                "Stages": f"at most {request.max_stages}",
+                "Branches": str(request.branches),
+                "Output": f"{request.out_dir}/<workflow id>/report.md",
+            }),
         )
     except WorkflowAlreadyStartedError:
         raise CliError(f"a run with id {wid} already exists; pick another --id") from None
@@ -136,9 +176,7 @@ async def _start(session: TemporalSession, request: InvestigationRequest, wid: s
 async def _investigate(config: NavigatorConfig, request: InvestigationRequest, wid: str, models: list[str], *,
                        detach: bool, json_out: bool) -> ExitCode:
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
-        if session.embedded is not None:
-            stderr.print(f"embedded Temporal started: gRPC {session.address} · Web UI {session.ui_base} "
-                         "(it stops with this command; `navigator server` keeps one running)")
+        say_server(session)
         if not session.in_process_worker:
             problems = await problems_on_workers(session, models)
             for name in models:
@@ -149,6 +187,9 @@ async def _investigate(config: NavigatorConfig, request: InvestigationRequest, w
         stderr.print(f"started [bold]{wid}[/bold] (investigation, {request.model}, {request.mode.value}, {worker})")
         if link:
             stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        else:
+            stderr.print(f"Web UI: unknown for {session.address}; set TEMPORAL_UI_URL (or temporal.ui_url) to get "
+                         "links", markup=False, soft_wrap=True)
         if detach:
             if json_out:
                 print_json({"workflow_id": wid, "ui_url": link, "task_queue": session.task_queue})
@@ -166,9 +207,13 @@ async def _investigate(config: NavigatorConfig, request: InvestigationRequest, w
             report = Path(result.report_path) if result.report_path else None
             if report is not None and report.is_file():
                 stdout.print(report.read_text(encoding="utf-8"), markup=False, soft_wrap=True)
-            stdout.print(investigation_panel(result, link))
-        if session.embedded is not None:
-            stderr.print("the embedded server stops now; its history is kept — `navigator server` shows it again")
+            print_block(stdout, investigation_panel(result))
+            if result.report_path:
+                stdout.print(f"report written to {result.report_path} (+ {result.report_json_path})", markup=False,
+                             soft_wrap=True)
+            if link:
+                stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        say_after(session)
         return exit_code_for_result(result)
 
 
@@ -178,9 +223,12 @@ async def _follow(session: TemporalSession, handle: WorkflowHandle, closed: asyn
     try:
         await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE, closed=closed)
     except asyncio.CancelledError:
-        where = "the embedded server's database" if session.embedded else session.address
-        stderr.print(f"stopped following {wid}; the run is kept in {where}. Resume with "
-                     f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
+        if session.embedded is not None:
+            stderr.print(f"stopped following {wid}; the run is kept in the embedded server's database. Resume with "
+                         f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
+        else:
+            stderr.print(f"stopped following {wid}; the run is kept on {session.address} and waits for a worker: "
+                         f"`navigator worker` finishes it, `navigator status {wid}` shows it.")
         raise
     try:
         return await closed

@@ -9,27 +9,38 @@ from typing import Annotated, Any
 
 import typer
 from rich.live import Live
+from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
 from durable_navigator.cli.common import JsonOpt, WorkflowIdArg, config_of, print_json, run_async, stdout
 from durable_navigator.cli.connect import TemporalSession, open_session, ui_base_for
 from durable_navigator.cli.display import (
+    WIDE_COLUMNS,
     RunRow,
-    children_table,
-    decision_table,
+    children_blocks,
+    decision_lines,
     investigation_panel,
+    last_turn_block,
+    plan_text,
+    branches_panel,
+    print_block,
+    print_lines,
     progress_line,
     research_panel,
     result_panel,
+    runs_blocks,
     runs_table,
+    turn_panel,
 )
+from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors
 from durable_navigator.cli.handles import (
     WORKFLOW_TYPE,
     describe_run,
     is_running,
     query_run,
+    with_full_reasoning,
     search_attribute,
     status_name,
 )
@@ -42,9 +53,10 @@ from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navcore.state import Status
 from durable_navigator.workers.devserver import workflow_ui_url
 
-__all__ = ["reads_app", "run_row", "fetch_status", "exit_code_for_result", "ABNORMAL_STOPS"]
+__all__ = ["reads_app", "run_row", "fetch_status", "exit_code_for_result", "build_list_query", "ABNORMAL_STOPS",
+           "STATUS_CHOICES"]
 
-reads_app = typer.Typer(help="Inspect runs.")
+reads_app = command_group(help="Inspect runs.")
 
 #: stop reasons that exit 1: the run did not end the way the user asked for
 ABNORMAL_STOPS = frozenset({"failed", "approval_timeout"})
@@ -52,14 +64,19 @@ ABNORMAL_STOPS = frozenset({"failed", "approval_timeout"})
 WATCH_INTERVAL_S = 1.0
 
 
-#: the workflow types ``ls`` lists and ``result`` reads (navigator explorations and research runs)
+#: workflows whose turns are steps of a stage plan (their plan is shown inside the verdict panel)
+_STAGED = ("research", "investigation")
+
+#: the workflow types ``ls`` lists and ``result`` reads (explorations, research runs, investigations, branches)
 RUN_WORKFLOW_TYPES = (WORKFLOW_TYPE, "ResearchWorkflow", "InvestigationWorkflow", "ExploreBranchesWorkflow")
 _RESULT_TYPES: dict[str, type] = {WORKFLOW_TYPE: ExplorationResult, "ResearchWorkflow": ResearchResult,
                                   "InvestigationWorkflow": InvestigationResult,
                                   "ExploreBranchesWorkflow": BranchExploreResult}
 
 
-def exit_code_for_result(result: ExplorationResult | ResearchResult | InvestigationResult | BranchExploreResult) -> ExitCode:
+def exit_code_for_result(
+    result: ExplorationResult | ResearchResult | InvestigationResult | BranchExploreResult,
+) -> ExitCode:
     """0 for a normal stop, 1 for failed / approval_timeout."""
     return ExitCode.RUN_FAILED if result.stop_reason.value in ABNORMAL_STOPS else ExitCode.OK
 
@@ -91,37 +108,73 @@ async def _memo_goal(entry: Any) -> str | None:
 
 
 async def fetch_status(session: TemporalSession, workflow_id: str) -> dict[str, Any]:
-    """Description + (while running) the ``get_status`` turn report."""
-    handle, desc = await describe_run(session.client, workflow_id)
+    """Description + the ``get_status`` turn report (running) or the result (finished).
+
+    ``report`` holds the turn report a running run answers: step, cost of the turn and in
+    total, the model's reasoning and the proposed change (``awaiting_turn`` set while a
+    human is asked). A closed run answers no query without a worker; ``result`` then holds
+    its result, read from history.
+    """
+    _, desc = await describe_run(session.client, workflow_id)
+    handle = session.client.get_workflow_handle(workflow_id, result_type=_RESULT_TYPES.get(desc.workflow_type or ""))
     row = run_row(desc)
     row["goal"] = await _memo_goal(desc)
     row["ui_url"] = session.ui_link(workflow_id)
     row["report"] = None
+    row["result"] = None
     if is_running(desc):
         report = await query_run(handle, QUERY_STATUS, TurnReport)
-        row["report"] = report.model_dump(mode="json")
+        row["report"] = with_full_reasoning(report).model_dump(mode="json")
+    elif row["status"] == "completed" and desc.workflow_type in _RESULT_TYPES:
+        row["result"] = (await handle.result()).model_dump(mode="json")
     return row
 
 
 def _print_status(row: dict[str, Any]) -> None:
     stdout.print(f"[bold]{row['workflow_id']}[/bold] · {row['status']} · repo {row.get('repo') or '?'}")
     if row.get("goal"):
-        stdout.print(f"goal: {row['goal']}", markup=False)
+        label = "question" if row.get("workflow_type") == "ResearchWorkflow" else "goal"
+        stdout.print(f"{label}: {row['goal']}", markup=False, soft_wrap=True)
     if row["report"]:
         report = TurnReport.model_validate(row["report"])
-        stdout.print(progress_line(report))
         if report.planning_fallback:
             stdout.print(f"planning fallback: {report.planning_fallback}", markup=False)
         if report.model_switches:
             stdout.print(f"model: {report.model} · routing switches:", markup=False)
             for line in report.model_switches:
                 stdout.print(f"  {line}", markup=False, soft_wrap=True)
-        if report.stage_plan:
-            stdout.print(report.stage_plan, markup=False)
+        # a research run or investigation awaiting a verdict shows its plan inside the panel below
+        if report.stage_plan and not (report.workflow in _STAGED and report.awaiting_turn is not None):
+            stdout.print(plan_text(report.stage_plan), markup=False, soft_wrap=True)
         if report.children:
-            stdout.print(children_table(report.children))
+            for line in children_blocks(report.children):
+                stdout.print(line, markup=False, soft_wrap=True)
+        if report.awaiting_turn is not None:
+            if report.workflow in _STAGED:
+                plan = "research plan" if report.workflow == "research" else "stage plan"
+                what = (f"{plan} (round {report.awaiting_turn})" if report.awaiting_kind == "plan"
+                        else f"the findings of step {report.awaiting_turn}")
+            else:
+                what = "stage plan" if report.awaiting_kind == "plan" else f"turn {report.awaiting_turn}"
+            print_block(stdout, turn_panel(report, title=f"{what} · awaiting a verdict"))
+            plan = " --plan" if report.awaiting_kind == "plan" else ""
+            wid = row["workflow_id"]
+            stdout.print(f"answer: navigator approve {wid}{plan} | navigator reject {wid}{plan} -f \"…\" | "
+                         f"navigator stop {wid}", markup=False)
+        else:
+            stdout.print(progress_line(report))
+            if report.decisions:
+                print_block(stdout, last_turn_block(report))
+    if row.get("result") and row.get("workflow_type") == "ResearchWorkflow":
+        print_block(stdout, research_panel(ResearchResult.model_validate(row["result"])))
+    elif row.get("result") and row.get("workflow_type") == "InvestigationWorkflow":
+        print_block(stdout, investigation_panel(InvestigationResult.model_validate(row["result"])))
+    elif row.get("result") and row.get("workflow_type") == "ExploreBranchesWorkflow":
+        print_block(stdout, branches_panel(BranchExploreResult.model_validate(row["result"])))
+    elif row.get("result"):
+        print_block(stdout, result_panel(ExplorationResult.model_validate(row["result"])))
     if row.get("ui_url"):
-        stdout.print(f"Web UI: {row['ui_url']}", markup=False)
+        stdout.print(f"Web UI: {row['ui_url']}", markup=False, soft_wrap=True)
 
 
 @reads_app.command()
@@ -129,10 +182,15 @@ def _print_status(row: dict[str, Any]) -> None:
 def status(
     ctx: typer.Context,
     workflow_id: WorkflowIdArg,
-    watch: Annotated[bool, typer.Option("--watch", "-w", help="Follow until the run closes.")] = False,
+    watch: Annotated[bool, typer.Option("--watch", "-w", help="Follow until the run closes.", show_default="off")] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Where a run is: Temporal status, step, cost, map tokens, focus."""
+    """Where a run is, and the change awaiting a verdict.
+
+    Temporal status, step, cost (of the last turn and in total), map tokens, focus, the
+    model's reasoning in full and the proposed flight-plan change — what a remote
+    approver needs before `navigator approve` / `reject`. A finished run shows its result.
+    """
     run_async(_status(ctx, workflow_id, watch, json_out))
 
 
@@ -179,14 +237,37 @@ async def _watch_human(session: TemporalSession, workflow_id: str, row: dict[str
     _print_status(row)
 
 
+def _log_from_report(res: ExplorationResult | ResearchResult) -> DecisionLogView | None:
+    """The decision log kept in a finished run's report.json, if readable here."""
+    if not res.report_path or not isinstance(res, (ExplorationResult, ResearchResult)):
+        return None  # an investigation's report.json counts its decisions only: ask a worker
+    try:
+        report = json.loads(Path(res.report_path).read_text(encoding="utf-8"))
+        return DecisionLogView(entries=report.get("decisions", []), notes=report.get("notes", []),
+                               children=report.get("children", []))
+    except (OSError, ValueError, ValidationError):
+        return None  # written on another machine, moved or edited: ask a worker instead
+
+
 @reads_app.command()
 @handles_errors
 def log(ctx: typer.Context, workflow_id: WorkflowIdArg, json_out: JsonOpt = False) -> None:
-    """The decision log of a run (needs a worker to answer the query)."""
+    """The decision log of a run.
+
+    Each decision: step, action, verdict, cost, map tokens before → after, the change
+    and the reasoning. A running run answers a query (a worker must be up); a finished
+    one is read from its report.json when this machine sees it, else queried.
+    """
 
     async def go() -> DecisionLogView:
         async with open_session(config_of(ctx)) as session:
-            handle, _ = await describe_run(session.client, workflow_id)
+            _, desc = await describe_run(session.client, workflow_id)
+            result_type = _RESULT_TYPES.get(desc.workflow_type or "")
+            handle = session.client.get_workflow_handle(workflow_id, result_type=result_type)
+            if result_type is not None and not is_running(desc) and status_name(desc.status) == "completed":
+                view = _log_from_report(await handle.result())
+                if view is not None:
+                    return view
             return await query_run(handle, QUERY_DECISION_LOG, DecisionLogView)
 
     view = run_async(go())
@@ -196,11 +277,13 @@ def log(ctx: typer.Context, workflow_id: WorkflowIdArg, json_out: JsonOpt = Fals
     elif not entries:
         stdout.print(f"{workflow_id}: no decisions yet")
     else:
-        stdout.print(decision_table(entries))
+        print_lines(stdout, decision_lines(entries))
     if view.children and not json_out:
-        stdout.print(children_table(view.children))
+        for line in children_blocks(view.children):
+            stdout.print(line, markup=False, soft_wrap=True)
     for note in view.notes if not json_out else []:
-        stdout.print(f"  note: {note.kind} from {note.sender} (turn {note.turn}): {note.note}", markup=False)
+        stdout.print(f"  note: {note.kind} from {note.sender} (turn {note.turn}): {note.note}", markup=False,
+                     )
 
 
 @reads_app.command()
@@ -208,18 +291,22 @@ def log(ctx: typer.Context, workflow_id: WorkflowIdArg, json_out: JsonOpt = Fals
 def result(
     ctx: typer.Context,
     workflow_id: WorkflowIdArg,
-    wait: Annotated[bool, typer.Option("--wait", help="Wait for a running run to finish.")] = False,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait for a running run to finish.", show_default="off")] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """The result of a finished run: stop reason, cost, context-pack path."""
+    """The result of a run: stop reason, cost, context pack.
 
-    async def go() -> tuple[ExplorationResult | ResearchResult | InvestigationResult | BranchExploreResult, str | None]:
+    Also the paths of context.md and report.json and the run's Web UI link.
+    """
+
+    async def go() -> tuple[ExplorationResult | ResearchResult | InvestigationResult | BranchExploreResult,
+                            str | None]:
         async with open_session(config_of(ctx)) as session:
             _, desc = await describe_run(session.client, workflow_id)
             result_type = _RESULT_TYPES.get(desc.workflow_type or "")
             if result_type is None:
-                raise CliError(f"run {workflow_id} is a {desc.workflow_type}, not an exploration, research run or investigation; "
-                               "see `navigator batch` for batches")
+                raise CliError(f"run {workflow_id} is a {desc.workflow_type}, not an exploration, research run or "
+                               "investigation; see `navigator batch` for batches")
             handle = session.client.get_workflow_handle(workflow_id, result_type=result_type)
             if is_running(desc) and not wait:
                 raise CliError(f"run {workflow_id} is still running; pass --wait or check `navigator status`")
@@ -236,22 +323,56 @@ def result(
     if json_out:
         print_json({**res.model_dump(mode="json"), "ui_url": link})
     elif isinstance(res, ResearchResult):
-        stdout.print(research_panel(res, link))
+        print_block(stdout, research_panel(res))
+        if res.answer_path:
+            stdout.print(f"answer: {res.answer_path}", markup=False, soft_wrap=True)
+        if res.report_path:
+            stdout.print(f"report: {res.report_path}", markup=False, soft_wrap=True)
+        if link:
+            stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
     elif isinstance(res, InvestigationResult):
-        stdout.print(investigation_panel(res, link))
+        print_block(stdout, investigation_panel(res))
+        if res.report_path:
+            stdout.print(f"report: {res.report_path}", markup=False, soft_wrap=True)
+        if res.report_json_path:
+            stdout.print(f"report.json: {res.report_json_path}", markup=False, soft_wrap=True)
+        if link:
+            stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
     elif isinstance(res, BranchExploreResult):
-        stdout.print(f"kept {res.kept or 'no branch'}: {res.context_path or '(no context pack)'} · "
-                     f"{len(res.scores)} branches · ${res.cost_usd:.4f}", markup=False)
+        print_block(stdout, branches_panel(res))
+        if res.context_path:
+            stdout.print(f"context pack: {res.context_path}", markup=False, soft_wrap=True)
+        if link:
+            stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
     else:
-        stdout.print(result_panel(res, link))
+        print_block(stdout, result_panel(res))
+        if res.context_path:
+            stdout.print(f"context pack: {res.context_path}", markup=False, soft_wrap=True)
+        if res.report_path:
+            stdout.print(f"report: {res.report_path}", markup=False, soft_wrap=True)
+        if link:
+            stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
     raise typer.Exit(int(exit_code_for_result(res)))
 
 
+#: Temporal execution statuses ``ls --status`` accepts (the first column of its output)
+EXECUTION_STATUSES = {
+    "running": "Running", "completed": "Completed", "failed": "Failed", "canceled": "Canceled",
+    "terminated": "Terminated", "timed_out": "TimedOut", "continued_as_new": "ContinuedAsNew",
+}
+NAVIGATOR_STATUSES = tuple(s.value for s in Status if s.value not in EXECUTION_STATUSES)
+STATUS_CHOICES = (*EXECUTION_STATUSES, *NAVIGATOR_STATUSES)
+
+
 def build_list_query(status_filter: str | None, repo: str | None) -> str:
-    """The visibility query of ``ls`` (search attributes registered by the dev server)."""
+    """The visibility query of ``ls``: a Temporal status (``running``, ``completed``, …) filters on
+    ``ExecutionStatus``; a navigator status (``awaiting_approval``, ``thinking``, …) on the
+    ``NavigatorStatus`` search attribute."""
     types = ", ".join(f"'{t}'" for t in RUN_WORKFLOW_TYPES)
     clauses = [f"WorkflowType IN ({types})"]
-    if status_filter:
+    if status_filter in EXECUTION_STATUSES:
+        clauses.append(f"ExecutionStatus = '{EXECUTION_STATUSES[status_filter]}'")
+    elif status_filter:
         clauses.append(f"NavigatorStatus = '{_quote(status_filter)}'")
     if repo:
         clauses.append(f"NavigatorRepo = '{_quote(repo)}'")
@@ -268,17 +389,23 @@ def list_runs(
     ctx: typer.Context,
     status_filter: Annotated[
         str | None,
-        typer.Option("--status", help=f"Navigator status: {', '.join(s.value for s in Status)}."),
+        typer.Option("--status", metavar="STATUS", show_default="all runs",
+                     help=f"Temporal status ({', '.join(EXECUTION_STATUSES)}) or navigator status "
+                     f"({', '.join(NAVIGATOR_STATUSES)})."),
     ] = None,
     repo: Annotated[
-        str | None, typer.Option("--repo", help="Repository as recorded by the run (NavigatorRepo).")
+        str | None, typer.Option("--repo", metavar="PATH", help="Repository as recorded by the run (NavigatorRepo).",
+                                 show_default="every repository")
     ] = None,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=1000, help="At most this many runs.")] = 20,
+    limit: Annotated[int, typer.Option("--limit", metavar="N", min=1, max=1000, help="At most this many runs.")] = 20,
     json_out: JsonOpt = False,
 ) -> None:
-    """List navigator explorations and research runs, newest first, filtered through search attributes."""
-    if status_filter and status_filter not in {s.value for s in Status}:
-        raise CliError(f"--status must be one of {', '.join(s.value for s in Status)}, got {status_filter!r}")
+    """List runs, newest first.
+
+    Explorations, research runs and investigations, filtered by Temporal or navigator status and repository (search attributes).
+    """
+    if status_filter and status_filter not in STATUS_CHOICES:
+        raise CliError(f"--status must be one of {', '.join(STATUS_CHOICES)}, got {status_filter!r}")
     if repo and Path(repo).expanduser().is_dir():
         # runs record the absolute, resolved repository path
         repo = str(Path(repo).expanduser().resolve())
@@ -302,18 +429,25 @@ def list_runs(
         print_json(rows)
     elif not rows:
         stdout.print("no navigator runs match")
+    elif stdout.width >= WIDE_COLUMNS:
+        print_block(stdout, runs_table(rows))
     else:
-        stdout.print(runs_table(rows))
+        for line in runs_blocks(rows):
+            stdout.print(line, markup=False)
 
 
 @reads_app.command()
 @handles_errors
 def ui(ctx: typer.Context, workflow_id: WorkflowIdArg, json_out: JsonOpt = False) -> None:
-    """Print the Web UI link of a run (no server call needed)."""
+    """Print the Web UI link of a run.
+
+    No server call: the link comes from TEMPORAL_UI_URL, the navigator server of this
+    user serving the configured database (whatever its --ui-port), or the configured
+    embedded UI port.
+    """
     config = config_of(ctx)
     base = ui_base_for(config)
     if base is None:
         raise CliError("the Web UI address of this server is unknown; set TEMPORAL_UI_URL or temporal.ui_url")
     url = workflow_ui_url(base, config.temporal.namespace, workflow_id)
     print_json({"workflow_id": workflow_id, "url": url}) if json_out else typer.echo(url)
-

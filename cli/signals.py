@@ -1,4 +1,11 @@
-"""Signals from any terminal: ``approve``, ``reject``, ``stop``, ``mode``, ``budget``."""
+"""Steering from any terminal: ``approve``, ``reject``, ``stop``, ``mode``, ``budget``.
+
+``approve`` and ``reject`` go through the ``submit_verdict`` update, so the command
+hears whether the run took the verdict: a verdict for a turn that is not awaiting
+one (``--turn 99``, an answered turn, a plan verdict on a map turn) is refused
+with exit code 2 instead of being ignored in silence. ``stop``, ``mode`` and
+``budget`` are signals (they always apply).
+"""
 
 from __future__ import annotations
 
@@ -11,38 +18,41 @@ from pydantic import ValidationError
 
 from durable_navigator.cli.common import JsonOpt, WorkflowIdArg, config_of, print_json, run_async, stdout
 from durable_navigator.cli.connect import open_session
-from durable_navigator.cli.errors import CliError, handles_errors
-from durable_navigator.cli.handles import describe_run, is_running, query_run, signal_run
+from durable_navigator.cli.lazy import command_group
+from durable_navigator.cli.errors import CliError, RunNotFoundError, handles_errors
+from durable_navigator.cli.handles import describe_run, is_running, query_run, signal_run, update_run
 from durable_navigator.navcore.messages import (
     QUERY_STATUS,
-    SIGNAL_APPROVE,
     SIGNAL_RAISE_BUDGET,
-    SIGNAL_REJECT,
     SIGNAL_SET_MODE,
     SIGNAL_STOP,
-    ApproveInput,
+    UPDATE_VERDICT,
     RaiseBudgetInput,
-    RejectInput,
     SetModeInput,
     StopInput,
+    VerdictInput,
+    VerdictOutcome,
 )
 from durable_navigator.navcore.report import TurnReport
 from durable_navigator.navcore.state import ExecutionMode
 
-__all__ = ["signals_app", "default_sender"]
+__all__ = ["signals_app", "default_sender", "send_verdict"]
 
-signals_app = typer.Typer(help="Steer a running exploration.")
+signals_app = command_group(help="Steer a running exploration.")
 
 TurnOpt = Annotated[
     int | None,
-    typer.Option("--turn", min=1, help="Turn the verdict answers (default: the turn awaiting a verdict)."),
+    typer.Option("--turn", min=1, metavar="N", help="Turn the verdict answers; refused if it is not awaiting one.",
+                 show_default="the turn awaiting a verdict"),
 ]
 PlanOpt = Annotated[
     bool,
-    typer.Option("--plan", help="With --turn N: answer round N of the stage plan, not map turn N."),
+    typer.Option("--plan", help="With --turn N: answer round N of the stage plan, not map turn N.",
+                 show_default="off"),
 ]
 SenderOpt = Annotated[
-    str | None, typer.Option("--sender", help="Who sends it (default: $USER@cli).", envvar="NAVIGATOR_SENDER")
+    str | None, typer.Option("--sender", metavar="NAME", help="Who sends it.", envvar="NAVIGATOR_SENDER",
+                             show_default="$USER@cli")
 ]
 
 
@@ -66,7 +76,8 @@ async def _awaiting_turn(
     async with open_session(config_of(ctx)) as session:
         handle, desc = await describe_run(session.client, workflow_id)
         if not is_running(desc):
-            raise CliError(f"run {workflow_id} is not running; nothing to approve or reject")
+            raise RunNotFoundError(f"run {workflow_id} is closed; nothing to approve or reject "
+                                   f"(see `navigator result {workflow_id}`)")
         report = await query_run(handle, QUERY_STATUS, TurnReport)
     if report.awaiting_turn is None:
         raise CliError(
@@ -93,6 +104,24 @@ def _send(ctx: typer.Context, workflow_id: str, name: str, payload: object, as_j
         stdout.print(f"sent {name} to {workflow_id}")
 
 
+async def send_verdict(client: object, workflow_id: str, verdict: VerdictInput) -> VerdictOutcome:
+    """Submit ``verdict``; a verdict the run would ignore raises ``CliError`` (exit 2) saying why."""
+    return await update_run(client, workflow_id, UPDATE_VERDICT, verdict, VerdictOutcome,  # type: ignore[arg-type]
+                            what=verdict.verdict)
+
+
+def _verdict(ctx: typer.Context, workflow_id: str, verdict: VerdictInput, as_json: bool) -> None:
+    async def go() -> VerdictOutcome:
+        async with open_session(config_of(ctx)) as session:
+            return await send_verdict(session.client, workflow_id, verdict)
+
+    outcome = run_async(go())
+    if as_json:
+        print_json({"workflow_id": workflow_id, **outcome.model_dump(mode="json")})
+    else:
+        stdout.print(f"{workflow_id}: {outcome.detail}", markup=False)
+
+
 @signals_app.command()
 @handles_errors
 def approve(
@@ -103,10 +132,14 @@ def approve(
     sender: SenderOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Approve the proposed turn (or stage plan) of an interactive run."""
+    """Approve the turn (or stage plan) awaiting a verdict.
+
+    Exit code 2 when the run refuses it (that turn is not awaiting a verdict, or
+    was already answered); `navigator status ID` shows what is pending.
+    """
     number, kind = run_async(_awaiting_turn(ctx, workflow_id, turn, plan))
-    _send(ctx, workflow_id, SIGNAL_APPROVE, ApproveInput(turn=number, kind=kind, sender=default_sender(sender)),
-          json_out)
+    _verdict(ctx, workflow_id, VerdictInput(verdict="approve", turn=number, kind=kind,  # type: ignore[arg-type]
+                                            sender=default_sender(sender)), json_out)
 
 
 @signals_app.command()
@@ -115,18 +148,23 @@ def reject(
     ctx: typer.Context,
     workflow_id: WorkflowIdArg,
     feedback: Annotated[
-        str, typer.Option("--feedback", "-f", help="What to do instead; the model sees it next turn.")
+        str, typer.Option("--feedback", "-f", metavar="TEXT", help="What to do instead; the model sees it next turn.",
+                          show_default="none")
     ] = "",
     turn: TurnOpt = None,
     plan: PlanOpt = False,
     sender: SenderOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Reject the proposed turn (or stage plan), with feedback for the model."""
+    """Reject the turn (or stage plan), with feedback.
+
+    The proposed change is undone; the model sees the feedback next turn. Exit code 2
+    when the run refuses the verdict (see `approve`).
+    """
     number, kind = run_async(_awaiting_turn(ctx, workflow_id, turn, plan))
-    payload = _validated(lambda: RejectInput(turn=number, kind=kind, feedback=feedback,
-                                             sender=default_sender(sender)))
-    _send(ctx, workflow_id, SIGNAL_REJECT, payload, json_out)
+    payload = _validated(lambda: VerdictInput(verdict="reject", turn=number, kind=kind, feedback=feedback,
+                                              sender=default_sender(sender)))
+    _verdict(ctx, workflow_id, payload, json_out)
 
 
 @signals_app.command()
@@ -134,11 +172,15 @@ def reject(
 def stop(
     ctx: typer.Context,
     workflow_id: WorkflowIdArg,
-    reason: Annotated[str, typer.Option("--reason", help="Recorded in the report.")] = "stopped by user",
+    reason: Annotated[str, typer.Option("--reason", metavar="TEXT", help="Recorded in the report.")] = "stopped by user",
     sender: SenderOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Finalize now with the best map so far (not a cancel)."""
+    """Finalize a run now with the best map so far.
+
+    Not a cancel: the run writes its context pack and report as usual (stop reason
+    `stopped`); a model call in flight is cancelled.
+    """
     payload = _validated(lambda: StopInput(reason=reason, sender=default_sender(sender)))
     _send(ctx, workflow_id, SIGNAL_STOP, payload, json_out)
 
@@ -166,7 +208,10 @@ def budget(
     sender: SenderOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Raise a run's USD budget (also resumes a run parked on budget exhaustion)."""
+    """Add USD to a run's budget.
+
+    Also resumes an interactive run parked on budget exhaustion.
+    """
     try:
         amount = Decimal(add_usd)
     except InvalidOperation:

@@ -14,6 +14,7 @@ from durable_navigator.navcore.state import ExecutionMode
 __all__ = [
     "ScanInput",
     "ScanOutput",
+    "IndexProgress",
     "RenderInput",
     "RenderOutput",
     "MapView",
@@ -86,6 +87,16 @@ class ScanInput(_IO):
     goal: str | None = None
     #: other models the run may call (its routing rules'): checked and priced now, before any spend
     other_models: list[str] = []
+
+
+class IndexProgress(_IO):
+    """The scan activity's heartbeat details while it indexes (read by ``explore`` / ``status``)."""
+
+    phase: str = "indexing"
+    #: files (re)indexed so far, of ``total`` the cache lacked
+    done: int = Field(0, ge=0)
+    total: int = Field(0, ge=0)
+    files_per_s: float | None = None
 
 
 class ScanOutput(_IO):

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_micros
 from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navtypes.flightplan import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
+from durable_navigator.navcore.report import markdown_text
 from durable_navigator.navcore.requests import ExplorationResult, ModelCallConfig
 from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.research import ResearchResult
@@ -368,28 +369,27 @@ def progress_of(req: BatchRequest, state: BatchState, done: bool) -> BatchProgre
 
 
 def progress_markdown(p: BatchProgress) -> str:
-    """Web UI details of a batch (``workflow.set_current_details``)."""
+    """Web UI details of a batch (``workflow.set_current_details``; every value escaped)."""
+    md = markdown_text
     lines = [
         f"### Batch `{p.batch_id}`" + (" — done" if p.done else ""),
         "",
         f"**jobs** {p.jobs_total} · pending {p.pending} · running {p.running} · "
         f"completed {p.completed} · failed {p.failed} · skipped {p.skipped}",
         "",
-        f"**budget** spent ${p.spent_usd:.4f} + in flight ${p.in_flight_usd:.4f} of ${p.total_usd:.4f} "
-        f"(returned by children: ${p.returned_usd:.4f})",
+        f"**budget** spent {md(f'${p.spent_usd:.4f}')} + in flight {md(f'${p.in_flight_usd:.4f}')} of "
+        f"{md(f'${p.total_usd:.4f}')} (returned by children: {md(f'${p.returned_usd:.4f}')})",
     ]
     if p.stop_requested:
-        lines += ["", f"**stop requested:** {p.stop_requested}"]
+        lines += ["", f"**stop requested:** {md(p.stop_requested)}"]
     if p.finished:
         lines += ["", "| job | status | stop | cost | iters |", "|---|---|---|---|---|"]
         for o in p.finished[-10:]:
             lines.append(
-                f"| {o.name} | {o.status.value} | {o.stop_reason or ''} | "
-                f"{format_usd(o.spent_micros)} | {o.iterations} |"
+                f"| {md(o.name)} | {o.status.value} | {md(o.stop_reason or '')} | "
+                f"{md(format_usd(o.spent_micros))} | {o.iterations} |"
             )
     return "\n".join(lines)
-
-
 
 
 class WriteBatchResultsInput(BaseModel):

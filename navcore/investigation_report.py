@@ -6,12 +6,13 @@ details and the head of ``report.md``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navcore.findings import Finding
 from durable_navigator.navcore.investigation import InvestigationState, StageRecord
-from durable_navigator.navcore.report import REPORT_REASONING_CHARS, TurnReport, shorten
+from durable_navigator.navcore.report import TurnReport, markdown_text, reasoning_preview, shorten
 
 __all__ = ["stage_table", "investigation_turn_report", "investigation_details", "report_markdown", "report_dict",
            "criteria_counts"]
@@ -29,13 +30,22 @@ def _criteria_cell(stage: StageRecord) -> str:
     return f"{sum(1 for c in stage.criteria_status if c.met)}/{len(stage.criteria)} met"
 
 
-def stage_table(state: InvestigationState) -> str:
-    """The stages as a markdown table: status, loops, children, criteria, cost."""
+def _cell(text: str) -> str:
+    """A table cell as written (only a ``|``, which would end the cell, is escaped)."""
+    return text.replace("|", "\\|")
+
+
+def stage_table(state: InvestigationState, md: Callable[[str], str] = _cell) -> str:
+    """The stages as a markdown table: status, loops, children, criteria, cost.
+
+    ``md`` escapes each text cell: :func:`markdown_text` for the Web UI (``$`` pairs render as
+    math there); by default only ``|``, so ``status`` and report.md show titles as written.
+    """
     lines = ["| # | stage | status | loops | children | criteria | cost |", "|---|---|---|---|---|---|---|"]
     for s in state.stages:
         marker = "▶ " if s.index == state.current and s.status == "running" else ""
-        lines.append(f"| {s.index} | {marker}{shorten(s.title, 60)} | {s.status} | {s.loops} | {len(s.children)} | "
-                     f"{_criteria_cell(s)} | {format_usd(s.cost_micros + s.calls_micros)} |")
+        lines.append(f"| {s.index} | {marker}{md(shorten(s.title, 60))} | {s.status} | {s.loops} | {len(s.children)} | "
+                     f"{_criteria_cell(s)} | {md(format_usd(s.cost_micros + s.calls_micros))} |")
     return "\n".join(lines)
 
 
@@ -47,7 +57,8 @@ def investigation_turn_report(state: InvestigationState) -> TurnReport:
         stop_reason=run.stop_reason.value if run.stop_reason else None,
         cost_this_turn_usd=format_usd(log.last_cost_micros), cost_total_usd=format_usd(state.ledger.spent_micros),
         budget_usd=format_usd(state.ledger.max_micros), map_tokens=0, map_token_budget=0, focus_areas=[],
-        reasoning=shorten(log.last_reasoning, REPORT_REASONING_CHARS), proposed_diff=list(log.last_diff_lines),
+        reasoning=log.last_reasoning,  # as logged: status shows it whole, the Web UI a preview
+        reasoning_ref=log.last_decision_ref, proposed_diff=list(log.last_diff_lines),
         awaiting_turn=pending.turn if pending else None, awaiting_kind=pending.kind if pending else None,
         decisions=len(log.entries), stage_plan=stage_table(state) if state.stages else None, model=state.model,
         workflow="investigation", children=list(state.children),
@@ -55,17 +66,22 @@ def investigation_turn_report(state: InvestigationState) -> TurnReport:
 
 
 def investigation_details(state: InvestigationState) -> str:
-    """Web UI details: goal, phase, cost, the stage table, warnings."""
-    parts = [f"**investigation** · phase {state.phase} · {state.run.status.value} · "
-             f"{format_usd(state.ledger.spent_micros)} of {format_usd(state.ledger.max_micros)}",
-             f"goal: {shorten(state.goal, 300)}"]
+    """Web UI details: goal, phase, cost, the stage table, warnings (every value escaped: ``$``
+    pairs would render as math)."""
+    md = markdown_text
+    parts = [f"**investigation** · phase {md(state.phase)} · {md(state.run.status.value)} · "
+             f"{md(format_usd(state.ledger.spent_micros))} of {md(format_usd(state.ledger.max_micros))}",
+             f"goal: {md(shorten(state.goal, 300))}"]
     if state.plan_rounds:
         last = state.plan_rounds[-1]
-        parts.append(f"planning: {len(state.plan_rounds)} round(s); last exit={last.exit}: {shorten(last.reason, 200)}")
+        parts.append(f"planning: {len(state.plan_rounds)} round(s); last exit={md(str(last.exit))}: "
+                     f"{md(shorten(last.reason, 200))}")
+    if state.log.last_reasoning:
+        parts.append(f"**Reasoning:** {md(reasoning_preview(state.log.last_reasoning))}")
     if state.stages:
-        parts.append(stage_table(state))
+        parts.append(stage_table(state, md))
     if state.warnings:
-        parts.append("warnings:\n" + "\n".join(f"- {w}" for w in state.warnings[-5:]))
+        parts.append("warnings:\n" + "\n".join(f"- {md(w)}" for w in state.warnings[-5:]))
     return "\n\n".join(parts)
 
 

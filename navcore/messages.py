@@ -21,6 +21,8 @@ __all__ = [
     "SetModeInput",
     "RaiseBudgetInput",
     "EditFlightPlanInput",
+    "VerdictInput",
+    "VerdictOutcome",
     "SIGNAL_APPROVE",
     "SIGNAL_REJECT",
     "SIGNAL_STOP",
@@ -30,6 +32,7 @@ __all__ = [
     "QUERY_DECISION_LOG",
     "QUERY_FLIGHT_PLAN",
     "UPDATE_EDIT_FLIGHT_PLAN",
+    "UPDATE_VERDICT",
 ]
 
 # Stable message names: public API, never renamed.
@@ -42,6 +45,8 @@ QUERY_STATUS = "get_status"
 QUERY_DECISION_LOG = "get_decision_log"
 QUERY_FLIGHT_PLAN = "get_flight_plan"
 UPDATE_EDIT_FLIGHT_PLAN = "edit_flight_plan"
+#: approve / reject as an update: the sender learns whether the run took the verdict
+UPDATE_VERDICT = "submit_verdict"
 
 Sender = Annotated[str, Field(min_length=1, max_length=200)]
 
@@ -69,6 +74,32 @@ class RejectInput(_Msg):
     turn: int = Field(ge=1)
     kind: VerdictKind = "turn"
     feedback: Annotated[str, Field(max_length=4000)] = ""
+
+
+class VerdictInput(_Msg):
+    """Approve or reject turn ``turn`` (or round ``turn`` of the stage plan) and hear the outcome.
+
+    The update's validator refuses a verdict the run would ignore (no such turn
+    pending, a verdict of the other kind, an already answered turn), so the
+    sender gets an error instead of silence.
+    """
+
+    verdict: Literal["approve", "reject"]
+    turn: int = Field(ge=1)
+    kind: VerdictKind = "turn"
+    feedback: Annotated[str, Field(max_length=4000)] = ""
+
+
+class VerdictOutcome(BaseModel):
+    """What the run did with a :class:`VerdictInput`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    verdict: Literal["approve", "reject"]
+    turn: int
+    kind: VerdictKind
+    applied: bool
+    detail: str
 
 
 class StopInput(_Msg):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level
 from durable_navigator.navcore.planning import plan_markdown
@@ -20,10 +21,19 @@ __all__ = [
     "turn_report_markdown",
     "short_action_label",
     "shorten",
+    "markdown_text",
+    "code_span",
+    "reasoning_preview",
+    "run_summary",
+    "run_details_markdown",
 ]
 
-#: turn-report reasoning is a preview; the full text is in the decision artifact
-REPORT_REASONING_CHARS = 600
+#: the Web UI details show this much of the reasoning (``get_status`` carries all the log keeps)
+DETAILS_REASONING_CHARS = 600
+#: reasoning characters of a decision kept in history (the full decision is an artifact)
+HISTORY_REASONING_CHARS = 400
+#: characters that change the meaning of markdown text; ``$`` pairs turn into math in the Web UI
+_MARKDOWN_SPECIALS = frozenset("\\`*_[]<>$|~#")
 #: routing switches shown in a turn report (the decision log and report.json keep all)
 REPORT_SWITCHES = 5
 
@@ -32,6 +42,21 @@ def shorten(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters with a visible marker."""
     text = text.strip()
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as literal markdown: every character that markdown would interpret is escaped.
+
+    The Temporal Web UI renders details with math support: ``$0.0000 of $1.0000``
+    became ``\\(0.0000 of \\)1.0000``; ``\\$`` shows a dollar sign. ``<tag>`` would be
+    swallowed as HTML, ``*`` and ``_`` start emphasis.
+    """
+    return "".join(f"\\{ch}" if ch in _MARKDOWN_SPECIALS else ch for ch in text)
+
+
+def _dollars(markdown: str) -> str:
+    """Markdown written by us or the model (stage plans) with its dollar signs made literal."""
+    return markdown.replace("\\$", "$").replace("$", "\\$")
 
 
 def update_diff_lines(update: FlightPlanUpdate) -> list[str]:
@@ -118,6 +143,7 @@ class TurnReport(BaseModel):
     map_tokens: int
     map_token_budget: int
     focus_areas: list[str]
+    #: the last step's reasoning as the workflow logged it (its history trims a long one)
     reasoning: str
     proposed_diff: list[str]
     awaiting_turn: int | None = None
@@ -136,6 +162,9 @@ class TurnReport(BaseModel):
     workflow: str = "navigator"
     #: subagents the run started (live: status, iteration and cost from their events)
     children: list[ChildRun] = []
+    #: the last step's full decision in the worker's artifact store (``navigator status`` reads
+    #: the untrimmed reasoning from it when this machine sees that store)
+    reasoning_ref: ArtifactRef | None = None
 
 
 class DecisionLogView(BaseModel):
@@ -164,7 +193,8 @@ def build_turn_report(state: NavigatorState) -> TurnReport:
         map_tokens=meta.tokens_used if meta else 0,
         map_token_budget=plan.token_budget,
         focus_areas=[f.glob for f in plan.focus_paths] + [f.symbol for f in plan.focus_symbols],
-        reasoning=shorten(log.last_reasoning, REPORT_REASONING_CHARS),
+        reasoning=log.last_reasoning,
+        reasoning_ref=log.last_decision_ref,
         proposed_diff=list(log.last_diff_lines),
         awaiting_turn=pending.turn if pending else None,
         awaiting_kind=pending.kind if pending else None,
@@ -184,30 +214,58 @@ def _stage_markdown(stages: StageState) -> str | None:
 
 
 def turn_report_markdown(report: TurnReport, goal: str) -> str:
-    """The report as markdown for ``workflow.set_current_details``."""
+    """The report as markdown for ``workflow.set_current_details`` (every value escaped)."""
+    md = markdown_text
     lines = [
-        f"### Navigator · step {report.step} · {report.status}",
-        f"**Goal:** {shorten(goal, 200)}",
-        f"**Cost:** {report.cost_total_usd} of {report.budget_usd} "
-        f"(last turn {report.cost_this_turn_usd}) · **Map:** "
-        f"{report.map_tokens}/{report.map_token_budget} tokens · **Mode:** {report.mode}",
+        f"### Navigator · step {report.step} · {md(report.status)}",
+        f"**Goal:** {md(shorten(goal, 200))}",
+        f"**Cost:** {md(report.cost_total_usd)} of {md(report.budget_usd)} "
+        f"(last turn {md(report.cost_this_turn_usd)}) · **Map:** "
+        f"{report.map_tokens}/{report.map_token_budget} tokens · **Mode:** {md(report.mode)}",
     ]
     if report.stop_reason:
-        lines.append(f"**Stopped:** {report.stop_reason}")
+        lines.append(f"**Stopped:** {md(report.stop_reason)}")
     if report.awaiting_turn is not None:
-        lines.append(f"**Awaiting verdict for turn {report.awaiting_turn}** (approve / reject / stop)")
+        what = "the stage plan" if report.awaiting_kind == "plan" else f"turn {report.awaiting_turn}"
+        lines.append(f"**Awaiting a verdict on {what}** (approve / reject / stop)")
     if report.planning_fallback:
-        lines.append(f"**Planning fallback:** {report.planning_fallback}")
+        lines.append(f"**Planning fallback:** {md(report.planning_fallback)}")
     if report.model_switches:
-        lines.append(f"**Model:** `{report.model}` · **Routing switches:**")
-        lines += [f"- {line}" for line in report.model_switches]
+        lines.append(f"**Model:** {code_span(report.model or '')} · **Routing switches:**")
+        lines += [f"- {md(line)}" for line in report.model_switches]
     if report.focus_areas:
-        lines.append("**Focus:** " + ", ".join(f"`{f}`" for f in report.focus_areas[:10]))
+        lines.append("**Focus:** " + ", ".join(code_span(f) for f in report.focus_areas[:10]))
     if report.proposed_diff:
         lines.append("**Plan change:**")
-        lines += [f"- `{d}`" for d in report.proposed_diff[:12]]
+        lines += [f"- {code_span(d)}" for d in report.proposed_diff[:12]]
     if report.reasoning:
-        lines.append(f"**Reasoning:** {report.reasoning}")
+        lines.append(f"**Reasoning:** {md(reasoning_preview(report.reasoning))}")
     if report.stage_plan:
-        lines.append(report.stage_plan)
+        lines += ["", _dollars(report.stage_plan)]  # blank line: the reasoning may end in a list item
     return "\n".join(lines)
+
+
+def reasoning_preview(reasoning: str) -> str:
+    """The reasoning as the Web UI's details show it: at most ``DETAILS_REASONING_CHARS``, and a
+    text history trimmed (``HISTORY_REASONING_CHARS``) ends in ``…`` so a reader knows it was cut."""
+    text = shorten(reasoning, DETAILS_REASONING_CHARS)
+    return text + "…" if len(reasoning) >= HISTORY_REASONING_CHARS and not text.endswith("…") else text
+
+
+def code_span(text: str) -> str:
+    """``text`` as an inline code span (backticks inside it are replaced, they would end it)."""
+    return "`" + text.replace("`", "'") + "`"
+
+
+def run_summary(goal: str, repo_path: str, model: str, verb: str = "explore") -> str:
+    """The run's static summary (one line; the Web UI's *Summary* panel and the runs list)."""
+    name = repo_path.rstrip("/").rsplit("/", 1)[-1] or repo_path
+    return markdown_text(shorten(f"{verb} {name}: {' '.join(goal.split())} ({model})", 200))
+
+
+def run_details_markdown(goal: str, repo_path: str, settings: dict[str, str], label: str = "Goal") -> str:
+    """The run's static details: the goal (or question: ``label``) in full, the repository and the
+    settings it started with."""
+    head = f"**{label}:** {markdown_text(shorten(goal, 2000))}\n\n**Repository:** {code_span(repo_path)}"
+    items = [f"- **{markdown_text(key)}:** {markdown_text(value)}" for key, value in settings.items()]
+    return head + ("\n\n" + "\n".join(items) if items else "")

@@ -5,7 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from durable_navigator.navcore.budget import format_usd, micros_to_usd
-from durable_navigator.navcore.report import REPORT_REASONING_CHARS, TurnReport, shorten
+from durable_navigator.navcore.report import (
+    TurnReport,
+    code_span,
+    markdown_text,
+    reasoning_preview,
+    shorten,
+)
 from durable_navigator.navcore.research import ResearchState, ResearchView
 from durable_navigator.navcore.subagents import ChildRun
 
@@ -54,7 +60,8 @@ def research_turn_report(state: ResearchState) -> TurnReport:
         map_tokens=meta.tokens_used if meta else 0,
         map_token_budget=state.map.flight_plan.token_budget,
         focus_areas=state.findings.files[:_FOCUS_FILES],
-        reasoning=shorten(log.last_reasoning, REPORT_REASONING_CHARS),
+        reasoning=log.last_reasoning,  # as logged: status shows it whole, the Web UI a preview
+        reasoning_ref=log.last_decision_ref,
         proposed_diff=list(log.last_diff_lines),
         awaiting_turn=pending.turn if pending else None,
         awaiting_kind=pending.kind if pending else None,
@@ -74,35 +81,39 @@ def children_markdown(children: list[ChildRun]) -> str | None:
     lines = ["| subagent | profile | status | iter | cost / slice | completed normally |", "|---|---|---|---|---|---|"]
     for c in children:
         normal = "…" if c.completed_normally is None else ("yes" if c.completed_normally else "no")
-        lines.append(f"| `{c.workflow_id}` | {c.profile} | {c.status} | {c.iteration} | "
-                     f"{format_usd(c.cost_micros)} / {format_usd(c.slice_micros)} | {normal} |")
+        lines.append(f"| {code_span(c.workflow_id)} | {markdown_text(c.profile)} | {markdown_text(c.status)} | "
+                     f"{c.iteration} | {markdown_text(format_usd(c.cost_micros))} / "
+                     f"{markdown_text(format_usd(c.slice_micros))} | {normal} |")
     return "\n".join(lines)
 
 
 def research_details_markdown(report: TurnReport, question: str, state: ResearchState) -> str:
-    """The Web UI's current details of a research run."""
-    f = state.findings
+    """The Web UI's current details of a research run (every value escaped: ``$`` pairs would render as math)."""
+    md, f = markdown_text, state.findings
     lines = [
-        f"### Research · {report.status} · round {state.round + 1} · turn {report.step}",
-        f"**Question:** {shorten(question, 200)}",
-        f"**Cost:** {report.cost_total_usd} of {report.budget_usd} · **Findings:** {f.count} "
-        f"({f.lines} cited lines in {len(f.files)} files) · **Calls:** {state.calls_used} · **Mode:** {report.mode}",
+        f"### Research · {md(report.status)} · round {state.round + 1} · turn {report.step}",
+        f"**Question:** {md(shorten(question, 200))}",
+        f"**Cost:** {md(report.cost_total_usd)} of {md(report.budget_usd)} "
+        f"(last turn {md(report.cost_this_turn_usd)}) · **Findings:** {f.count} "
+        f"({f.lines} cited lines in {len(f.files)} files) · **Calls:** {state.calls_used} · **Mode:** {md(report.mode)}",
     ]
     if report.stop_reason:
-        lines.append(f"**Stopped:** {report.stop_reason}")
+        lines.append(f"**Stopped:** {md(report.stop_reason)}")
     if report.awaiting_turn is not None:
         what = "the research plan" if report.awaiting_kind == "plan" else f"step turn {report.awaiting_turn}"
         lines.append(f"**Awaiting a verdict on {what}** (approve / reject / stop)")
     if report.planning_fallback:
-        lines.append(f"**Planning fallback:** {report.planning_fallback}")
+        lines.append(f"**Planning fallback:** {md(report.planning_fallback)}")
     if report.focus_areas:
-        lines.append("**Cited:** " + ", ".join(f"`{p}`" for p in report.focus_areas))
+        lines.append("**Cited:** " + ", ".join(code_span(p) for p in report.focus_areas))
     if report.proposed_diff:
-        lines += ["**Last step:**", *(f"- `{d}`" for d in report.proposed_diff[:12])]
+        lines += ["**Last step:**", *(f"- {code_span(d)}" for d in report.proposed_diff[:12])]
     if report.reasoning:
-        lines.append(f"**Reasoning:** {report.reasoning}")
+        lines.append(f"**Reasoning:** {md(reasoning_preview(report.reasoning))}")
     if report.stage_plan:
-        lines.append(report.stage_plan)
+        head, *steps = report.stage_plan.splitlines()
+        # a blank line first: the reasoning may end in a list item the heading would join
+        lines += ["", f"### {md(head.removeprefix('### '))}", *(f"- {md(step)}" for step in steps)]
     table = children_markdown(state.children)
     if table:
         lines += ["**Subagents:**", table]

@@ -194,6 +194,8 @@ class DecisionLog(BaseModel):
     #: compressions done so far (the scripted summarizer keys by it)
     compressions: int = 0
     last_reasoning: str = ""
+    #: the last step's full decision in the artifact store (history keeps its reasoning trimmed)
+    last_decision_ref: ArtifactRef | None = None
     last_diff_lines: list[str] = []
     last_cost_micros: int = 0
 

@@ -68,7 +68,7 @@ class _Args(BaseModel):
 
 
 class SearchArgs(_Args):
-    """``search_codebase``: BM25 over the index plus symbol-name matches."""
+    """``search_codebase``: the definitions (function/class, with line range) that match a query."""
 
     query: Annotated[str, Field(min_length=1, max_length=500)]
     limit: int = Field(20, ge=1, le=500)
@@ -165,8 +165,9 @@ _INT = {"type": "integer"}
 TOOL_DECLARATIONS: tuple[dict[str, Any], ...] = (
     {
         "name": "search_codebase",
-        "description": "Search the repository: BM25 over code tokens plus symbol-name matches. "
-        "Returns ranked paths with the matching symbol and line.",
+        "description": "Search the repository for the functions, methods and classes that match a query "
+        "(BM25 over each definition's code, comments and name). Returns ranked 'path:start-end  score  "
+        "path::Qualified.name' lines (a path alone: the file's module-level code).",
         "parameters": {
             "type": "object",
             "properties": {"query": {**_STR, "description": "words, identifiers or a symbol name"},
@@ -191,14 +192,15 @@ TOOL_DECLARATIONS: tuple[dict[str, Any], ...] = (
     },
     {
         "name": "get_callers",
-        "description": "Where a symbol is referenced (from the reference graph). "
-        "Symbol: 'path::Class.method' or a bare name.",
+        "description": "Code sites that reference a definition, resolved through imports, scopes and types "
+        "(never docs, comments or strings); sites that may mean another definition of the same name are "
+        "listed apart. Symbol: 'path::Class.method' or a bare name.",
         "parameters": {"type": "object", "properties": {"symbol": _STR}, "required": ["symbol"]},
     },
     {
         "name": "get_callees",
-        "description": "What a symbol references (from the reference graph). "
-        "Symbol: 'path::Class.method' or a bare name.",
+        "description": "The repository definitions a definition's body calls or names, resolved through "
+        "imports, scopes and types. Symbol: 'path::Class.method' or a bare name.",
         "parameters": {"type": "object", "properties": {"symbol": _STR}, "required": ["symbol"]},
     },
 )

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 from durable_navigator.navcore.activity_io import RecentDecision
 from durable_navigator.navcore.compression import SUMMARY_ACTIONS
 from durable_navigator.navcore.budget import BudgetLedger, micros_to_usd, usd_to_micros
+from durable_navigator.navtypes.errors import validation_lines
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navcore.messages import EditFlightPlanInput
 from durable_navigator.navcore.prompt import RECENT_REASONING_CHARS
@@ -24,6 +27,7 @@ __all__ = [
     "propose_turn",
     "restore_turn",
     "record_verdict",
+    "verdict_problem",
     "request_stop",
     "edited_plan",
     "apply_edit",
@@ -73,22 +77,37 @@ def restore_turn(state: NavigatorState, pending: PendingTurn) -> None:
     m.metadata = pending.previous_metadata
 
 
+def verdict_problem(state: Steering, turn: int, kind: str = "turn", plan: str = "the stage plan") -> str | None:
+    """Why a verdict for ``kind`` ``turn`` would be ignored now, or ``None`` when it would apply.
+
+    ``plan``: what the workflow's ``kind: plan`` verdicts answer (the research plan, say).
+    """
+    pending = state.pending
+    what = f"{plan} (round" if kind == "plan" else "turn"
+    if pending is None:
+        return f"no turn is awaiting a verdict, so {what} {turn}{')' if kind == 'plan' else ''} cannot be answered"
+    now = f"{plan} (round {pending.turn})" if pending.kind == "plan" else f"turn {pending.turn}"
+    if pending.turn != turn or pending.kind != kind:
+        return f"{what} {turn}{')' if kind == 'plan' else ''} is not awaiting a verdict; {now} is"
+    if pending.verdict is not None:
+        return f"{now} was already answered ({pending.verdict} by {pending.verdict_sender})"
+    return None
+
+
 def record_verdict(
     state: Steering, verdict: Verdict, turn: int, sender: str, feedback: str | None,
-    kind: str = "turn",
+    kind: str = "turn", plan: str = "the stage plan",
 ) -> bool:
     """Apply a verdict to the pending turn; False (and a note) when stale or duplicate.
 
     ``kind`` must match too: a verdict for the stage plan never lands on a map turn.
     """
+    problem = verdict_problem(state, turn, kind, plan)
+    if problem is not None:
+        state.note(verdict, sender, turn, f"ignored: {problem}")
+        return False
     pending = state.pending
-    if pending is None or pending.turn != turn or pending.kind != kind:
-        now = f"{pending.kind} {pending.turn}" if pending else None
-        state.note(verdict, sender, turn, f"ignored: stale verdict for {kind} {turn} (pending: {now})")
-        return False
-    if pending.verdict is not None:
-        state.note(verdict, sender, turn, f"ignored: duplicate (already {pending.verdict})")
-        return False
+    assert pending is not None  # verdict_problem checked it
     pending.verdict, pending.verdict_sender, pending.feedback = verdict, sender, feedback
     state.note(verdict, sender, turn, "applied")
     return True
@@ -111,17 +130,21 @@ def edited_plan(state: Steering, inp: EditFlightPlanInput) -> FlightPlan:
         raise ValueError("no turn is awaiting approval; edit the plan while a turn is pending")
     if inp.turn != pending.turn:
         raise ValueError(f"turn {inp.turn} is not the pending turn {pending.turn}; refresh the status")
-    if inp.plan is not None:
-        # re-validate: the payload may have been built without validation by a client; a human's
-        # whole plan pins everything it sets explicitly
-        plan = FlightPlan.model_validate(inp.plan.model_dump())
-        keys = [r.glob for r in plan.rules] + [f.glob for f in plan.focus_paths]
-        keys += [f.symbol for f in plan.focus_symbols] + list(plan.exclude)
-        return plan.model_copy(update={"pinned": list(dict.fromkeys([*plan.pinned, *keys]))[:256]})
-    if inp.update is None:
-        raise ValueError("give exactly one of 'update' or 'plan'")
-    # a human's edit: everything it touches is pinned (later model turns cannot undo it)
-    return pending.proposed_plan.apply(inp.update.pinned())
+    try:
+        if inp.plan is not None:
+            # re-validate: the payload may have been built without validation by a client; a human's
+            # whole plan pins everything it sets explicitly
+            plan = FlightPlan.model_validate(inp.plan.model_dump())
+            keys = [r.glob for r in plan.rules] + [f.glob for f in plan.focus_paths]
+            keys += [f.symbol for f in plan.focus_symbols] + list(plan.exclude)
+            return plan.model_copy(update={"pinned": list(dict.fromkeys([*plan.pinned, *keys]))[:256]})
+        if inp.update is None:
+            raise ValueError("give exactly one of 'update' or 'plan'")
+        # a human's edit: everything it touches is pinned (later model turns cannot undo it)
+        return pending.proposed_plan.apply(inp.update.pinned())
+    except ValidationError as exc:
+        # one line that names each field (the sender sees this message)
+        raise ValueError("invalid plan: " + "; ".join(validation_lines(exc))) from None
 
 
 def apply_edit(state: NavigatorState, inp: EditFlightPlanInput) -> FlightPlan:

@@ -8,6 +8,8 @@ non-zero; activities turn them into non-retryable ``ApplicationError``s.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "NavigatorError",
     "ConfigError",
@@ -17,6 +19,7 @@ __all__ = [
     "ModelError",
     "ArtifactError",
     "PathEscapeError",
+    "validation_lines",
 ]
 
 
@@ -71,3 +74,16 @@ class PathEscapeError(NavigatorError):
     """A path resolves outside the repository root (``..``, absolute path or symlink)."""
 
     kind = "PathEscapeError"
+
+
+def validation_lines(exc: Any) -> list[str]:
+    """One ``field.path: message`` line per problem of a pydantic ``ValidationError``.
+
+    The field is always named (pydantic's own ``str()`` starts with ``1 validation
+    error for FlightPlanUpdate`` and puts the field on the next line).
+    """
+    lines = []
+    for err in exc.errors(include_input=False):
+        where = ".".join(str(part) for part in err.get("loc", ())) or "<root>"
+        lines.append(f"{where}: {str(err.get('msg', '')).removeprefix('Value error, ')}")
+    return lines

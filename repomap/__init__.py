@@ -5,13 +5,21 @@ A plain library (no Temporal)::
     rm = RepoMap.open(root)
     result = rm.render(FlightPlan(token_budget=4096, goal="why are tokens double-counted?"))
     result.text, result.metadata, result.files
+
+The public names are imported on first use (PEP 562), so importing a submodule
+-- the ``repo-map`` CLI's ``--help``, the token counter -- does not load the
+engine, numpy and pydantic behind it.
 """
 
 from __future__ import annotations
 
-from durable_navigator.repomap.config import DiscoverConfig, EngineConfig, RankConfig, RenderConfig
-from durable_navigator.repomap.engine import RepoMap
-from durable_navigator.repomap.types import RankedFile, RenderResult, SearchHit, Symbol, SymbolRef
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from durable_navigator.repomap.config import DiscoverConfig, EngineConfig, RankConfig, RenderConfig
+    from durable_navigator.repomap.engine import RepoMap
+    from durable_navigator.repomap.types import RankedFile, RenderResult, SearchHit, Symbol, SymbolRef
 
 __all__ = [
     "RepoMap",
@@ -25,3 +33,29 @@ __all__ = [
     "Symbol",
     "SymbolRef",
 ]
+
+_WHERE = {
+    "RepoMap": "engine",
+    "EngineConfig": "config",
+    "DiscoverConfig": "config",
+    "RankConfig": "config",
+    "RenderConfig": "config",
+    "RenderResult": "types",
+    "RankedFile": "types",
+    "SearchHit": "types",
+    "Symbol": "types",
+    "SymbolRef": "types",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -22,32 +22,46 @@ import gc
 import hashlib
 import heapq
 import marshal
-import multiprocessing
 import os
 import threading
 import time
+from array import array
 from collections import Counter
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from durable_navigator.repomap.cache import IndexCache
 from durable_navigator.repomap.config import PARSER_VERSION, EngineConfig
 from durable_navigator.repomap.discover import Discovery
-from durable_navigator.repomap.index import index_file
+from durable_navigator.repomap.index import index_file, parser_for
 from durable_navigator.repomap.parse_treesitter import tags_query_version
-from durable_navigator.repomap.tokens import COUNTER_NAME, token_byte_lengths
+from durable_navigator.repomap.layout import file_line
+from durable_navigator.repomap.records import HEAD_FIELDS, Records
+from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, preload
 
-__all__ = ["BuiltIndex", "build_index", "content_key_version", "content_hash"]
+if TYPE_CHECKING:
+    import multiprocessing.context
+
+__all__ = ["BuiltIndex", "Progress", "build_index", "content_key", "content_key_version", "content_hash",
+           "SNAPSHOT_FORMAT"]
+
+#: layout of a stored snapshot: (format, paths, heads, path-line costs as int64 bytes)
+SNAPSHOT_FORMAT = "snap-2"
+
+#: ``progress(done, total)``: files of this (re)index done so far, of how many
+Progress = Callable[[int, int], None]
 
 
 @dataclass
 class BuiltIndex:
-    """The loaded index: per path its record, plus its cache key and stats."""
+    """The loaded index: per path its record (symbols read on use), plus its cache key and stats."""
 
-    records: dict[str, tuple]
+    records: Records
     keys: dict[str, str]
     index_hash: str
     skipped: Counter[str] = field(default_factory=Counter)
@@ -57,6 +71,8 @@ class BuiltIndex:
     skipped_paths: dict[str, str] = field(default_factory=dict)
     #: content key of every file that was read, skipped ones included (for re-validation)
     all_keys: dict[str, str] = field(default_factory=dict)
+    #: exact cost of each indexed file's path line without a why, in path order
+    line_costs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 #: a manifest entry: (size, mtime_ns, ctime_ns, inode, content key, racy)
@@ -66,10 +82,10 @@ ManifestEntry = tuple[int, int, int, int, str, bool]
 def _trusted_key(prev: tuple | None, stat_key: tuple[int, int, int, int], version: str) -> str | None:
     """The recorded content key when the stat shortcut may be trusted, else None.
 
-    Entries of an older manifest layout (fewer fields) are never trusted: those
-    files are re-hashed once.
+    ``IndexCache.load_manifest`` drops entries of any other layout, and a key
+    of another engine version never ends in this one's: those files are re-hashed.
     """
-    if prev is None or len(prev) != 6 or prev[5] or tuple(prev[:4]) != stat_key:
+    if prev is None or prev[5] or tuple(prev[:4]) != stat_key:
         return None
     return prev[4] if prev[4].endswith(version) else None
 
@@ -77,6 +93,15 @@ def _trusted_key(prev: tuple | None, stat_key: tuple[int, int, int, int], versio
 def content_hash(data: bytes) -> str:
     """The content part of a cache key."""
     return _hash(data)
+
+
+def content_key(data: bytes, path: str, version: str) -> str:
+    """A file's cache key: its bytes, the parser its path selects, the engine version.
+
+    Files with the same bytes share a record only when the same parser reads
+    them (an empty ``__init__.py`` is Python, an empty ``.txt`` has no parser).
+    """
+    return f"{_hash(data)}:{parser_for(path)}:{version}"
 
 
 def content_key_version(cfg: EngineConfig) -> str:
@@ -111,33 +136,38 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _index_chunk(root: str, paths: list[str], cfg_json: str, version: str,
-                 db_path: str) -> list[tuple[str, str, bytes | None, bytes | None]]:
+#: what a worker returns per file: (path, key, (head, symbols, bag) marshal blobs or None)
+IndexedFile = tuple[str, str, tuple[bytes, bytes, bytes] | None]
+
+
+def _index_chunk(root: str, paths: list[str], cfg_json: str, version: str, db_path: str) -> list[IndexedFile]:
     """Worker task: read and hash a chunk of files, index those the cache lacks.
 
-    Returns ``(path, key, record_blob, bag_blob)``; the blobs are None when the
-    cache already holds that content and key is "" when the file is unreadable.
-    Hashing here rather than in the parent keeps the cold path to one read of
-    each file, split over the workers.
+    Returns ``(path, key, blobs)``; blobs is None when the cache already holds
+    that content (or this chunk indexed the same bytes already) and key is ""
+    when the file is unreadable. Hashing here rather than in the parent keeps
+    the cold path to one read of each file, split over the workers.
     """
     cfg = EngineConfig.model_validate_json(cfg_json)
     keyed: list[tuple[str, str, bytes]] = []
-    out: list[tuple[str, str, bytes | None, bytes | None]] = []
+    out: list[IndexedFile] = []
     for rel in paths:
         try:
             data = (Path(root) / rel).read_bytes()
         except OSError:
-            out.append((rel, "", None, None))
+            out.append((rel, "", None))
             continue
-        keyed.append((rel, f"{_hash(data)}:{version}", data))
+        keyed.append((rel, content_key(data, rel, version), data))
     have = IndexCache.existing_keys_readonly(Path(db_path), [k for _, k, _ in keyed])
     with _no_gc():
         for rel, key, data in keyed:
             if key in have:
-                out.append((rel, key, None, None))
+                out.append((rel, key, None))
                 continue
+            have.add(key)
             rec, bag = index_file(rel, data, cfg.discover, cfg.render)
-            out.append((rel, key, marshal.dumps(rec), marshal.dumps(bag)))
+            out.append((rel, key, (marshal.dumps(rec[:HEAD_FIELDS]), marshal.dumps(rec[HEAD_FIELDS]),
+                                   marshal.dumps(bag))))
     return out
 
 
@@ -146,6 +176,8 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     tokenizer), else ``forkserver``: forking a multi-threaded process -- a Temporal
     worker opens engines from a thread pool -- can copy a lock some other thread
     holds and hang the child."""
+    import multiprocessing  # a warm open never starts workers: not imported at start-up
+
     methods = multiprocessing.get_all_start_methods()
     if "fork" in methods and threading.active_count() == 1:
         return multiprocessing.get_context("fork")
@@ -171,8 +203,13 @@ def _balanced_chunks(paths: list[str], sizes: dict[str, int], n_chunks: int) -> 
     return [c for c in chunks if c]
 
 
-def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int | None) -> BuiltIndex:
-    """Bring the cache up to date for ``disc`` and load every record."""
+def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int | None,
+                progress: Progress | None = None) -> BuiltIndex:
+    """Bring the cache up to date for ``disc`` and load every record.
+
+    ``progress(done, total)`` hears how many of the files to (re)index are done, from
+    this thread, as results arrive (a chunk at a time); nothing when all are cached.
+    """
     t0 = time.perf_counter()
     root = str(disc.root)
     version = content_key_version(cfg)
@@ -188,7 +225,7 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
     unreadable: list[str] = []
     t1 = time.perf_counter()
     sizes = {e.path: e.size for e in disc.files}
-    fresh, parsed = _index_stale(root, stale, sizes, cfg, version, jobs, cache, keys, unreadable)
+    fresh, parsed = _index_stale(root, stale, sizes, cfg, version, jobs, cache, keys, unreadable, progress)
     t2 = time.perf_counter()
     manifest = {e.path: (*e.stat_key, keys[e.path], e.racy(disc.scanned_ns)) for e in disc.files if e.path in keys}
     if manifest != old:
@@ -206,39 +243,46 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
 
 def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: EngineConfig, version: str,
                  jobs: int | None, cache: IndexCache, keys: dict[str, str],
-                 unreadable: list[str]) -> tuple[dict[str, tuple], int]:
+                 unreadable: list[str], progress: Progress | None = None) -> tuple[dict[str, tuple], int]:
     """Hash and (where the cache lacks the content) index ``paths``, storing results as they arrive.
 
-    Returns the records indexed now (``key -> record``, so loading does not
-    read them back) and how many files were parsed.
+    Returns the record heads indexed now (``key -> head``, so loading does not
+    read them back; symbols and bags are not kept) and how many files were parsed.
     """
     if not paths:
         return {}, 0
     args = (cfg.model_dump_json(), version, str(cache.path))
     n_jobs = max(1, jobs or os.cpu_count() or 1)
     fresh: dict[str, tuple] = {}
-    parsed = 0
+    parsed = done = 0
+    if progress is not None:
+        progress(0, len(paths))
 
-    def take(chunk: list[tuple[str, str, bytes | None, bytes | None]]) -> None:
-        nonlocal parsed
+    def take(chunk: list[IndexedFile]) -> None:
+        nonlocal parsed, done
         rows = []
-        for rel, key, rec, bag in chunk:
+        for rel, key, blobs in chunk:
             if not key:
                 unreadable.append(rel)  # vanished or unreadable since discovery
                 continue
             keys[rel] = key
-            if rec is not None and bag is not None:
-                rows.append((key, rec, bag))
-                fresh[key] = marshal.loads(rec)  # the blob itself is dropped once stored
+            if blobs is not None:
+                rows.append((key, *blobs))
+                fresh[key] = marshal.loads(blobs[0])
         parsed += len(rows)
         cache.put_blobs(rows)
+        done += len(chunk)
+        if progress is not None:
+            progress(done, len(paths))
 
     if n_jobs == 1 or len(paths) < cfg.parallel_min_files:
         take(_index_chunk(root, paths, *args))
         return fresh, parsed
+    from concurrent.futures import ProcessPoolExecutor, as_completed  # cold path only
+
     ctx = _pool_context()
     if ctx.get_start_method() == "fork":
-        token_byte_lengths()  # load the tokenizer once here; forked workers inherit it
+        preload()  # load the tokenizer once here; forked workers inherit it
     # several chunks per worker even out what byte-balancing misses; the file cap keeps
     # each result (and the parent's memory while it is written) small on huge trees
     n_chunks = min(len(paths), max(n_jobs * cfg.chunks_per_worker, -(-len(paths) // cfg.index_chunk_files)))
@@ -251,29 +295,61 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
 
 
 def _load_records(keys: dict[str, str], cache: IndexCache, fresh: dict[str, tuple]) -> BuiltIndex:
-    """Load all records: one snapshot read when this exact index was seen before.
+    """Load every record head: one snapshot read when this exact index was seen before.
 
-    ``fresh`` holds the records just indexed; only the rest is read back.
+    ``fresh`` holds the heads just indexed; only the rest is read back. A new
+    snapshot also stores each file's path-line cost (what every render prices
+    first), so a warm open counts no tokens.
     """
     h = hashlib.blake2b(digest_size=16)
     for p in sorted(keys):
         h.update(f"{p}\0{keys[p]}\n".encode("utf-8", "surrogateescape"))
     ihash = h.hexdigest()
-    blob = cache.get_named("snapshots", ihash)
-    if blob is not None:
-        records = marshal.loads(blob)
-    else:
+    snap = _snapshot(cache.get_snapshot(ihash))
+    if snap is None:
         by_key = dict(fresh)
-        by_key.update(cache.get_column("rec", sorted(set(keys.values()) - by_key.keys())))
-        records = {p: by_key[k] for p, k in keys.items() if k in by_key}
-        cache.put_named("snapshots", ihash, marshal.dumps(records))
-    built = BuiltIndex(records={}, keys={}, index_hash=ihash, all_keys=keys)
-    for p in sorted(records):
-        rec = records[p]
-        if rec[0]:
-            built.skipped[rec[0]] += 1
-            built.skipped_paths[p] = rec[0]
+        by_key.update({k: v for k, v in cache.get_column("head", sorted(set(keys.values()) - by_key.keys())).items()
+                       if _head_ok(v)})
+        heads = {p: by_key[k] for p, k in sorted(keys.items()) if k in by_key}
+        indexed = [p for p, head in heads.items() if not head[0]]
+        costs = count_many([file_line(p, 1, heads[p][2], heads[p][3], []) for p in indexed])
+        snap = heads, dict(zip(indexed, costs))
+        cache.put_snapshot(ihash, (SNAPSHOT_FORMAT, list(heads), list(heads.values()),
+                                   array("q", [snap[1].get(p, 0) for p in heads]).tobytes()))
+    heads, line_costs = snap
+    indexed: dict[str, tuple] = {}
+    indexed_keys: dict[str, str] = {}
+    skipped: Counter[str] = Counter()
+    skipped_paths: dict[str, str] = {}
+    for p, head in heads.items():
+        if head[0]:
+            skipped[head[0]] += 1
+            skipped_paths[p] = head[0]
         else:
-            built.records[p] = rec
-            built.keys[p] = keys[p]
-    return built
+            indexed[p] = head
+            indexed_keys[p] = keys[p]
+    return BuiltIndex(records=Records(indexed, indexed_keys, _symbol_loader(cache)), keys=indexed_keys,
+                      index_hash=ihash, skipped=skipped, skipped_paths=skipped_paths, all_keys=keys,
+                      line_costs=np.asarray([line_costs[p] for p in indexed], dtype=np.int64))
+
+
+def _symbol_loader(cache: IndexCache) -> Callable[[list[str]], dict[str, tuple]]:
+    def load(keys: list[str]) -> dict[str, tuple]:
+        return {k: v for k, v in cache.get_column("syms", keys).items() if isinstance(v, tuple)}
+    return load
+
+
+def _head_ok(head: object) -> bool:
+    return (isinstance(head, tuple) and len(head) == HEAD_FIELDS and isinstance(head[0], str)
+            and isinstance(head[2], int) and isinstance(head[3], int) and isinstance(head[6], tuple))
+
+
+def _snapshot(value: object) -> tuple[dict[str, tuple], dict[str, int]] | None:
+    """A stored snapshot as ``(heads, line costs)``, or None when it has another layout."""
+    if not (isinstance(value, tuple) and len(value) == 4 and value[0] == SNAPSHOT_FORMAT):
+        return None
+    _fmt, paths, heads, costs = value
+    if not (isinstance(paths, list) and isinstance(heads, list) and isinstance(costs, bytes)
+            and len(paths) == len(heads) == len(costs) // 8 and all(map(_head_ok, heads))):
+        return None
+    return dict(zip(paths, heads)), dict(zip(paths, array("q", costs)))

@@ -1,16 +1,29 @@
 """Persistent index cache: stdlib sqlite3 under the user cache dir, never in the repository.
 
-Tables (all values are ``marshal`` blobs: the fastest stdlib codec for tuples):
+Everything lives under one schema name, :data:`SCHEMA`, which is part of every
+file name: ``repomap-<SCHEMA>.sqlite3`` and ``structures-<SCHEMA>/``. An
+engine that stores anything in another layout uses another schema name, so
+two engine versions sharing a cache directory (two branches, an upgrade next
+to a running worker) never read each other's data; the older files are left
+alone for the version that wrote them. Within one schema every value is still
+checked for its shape when read (an entry of another shape is a cache miss,
+never an error), and a database whose ``meta`` table names another schema is
+rebuilt.
 
-* ``blobs``: ``key -> (record, bag)`` where key = content hash (blake2b) + version;
-* ``stat_manifest``: one row per repository root:
-  ``path -> (size, mtime_ns, ctime_ns, inode, key, racy)`` so a warm start only
-  stats files, re-hashing just those whose stat changed or that were racy (see
-  ``build.py``). It replaces the older ``manifest`` table (``path -> (size,
-  mtime_ns, key)``), which is left alone so an older engine sharing the cache
-  directory keeps working;
-* ``snapshots``: ``index hash -> {path: record}`` (one read loads the whole index);
-* ``structures``: ``index hash -> ranking structure`` (sparse matrices, request-independent).
+Tables (values are ``marshal`` blobs: the fastest stdlib codec for tuples):
+
+* ``blobs``: ``key -> (record head, symbols, bag)``; key = content hash +
+  parser + engine version (``build.content_key``);
+* ``manifests``: one row per repository root,
+  ``path -> (size, mtime_ns, ctime_ns, inode, key, racy)``, so a warm start
+  only stats files (see ``build.py``);
+* ``snapshots``: index hash -> every file's record *head* (the record without
+  its symbols) and path-line cost: one small read loads an index; symbols are
+  read per file when a render shows its outline (``records.py``).
+
+Ranking structures (sparse matrices, request-independent) are files in
+``structures-<SCHEMA>/``, memory-mapped when read: a request touches the
+pages of the columns it needs and of the PageRank matrix, never the rest.
 
 A corrupt database is deleted and rebuilt with a logged warning, never a crash.
 """
@@ -19,27 +32,38 @@ from __future__ import annotations
 
 import logging
 import marshal
+import mmap
 import os
 import sqlite3
+import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["IndexCache", "default_cache_dir", "CACHE_ENV"]
+__all__ = ["IndexCache", "default_cache_dir", "CACHE_ENV", "SCHEMA"]
 
 log = logging.getLogger("durable_navigator.repomap.cache")
 
 CACHE_ENV = "NAVIGATOR_CACHE_DIR"
-_DB_NAME = "index-v1.sqlite3"
+#: bump when a table's layout or a value's encoding changes (record and bag layouts are
+#: versioned by PARSER_VERSION in their keys, the structure file by its own format tag)
+SCHEMA = "v2"
+_DB_NAME = f"repomap-{SCHEMA}.sqlite3"
+_STRUCTURES = f"structures-{SCHEMA}"
 _SQL_PARAM_CHUNK = 500
 _BUSY_TIMEOUT_S = 30.0
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, rec BLOB NOT NULL, bag BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS stat_manifest (root TEXT PRIMARY KEY, blob BLOB NOT NULL);
+_TABLES = ("meta", "blobs", "manifests", "snapshots")
+_SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, head BLOB NOT NULL, syms BLOB NOT NULL, bag BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS manifests (root TEXT PRIMARY KEY, blob BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS snapshots (ihash TEXT PRIMARY KEY, blob BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS structures (ihash TEXT PRIMARY KEY, blob BLOB NOT NULL);
 """
+
+
+class _ForeignSchema(sqlite3.DatabaseError):
+    """The database file carries another schema's data."""
 
 
 def default_cache_dir() -> Path:
@@ -52,12 +76,23 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("durable-navigator")) / "repomap"
 
 
+def loads_or_none(blob: bytes | None) -> Any:
+    """``marshal.loads``, or None for a blob that is not a marshal value (written by something else)."""
+    if blob is None:
+        return None
+    try:
+        return marshal.loads(blob)
+    except (ValueError, EOFError, TypeError):
+        return None
+
+
 class IndexCache:
-    """One sqlite database; safe to share between threads of one process."""
+    """One sqlite database plus the structure files; safe to share between threads of one process."""
 
     def __init__(self, cache_dir: Path) -> None:
         self.dir = Path(cache_dir)
         self.path = self.dir / _DB_NAME
+        self.structures_dir = self.dir / _STRUCTURES
         self._lock = threading.Lock()
         self._conn = self._open()
 
@@ -66,19 +101,27 @@ class IndexCache:
         try:
             return self._connect()
         except sqlite3.DatabaseError as exc:
-            log.warning("repo-map cache %s is corrupt (%s); deleting and rebuilding", self.path, exc)
-            for suffix in ("", "-wal", "-shm"):
-                Path(str(self.path) + suffix).unlink(missing_ok=True)
+            log.warning("repo-map cache %s is unusable (%s); deleting and rebuilding", self.path, exc)
+            self._delete_db()
             return self._connect()
+
+    def _delete_db(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(self.path) + suffix).unlink(missing_ok=True)
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S, check_same_thread=False)
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            conn.executescript(_SCHEMA)
-            for table in ("blobs", "stat_manifest", "snapshots", "structures"):
+            conn.executescript(_SCHEMA_SQL)
+            for table in _TABLES:
                 conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT 1)").fetchone()
+            with conn:
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA,))
+            row = conn.execute("SELECT v FROM meta WHERE k='schema'").fetchone()
+            if row is None or row[0] != SCHEMA:
+                raise _ForeignSchema(f"it holds schema {row[0] if row else None!r}, not {SCHEMA!r}")
         except sqlite3.DatabaseError:
             conn.close()
             raise
@@ -94,22 +137,27 @@ class IndexCache:
                     raise
                 log.warning("repo-map cache %s failed (%s); deleting and rebuilding", self.path, exc)
                 self._conn.close()
-                for suffix in ("", "-wal", "-shm"):
-                    Path(str(self.path) + suffix).unlink(missing_ok=True)
+                self._delete_db()
                 self._conn = self._connect()
                 return fn(*args)
 
     # ---- manifest -------------------------------------------------------------------
     def load_manifest(self, root: str) -> dict[str, tuple]:
-        """``path -> (size, mtime_ns, ctime_ns, inode, key, racy)`` recorded for ``root`` (empty if none)."""
+        """``path -> (size, mtime_ns, ctime_ns, inode, key, racy)`` recorded for ``root`` (empty if none).
+
+        Entries of any other shape are dropped (those files are re-hashed).
+        """
         row = self._guard(lambda: self._conn.execute(
-            "SELECT blob FROM stat_manifest WHERE root=?", (root,)).fetchone())
-        return marshal.loads(row[0]) if row else {}
+            "SELECT blob FROM manifests WHERE root=?", (root,)).fetchone())
+        data = loads_or_none(row[0]) if row else None
+        if not isinstance(data, dict):
+            return {}
+        return {p: e for p, e in data.items() if isinstance(p, str) and _manifest_entry_ok(e)}
 
     def save_manifest(self, root: str, manifest: dict[str, tuple]) -> None:
         """Replace ``root``'s manifest."""
         blob = marshal.dumps(manifest)
-        self._guard(self._write, "INSERT OR REPLACE INTO stat_manifest VALUES (?, ?)", [(root, blob)])
+        self._guard(self._write, "INSERT OR REPLACE INTO manifests VALUES (?, ?)", [(root, blob)])
 
     # ---- per-file blobs ---------------------------------------------------------------
     @staticmethod
@@ -134,45 +182,76 @@ class IndexCache:
             return set()
         return found
 
-    def put_blobs(self, rows: list[tuple[str, bytes, bytes]]) -> None:
-        """Store ``(key, record_blob, bag_blob)`` rows."""
-        self._guard(self._write, "INSERT OR REPLACE INTO blobs VALUES (?, ?, ?)", rows)
+    def put_blobs(self, rows: list[tuple[str, bytes, bytes, bytes]]) -> None:
+        """Store ``(key, head_blob, symbols_blob, bag_blob)`` rows."""
+        self._guard(self._write, "INSERT OR REPLACE INTO blobs VALUES (?, ?, ?, ?)", rows)
 
-    def get_column(self, column: str, keys: list[str]) -> dict[str, Any]:
-        """``key -> unmarshalled rec or bag`` for ``keys`` (missing keys absent)."""
-        if column not in ("rec", "bag"):
+    def get_column(self, column: str, keys: Iterable[str]) -> dict[str, Any]:
+        """``key -> unmarshalled head, symbols or bag`` for ``keys`` (missing or unreadable keys absent)."""
+        if column not in ("head", "syms", "bag"):
             raise ValueError(f"unknown column {column!r}")
         out: dict[str, Any] = {}
+        keys = list(keys)
 
         def run() -> None:
-            out.update((k, marshal.loads(b)) for k, b in _rows_with_keys(self._conn, f"key, {column}", keys))
+            for k, b in _rows_with_keys(self._conn, f"key, {column}", keys):
+                value = loads_or_none(b)
+                if value is not None:
+                    out[k] = value
 
         self._guard(run)
         return out
 
-    # ---- whole-index snapshots and ranking structures --------------------------------
-    def get_named(self, table: str, ihash: str) -> bytes | None:
-        """Raw blob of ``snapshots`` / ``structures`` for an index hash."""
-        if table not in ("snapshots", "structures"):
-            raise ValueError(f"unknown table {table!r}")
+    # ---- whole-index snapshots --------------------------------------------------------
+    def get_snapshot(self, ihash: str) -> Any:
+        """The unmarshalled snapshot of an index hash (None when absent or unreadable)."""
         row = self._guard(lambda: self._conn.execute(
-            f"SELECT blob FROM {table} WHERE ihash=?", (ihash,)).fetchone())
-        return bytes(row[0]) if row else None
+            "SELECT blob FROM snapshots WHERE ihash=?", (ihash,)).fetchone())
+        return loads_or_none(row[0]) if row else None
 
-    def put_named(self, table: str, ihash: str, blob: bytes) -> None:
-        """Store a snapshot / structure blob."""
-        if table not in ("snapshots", "structures"):
-            raise ValueError(f"unknown table {table!r}")
-        self._guard(self._write, f"INSERT OR REPLACE INTO {table} VALUES (?, ?)", [(ihash, blob)])
+    def put_snapshot(self, ihash: str, value: Any) -> None:
+        """Store a snapshot."""
+        self._guard(self._write, "INSERT OR REPLACE INTO snapshots VALUES (?, ?)", [(ihash, marshal.dumps(value))])
 
     def _write(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         with self._conn:
             self._conn.executemany(sql, rows)
 
+    # ---- ranking structures (files) ----------------------------------------------------
+    def map_structure(self, key: str) -> mmap.mmap | None:
+        """The structure file of ``key``, memory-mapped read-only (None when absent)."""
+        try:
+            with open(self.structures_dir / f"{key}.rs", "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                return mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) if size else None
+        except (FileNotFoundError, ValueError):
+            return None
+        except OSError as exc:
+            log.warning("repo-map structure %s unreadable (%s); rebuilding it", key, exc)
+            return None
+
+    def put_structure(self, key: str, parts: Iterable[bytes | memoryview]) -> None:
+        """Write a structure file from its parts (atomically: readers see the old file or the new)."""
+        self.structures_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=self.structures_dir)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                for part in parts:
+                    fh.write(part)
+            os.replace(tmp, self.structures_dir / f"{key}.rs")
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
     def close(self) -> None:
         """Close the connection."""
         with self._lock:
             self._conn.close()
+
+
+def _manifest_entry_ok(e: Any) -> bool:
+    return (isinstance(e, tuple) and len(e) == 6 and all(type(x) is int for x in e[:4])
+            and isinstance(e[4], str) and isinstance(e[5], bool))
 
 
 def _rows_with_keys(conn: sqlite3.Connection, columns: str, keys: list[str]) -> Iterator[tuple[Any, ...]]:

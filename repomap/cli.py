@@ -3,6 +3,9 @@
 Exit codes: 0 success; 2 bad usage or input (missing repository, bad flight
 plan, budget too small: a one-line message on stderr). Other failures are bugs
 and exit 1 with a traceback.
+
+Each command imports what it needs when it runs (the engine, the flight plan
+model, YAML): ``repo-map --help`` loads typer and nothing of the engine.
 """
 
 from __future__ import annotations
@@ -10,19 +13,21 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from durable_navigator.navtypes.errors import NavigatorError
-from durable_navigator.navtypes.flightplan import FlightPlan
+
+if TYPE_CHECKING:
+    from durable_navigator.navtypes.flightplan import FlightPlan
 
 __all__ = ["app", "main"]
 
 _EXIT_HELP = "Exit codes: 0 ok; 2 bad usage or input (one-line error on stderr); 1 internal error."
 EXIT_INPUT = 2
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help=f"Repo-map engine: ranked, budgeted maps of a code repository. {_EXIT_HELP}")
 
 
@@ -48,13 +53,13 @@ def generate(
         "across runs)"))] = False,
 ) -> None:
     """Render the map of ``path``."""
+    from durable_navigator.navtypes.flightplan import FlightPlan
     from durable_navigator.repomap.engine import RepoMap
-    from durable_navigator.repomap.plan_io import load_flight_plan
 
     try:
         if fmt not in ("text", "json"):
             raise NavigatorError(f"--format {fmt!r} is not supported; use text or json")
-        fp = load_flight_plan(plan) if plan is not None else FlightPlan()
+        fp = _load_plan(plan) if plan is not None else FlightPlan()
         updates: dict[str, object] = {}
         if budget is not None:
             updates["token_budget"] = budget
@@ -75,10 +80,17 @@ def generate(
         sys.stdout.write(result.text)
 
 
+def _load_plan(path: Path) -> FlightPlan:
+    from durable_navigator.repomap.plan_io import load_flight_plan  # YAML: only with --plan
+
+    return load_flight_plan(path)
+
+
 def _validated(fp: FlightPlan, updates: dict[str, object]) -> FlightPlan:
     from pydantic import ValidationError
 
     from durable_navigator.navtypes.errors import FlightPlanError
+    from durable_navigator.navtypes.flightplan import FlightPlan
 
     try:
         return FlightPlan.model_validate({**fp.model_dump(), **updates})

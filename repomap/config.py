@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DiscoverConfig", "RankConfig", "RenderConfig", "EngineConfig"]
+__all__ = ["DiscoverConfig", "RankConfig", "RenderConfig", "SearchConfig", "XrefConfig", "EngineConfig"]
 
 #: bump when parsing, queries or the per-file record layout change: it keys the cache
-PARSER_VERSION = "rm-6"
+PARSER_VERSION = "rm-7"
 
 
 class _Cfg(BaseModel):
@@ -58,6 +58,9 @@ class RankConfig(_Cfg):
     goal_weight: float = Field(1.0, ge=0.0)
     ident_weight: float = Field(2.0, ge=0.0)
     path_weight: float = Field(3.0, ge=0.0)
+    #: a goal word that names a file (``budget`` -> ``navcore/budget.py``, ``flight plan`` ->
+    #: ``flightplan.py``), weighted down by how many files it names
+    name_weight: float = Field(1.0, ge=0.0)
     trace_weight: float = Field(4.0, ge=0.0)
     focus_path_weight: float = Field(5.0, ge=0.0)
     focus_symbol_weight: float = Field(5.0, ge=0.0)
@@ -79,6 +82,9 @@ class RenderConfig(_Cfg):
     score_floor: float = Field(1e-4, gt=0.0)
     #: value multiplier of files whose level an explicit rule requested
     rule_value_multiplier: float = Field(2.0, gt=0.0)
+    #: a level an explicit rule asked for is degraded only after every auto-level file has
+    #: given way (the plan's choices first, the engine's fill with what is left)
+    protect_rules: bool = True
     #: at most this many docstring lines per symbol at level 3
     doc_max_lines: int = Field(8, gt=0)
     #: at most this many "why" signals per file line
@@ -89,12 +95,48 @@ class RenderConfig(_Cfg):
     max_fit_passes: int = Field(12, gt=0)
 
 
+class SearchConfig(_Cfg):
+    """Symbol-level search: files by BM25 first, then the definitions inside them (``symsearch.py``)."""
+
+    #: files (by whole-file BM25) whose definitions are scored; at least ``limit`` x this factor
+    candidate_files: int = Field(40, gt=0)
+    candidate_factor: int = Field(3, gt=0)
+    bm25_k1: float = Field(1.2, gt=0)
+    bm25_b: float = Field(0.75, ge=0, le=1)
+    #: a query term that is part of the definition's name (``loads`` in ``TimedSerializer.loads``)
+    name_weight: float = Field(1.5, ge=0)
+    #: weight of the file's own BM25 score (normalized to 1 for the best file)
+    file_weight: float = Field(1.0, ge=0)
+    #: an identifier the query names exactly (``BudgetLedger``, ``url_path_for``) that a definition has
+    exact_name_bonus: float = Field(4.0, ge=0)
+    #: definitions listed per file, so one long file cannot take every slot
+    max_per_file: int = Field(3, gt=0)
+
+
+class XrefConfig(_Cfg):
+    """Reference resolution behind ``callers`` / ``callees`` (``xref*.py``)."""
+
+    #: Python sites one query resolves with jedi (the likeliest first); the rest are judged by
+    #: scope evidence. A count, not a time, so the answer does not depend on the machine's load
+    python_max_sites: int = Field(40, ge=0)
+    #: files one query opens in jedi (each costs a parse and its imports' inference on first use)
+    python_max_files: int = Field(8, ge=0)
+    #: safety net only: wall seconds one query may spend in jedi (pathological code)
+    python_budget_s: float = Field(30.0, gt=0)
+    #: sites resolved per query at most (a name used in thousands of places)
+    max_sites: int = Field(2000, gt=0)
+    #: engine versions of one root whose Python shadow trees are kept in the cache dir
+    keep_shadows: int = Field(3, ge=1)
+
+
 class EngineConfig(_Cfg):
     """Everything the engine can be tuned with; the default suits most repositories."""
 
     discover: DiscoverConfig = DiscoverConfig()
     rank: RankConfig = RankConfig()
     render: RenderConfig = RenderConfig()
+    search: SearchConfig = SearchConfig()
+    xref: XrefConfig = XrefConfig()
     #: at most this many files per worker task in cold indexing (bounds each result's size)
     index_chunk_files: int = Field(512, gt=0)
     #: worker tasks per worker process (byte-balanced; more = smoother finish, more overhead)

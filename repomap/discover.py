@@ -23,12 +23,14 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pathspec
+from typing import TYPE_CHECKING
 
 from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.repomap.config import DiscoverConfig
 from durable_navigator.repomap.safepath import is_inside
+
+if TYPE_CHECKING:
+    import pathspec
 
 __all__ = ["FileEntry", "Discovery", "discover", "git_commit", "RACY_WINDOW_NS"]
 
@@ -221,6 +223,8 @@ def _walk(root: Path, cfg: DiscoverConfig) -> list[str]:
         except OSError:
             continue
         if any(e.name == ".gitignore" for e in entries):
+            import pathspec  # only trees with .gitignore files outside git need it
+
             try:
                 lines = Path(base + rel_dir + ".gitignore").read_text("utf-8", "replace").splitlines()
                 specs = [*specs, (rel_dir, pathspec.GitIgnoreSpec.from_lines(lines))]

@@ -28,16 +28,16 @@ import numpy as np
 
 from durable_navigator.navtypes.errors import PathEscapeError, RepoError
 from durable_navigator.navtypes.flightplan import FlightPlan
-from durable_navigator.repomap.build import BuiltIndex, build_index, content_hash
+from durable_navigator.repomap.build import BuiltIndex, Progress, build_index, content_hash
 from durable_navigator.repomap.cache import IndexCache, default_cache_dir
 from durable_navigator.repomap.config import EngineConfig
 from durable_navigator.repomap.discover import Discovery, check_root, discover, git_commit
 from durable_navigator.repomap.engine_query import QueryMixin
-from durable_navigator.repomap.layout import file_line
-from durable_navigator.repomap.rank import RankStructure
+from durable_navigator.repomap.index import BAG, with_path_terms
+from durable_navigator.repomap.rank import STRUCTURE_FORMAT, RankStructure
 from durable_navigator.repomap.render import RenderInput, metadata, read_current, render_plan, summaries
 from durable_navigator.repomap.safepath import resolve_inside
-from durable_navigator.repomap.tokens import count_many
+from durable_navigator.repomap.symsearch import ChunkCache
 from durable_navigator.repomap.types import RankedFile, RenderResult
 
 __all__ = ["RepoMap"]
@@ -70,8 +70,8 @@ class RepoMap(QueryMixin):
         self.open_ms = open_ms
         self._lock = threading.Lock()
         self._rs: RankStructure | None = None
-        self._line_costs: np.ndarray | None = None
-        self._sym_index: dict[str, list[tuple[str, int]]] | None = None
+        self._chunks = ChunkCache()
+        self._xref = None  # References, built on the first callers/callees query
         # what refresh() compares a new discovery with (see _validated)
         self._stats: dict[str, tuple[int, int, int, int]] = {}
         self._racy: frozenset[str] = frozenset()
@@ -81,8 +81,11 @@ class RepoMap(QueryMixin):
 
     @classmethod
     def open(cls, root: str | Path, config: EngineConfig | None = None, cache_dir: Path | None = None,
-             jobs: int | None = None) -> "RepoMap":
-        """Discover and index ``root`` (cached); RepoError when it is not a usable directory."""
+             jobs: int | None = None, progress: Progress | None = None) -> "RepoMap":
+        """Discover and index ``root`` (cached); RepoError when it is not a usable directory.
+
+        ``progress(done, total)`` hears the indexing of files the cache lacks (see ``build_index``).
+        """
         t0 = time.perf_counter()
         cfg = config or EngineConfig()
         real = check_root(Path(root))
@@ -90,8 +93,8 @@ class RepoMap(QueryMixin):
         if _is_inside(real, cache.dir.resolve()):
             raise RepoError(f"cache dir {cache.dir} is inside the repository; choose a cache dir outside it")
         disc = discover(real, cfg.discover)
-        return cls._make(real, cfg, cache, disc, build_index(disc, cache, cfg, jobs), git_commit(real), jobs, t0,
-                         str(root))
+        built = build_index(disc, cache, cfg, jobs, progress)
+        return cls._make(real, cfg, cache, disc, built, git_commit(real), jobs, t0, str(root))
 
     @classmethod
     def _make(cls, real: Path, cfg: EngineConfig, cache: IndexCache, disc: Discovery, built: BuiltIndex,
@@ -189,32 +192,39 @@ class RepoMap(QueryMixin):
 
     def _load_structure(self) -> RankStructure:
         key = hashlib.blake2b(
-            (self._built.index_hash + self.config.rank.model_dump_json()).encode(), digest_size=16).hexdigest()
-        blob = self._cache.get_named("structures", key)
-        if blob is not None:
-            return RankStructure.from_blob(blob)
+            (STRUCTURE_FORMAT + self._built.index_hash + self.config.rank.model_dump_json()).encode(),
+            digest_size=16).hexdigest()
+        mapped = self._cache.map_structure(key)
+        if mapped is not None:
+            try:
+                rs = RankStructure.from_buffer(mapped)
+                if rs.paths == self.files:
+                    return rs
+            except ValueError as exc:  # a torn write or another layout: build it again
+                log.warning("repo-map structure %s unusable (%s); rebuilding", key, exc)
         rs = RankStructure.build(self.files, self._stream_bags(), self.config.rank)
-        self._cache.put_named("structures", key, rs.to_blob())
+        self._cache.put_structure(key, rs.to_buffers())
         return rs
 
     def _stream_bags(self) -> Iterator[tuple[int, tuple]]:
-        """``(row, bag)`` for every file, read in chunks so all bags are never in memory."""
+        """``(row, bag)`` for every file, read in chunks so all bags are never in memory.
+
+        A cached bag stands for every file with its bytes; the terms of the
+        file's own path are added here.
+        """
         keys = self._built.keys
+        terms = BAG["terms"]
         for lo in range(0, len(self.files), _BAG_CHUNK):
             part = self.files[lo:lo + _BAG_CHUNK]
             bags = self._cache.get_column("bag", sorted({keys[p] for p in part}))
             for row, p in enumerate(part, lo):
-                if keys[p] in bags:
-                    yield row, bags[keys[p]]
+                bag = bags.get(keys[p])
+                if bag is not None:
+                    yield row, (*bag[:terms], with_path_terms(bag[terms], p), *bag[terms + 1:])
 
     def _base_line_costs(self) -> np.ndarray:
         """Cost of each file's path line without a why (for ``RankedFile.level_tokens``)."""
-        with self._lock:
-            if self._line_costs is None:
-                recs = self._built.records
-                self._line_costs = np.asarray(count_many(
-                    [file_line(p, 1, recs[p][2], recs[p][3], []) for p in self.files]), dtype=np.int64)
-            return self._line_costs
+        return self._built.line_costs
 
     # ---- requests -----------------------------------------------------------------
     def rank(self, plan: FlightPlan) -> list[RankedFile]:
@@ -282,6 +292,7 @@ class RepoMap(QueryMixin):
         """Index statistics: counts by language, skips by reason, symbols, timings."""
         langs: dict[str, int] = {}
         n_sym = non_utf8 = parse_errors = 0
+        self._built.records.prefetch(self.files)
         for rec in self._built.records.values():
             key = rec[1] or "other"
             langs[key] = langs.get(key, 0) + 1

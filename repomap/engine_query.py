@@ -7,8 +7,8 @@ flight plan into signal vectors and answers ``search``, ``symbols``,
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,8 +17,17 @@ from durable_navigator.navtypes.errors import PathEscapeError
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap.globs import glob_match
 from durable_navigator.repomap.index import REC, SYM
-from durable_navigator.repomap.rank import Personalization, goal_mentions, goal_terms, personalized_rank
+from durable_navigator.repomap.rank import (
+    Personalization,
+    goal_mentions,
+    goal_terms,
+    name_hits,
+    name_index,
+    personalized_rank,
+)
 from durable_navigator.repomap.safepath import resolve_inside
+from durable_navigator.repomap.symsearch import ChunkCache, search_symbols
+from durable_navigator.repomap.xref import References
 from durable_navigator.repomap.types import SearchHit, Symbol, SymbolRef
 
 if TYPE_CHECKING:
@@ -28,8 +37,6 @@ __all__ = ["QueryMixin", "RequestContext"]
 
 #: a "why" mentions pagerank only when the file is at least this central (normalized)
 _WHY_PAGERANK_MIN = 0.2
-#: symbol kinds that a body's identifiers do not "call" (attributes, constants)
-_NOT_CALLABLE = frozenset({"field", "constant"})
 
 
 @dataclass
@@ -50,23 +57,29 @@ class RequestContext:
         if not plan.show_why or limit <= 0:
             return [[] for _ in range(n)]
         sig = self.signals
-        out = []
-        for i in range(n):
+        hits = [sig[k] > 0 for k in ("focus", "trace", "path", "ident")]
+        bm25, pagerank = sig["bm25"], sig["pagerank"]
+        # only files with some signal get labels; the rest (most of a large tree) get []
+        todo = np.flatnonzero(np.logical_or.reduce([*hits, bm25 > 0, pagerank >= _WHY_PAGERANK_MIN])).tolist()
+        focus, trace, path, ident = (h.tolist() for h in hits)
+        bm25_l, pagerank_l = bm25.tolist(), pagerank.tolist()  # the same values as Python floats
+        out: list[list[str]] = [[] for _ in range(n)]
+        for i in todo:
             cand = []
-            if sig["focus"][i] > 0:
+            if focus[i]:
                 cand.append((3.0, "focus"))
-            if sig["trace"][i] > 0:
+            if trace[i]:
                 cand.append((2.5, "trace"))
-            if sig["path"][i] > 0:
+            if path[i]:
                 cand.append((2.0, "path"))
-            if sig["ident"][i] > 0:
+            if ident[i]:
                 cand.append((1.5, f"ident:{self.ident_of.get(i, '?')}"))
-            if sig["bm25"][i] > 0 and self.top_term and self.top_term[i]:
-                cand.append((float(sig["bm25"][i]), f"bm25:{self.top_term[i]}"))
-            if sig["pagerank"][i] >= _WHY_PAGERANK_MIN:
-                cand.append((float(sig["pagerank"][i]) * 0.5, "pagerank"))
+            if bm25_l[i] > 0 and self.top_term and self.top_term[i]:
+                cand.append((bm25_l[i], f"bm25:{self.top_term[i]}"))
+            if pagerank_l[i] >= _WHY_PAGERANK_MIN:
+                cand.append((pagerank_l[i] * 0.5, "pagerank"))
             cand.sort(key=lambda c: (-c[0], c[1]))
-            out.append([label for _, label in cand[:limit]])
+            out[i] = [label for _, label in cand[:limit]]
         return out
 
 
@@ -77,7 +90,8 @@ class QueryMixin:
     root: Any
     config: Any
     _built: Any
-    _sym_index: dict[str, list[tuple[str, int]]] | None
+    _chunks: ChunkCache
+    _xref: References | None
 
     def _structure(self) -> "RankStructure":  # provided by RepoMap
         raise NotImplementedError
@@ -93,10 +107,11 @@ class QueryMixin:
         lexical = np.zeros(n)
         top_term: list[str | None] = [None] * n
         if cols:
-            sub = rs.bm25[:, cols].toarray()
+            sub = rs.bm25.columns_dense(cols)
             lexical = sub.sum(axis=1).astype(np.float64)
-            best = sub.argmax(axis=1)
-            top_term = [rs.terms[cols[b]] if lexical[i] > 0 else None for i, b in enumerate(best)]
+            best = sub.argmax(axis=1).tolist()
+            names = [rs.terms[c] for c in cols]
+            top_term = [names[b] if hit else None for hit, b in zip((lexical > 0).tolist(), best)]
         idents, paths, traces = goal_mentions(goal)
         ident = np.zeros(n)
         ident_of: dict[int, str] = {}
@@ -104,17 +119,25 @@ class QueryMixin:
             j = rs.ident_col(name)
             if j is None:
                 continue
-            rows = rs.defs[:, j].nonzero()[0]
+            rows = rs.defs.column_rows(j)
             if 0 < len(rows) <= cfg.max_def_files:
                 ident[rows] = 1.0
                 for r in rows:
                     ident_of.setdefault(int(r), name)
         focus, expand = self._focus(plan)
         pers = Personalization(lexical=lexical, ident=ident, path=self._path_hits(paths),
-                               trace=self._path_hits(traces), focus=focus)
+                               trace=self._path_hits(traces), focus=focus,
+                               name=name_hits(self._name_index(), terms, n) if cfg.name_weight else None)
         out = personalized_rank(rs, pers, cfg)
         order = np.lexsort((np.arange(n), -out.score)).tolist()
         return RequestContext(out.score, out.signals, focus > 0, order, expand, top_term, ident_of)
+
+    def _name_index(self) -> dict[str, list[int]]:
+        """The words naming each file, built once per file list (a refresh brings a new list)."""
+        cached = self.__dict__.get("_names")
+        if cached is None or cached[0] is not self.files:
+            cached = self._names = (self.files, name_index(self.files))
+        return cached[1]
 
     def _path_hits(self, mentions: list[str]) -> np.ndarray:
         v = np.zeros(len(self.files))
@@ -144,16 +167,29 @@ class QueryMixin:
         return focus, {p: sorted(ks) for p, ks in sorted(expand.items()) if ks}
 
     # ---- symbols --------------------------------------------------------------------
-    def _symbol_index(self) -> dict[str, list[tuple[str, int]]]:
-        if self._sym_index is None:
-            idx: dict[str, list[tuple[str, int]]] = {}
-            for p in self.files:
-                for k, s in enumerate(self._built.records[p][REC["symbols"]]):
-                    idx.setdefault(s[SYM["name"]], []).append((p, k))
-                    if s[SYM["qual"]] != s[SYM["name"]]:
-                        idx.setdefault(s[SYM["qual"]], []).append((p, k))
-            self._sym_index = idx
-        return self._sym_index
+    def _symbol_defs(self, ref: str) -> list[tuple[str, int]]:
+        """(path, symbol index) of every symbol whose name or qualified name is ``ref``.
+
+        In path order, then source order. Candidates are the files the ranking
+        structure lists as defining a name ``ref`` ends with (a qualified name is
+        ``Outer.name``), so only their symbols are read, not the whole index's.
+        """
+        rs = self._structure()
+        parts = ref.split(".")
+        rows: set[int] = set()
+        for i in range(len(parts)):
+            j = rs.ident_col(".".join(parts[i:]))
+            if j is not None:
+                rows.update(rs.defs.column_rows(j).tolist())
+        records = self._built.records
+        paths = [self.files[r] for r in sorted(rows)]
+        records.prefetch(paths)
+        out: list[tuple[str, int]] = []
+        for p in paths:
+            for k, s in enumerate(records[p][REC["symbols"]]):
+                if s[SYM["name"]] == ref or s[SYM["qual"]] == ref:
+                    out.append((p, k))
+        return out
 
     def _resolve_symbol(self, ref: str) -> list[tuple[str, int]]:
         """``path::Qual`` or a bare (qualified) name -> (path, symbol index) pairs."""
@@ -163,7 +199,7 @@ class QueryMixin:
             if rec is None:
                 return []
             return [(path, k) for k, s in enumerate(rec[REC["symbols"]]) if s[SYM["qual"]] == qual]
-        return list(self._symbol_index().get(ref, []))
+        return self._symbol_defs(ref)
 
     def _symbol(self, path: str, k: int) -> Symbol:
         s = self._built.records[path][REC["symbols"]][k]
@@ -197,8 +233,7 @@ class QueryMixin:
             col = rs.term_col(term.lower())
             if col is None:
                 continue
-            column = rs.bm25[:, col]
-            if rows is None or column[rows].nnz:
+            if rows is None or not set(rs.bm25.column_rows(col).tolist()).isdisjoint(rows):
                 found.add(term)
         return found
 
@@ -207,75 +242,42 @@ class QueryMixin:
         return sorted((self._symbol(p, k) for p, k in self._resolve_symbol(name)), key=lambda s: (s.id, s.start_line))
 
     def search(self, query: str, limit: int = 20) -> list[SearchHit]:
-        """BM25 over token bags plus symbol-name matches; best first, ties by path."""
-        rs = self._structure()
-        cols = sorted({c for c in map(rs.term_col, goal_terms(query, self.config.rank.min_term_len)) if c is not None})
-        hits: list[SearchHit] = []
-        top = 0.0
-        if cols:
-            scores = np.asarray(rs.bm25[:, cols].sum(axis=1)).ravel()
-            top = float(scores.max()) if scores.size else 0.0
-            for i in np.lexsort((np.arange(len(scores)), -scores))[:limit]:
-                if scores[i] > 0:
-                    hits.append(SearchHit(self.files[i], round(float(scores[i]), 6)))
-        for tok in sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", query))):
-            for p, k in self._resolve_symbol(tok):
-                s = self._symbol(p, k)
-                hits.append(SearchHit(p, round(top + 1.0, 6), s.id, s.start_line))
-        hits.sort(key=lambda h: (-h.score, h.symbol is None, h.path, h.symbol or "", h.line or 0))
-        return hits[:limit]
+        """Definitions (with their line ranges) that match ``query``, best first (``symsearch.py``)."""
+        return search_symbols(query, limit, self._structure(), self.files, self._built.records,
+                              lambda p: self.read_lines(p, 1, 1 << 62),  # type: ignore[attr-defined]
+                              self._chunks, self.config.search, self.config.rank.min_term_len,
+                              lambda name: self._resolve_symbol(name))
 
     # ---- reference graph --------------------------------------------------------------
-    def _enclosing(self, path: str, line: int) -> str:
-        best = f"{path}::"
-        span = None
-        for s in self._built.records[path][REC["symbols"]]:
-            if s[SYM["start"]] <= line <= s[SYM["end"]]:
-                width = s[SYM["end"]] - s[SYM["start"]]
-                if span is None or width <= span:
-                    best, span = f"{path}::{s[SYM['qual']]}", width
-        return best
+    def _references(self) -> References:
+        with self._lock:  # type: ignore[attr-defined]
+            if self._xref is None:
+                self._xref = References(
+                    Path(self.root), self.files, self._built.records, self._files_naming,
+                    lambda p: self.read_lines(p, 1, 1 << 62),  # type: ignore[attr-defined]
+                    self._resolve_symbol, self.config.xref,
+                    self._cache.dir / "xref",  # type: ignore[attr-defined]
+                    self._built.index_hash[:16])
+            return self._xref
 
-    def callers(self, symbol_id: str) -> list[SymbolRef]:
-        """Call/mention sites of a symbol's name elsewhere: (enclosing symbol, path, line)."""
-        found = self._resolve_symbol(symbol_id)
-        if not found:
-            return []
-        path0, k0 = found[0]
-        sym = self._built.records[path0][REC["symbols"]][k0]
-        name = sym[SYM["name"]]
+    def _files_naming(self, name: str) -> list[str]:
+        """Files whose identifiers include ``name`` (the reference matrix of the ranking structure)."""
         rs = self._structure()
         j = rs.ident_col(name)
-        if j is None:
-            return []
-        word = re.compile(rf"\b{re.escape(name)}\b")
-        out: list[SymbolRef] = []
-        for i in sorted(rs.refs[:, j].nonzero()[0].tolist()):
-            p = self.files[i]
-            # a file gone since indexing has no call sites now (read_lines notes it)
-            lines = self.read_lines(p, 1, 1 << 62).splitlines()  # type: ignore[attr-defined]
-            for ln, text in enumerate(lines, 1):
-                if word.search(text) and not (p == path0 and ln == sym[SYM["start"]]):
-                    out.append(SymbolRef(self._enclosing(p, ln), p, ln))
-        return out
+        return [] if j is None else [self.files[i] for i in rs.refs.column_rows(j).tolist()]
+
+    def callers(self, symbol_id: str) -> list[SymbolRef]:
+        """Code sites that reference a definition, resolved through imports and scopes (``xref.py``).
+
+        ``symbol_id`` is ``path::Qual`` or a bare (qualified) name (its first
+        definition). Resolved callers come first; sites whose name could mean
+        several definitions follow with ``resolved=False``. Never a README, a
+        docstring, a comment or a string.
+        """
+        found = self._resolve_symbol(symbol_id)
+        return self._references().callers(*found[0]) if found else []
 
     def callees(self, symbol_id: str) -> list[SymbolRef]:
-        """Definitions a symbol's body names: (callee id, its path, its first line)."""
+        """Definitions a definition's body references, resolved (``symbol_id`` = the callee, its first line)."""
         found = self._resolve_symbol(symbol_id)
-        if not found:
-            return []
-        path0, k0 = found[0]
-        sym = self._built.records[path0][REC["symbols"]][k0]
-        body = self.read_lines(path0, sym[SYM["start"]], sym[SYM["end"]])  # type: ignore[attr-defined]
-        names = sorted(set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", body)) - {sym[SYM["name"]]})
-        idx = self._symbol_index()
-        out: list[SymbolRef] = []
-        for name in names:
-            defs = idx.get(name, [])
-            local = [(p, k) for p, k in defs if p == path0]
-            chosen = local or (defs if len(defs) <= self.config.rank.max_def_files else [])
-            for p, k in chosen:
-                s = self._built.records[p][REC["symbols"]][k]
-                if s[SYM["name"]] == name and s[SYM["kind"]] not in _NOT_CALLABLE:
-                    out.append(SymbolRef(f"{p}::{s[SYM['qual']]}", p, s[SYM["start"]]))
-        return sorted(set(out), key=lambda r: (r.path, r.line, r.symbol_id))
+        return self._references().callees(*found[0]) if found else []

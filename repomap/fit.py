@@ -21,7 +21,8 @@ class FileCosts:
 
     cost: list[int | None]
     value: list[float]
-    #: 0 = ordinary content, 1 = explicitly focused (degraded only after all tier-0 content)
+    #: degraded in tier order: 0 = ordinary content, 1 = focused, 2 = a level an explicit rule
+    #: asked for, 3 = both (each tier only after every lower one)
     tier: int
     requested: int
 
@@ -45,13 +46,18 @@ class Fitter:
         the large saving behind it (2 -> 1 of a long outline).
         """
         f, lv = self.files[i], self.levels[i]
-        here = f.cost[lv] or 0
+        costs, values = f.cost, f.value
+        here = costs[lv] or 0
+        v_here = values[lv]
         best: tuple[float, int] | None = None
         for lower in range(lv - 1, -1, -1):
-            c = f.cost[lower]
+            c = costs[lower]
             if c is None or c >= here:
                 continue
-            ratio = max(f.value[lv] - f.value[lower], 0.0) / (here - c)
+            loss = v_here - values[lower]
+            if loss < 0.0:  # max(loss, 0.0), without the call (this loop runs per file per step)
+                loss = 0.0
+            ratio = loss / (here - c)
             if best is None or ratio < best[0]:
                 best = (ratio, lower)
         return best

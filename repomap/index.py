@@ -7,6 +7,11 @@ A file's result is two compact tuples (marshal-able, cached by content hash):
   their exact outline / docstring / body token costs;
 * the **bag** (needed for ranking): code-aware term counts, referenced
   identifier counts, defined names and imports.
+
+Both depend on the bytes and on the parser the path selects (:func:`parser_for`),
+never on the rest of the path: they are cached by content and shared by every
+file with those bytes and that parser. The terms of a file's own path are
+added when its bag is used (:func:`with_path_terms`).
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ from durable_navigator.repomap.parse_treesitter import language_for, parse_trees
 from durable_navigator.repomap.parsed import ParsedFile
 from durable_navigator.repomap.tokens import count_many, tokens_per_line
 
-__all__ = ["index_file", "split_identifier", "path_terms", "REC", "SYM", "BAG"]
+__all__ = ["index_file", "parser_for", "split_identifier", "path_terms", "with_path_terms", "REC", "SYM",
+           "BAG"]
 
 # Field positions in the record / symbol / bag tuples (stable: part of the cache layout).
 REC = {"status": 0, "lang": 1, "size": 2, "lines": 3, "replaced": 4, "error": 5, "costs": 6, "symbols": 7}
@@ -58,6 +64,26 @@ def path_terms(path: str) -> list[str]:
     return out
 
 
+def with_path_terms(terms: dict[str, int], path: str) -> dict[str, int]:
+    """A bag's term counts plus the terms of the path of the file it stands for."""
+    out = dict(terms)
+    get = out.get
+    for t in path_terms(path):
+        out[t] = get(t, 0) + 1
+    return out
+
+
+def parser_for(path: str) -> str:
+    """The parser a path selects ("python", a tree-sitter language, or "" for none).
+
+    Part of a file's cache key: the same bytes give another record under another
+    parser (an empty ``__init__.py`` and an empty ``.txt`` file).
+    """
+    if path.endswith((".py", ".pyi")):
+        return "python"
+    return language_for(path) or ""
+
+
 def _classify(data: bytes, cfg: DiscoverConfig) -> str:
     if b"\0" in data[: cfg.binary_sniff_bytes]:
         return "binary"
@@ -71,7 +97,11 @@ def _classify(data: bytes, cfg: DiscoverConfig) -> str:
 
 
 def index_file(path: str, data: bytes, dcfg: DiscoverConfig, rcfg: RenderConfig) -> tuple[tuple, tuple]:
-    """Index one file's bytes into ``(record, bag)``; skipped files get a status reason."""
+    """Index one file's bytes into ``(record, bag)``; skipped files get a status reason.
+
+    Only :func:`parser_for` of ``path`` matters, so the result can be shared by
+    every file with these bytes and that parser.
+    """
     status = _classify(data, dcfg)
     if status:
         return (status, "", len(data), 0, False, "", (0, 0, 0), ()), ({}, {}, (), ())
@@ -91,14 +121,14 @@ def index_file(path: str, data: bytes, dcfg: DiscoverConfig, rcfg: RenderConfig)
         "", lang, len(data), len(lines), replaced, parsed.error or "",
         (c2, c3, c4), tuple(symbols),
     )
-    return rec, _bag(path, text, parsed)
+    return rec, _bag(text, parsed)
 
 
 def _parse(path: str, text: str, data: bytes, lines: list[str]) -> tuple[str, ParsedFile]:
-    if path.endswith((".py", ".pyi")):
-        return "python", parse_python(text, lines)
-    lang = language_for(path)
-    if lang is None:
+    lang = parser_for(path)
+    if lang == "python":
+        return lang, parse_python(text, lines)
+    if not lang:
         return "", ParsedFile()
     return lang, parse_treesitter(lang, data, lines)
 
@@ -126,7 +156,7 @@ def _price_symbols(parsed: ParsedFile, line_tokens: np.ndarray, rcfg: RenderConf
     return symbols, c2, c2 + sum(counts[n:])
 
 
-def _bag(path: str, text: str, parsed: ParsedFile) -> tuple:
+def _bag(text: str, parsed: ParsedFile) -> tuple:
     idents = Counter(_IDENT.findall(text))
     defs = tuple(sorted({s.name for s in parsed.symbols}))
     terms: dict[str, int] = {}
@@ -135,8 +165,6 @@ def _bag(path: str, text: str, parsed: ParsedFile) -> tuple:
     for ident, n in idents.items():
         for t in split(ident) or _split_new(ident):
             terms[t] = get(t, 0) + n
-    for t in path_terms(path):
-        terms[t] = get(t, 0) + 1
     for name in defs:  # a definition is not a reference to itself
         n = idents.get(name)
         if n is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,8 +64,12 @@ def language_for(path: str) -> str | None:
 
 
 def _read_tags(module: str, rel: str) -> str:
-    mod = importlib.import_module(module)
-    return (Path(mod.__file__).parent / rel).read_text(encoding="utf-8")
+    # located, not imported: importing a grammar package loads its compiled parser, which
+    # a warm open (that only needs the query digest for its cache key) never uses
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(f"tree-sitter grammar package {module!r} is not installed")
+    return (Path(next(iter(spec.submodule_search_locations))) / rel).read_text(encoding="utf-8")
 
 
 @functools.cache

@@ -11,26 +11,46 @@ lexical relevance. Ties are broken by path by the caller.
 
 from __future__ import annotations
 
-import bisect
 import marshal
 import re
 from array import array
 from collections.abc import Iterable
 from operator import itemgetter
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from durable_navigator.repomap.config import RankConfig
 from durable_navigator.repomap.index import BAG, split_identifier
+from durable_navigator.repomap.sparse import Compressed
 from durable_navigator.repomap.stopwords import is_stopword
+from durable_navigator.repomap.vocab import Vocabulary
 
 __all__ = ["RankStructure", "Personalization", "RankOutput", "goal_terms", "goal_mentions", "personalized_rank"]
 
 _TRACE = re.compile(r"""([\w./\\-]+\.[A-Za-z][\w]*)(?:", line |:)(\d+)""")
 _PATHLIKE = re.compile(r"[\w\-./]+/[\w\-.]+|[\w\-]+\.[A-Za-z]{1,5}\b")
 _IDENTLIKE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+#: layout of :meth:`RankStructure.to_buffers` (part of the cache key: another layout is never read)
+STRUCTURE_FORMAT = "rs-3"
+_MAGIC = b"repomap-ranking\n"
+
+
+class _ScipySparse:
+    """``scipy.sparse``, imported on first use: only building a structure needs it.
+
+    A request runs on a loaded structure (:mod:`repomap.sparse` arrays), so a new
+    process that renders from the cache never pays scipy's 0.1-0.15 s import.
+    """
+
+    def __getattr__(self, name: str) -> object:
+        import scipy.sparse
+
+        return getattr(scipy.sparse, name)
+
+
+sp = _ScipySparse()
 
 
 @dataclass
@@ -38,13 +58,13 @@ class RankStructure:
     """Sparse matrices over ``paths`` (sorted), independent of any request."""
 
     paths: list[str]
-    terms: list[str]  # sorted: column of a term found by bisection (no dict to rebuild on load)
-    bm25: sp.csc_matrix  # files x terms, BM25-weighted (column slices are cheap in CSC)
-    idents: list[str]  # sorted, like ``terms``
-    defs: sp.csc_matrix  # files x idents, 1 where the file defines the identifier
-    trans_t: sp.csr_matrix  # transposed row-stochastic file->file matrix
+    terms: Vocabulary  # sorted: column of a term found by bisection (nothing to rebuild on load)
+    bm25: Compressed  # CSC files x terms, BM25-weighted (column reads are cheap in CSC)
+    idents: Vocabulary  # sorted, like ``terms``
+    defs: Compressed  # CSC files x idents, 1 where the file defines the identifier
+    trans_t: Compressed  # CSR, transposed row-stochastic file->file matrix
     dangling: np.ndarray  # bool per file: no outgoing edges
-    refs: sp.csc_matrix  # files x idents, sqrt(reference count): who mentions a name
+    refs: Compressed  # CSC files x idents, sqrt(reference count): who mentions a name
 
     @classmethod
     def build(cls, paths: list[str], bags: Iterable[tuple[int, tuple]], cfg: RankConfig) -> "RankStructure":
@@ -69,74 +89,132 @@ class RankStructure:
             rc.extend(_columns(idents, bag_refs))
             rv.extend(bag_refs.values())
             rr.extend(array("i", [i]) * len(bag_refs))
-        term_list, tcol = _sorted_vocab(terms, tc)
-        ident_list, dcol = _sorted_vocab(idents, dc)
-        rcol = _sorted_vocab(idents, rc)[1]
-        bm25 = _bm25_matrix(n, len(terms), np.frombuffer(tr, dtype=np.int32), tcol,
+        # Each intermediate is dropped as soon as the next step no longer needs it (the
+        # vocabulary dicts, the triplet buffers, the CSR forms): on the 20,000-file tree the
+        # build's peak set the process's peak RSS. Same operations in the same order.
+        n_terms, n_idents = len(terms), len(idents)
+        term_list, (tcol,) = _sorted_vocab(terms, tc)
+        del terms, tc
+        term_vocab = Vocabulary.from_sorted(term_list)
+        del term_list
+        bm25 = _bm25_matrix(n, n_terms, np.frombuffer(tr, dtype=np.int32), tcol,
                             np.frombuffer(tv, dtype=np.float32), cfg)
+        del tr, tv, tcol
+        bm25_csc = Compressed.from_scipy(bm25.tocsc())
+        del bm25
+        ident_list, (dcol, rcol) = _sorted_vocab(idents, dc, rc)
+        del idents, dc, rc
+        ident_vocab = Vocabulary.from_sorted(ident_list)
+        del ident_list
         defs = sp.csr_matrix((np.ones(len(dr), dtype=np.float32), (np.frombuffer(dr, dtype=np.int32), dcol)),
-                             shape=(n, len(idents)))
+                             shape=(n, n_idents))
+        del dr, dcol
         defs.sum_duplicates()
         defs.data[:] = 1.0
         refs = sp.csr_matrix((np.sqrt(np.frombuffer(rv, dtype=np.float32)), (np.frombuffer(rr, dtype=np.int32), rcol)),
-                             shape=(n, len(idents)))
+                             shape=(n, n_idents))
+        del rr, rv, rcol
         trans_t, dangling = _transition(defs, refs, cfg)
-        return cls(paths, term_list, bm25.tocsc(), ident_list, defs.tocsc(), trans_t, dangling, refs.tocsc())
+        defs_csc = Compressed.from_scipy(defs.tocsc())
+        del defs
+        return cls(paths, term_vocab, bm25_csc, ident_vocab, defs_csc,
+                   Compressed.from_scipy(trans_t), dangling, Compressed.from_scipy(refs.tocsc()))
 
-    def to_blob(self) -> bytes:
-        """Serialize (marshal of vocab lists + raw array bytes)."""
-        def arr(m: sp.spmatrix) -> tuple:
-            return (m.shape, m.data.tobytes(), m.indices.astype(np.int32).tobytes(),
-                    m.indptr.astype(np.int64).tobytes(), str(m.data.dtype))
-        return marshal.dumps((self.paths, self.terms, self.idents, arr(self.bm25),
-                              arr(self.defs), arr(self.trans_t), self.dangling.tobytes(), arr(self.refs)))
+    def to_buffers(self) -> list[bytes | memoryview]:
+        """The structure as one file's consecutive parts (see :meth:`from_buffer`).
+
+        A fixed magic, the header length, a marshal header (format tag, paths,
+        then per array its dtype, offset and length), then the arrays at
+        8-byte-aligned offsets, so a reader maps the file and views them in place.
+        """
+        arrays: list[tuple[str, np.ndarray | bytes]] = []
+        for name, vocab in (("terms", self.terms), ("idents", self.idents)):
+            buf, offsets = vocab.to_parts()
+            arrays += [(f"{name}.buf", buf), (f"{name}.off", offsets)]
+        for name in ("bm25", "defs", "trans_t", "refs"):
+            m = getattr(self, name)
+            arrays += [(f"{name}.data", m.data), (f"{name}.indices", m.indices.astype(np.int32)),
+                       (f"{name}.indptr", m.indptr.astype(np.int64))]
+        arrays.append(("dangling", self.dangling.astype(bool)))
+        shapes = {n: (getattr(self, n).fmt, getattr(self, n).shape) for n in ("bm25", "defs", "trans_t", "refs")}
+        table, parts, offset = [], [], 0
+        for name, a in arrays:
+            raw = memoryview(a if isinstance(a, bytes) else np.ascontiguousarray(a)).cast("B")
+            pad = -offset % 8
+            parts += [b"\0" * pad, raw]
+            offset += pad
+            table.append((name, "bytes" if isinstance(a, bytes) else str(a.dtype), offset, raw.nbytes))
+            offset += raw.nbytes
+        header = marshal.dumps((STRUCTURE_FORMAT, self.paths, shapes, table))
+        head_len = len(_MAGIC) + 8 + len(header)
+        lead = -head_len % 8
+        prefix = _MAGIC + (head_len + lead).to_bytes(8, "little") + header + b"\0" * lead
+        return [prefix, *parts]
 
     @classmethod
-    def from_blob(cls, blob: bytes) -> "RankStructure":
-        """Inverse of :meth:`to_blob`."""
-        paths, terms, idents, b, d, t, dang, r = marshal.loads(blob)
+    def from_buffer(cls, buf: Any) -> "RankStructure":
+        """Inverse of :meth:`to_buffers` over a ``bytes`` or ``mmap`` (arrays are views of it);
+        ValueError when ``buf`` holds anything else (another engine version's layout, a torn file)."""
+        if len(buf) < len(_MAGIC) + 8 or buf[:len(_MAGIC)] != _MAGIC:
+            raise ValueError("not a ranking structure file")
+        start = int.from_bytes(buf[len(_MAGIC):len(_MAGIC) + 8], "little")
+        try:
+            fmt, paths, shapes, table = marshal.loads(buf[len(_MAGIC) + 8:start])
+        except (ValueError, EOFError, TypeError) as exc:
+            raise ValueError("unreadable ranking structure header") from exc
+        if fmt != STRUCTURE_FORMAT:
+            raise ValueError(f"ranking structure format {fmt!r}, not {STRUCTURE_FORMAT!r}")
+        at: dict[str, tuple[str, int, int]] = {}
+        for name, dtype, offset, nbytes in table:
+            if start + offset + nbytes > len(buf):
+                raise ValueError("truncated ranking structure file")
+            at[name] = (dtype, start + offset, nbytes)
 
-        def mat(kind: type, x: tuple) -> sp.spmatrix:
-            shape, data, ind, ptr, dt = x
-            return kind((np.frombuffer(data, dtype=dt), np.frombuffer(ind, dtype=np.int32),
-                         np.frombuffer(ptr, dtype=np.int64)), shape=tuple(shape))
-        return cls(paths, terms, mat(sp.csc_matrix, b), idents, mat(sp.csc_matrix, d),
-                   mat(sp.csr_matrix, t), np.frombuffer(dang, dtype=bool), mat(sp.csc_matrix, r))
+        def arr(name: str) -> np.ndarray:
+            dtype, offset, nbytes = at[name]
+            dt = np.dtype(dtype)
+            return np.frombuffer(buf, dtype=dt, count=nbytes // dt.itemsize, offset=offset)
 
+        def vocab(name: str) -> Vocabulary:
+            return Vocabulary(buf, arr(f"{name}.off"), base=at[f"{name}.buf"][1])
+
+        def mat(name: str) -> Compressed:
+            fmt_, shape = shapes[name]
+            return Compressed(fmt_, (int(shape[0]), int(shape[1])), arr(f"{name}.data"), arr(f"{name}.indices"),
+                              arr(f"{name}.indptr"))
+        return cls(paths, vocab("terms"), mat("bm25"), vocab("idents"), mat("defs"), mat("trans_t"),
+                   arr("dangling"), mat("refs"))
 
     def term_col(self, term: str) -> int | None:
         """Column of ``term`` in ``bm25`` (None when no file contains it)."""
-        return _find(self.terms, term)
+        return self.terms.find(term)
 
     def ident_col(self, name: str) -> int | None:
         """Column of identifier ``name`` in ``defs`` / ``refs``."""
-        return _find(self.idents, name)
+        return self.idents.find(name)
 
 
 def _columns(vocab: dict[str, int], keys: Iterable[str]) -> tuple[int, ...]:
-    """Columns of ``keys``, adding unseen ones (set/zip/itemgetter run in C, not per key)."""
+    """Columns of ``keys``, adding unseen ones in first-seen order (renumbered in sorted order
+    by :func:`_sorted_vocab`, so this order never shows); zip/itemgetter run in C, not per key."""
     keys = tuple(keys)
     if not keys:
         return ()
-    new = set(keys).difference(vocab)
+    new = [k for k in keys if k not in vocab]
     if new:
-        vocab.update(zip(sorted(new), range(len(vocab), len(vocab) + len(new))))
+        vocab.update(zip(new, range(len(vocab), len(vocab) + len(new))))
     got = itemgetter(*keys)(vocab)
     return got if len(keys) > 1 else (got,)
 
 
-def _find(sorted_list: list[str], key: str) -> int | None:
-    i = bisect.bisect_left(sorted_list, key)
-    return i if i < len(sorted_list) and sorted_list[i] == key else None
-
-
-def _sorted_vocab(vocab: dict[str, int], cols: array) -> tuple[list[str], np.ndarray]:
+def _sorted_vocab(vocab: dict[str, int], *cols: array) -> tuple[list[str], list[np.ndarray]]:
     """Renumber columns so the vocabulary is sorted (deterministic, bisectable)."""
     order = sorted(vocab)
     remap = np.empty(len(order), dtype=np.int32)
     remap[np.asarray(itemgetter(*order)(vocab) if len(order) > 1 else [vocab[k] for k in order],
                      dtype=np.int64)] = np.arange(len(order))
-    return order, remap[np.frombuffer(cols, dtype=np.int32)] if len(cols) else np.zeros(0, dtype=np.int32)
+    return order, [remap[np.frombuffer(c, dtype=np.int32)] if len(c) else np.zeros(0, dtype=np.int32)
+                   for c in cols]
 
 
 def _bm25_matrix(n: int, n_terms: int, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
@@ -183,6 +261,7 @@ class Personalization:
     path: np.ndarray
     trace: np.ndarray
     focus: np.ndarray
+    name: np.ndarray | None = None
     query_cols: list[int] = field(default_factory=list)
     query_idents: list[str] = field(default_factory=list)
 
@@ -217,12 +296,35 @@ def goal_mentions(goal: str) -> tuple[list[str], list[str], list[str]]:
     return idents, paths, traces
 
 
+def name_index(paths: list[str]) -> dict[str, list[int]]:
+    """Words naming each file: its stem's identifier parts and the whole stem (``flightplan``)."""
+    out: dict[str, list[int]] = {}
+    for i, p in enumerate(paths):
+        stem = p.rsplit("/", 1)[-1].split(".", 1)[0]
+        words = {w.lower() for w in split_identifier(stem)} | {stem.lower().replace("_", "").replace("-", "")}
+        for w in words:
+            out.setdefault(w, []).append(i)
+    return out
+
+
+def name_hits(index: dict[str, list[int]], terms: list[str], n: int) -> np.ndarray:
+    """Per file: the goal words that name it, each worth ``1 / log2(1 + files it names)``, max 1."""
+    v = np.zeros(n)
+    for t in sorted(set(terms)):
+        rows = index.get(t)
+        if rows:
+            v[rows] += 1.0 / np.log2(1.0 + len(rows))
+    return _norm(v)
+
+
 def personalized_rank(rs: RankStructure, pers: Personalization, cfg: RankConfig) -> RankOutput:
     """Personalized PageRank (fixed iterations) blended with lexical relevance."""
     n = len(rs.paths)
     lex = _norm(pers.lexical)
     rel = (cfg.goal_weight * lex + cfg.ident_weight * pers.ident + cfg.path_weight * pers.path
            + cfg.trace_weight * pers.trace)
+    if pers.name is not None:
+        rel = rel + cfg.name_weight * pers.name
     p = rel + pers.focus
     total = float(p.sum())
     p = p / total if total > 0 else np.full(n, 1.0 / max(n, 1))
@@ -239,6 +341,8 @@ def personalized_rank(rs: RankStructure, pers: Personalization, cfg: RankConfig)
     score = score + cfg.focus_score_boost * (pers.focus > 0)
     signals = {"pagerank": pr, "bm25": lex, "ident": pers.ident, "path": pers.path,
                "trace": pers.trace, "focus": _norm(pers.focus)}
+    if pers.name is not None:
+        signals["name"] = pers.name
     return RankOutput(score=score, signals=signals)
 
 

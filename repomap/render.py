@@ -58,6 +58,8 @@ class RenderInput:
     header_timings: dict[str, float] | None = None
     #: a NUL within this many leading bytes means the file turned binary since indexing
     binary_sniff_bytes: int = 8192
+    #: files without symbol support (computed on first use)
+    no_symbols: int | None = None
 
 
 @dataclass
@@ -156,22 +158,33 @@ def _line_costs(inp: RenderInput, req: list[int]) -> list[int]:
 
 def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs: list[int]) -> list[FileCosts]:
     cfg = inp.cfg
+    records, expand = inp.records, inp.expand
+    i_costs, i_syms, i_lang, i_err, c_body = REC["costs"], REC["symbols"], REC["lang"], REC["error"], SYM["c_body"]
+    floor, power, rule_mult, level_value = cfg.score_floor, cfg.score_power, cfg.rule_value_multiplier, cfg.level_value
+    protect_rules = cfg.protect_rules
+    scores, focused = inp.score.tolist(), inp.focused.tolist()  # Python floats: the same values, cheaper to read
     out = []
     for i, p in enumerate(inp.paths):
-        rec = inp.records[p]
-        c2, c3, c4 = rec[REC["costs"]]
-        extra = sum(rec[REC["symbols"]][k][SYM["c_body"]] for k in inp.expand.get(p, ()))
+        rec = records[p]
+        c2, c3, c4 = rec[i_costs]
+        ks = expand.get(p)
+        extra = sum(rec[i_syms][k][c_body] for k in ks) if ks else 0
         line = line_costs[i]
         cost: list[int | None] = [0, line, line + c2 + extra, line + c3 + extra, line + c4]
-        if not has_symbol_support(rec):
+        if not (rec[i_lang] and not rec[i_err]):  # has_symbol_support
             cost[2] = cost[3] = None
         for lv in range(req[i] + 1, 5):
             cost[lv] = None
-        mult = cfg.rule_value_multiplier if explicit[i] else 1.0
-        base = (float(inp.score[i]) + cfg.score_floor) ** cfg.score_power * mult
-        value = [base * v for v in cfg.level_value]
-        top = max((lv for lv in range(5) if cost[lv] is not None), default=0)
-        out.append(FileCosts(cost=cost, value=value, tier=int(bool(inp.focused[i])), requested=top))
+        mult = rule_mult if explicit[i] else 1.0
+        base = (scores[i] + floor) ** power * mult
+        value = [base * v for v in level_value]
+        top = 4
+        while top > 0 and cost[top] is None:
+            top -= 1
+        tier = int(bool(focused[i]))
+        if protect_rules and explicit[i] and req[i] > 0:
+            tier += 2
+        out.append(FileCosts(cost=cost, value=value, tier=tier, requested=top))
     return out
 
 
@@ -216,8 +229,7 @@ def _header(inp: RenderInput, budget: int, tokens: int, levels: list[int], req: 
             explicit: list[bool], skipped: dict[str, str] | None = None) -> tuple[str, dict[str, int]]:
     per = Counter(str(lv) for lv in levels)
     degraded = sum(1 for lv, r, e in zip(levels, req, explicit) if e and lv < r)
-    no_sym = sum(1 for p in inp.paths if not has_symbol_support(inp.records[p]))
-    counts = {"degraded": degraded, "hidden": per.get("0", 0), "no_symbols": no_sym}
+    counts = {"degraded": degraded, "hidden": per.get("0", 0), "no_symbols": _no_symbols(inp)}
     fields = {"budget": budget, "tokens": tokens, "files": len(inp.paths),
               "levels": {k: per[k] for k in sorted(per)}, **counts,
               "index": inp.index_version, "counter": COUNTER_NAME}
@@ -226,6 +238,13 @@ def _header(inp: RenderInput, budget: int, tokens: int, levels: list[int], req: 
     if inp.header_timings is not None:
         fields["timings_ms"] = inp.header_timings
     return header_line(fields), counts
+
+
+def _no_symbols(inp: RenderInput) -> int:
+    """Files without symbol support (the header counts them on every fit pass: counted once)."""
+    if inp.no_symbols is None:
+        inp.no_symbols = sum(1 for p in inp.paths if not has_symbol_support(inp.records[p]))
+    return inp.no_symbols
 
 
 def _with_header(inp: RenderInput, budget: int, body: str, body_tokens: int, levels: list[int],
@@ -240,8 +259,7 @@ def _with_header(inp: RenderInput, budget: int, body: str, body_tokens: int, lev
             if skipped:
                 fields["skipped"] = dict(sorted(skipped.items()))
             head = header_line(fields)
-            counts = {"degraded": 0, "hidden": len(inp.paths),
-                      "no_symbols": sum(1 for p in inp.paths if not has_symbol_support(inp.records[p]))}
+            counts = {"degraded": 0, "hidden": len(inp.paths), "no_symbols": _no_symbols(inp)}
         else:
             head, counts = _header(inp, budget, guess, levels, req, explicit, skipped)
         total = count_tokens(head + body)

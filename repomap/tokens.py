@@ -15,17 +15,26 @@ see ``repomap/README.md``.
 from __future__ import annotations
 
 import functools
+import gzip
+import importlib.machinery
+import importlib.util
+import os
 import re
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 __all__ = ["COUNTER_NAME", "count_tokens", "count_many", "encode", "estimate_tokens", "encoding",
-           "token_byte_lengths", "tokens_per_line"]
+           "preload", "token_byte_lengths", "tokens_per_line"]
 
 COUNTER_NAME = "bpe-openai:cl100k_base"
 _ENCODING = "cl100k_base"
+_BINDINGS = "bpe_openai._bindings"
+#: cl100k: mergeable ranks 0..100255; ids up to 100276 (special tokens) exist
+_CL100K_RANKS = 100_256
+_CL100K_VOCAB = 100_277
 #: the wheel's Python layer refuses texts of 1M+ characters and results of 200k+
 #: tokens; a character is at most 4 byte-level tokens, so calls of at most this
 #: many characters stay under both limits
@@ -42,21 +51,105 @@ _EST_PIECE = re.compile(r"[A-Za-z]+|\d{1,3}|[^\sA-Za-z\d]+|\n[ \t]*")
 
 @functools.cache
 def encoding() -> Any:
-    """The shared cl100k encoding (loaded once per process, ~40 ms)."""
+    """The ``bpe_openai`` Encoding object (tiktoken's interface; the counter does not use it).
+
+    Importing ``bpe_openai`` decodes all three vocabularies the wheel ships into
+    Python dicts (~0.4 s and ~100 MB); counting goes through :func:`_tokenizer`,
+    which loads only cl100k, in Rust.
+    """
     import bpe_openai
 
     return bpe_openai.get_encoding(_ENCODING)
 
 
+@functools.cache
+def _tokenizer() -> Any:
+    """cl100k's Rust tokenizer, loaded without running the ``bpe_openai`` package ``__init__``.
+
+    The wheel's public module builds Python rank tables for cl100k, o200k and
+    voyage3 when it is imported, which a ``repo-map`` process would pay on every
+    start (more than the rest of a warm render). Its compiled ``_bindings``
+    module holds the tokenizer the public ``encode_ordinary`` calls; loading it
+    directly costs ~35 ms. A wheel whose layout differs falls back to the public
+    API (same ids, slower start); a test checks which path this install takes.
+    """
+    try:
+        return _load_bindings().tokenizer_for_encoding(_ENCODING)
+    except (ImportError, AttributeError, OSError, ValueError):
+        return _PublicTokenizer(encoding())
+
+
+class _PublicTokenizer:
+    """The fallback: the public Encoding behind the Rust tokenizer's ``encode`` interface."""
+
+    def __init__(self, enc: Any) -> None:
+        self.encode = enc.encode_ordinary
+
+
+def _package_dirs() -> list[str]:
+    spec = importlib.util.find_spec("bpe_openai")  # locates the package, runs nothing
+    return list(spec.submodule_search_locations or []) if spec is not None else []
+
+
+def _load_bindings() -> Any:
+    """The wheel's ``bpe_openai._bindings`` extension, imported without its package ``__init__``."""
+    mod = sys.modules.get(_BINDINGS)
+    if mod is not None:
+        return mod
+    for folder in _package_dirs():
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(folder, "_bindings" + suffix)
+            if not os.path.isfile(path):
+                continue
+            loader = importlib.machinery.ExtensionFileLoader(_BINDINGS, path)
+            spec = importlib.util.spec_from_file_location(_BINDINGS, path, loader=loader)
+            if spec is None:
+                continue
+            mod = importlib.util.module_from_spec(spec)
+            loader.exec_module(mod)
+            # registered under its own name so a later ``import bpe_openai`` reuses it
+            # (a PyO3 module can be initialised only once per process)
+            sys.modules[_BINDINGS] = mod
+            return mod
+    raise ImportError("bpe_openai ships no _bindings extension where expected")
+
+
+def _vocabulary_file() -> bytes:
+    """The wheel's cl100k rank file, decompressed (``<base64 token> <rank>`` per line)."""
+    for folder in _package_dirs():
+        path = os.path.join(folder, "data", f"{_ENCODING}.tiktoken.gz")
+        if os.path.isfile(path):
+            with open(path, "rb") as fh:
+                return gzip.decompress(fh.read())
+    raise FileNotFoundError(f"bpe_openai ships no {_ENCODING}.tiktoken.gz")
+
+
+def preload() -> None:
+    """Load the tokenizer and the token length table now (before forking index workers)."""
+    _tokenizer()
+    token_byte_lengths()
+
+
 def encode(text: str) -> list[int]:
     """Token ids of ``text`` with special tokens taken as plain text (tiktoken's ``encode_ordinary``)."""
-    enc = encoding().encode_ordinary
+    if not text:
+        return []
+    enc = _tokenizer().encode
     if len(text) <= _MAX_CALL_CHARS:
-        return enc(text) if text else []
+        return _encode_part(enc, text)
     out: list[int] = []
     for part in _safe_parts(text):
-        out.extend(enc(part))
+        out.extend(_encode_part(enc, part))
     return out
+
+
+def _encode_part(enc: Any, text: str) -> list[int]:
+    try:
+        return enc(text)
+    except UnicodeEncodeError:
+        # lone surrogates (a path decoded with surrogateescape) are replaced, as the
+        # public encode_ordinary does
+        return enc(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
 
 
 def _safe_parts(text: str) -> Iterator[str]:
@@ -138,14 +231,26 @@ def _tokens_per_span(text: str, span_starts: np.ndarray) -> np.ndarray:
 
 @functools.cache
 def token_byte_lengths() -> np.ndarray:
-    """Byte length of every token id (lets one encode be split at byte offsets)."""
-    enc = encoding()
-    out = np.zeros(enc.n_vocab, dtype=np.int64)
-    for i in range(enc.n_vocab):
-        try:
-            out[i] = len(enc.decode_single_token_bytes(i))
-        except KeyError:  # ids between the mergeable ranks and the special tokens
-            out[i] = 0
+    """Byte length of every token id (lets one encode be split at byte offsets).
+
+    Read from the wheel's own cl100k rank file without building the vocabulary:
+    a token's byte length follows from the length and ``=`` padding of its
+    base64 text, and the file lists ranks 0, 1, 2, ... in order (its ends are
+    checked here, every entry by a test against the public Encoding). ~15 ms
+    instead of the ~0.4 s the public module's tables cost. Special-token ids
+    stay 0: the ordinary encode never yields them.
+    """
+    raw = _vocabulary_file()
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    spaces = np.flatnonzero(buf == 32)
+    ends = np.flatnonzero(buf == 10)
+    if (len(spaces) != len(ends) or len(ends) != _CL100K_RANKS or not raw.startswith(b"IQ== 0\n")
+            or not raw.endswith(b" %d\n" % (_CL100K_RANKS - 1))):
+        raise ValueError(f"unexpected layout of the {_ENCODING} rank file in bpe_openai")
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    pad = (buf[spaces - 1] == 61).astype(np.int64) + (buf[spaces - 2] == 61)
+    out = np.zeros(_CL100K_VOCAB, dtype=np.int64)
+    out[:_CL100K_RANKS] = (spaces - starts) // 4 * 3 - pad
     return out
 
 

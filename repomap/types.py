@@ -27,21 +27,35 @@ class Symbol:
 
 @dataclass(frozen=True, slots=True)
 class SymbolRef:
-    """An edge of the reference graph: ``symbol_id`` is the other end, at ``path:line``."""
+    """An edge of the reference graph: ``symbol_id`` is the other end, at ``path:line``.
+
+    ``how`` says how the edge was established: ``jedi`` (Python, resolved through
+    imports, scopes and inferred types), ``scope`` / ``import`` / ``qualifier``
+    (tree-sitter: the name is visible from the site only as this definition), ``unique``
+    (the only definition of that name in the repository; the receiver's type is not
+    known). ``resolved`` is False for a site whose name could mean several definitions
+    (listed apart, never as a caller).
+    """
 
     symbol_id: str
     path: str
     line: int
+    column: int = 0
+    kind: str = "ref"  # call | import | ref
+    how: str = "jedi"
+    resolved: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """A lexical search result: a file (``symbol`` None) or a symbol whose name matched."""
+    """A search result: a definition (``symbol`` id, lines ``line``-``end_line``) or a file's module-level code."""
 
     path: str
     score: float
     symbol: str | None = None
     line: int | None = None
+    end_line: int | None = None
+    kind: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

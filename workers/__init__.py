@@ -1,14 +1,14 @@
-"""workers: the worker process wiring (registration, data converter, dev server)."""
+"""workers: the worker process wiring (registration, data converter, dev server).
 
-from durable_navigator.workers.converter import DATA_CONVERTER, data_converter
-from durable_navigator.workers.worker import (
-    DEFAULT_TASK_QUEUE,
-    WORKFLOW_FAILURE_EXCEPTION_TYPES,
-    WORKFLOWS,
-    build_activities,
-    build_worker,
-    default_artifact_dir,
-)
+The names below are loaded on first use (PEP 562): importing a submodule such as
+``workers.devserver`` (the CLI does, to reach the embedded server) must not import
+every workflow and activity through ``workers.worker``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __all__ = [
     "DATA_CONVERTER",
@@ -20,3 +20,21 @@ __all__ = [
     "data_converter",
     "default_artifact_dir",
 ]
+
+_HOME = {
+    "DATA_CONVERTER": "converter",
+    "data_converter": "converter",
+    "DEFAULT_TASK_QUEUE": "worker",
+    "WORKFLOWS": "worker",
+    "WORKFLOW_FAILURE_EXCEPTION_TYPES": "worker",
+    "build_activities": "worker",
+    "build_worker": "worker",
+    "default_artifact_dir": "worker",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

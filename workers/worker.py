@@ -13,11 +13,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import platformdirs
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from durable_navigator.activities.artifacts import LocalArtifactStore
+from durable_navigator.activities.artifacts import LocalArtifactStore, default_artifact_dir
 from durable_navigator.activities.batch import BatchActivities
 from durable_navigator.activities.model_calls import ModelCallActivities
 from durable_navigator.activities.navigator import NavigatorActivities
@@ -35,6 +34,7 @@ from durable_navigator.workflows.branches import ExploreBranchesWorkflow
 from durable_navigator.workflows.investigation import InvestigationWorkflow
 from durable_navigator.workflows.research import ResearchWorkflow
 from durable_navigator.workers.converter import DATA_CONVERTER
+from durable_navigator.workers.runlog import RunLogInterceptor
 
 __all__ = [
     "DEFAULT_TASK_QUEUE",
@@ -53,11 +53,6 @@ WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow, PreflightWorkflow, Re
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
 #: raised from workflow code these can never succeed on a task retry: fail the workflow
 WORKFLOW_FAILURE_EXCEPTION_TYPES: list[type[BaseException]] = [NavigatorError]
-
-
-def default_artifact_dir() -> Path:
-    """Where the local artifact store lives by default (user cache directory)."""
-    return Path(platformdirs.user_cache_dir("durable-navigator")) / "artifacts"
 
 
 def build_activities(
@@ -116,6 +111,8 @@ def build_worker(
         activities=list(by_name.values()),
         activity_executor=activity_executor,
         workflow_failure_exception_types=WORKFLOW_FAILURE_EXCEPTION_TYPES,
+        # one log line per run started / finished / failed (silent on replay)
+        interceptors=[RunLogInterceptor(WORKFLOW_FAILURE_EXCEPTION_TYPES)],
         # heartbeats reach the server at least once a second, so a stop cancels a model call in ~1 s
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,

@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_navigator.navcore.budget import micros_to_usd, usd_to_micros
     from durable_navigator.navcore.messages import StopInput
+    from durable_navigator.navcore.report import markdown_text, run_details_markdown
     from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
     from durable_navigator.navcore.investigation import InvestigationRequest, InvestigationResult
     from durable_navigator.navcore.research import ResearchRequest, ResearchResult
@@ -163,7 +164,12 @@ class BatchWorkflow:
             execution_timeout=timedelta(seconds=req.limits.job_timeout_s),
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
             memo={"goal": job.goal, "batch_id": req.batch_id},
-            static_summary=f"batch {req.batch_id} · job {job.index} ({job.name})",
+            static_summary=markdown_text(f"batch {req.batch_id} · job {job.index} ({job.name})"),
+            static_details=run_details_markdown(job.goal, job.repo_path, {
+                "Batch": req.batch_id, "Job": f"{job.index} ({job.name})", "Model": job.model,
+                "Budget": f"${micros_to_usd(slice_micros):.4f} (a slice of the batch budget)",
+                "Map budget": f"{job.token_budget} tokens", "Max iterations": str(job.max_iterations),
+            }),
         )
         self._children[job.index] = handle
         try:

@@ -57,13 +57,21 @@ with workflow.unsafe.imports_passed_through():
         investigation_details,
         investigation_turn_report,
     )
-    from durable_navigator.navcore.messages import ApproveInput, RaiseBudgetInput, RejectInput, SetModeInput, StopInput
+    from durable_navigator.navcore.messages import (
+        ApproveInput,
+        RaiseBudgetInput,
+        RejectInput,
+        SetModeInput,
+        StopInput,
+        VerdictInput,
+        VerdictOutcome,
+    )
     from durable_navigator.navcore.model_calls import InvestigateOut, InvestigateSpec
     from durable_navigator.navcore.report import DecisionLogView, TurnReport, shorten
     from durable_navigator.navcore.research import AggregateInput, AggregateOutput
     from durable_navigator.navcore.state import ExecutionMode, PendingTurn, Status, StopReason, Verdict
     from durable_navigator.navcore.subagents import SIGNAL_CHILD_EVENT, AgentProfile, ChildEvent, SubagentOutcome
-    from durable_navigator.navcore.turns import record_verdict, request_stop
+    from durable_navigator.navcore.turns import record_verdict, request_stop, verdict_problem
     from durable_navigator.navtypes.flightplan import FlightPlan
     from durable_navigator.workflows.blocks.approval import ApprovalGate
     from durable_navigator.workflows.blocks.branches import best, fork
@@ -74,6 +82,9 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.workflows.blocks.webui import Publisher
 
 __all__ = ["InvestigationWorkflow", "BRANCH_STRATEGIES"]
+
+#: what a ``kind: plan`` verdict answers here (in the messages of refused verdicts)
+_PLAN = "the stage plan"
 
 #: how alternative branches of a stage differ (deterministic; the i-th branch takes the i-th)
 BRANCH_STRATEGIES = (
@@ -551,8 +562,25 @@ class InvestigationWorkflow:
             self._verdict("reject", inp.turn, inp.sender, inp.feedback, inp.kind)
 
     def _verdict(self, verdict: Verdict, turn: int, sender: str, feedback: str | None, kind: str) -> None:
-        if not record_verdict(self.state.steering, verdict, turn, sender, feedback, kind):
+        if not record_verdict(self.state.steering, verdict, turn, sender, feedback, kind, _PLAN):
             workflow.logger.info("ignored %s for %s %d from %s: stale or duplicate", verdict, kind, turn, sender)
+
+    @workflow.update(name="submit_verdict")
+    def submit_verdict(self, inp: VerdictInput) -> VerdictOutcome:
+        """Approve or reject the pending plan like the signals, answering with the outcome (what
+        ``navigator approve --plan`` / ``reject --plan`` and the interactive follower send; the
+        validator refuses a verdict the run would ignore)."""
+        applied = record_verdict(self.state.steering, inp.verdict, inp.turn, inp.sender, inp.feedback,
+                                 inp.kind, _PLAN)
+        what = f"the stage plan of round {inp.turn}" if inp.kind == "plan" else f"turn {inp.turn}"
+        return VerdictOutcome(verdict=inp.verdict, turn=inp.turn, kind=inp.kind, applied=applied,
+                              detail=f"{inp.verdict} {'applied to' if applied else 'ignored for'} {what}")
+
+    @submit_verdict.validator
+    def _validate_verdict(self, inp: VerdictInput) -> None:
+        problem = verdict_problem(self.state.steering, inp.turn, inp.kind, _PLAN)
+        if problem is not None:
+            raise ValueError(problem)
 
     @workflow.signal(name="stop")
     def stop(self, inp: StopInput) -> None:

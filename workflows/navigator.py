@@ -40,6 +40,8 @@ with workflow.unsafe.imports_passed_through():
         RejectInput,
         SetModeInput,
         StopInput,
+        VerdictInput,
+        VerdictOutcome,
     )
     from durable_navigator.navcore.model_calls import DecideSpec, DecisionOut
     from durable_navigator.navcore.prompt import GOAL_SLOT
@@ -75,6 +77,7 @@ with workflow.unsafe.imports_passed_through():
         report_dict,
         request_stop,
         restore_turn,
+        verdict_problem,
     )
     from durable_navigator.workflows.blocks.approval import ApprovalGate
     from durable_navigator.workflows.blocks.compression import Compressor
@@ -464,6 +467,22 @@ class NavigatorWorkflow:
     def _verdict(self, verdict: Verdict, turn: int, sender: str, feedback: str | None, kind: str) -> None:
         if not record_verdict(self.state.steering, verdict, turn, sender, feedback, kind):
             workflow.logger.info("ignored %s for %s %d from %s: stale or duplicate", verdict, kind, turn, sender)
+
+    @workflow.update(name="submit_verdict")
+    def submit_verdict(self, inp: VerdictInput) -> VerdictOutcome:
+        """Approve or reject like the signals, answering with the outcome (the validator refuses
+        a verdict the run would ignore, so the sender hears it)."""
+        applied = record_verdict(self.state.steering, inp.verdict, inp.turn, inp.sender, inp.feedback,
+                                 inp.kind)
+        what = f"round {inp.turn} of the stage plan" if inp.kind == "plan" else f"turn {inp.turn}"
+        return VerdictOutcome(verdict=inp.verdict, turn=inp.turn, kind=inp.kind, applied=applied,
+                              detail=f"{inp.verdict} {'applied to' if applied else 'ignored for'} {what}")
+
+    @submit_verdict.validator
+    def _validate_verdict(self, inp: VerdictInput) -> None:
+        problem = verdict_problem(self.state.steering, inp.turn, inp.kind)
+        if problem is not None:
+            raise ValueError(problem)
 
     @workflow.signal(name="stop")
     def stop(self, inp: StopInput) -> None:

@@ -29,7 +29,15 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.activity_io import ScanInput, ScanOutput
     from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_micros
     from durable_navigator.navcore.findings import FALLBACK_STEP, PlannedStep
-    from durable_navigator.navcore.messages import ApproveInput, RaiseBudgetInput, RejectInput, SetModeInput, StopInput
+    from durable_navigator.navcore.messages import (
+        ApproveInput,
+        RaiseBudgetInput,
+        RejectInput,
+        SetModeInput,
+        StopInput,
+        VerdictInput,
+        VerdictOutcome,
+    )
     from durable_navigator.navcore.model_calls import (
         AnswerOut,
         RefineOut,
@@ -60,7 +68,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_navigator.navcore.state import ExecutionMode, PendingTurn, Status, StopReason, Verdict
     from durable_navigator.navcore.subagents import SIGNAL_CHILD_EVENT, ChildEvent, SubagentOutcome
-    from durable_navigator.navcore.turns import record_verdict, request_stop
+    from durable_navigator.navcore.turns import record_verdict, request_stop, verdict_problem
     from durable_navigator.workflows.blocks.approval import ApprovalGate
     from durable_navigator.workflows.blocks.compression import Compressor
     from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter
@@ -72,6 +80,9 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.workflows.blocks.webui import Publisher
 
 __all__ = ["ResearchWorkflow"]
+
+#: what a ``kind: plan`` verdict answers here (in the messages of refused verdicts)
+_PLAN = "the research plan"
 
 #: transient statuses are shown in the details but not upserted (each upsert is a history event)
 _TRANSIENT = frozenset({Status.PREPARING, Status.THINKING, Status.RENDERING})
@@ -368,9 +379,10 @@ class ResearchWorkflow:
     async def _refine(self) -> None:
         s, caps = self.state, self.req.profile.caps
         added = sum(st.findings for st in s.steps if st.round == s.round)
-        if s.round > 0 and added == 0 and not s.feedback:
-            self._stop(StopReason.STALLED, f"round {s.round + 1} added no findings: another round would repeat it")
-            return
+        # a later round that added nothing is a stall only if the refinery still wants more: a FINISH
+        # on the findings so far is a normal end, and stopping before asking would report "stalled"
+        # (and tell the reader the research ended early) whenever a follow-up search found nothing new
+        barren = s.round > 0 and added == 0 and not s.feedback
         spec = ResearchRefineSpec(**self._common(), round=s.round, max_rounds=caps.max_rounds,
                                   steps=[f"[{st.status}] {st.description}" for st in s.steps], feedback=s.feedback)
         while True:
@@ -394,6 +406,9 @@ class ResearchWorkflow:
                   outcome)
         if verdict.decision == "finish":
             self._stop(StopReason.FINALIZED, f"the refinery said FINISH: {shorten(verdict.reason, 300)}")
+        elif barren:
+            self._stop(StopReason.STALLED, f"round {s.round + 1} added no findings and the refinery still wants "
+                                           f"{shorten(verdict.missing or '?', 200)}: another round would repeat it")
         elif s.round + 1 >= caps.max_rounds:
             self._stop(StopReason.MAX_ITERATIONS, f"{caps.max_rounds} rounds ran; still missing: {verdict.missing}")
         else:
@@ -530,8 +545,24 @@ class ResearchWorkflow:
             self._verdict("reject", inp.turn, inp.sender, inp.feedback, inp.kind)
 
     def _verdict(self, verdict: Verdict, turn: int, sender: str, feedback: str | None, kind: str) -> None:
-        if not record_verdict(self.state.steering, verdict, turn, sender, feedback, kind):
+        if not record_verdict(self.state.steering, verdict, turn, sender, feedback, kind, _PLAN):
             workflow.logger.info("ignored %s for %s %d from %s: stale or duplicate", verdict, kind, turn, sender)
+
+    @workflow.update(name="submit_verdict")
+    def submit_verdict(self, inp: VerdictInput) -> VerdictOutcome:
+        """Approve or reject like the signals, answering with the outcome (what ``navigator approve`` /
+        ``reject`` and the interactive follower send; the validator refuses a verdict the run would ignore)."""
+        applied = record_verdict(self.state.steering, inp.verdict, inp.turn, inp.sender, inp.feedback,
+                                 inp.kind, _PLAN)
+        what = f"the research plan of round {inp.turn}" if inp.kind == "plan" else f"the findings of turn {inp.turn}"
+        return VerdictOutcome(verdict=inp.verdict, turn=inp.turn, kind=inp.kind, applied=applied,
+                              detail=f"{inp.verdict} {'applied to' if applied else 'ignored for'} {what}")
+
+    @submit_verdict.validator
+    def _validate_verdict(self, inp: VerdictInput) -> None:
+        problem = verdict_problem(self.state.steering, inp.turn, inp.kind, _PLAN)
+        if problem is not None:
+            raise ValueError(problem)
 
     @workflow.signal(name="stop")
     def stop(self, inp: StopInput) -> None:

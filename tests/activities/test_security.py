@@ -10,6 +10,7 @@ widen what the tools may do.
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -120,3 +121,57 @@ async def test_offline_exploration_of_a_hostile_repo_leaks_nothing(
     # the escaping links are named (never followed) where the pack lists what the map leaves out
     skipped = context.split("## Files not in the map", 1)[1].split("## Repository map", 1)[0]
     assert "- symlink_escape:" in skipped and "`src/leak.py`" in skipped
+
+
+# ---- the reference and search tools never open anything outside the root ----------------
+
+_AUDIT: dict[str, Any] = {"on": False, "opened": []}
+
+
+def _audit(event: str, args: tuple) -> None:
+    if _AUDIT["on"] and event in ("open", "os.listdir", "os.scandir") and args:
+        first = args[0]
+        if isinstance(first, (str, bytes, os.PathLike)):
+            _AUDIT["opened"].append(os.path.realpath(os.fsdecode(first)))
+
+
+@pytest.fixture(scope="module")
+def linking_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Python code that imports a module which is a symlink out of the repository, and reaches above it."""
+    base = tmp_path_factory.mktemp("linking")
+    outside = base / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text(f"TOKEN = '{SECRET}'\n\ndef leak():\n    return TOKEN\n")
+    (outside / "above.py").write_text(f"def helper():\n    return '{SECRET}'\n")
+    root = base / "repo"
+    (root / "src").mkdir(parents=True)
+    os.symlink(outside / "secret.py", root / "src" / "leak.py")
+    (root / "src" / "app.py").write_text(
+        "from leak import leak, TOKEN\nfrom .. import above\nfrom ..outside.above import helper\n\n\n"
+        "def run():\n    return leak() + helper() + above.helper() + TOKEN\n")
+    (root / "src" / "local.py").write_text(
+        "def leak():\n    return 'local'\n\n\ndef helper():\n    return leak()\n")
+    return root
+
+
+def test_reference_and_search_tools_never_open_a_file_outside(linking_repo: Path, tmp_path: Path) -> None:
+    """jedi resolves names on a shadow tree of the indexed files: the escaping symlink, the
+    relative import above the root and the module next to the repository are never opened."""
+    outside = str((linking_repo.parent / "outside").resolve())
+    sys.addaudithook(_audit)  # hooks cannot be removed: this one records only while switched on
+    engine = RepoMap.open(linking_repo, cache_dir=tmp_path / "cache", jobs=1)
+    _AUDIT["opened"].clear()
+    _AUDIT["on"] = True
+    try:
+        callees = engine.callees("src/app.py::run")
+        callers = engine.callers("src/local.py::leak") + engine.callers("src/local.py::helper")
+        hits = engine.search("leak helper TOKEN secret", limit=10)
+    finally:
+        _AUDIT["on"] = False
+    opened = list(_AUDIT["opened"])
+    assert opened, "the audit hook saw no file access: the test would prove nothing"
+    assert not [p for p in opened if p == outside or p.startswith(outside + os.sep)], opened
+    # a name the escaping import brings in is never resolved to the repository's own definition
+    assert "src/local.py::leak" not in [r.symbol_id for r in callees]
+    assert {(r.path, r.line) for r in callers if r.resolved} == {("src/local.py", 6)}
+    assert all(SECRET not in (h.symbol or "") and not h.path.startswith("src/leak") for h in hits)

@@ -176,3 +176,84 @@ def test_declarations_match_tools() -> None:
     assert set(TOOL_ACTIVITY.values()) == {f"tools.{n}" for n in TOOL_NAMES}
     names = {m.__temporal_activity_definition.name for m in CodeToolActivities(lambda r: None).all()}  # type: ignore[attr-defined]
     assert names == set(TOOL_ACTIVITY.values())
+
+
+async def test_search_answers_definitions_with_line_ranges(engine: Any) -> None:
+    res = await _run(_tools(engine), "search_codebase", query="helper")
+    first = res.content.splitlines()[0]
+    assert first.startswith("src/app/core.py:1-2  score=") and first.endswith("  src/app/core.py::helper")
+    nothing = await _run(_tools(engine), "search_codebase", query="why does the")
+    assert nothing.ok and nothing.content.startswith("no matches for 'why does the'")
+
+
+async def test_callers_are_code_sites_with_how_they_were_resolved(engine: Any) -> None:
+    res = await _run(_tools(engine), "get_callers", symbol="src/app/core.py::helper")
+    assert res.content.splitlines() == ["src/app/core.py::helper: 1 callers",
+                                        "  src/app/core.py:6  src/app/core.py::main  (call, jedi)"]
+    assert "README" not in res.content  # README.md names helper: prose, not a caller
+
+
+async def test_sites_that_may_mean_another_definition_are_listed_apart(tmp_path: Path) -> None:
+    from durable_navigator.activities.models.offline.tools import parse_tool_results
+    from durable_navigator.workflows.blocks.tools import tool_result_lines
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.js").write_text("class A { run() { return 1 } }\nmodule.exports = A;\n")
+    (root / "b.js").write_text("class B { run() { return 2 } }\nfunction go(b) { return new B().run() }\n")
+    (root / "main.js").write_text("function go(x) { return x.run() }\n")
+    engine = RepoMap.open(root, cache_dir=tmp_path / "cache", jobs=1)
+    res = await _run(_tools(engine), "get_callers", symbol="b.js::B.run")
+    assert res.content.splitlines() == [
+        "b.js::B.run: 1 callers", "  b.js:2  b.js::go  (call, qualifier)",
+        "  + 1 sites name 'run' but may mean another definition (the receiver's type is unknown):",
+        "    main.js:1  main.js::go"]
+    hints = parse_tool_results(tool_result_lines([res]))
+    assert hints.callers == {"b.js::B.run": ["b.js"]}  # the unsure site is no caller
+
+
+async def test_the_research_executor_reads_the_tools_current_text(tmp_path: Path) -> None:
+    """The offline research executor parses the same tool text: search hits with their line
+    ranges (the path without them), resolved callers with how they were tied, unsure sites
+    left out."""
+    from durable_navigator.activities.models.offline.research_exec import parse_transcript
+    from durable_navigator.navcore.model import ExecTurn, ResearchExecuteTask
+    from durable_navigator.workflows.blocks.tools import tool_result_lines
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.js").write_text("class A { run() { return 1 } }\nmodule.exports = A;\n")
+    (root / "b.js").write_text("class B { run() { return 2 } }\nfunction go(b) { return new B().run() }\n")
+    (root / "main.js").write_text("function go(x) { return x.run() }\n")
+    engine = RepoMap.open(root, cache_dir=tmp_path / "cache", jobs=1)
+    tools = _tools(engine)
+    results = [await _run(tools, "search_codebase", query="B run"), await _run(tools, "get_callers", symbol="b.js::B.run")]
+    assert any(ln.startswith("b.js:1-1  score=") for ln in results[0].content.splitlines())
+    task = ResearchExecuteTask(goal="q", repo_root=str(root), step_index=0, step="s", turn=2, max_turns=4,
+                               transcript=[ExecTurn(results=tool_result_lines(results))])
+    ev = parse_transcript(task)
+    assert ("b.js", 1, "b.js::B.run") in ev.hits and all(":" not in path for path, _, _ in ev.hits)
+    assert ev.callers == {"b.js::B.run": [("b.js", 2, "b.js::go")]}
+
+
+async def test_a_slow_first_query_heartbeats(engine: Any) -> None:
+    """jedi's first inference on a cold engine takes seconds: the activity heartbeats meanwhile."""
+    import time
+
+    class Slow:
+        """The real engine, slowed down like a cold first query."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(engine, name)
+
+        def callers(self, sid: str) -> Any:
+            time.sleep(2.5)
+            return engine.callers(sid)
+
+    beats: list[Any] = []
+    env = ActivityEnvironment()
+    env.on_heartbeat = lambda *details: beats.append(details)
+    req = ToolRequest(repo_root="repo", call=ToolCall(name="get_callers", args={"symbol": "helper"}), step=3)
+    res = await env.run(_tools(Slow()).get_callers, req)
+    assert res.ok and "src/app/core.py::main" in res.content
+    assert len(beats) >= 3 and beats[-1] == ("get_callers step 3 (running)",)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -85,20 +86,37 @@ async def test_interactive_run_driven_by_signal_commands(cli_env: dict[str, str]
     assert row["status"] == "running" and row["goal"] == "why are tokens double-counted?"
     assert row["report"]["proposed_diff"], row["report"]
 
+    # a running run is listed under the Temporal status the table shows
+    running = json_of(await ainvoke(["ls", "--json", "--status", "running"], env))
+    assert wid in {r["workflow_id"] for r in running} and {r["status"] for r in running} == {"running"}
+
+    # a verdict the run would ignore is refused, loudly: exit 2, what is pending instead
+    wrong = await ainvoke(["approve", wid, "--turn", "99"], env)
+    assert wrong.exit_code == 2, (wrong.stdout, wrong.stderr)
+    assert "turn 99 is not awaiting a verdict; turn 1 is" in wrong.stderr
+    plan = await ainvoke(["reject", wid, "--turn", "1", "--plan", "-f", "no"], env)
+    assert plan.exit_code == 2 and "the stage plan (round 1) is not awaiting a verdict" in plan.stderr
+
     approved = await ainvoke(["approve", wid], env)
-    assert approved.exit_code == 0 and f"sent approve to {wid}" in approved.stdout
+    assert approved.exit_code == 0 and approved.stdout.strip() == f"{wid}: approve applied to turn 1"
+    again = await ainvoke(["approve", wid, "--turn", "1"], env)
+    # turn 2 may or may not be proposed yet: either way turn 1 is answered and the repeat refused
+    assert again.exit_code == 2 and re.search(r"refused by \S+: (turn 1 is not awaiting a verdict; turn 2 is|no turn "
+                                              r"is awaiting a verdict, so turn 1 cannot be answered)", again.stderr)
     await _status_until(env, wid, _awaiting(2))
     rejected = json_of(await ainvoke(["reject", wid, "-f", "look at the ledger instead", "--json"], env))
-    assert rejected["payload"] == {"turn": 2, "kind": "turn", "feedback": "look at the ledger instead",
-                                   "sender": "tester@cli"}
+    assert rejected == {"workflow_id": wid, "verdict": "reject", "turn": 2, "kind": "turn", "applied": True,
+                        "detail": "reject applied to turn 2"}
     await _status_until(env, wid, _awaiting(3))
 
     log = json_of(await ainvoke(["log", wid, "--json"], env))
     verdicts = [e["verdict"] for e in log["entries"] if e["verdict"]]
     assert verdicts[:2] == ["approve", "reject"], log["entries"]
     assert any(e["feedback"] == "look at the ledger instead" for e in log["entries"])
-    table = await ainvoke(["log", wid], env)
-    assert table.exit_code == 0 and "decision log" in table.stdout
+    human_log = await ainvoke(["log", wid], env)
+    assert human_log.exit_code == 0
+    assert "step 1 · update_flight_plan · approve · $0.0000" in human_log.stdout, human_log.stdout
+    assert "feedback: look at the ledger instead" in human_log.stdout
 
     stopped = await ainvoke(["stop", wid, "--reason", "enough for the test"], env)
     assert stopped.exit_code == 0
@@ -111,6 +129,10 @@ async def test_interactive_run_driven_by_signal_commands(cli_env: dict[str, str]
 
     closed = json_of(await ainvoke(["status", wid, "--json"], env))
     assert closed["status"] == "completed" and closed["report"] is None
+    assert closed["result"]["stop_reason"] == "stopped" and closed["result"]["context_path"] == result["context_path"]
+    # the log of a finished run comes from its report.json: no worker needed
+    finished_log = json_of(await ainvoke(["log", wid, "--json"], env))
+    assert [e["verdict"] for e in finished_log["entries"] if e["verdict"]][:2] == ["approve", "reject"]
     late = await ainvoke(["approve", wid, "--turn", "3"], env)
     assert late.exit_code == 4 and "already closed" in late.stderr
 
@@ -144,7 +166,7 @@ async def test_mode_and_budget_signals_and_unknown_ids(cli_env: dict[str, str], 
     missing = await ainvoke(["status", "nav-does-not-exist"], env)
     assert missing.exit_code == 4 and "no run with id nav-does-not-exist" in missing.stderr
     no_verdict = await ainvoke(["approve", wid], env)
-    assert no_verdict.exit_code == 2 and "is not running" in no_verdict.stderr
+    assert no_verdict.exit_code == 4 and f"run {wid} is closed" in no_verdict.stderr
 
 
 async def test_explore_waits_for_a_worker_then_follows_to_the_result(

@@ -129,3 +129,14 @@ def test_explore_refuses_an_unknown_planning_mode(isolated_config: Callable[...,
     result = invoke(["explore", str(FIXTURE_REPO), "goal", "--planning", "maybe"], isolated_config())
     assert result.exit_code == 2
     assert result.stderr.startswith("Error: invalid planning:") and result.stderr.count("\n") == 1
+
+
+def test_the_shipped_example_run_profile_loads_and_readme_names_it() -> None:
+    from durable_navigator.activities.profiles import load_run_profile
+    from tests.support import REPO_ROOT
+
+    example = REPO_ROOT / "examples" / "run-profile.yaml"
+    profile = load_run_profile(example)
+    assert profile.name == "careful-review" and profile.stall.stop_after == 10 and profile.planning.review
+    assert profile.stream is not None and profile.stream.first_chunk_timeout_s == 90
+    assert "examples/run-profile.yaml" in (REPO_ROOT / "README.md").read_text()

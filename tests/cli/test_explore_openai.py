@@ -144,6 +144,12 @@ def test_refused_up_front_unknown_endpoint_missing_key_unpriced_model(tmp_path: 
         assert proc.returncode == 2, proc.stderr
         assert _one_error_line(proc.stderr).startswith(expected), proc.stderr
         assert time.monotonic() - started < 30
+    # navigator ask checks the same models against the same navigator.yaml endpoints
+    for args, expected in cases[1:3]:
+        proc = subprocess.run([str(NAVIGATOR), "ask", str(FIXTURE_REPO), GOAL, *args, "--out", str(out)],
+                              cwd=tmp_path, env=box.env(), capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert _one_error_line(proc.stderr).startswith(expected), proc.stderr
     # nothing started: no server, no database, no output
     assert not port_in_use("127.0.0.1", box.port)
     assert not (tmp_path / "state").exists() and not out.exists()

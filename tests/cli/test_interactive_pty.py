@@ -1,87 +1,49 @@
-"""An interactive exploration driven through a pseudo-terminal: approve, reject with feedback, edit, stop."""
+"""An interactive exploration driven through an 80-column pseudo-terminal: approve, reject with
+feedback, edit with a bad field then a good one, stop — asserting what the screen shows (a VT100
+emulator, pyte, renders the output the way a terminal would)."""
 
 from __future__ import annotations
 
 import json
-import os
-import pty
 import re
-import select
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 from tests.support.cli import FIXTURE_REPO
 from tests.support.e2e import NAVIGATOR, Sandbox
+from tests.support.terminal import Terminal
 
-SCRIPT = """
+REASONING = ("The ledger records usage per model, and the plugin calls record() in both before_call and "
+             "after_call. That is the double count: before_call reserves tokens with an estimate and "
+             "after_call records the actual usage again without releasing the reservation.")
+SCRIPT = f"""
 decisions:
   - action: update_flight_plan
-    reasoning: zoom into the ledger
-    updates: {set_rules: [{glob: "src/budgetkit/ledger.py", level: 4}]}
+    reasoning: "{REASONING}"
+    updates: {{set_rules: [{{glob: "src/budgetkit/ledger.py", level: 4}}]}}
   - action: update_flight_plan
     reasoning: zoom into the cli
-    updates: {set_rules: [{glob: "src/budgetkit/cli.py", level: 4}]}
+    updates: {{set_rules: [{{glob: "src/budgetkit/cli.py", level: 4}}]}}
   - action: update_flight_plan
     reasoning: zoom into the plugin
-    updates: {set_rules: [{glob: "src/budgetkit/plugin.py", level: 4}]}
+    updates: {{set_rules: [{{glob: "src/budgetkit/plugin.py", level: 4}}]}}
   - action: finalize_context
     summary: never reached, the user stops first
 """
-ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\r")
+STOP_REASON = "enough: the ledger and the plugin explain the double count, nothing else is needed"
 
 
-class Terminal:
-    """The master side of a pty running one process; ``expect`` reads until a pattern shows up."""
+def _words(text: str) -> str:
+    return " ".join(text.split())
 
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
-        master, slave = pty.openpty()
-        self.proc = subprocess.Popen(args, cwd=cwd, env={**env, "TERM": "xterm"}, stdin=slave, stdout=slave,
-                                     stderr=slave, start_new_session=True, close_fds=True)
-        os.close(slave)
-        self.master = master
-        self.seen = ""
-        self.cursor = 0
 
-    def expect(self, pattern: str, timeout_s: float = 120.0) -> str:
-        deadline = time.monotonic() + timeout_s
-        regex = re.compile(pattern)
-        while True:
-            match = regex.search(self.seen, self.cursor)
-            if match:
-                self.cursor = match.end()
-                return match.group(0)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or self.proc.poll() is not None and not self._read(0.2):
-                raise AssertionError(f"never saw {pattern!r}; output so far:\n{self.seen[-4000:]}")
-            self._read(min(remaining, 0.5))
+def _inside_panels(lines: list[str]) -> str:
+    """The text inside panel borders, rows joined: what a reader sees once the wrapping is undone."""
+    return _words(" ".join(line.strip("│ ") for line in lines if line.startswith("│")))
 
-    def _read(self, timeout_s: float) -> bool:
-        ready, _, _ = select.select([self.master], [], [], timeout_s)
-        if not ready:
-            return False
-        try:
-            data = os.read(self.master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            return False
-        self.seen += ANSI.sub("", data.decode("utf-8", "replace"))
-        return bool(data)
 
-    def send(self, line: str) -> None:
-        os.write(self.master, (line + "\n").encode())
-
-    def close(self, timeout_s: float = 60.0) -> int:
-        """Wait for the process (killing its group if it hangs); returns its exit code."""
-        try:
-            return self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            return self.proc.wait()
-        finally:
-            while self._read(0.1):
-                pass
-            os.close(self.master)
+def _joined(lines: list[str]) -> str:
+    """Rows joined without separators: undoes a terminal's own wrap of a long line (links, paths)."""
+    return "".join(lines)
 
 
 def test_interactive_session_through_a_pty(tmp_path: Path) -> None:
@@ -90,19 +52,17 @@ def test_interactive_session_through_a_pty(tmp_path: Path) -> None:
     script.write_text(SCRIPT)
     term = Terminal(
         [str(NAVIGATOR), "explore", str(FIXTURE_REPO), "why are tokens double-counted?", "--interactive",
-         "--model", f"scripted:{script}", "--out", str(tmp_path / "out")],
-        tmp_path, box.env(),
+         "--planning", "off", "--model", f"scripted:{script}", "--out", str(tmp_path / "out")],
+        tmp_path, box.env(), columns=80,
     )
     try:
-        term.expect(r"Web UI: http://127\.0\.0\.1:\d+/namespaces/default/workflows/nav-\S+")
+        link = term.expect(r"Web UI: http://127\.0\.0\.1:\d+/namespaces/default/workflows/nav-\S+")
         term.expect(r"turn 1 · awaiting your verdict")
-        term.expect(r"\+ rule src/budgetkit/ledger\.py → L4")
         term.expect(r"\[a\]pprove +\[r\]eject +\[e\]dit +\[s\]top >")
         term.send("a")
         term.expect(r"sent approve for turn 1")
 
         term.expect(r"turn 2 · awaiting your verdict")
-        term.expect(r"\+ rule src/budgetkit/cli\.py → L4")
         term.expect(r"\[s\]top >")
         term.send("r")
         term.expect(r"feedback for the model >")
@@ -113,25 +73,54 @@ def test_interactive_session_through_a_pty(tmp_path: Path) -> None:
         term.expect(r"\[s\]top >")
         term.send("e")
         term.expect(r"update >")
+        term.send("{set_rules: [{glob: 'src/budgetkit/pricing.py', level: 9}]}")  # no level 9
+        term.expect(r"not a valid flight-plan update")
+        term.expect(r"\[s\]top >")
+        term.send("e")
+        term.expect(r"update >")
         term.send("{set_rules: [{glob: 'src/budgetkit/pricing.py', level: 3}]}")
         term.expect(r"turn 3 · edited plan")
-        term.expect(r"\+ rule src/budgetkit/pricing\.py → L3")
         term.expect(r"\[s\]top >")
         term.send("s")
         term.expect(r"reason \(enter for 'stopped by user'\) >")
-        term.send("")
+        term.send(STOP_REASON)
         term.expect(r"sent stop for turn 3")
-        context = term.expect(r"context written to \S+context\.md").split("to ", 1)[1]
+        term.expect(r"context written to ")
     except BaseException:
         term.close(timeout_s=0.1)
         raise
     code = term.close()
-    assert code == 0, term.seen[-3000:]
-    report_text = (Path(context).parent / "report.json").read_text()
+    lines = term.screen_lines()
+    screen = term.screen_text()
+    assert code == 0, screen[-3000:]
+    assert all(len(line) <= 80 for line in lines)
+
+    # the first turn's panel: the reasoning in full (wrapped over several rows), the cost of the turn, the diff
+    first = lines[lines.index(next(ln for ln in lines if "turn 1 · awaiting your verdict" in ln)):]
+    first = first[:next(i for i, ln in enumerate(first) if ln.startswith("╰")) + 1]
+    panel = _inside_panels(first)
+    assert _words(REASONING) in panel.replace("Reasoning: ", "")
+    assert len(first) >= 6  # not cut to one line
+    assert "cost of this turn $0.0000 · total $0.0000 of $1.0000" in panel
+    assert "+ rule src/budgetkit/ledger.py → L4" in panel
+
+    # the edit prompt names the bad field; the good edit shows the edited plan
+    assert re.search(r"not a valid flight-plan update: set_rules\.0\.level: Input should be 0, 1, 2, 3 or\s+4",
+                     screen), screen[-3000:]
+    assert "+ rule src/budgetkit/pricing.py → L3" in _inside_panels(lines)
+
+    # the result panel shows the whole stop reason; the link and the path are whole once unwrapped
+    result = lines[lines.index(next(ln for ln in lines if ln.startswith("╭─ nav-"))):]
+    assert _words(STOP_REASON) in _inside_panels(result)
+    wid = link.rsplit("/", 1)[1]
+    assert link in _joined(lines)
+    context = tmp_path / "out" / wid / "context.md"
+    assert f"context written to {context}" in _joined(lines)
+    report_text = (context.parent / "report.json").read_text()
     report = json.loads(report_text)
-    assert "stopped" in json.dumps(report)
+    assert report["stop_reason"] == "stopped" and STOP_REASON in report["stop_detail"]
     assert "focus on the ledger, not the cli" in report_text
-    assert Path(context).read_text().strip()
+    assert context.read_text().strip()
 
 
 BUDGET_SCRIPT = """
@@ -158,7 +147,7 @@ def test_interactive_budget_park_raise_then_stop(tmp_path: Path) -> None:
     term = Terminal(
         [str(NAVIGATOR), "explore", str(FIXTURE_REPO), "where is the ledger?", "--interactive", "--tokens", "2000",
          "--budget-usd", "0.50", "--model", f"scripted:{script}", "--out", str(tmp_path / "out")],
-        tmp_path, {**box.env(), "NAVIGATOR_PRICING_FILE": str(prices)},
+        tmp_path, {**box.env(), "NAVIGATOR_PRICING_FILE": str(prices)}, columns=80,
     )
     try:
         term.expect(r"turn 1 · awaiting your verdict")
@@ -169,7 +158,7 @@ def test_interactive_budget_park_raise_then_stop(tmp_path: Path) -> None:
         term.expect(r"add how many USD\? >")
         term.send("1")
         term.expect(r"turn 2 · awaiting your verdict")
-        term.expect(r"\$0\.5000/\$1\.5000")  # $0.40 + $0.10 for the second call
+        term.expect(r"total \$0\.5000 of \$1\.5000")  # $0.40 + $0.10 for the second call
         term.expect(r"\[s\]top >")
         term.send("s")
         term.expect(r"reason \(enter for 'stopped by user'\) >")

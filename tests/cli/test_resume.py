@@ -7,7 +7,6 @@ import json
 import re
 import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -49,21 +48,20 @@ def test_explore_survives_a_server_restart(tmp_path: Path) -> None:
          "--max-iterations", str(TURNS), "--planning", "off", "--out", str(tmp_path / "out")],
         cwd=tmp_path, env=box.env(), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )
-    # stop the server mid-run: once the run is started (on a loaded machine the CLI alone can take
-    # more than 5 s to import and start it; a server stopped before that tests another path)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(explore.stderr.readline, "")), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    deadline = time.monotonic() + 120
-    while not any("started nav-" in line for line in lines):
-        assert explore.poll() is None and time.monotonic() < deadline, "".join(lines)[-2000:]
-        time.sleep(0.1)
-    time.sleep(2)
+    # stop the server once the run is under way (not after a fixed sleep: on a loaded machine
+    # explore may not even have started the run by then)
+    assert explore.stderr is not None
+    seen = []
+    for line in explore.stderr:
+        seen.append(line)
+        if re.match(r"step [1-9]\d* · ", line):
+            break
+    else:
+        raise AssertionError("explore ended before its run got going: " + "".join(seen)[-2000:])
     server.send_signal(signal.SIGINT)
     assert server.wait(timeout=30) == 0
-    explore.wait(timeout=120)
-    reader.join(timeout=30)
-    err = "".join(lines)
+    _, rest = explore.communicate(timeout=120)
+    err = "".join(seen) + rest
     assert explore.returncode == 3, err[-2000:]
     wid = re.search(r"workflows/(nav-\S+)", err).group(1)  # type: ignore[union-attr]
     assert f"lost Temporal at 127.0.0.1:{box.port} while following {wid}" in err
@@ -81,6 +79,9 @@ def test_explore_survives_a_server_restart(tmp_path: Path) -> None:
         assert Path(result["context_path"]).is_file()
     finally:
         worker.send_signal(signal.SIGTERM)
-        assert worker.wait(timeout=60) == 0
+        _, worker_err = worker.communicate(timeout=60)
         server.send_signal(signal.SIGINT)
         assert server.wait(timeout=30) == 0
+    assert worker.returncode == 0, worker_err[-2000:]
+    # the worker says what it ran (the start was logged by the first worker; a replay is silent)
+    assert f"run finished: NavigatorWorkflow {wid}" in worker_err, worker_err[-2000:]

@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 
 from tests.conftest import temporal_binary
 from tests.support.navigator import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update, wait_for
-from temporalio.client import Client, WorkflowHandle
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 from tests.support.navigator import make_activities, make_request
 
@@ -35,7 +35,14 @@ from durable_navigator.navcore.compression import CompressionConfig
 from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navcore.tools import ToolCall
 from durable_navigator.navcore.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig
-from durable_navigator.navcore.messages import ApproveInput, EditFlightPlanInput, RaiseBudgetInput, RejectInput, StopInput
+from durable_navigator.navcore.messages import (
+    ApproveInput,
+    EditFlightPlanInput,
+    RaiseBudgetInput,
+    RejectInput,
+    StopInput,
+    VerdictInput,
+)
 from durable_navigator.navcore.requests import ModelCallConfig
 from durable_navigator.navcore.routing import RouteRule, RoutingConfig
 from durable_navigator.navcore.state import ExecutionMode
@@ -74,7 +81,14 @@ async def drive_interactive(handle: WorkflowHandle) -> None:
         NavigatorWorkflow.edit_flight_plan,
         EditFlightPlanInput(turn=2, sender="rec", update=update(set_rules=[{"glob": "src/budgetkit/pricing.py", "level": 4}])),
     )
-    await handle.signal(NavigatorWorkflow.approve, ApproveInput(turn=2, sender="rec"))
+    try:  # a verdict for a turn that is not pending: refused by the validator, never written to history
+        await handle.execute_update(NavigatorWorkflow.submit_verdict, VerdictInput(verdict="approve", turn=9, sender="rec"))
+    except WorkflowUpdateFailedError:
+        pass
+    else:
+        raise AssertionError("submit_verdict accepted a verdict for a turn that is not pending")
+    # the CLI's way: the update answers with the outcome
+    await handle.execute_update(NavigatorWorkflow.submit_verdict, VerdictInput(verdict="approve", turn=2, sender="rec"))
 
 
 async def budget_park(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:

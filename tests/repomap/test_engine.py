@@ -10,7 +10,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from durable_navigator.navtypes.flightplan import FlightPlan
-from durable_navigator.repomap import RepoMap
+from durable_navigator.repomap import EngineConfig, RepoMap
 from durable_navigator.repomap.cli import app
 from durable_navigator.repomap.tokens import count_tokens, estimate_tokens
 from tests.support.repomap import FIXTURES
@@ -155,3 +155,50 @@ def test_timings_go_into_the_header_only_when_asked(tmp_path: Path) -> None:
                              env={"NAVIGATOR_CACHE_DIR": str(tmp_path / "cache2")})
     assert res.exit_code == 0, res.output
     assert '"timings_ms":{"open":' in res.stdout.splitlines()[0]
+
+
+def test_files_with_the_same_bytes_keep_their_own_path_and_parser(tmp_path: Path) -> None:
+    """Records and bags are cached by content: files sharing bytes must not share path terms or
+    language. (An empty ``__init__.py`` and an empty ``.txt``; two identical ``__init__.py`` in
+    packages with different names -- in this repository and in another one indexed earlier
+    through the same cache.)"""
+    cache = tmp_path / "cache"
+    other = tmp_path / "other"
+    (other / "gammapkg").mkdir(parents=True)
+    (other / "gammapkg" / "__init__.py").write_text("from .core import run\n")
+    (other / "gammapkg" / "empty.txt").write_text("")
+    RepoMap.open(other, cache_dir=cache, jobs=1)
+
+    root = tmp_path / "repo"
+    for pkg in ("alphapkg", "betapkg"):
+        (root / pkg).mkdir(parents=True)
+        (root / pkg / "__init__.py").write_text("from .core import run\n")
+        (root / pkg / "core.py").write_text(f"def run():\n    return '{pkg}'\n")
+    (root / "notes.txt").write_text("")
+    (root / "alphapkg" / "empty.py").write_text("")
+    for jobs, cfg in ((1, None), (2, EngineConfig(parallel_min_files=1, index_chunk_files=1))):
+        rm = RepoMap.open(root, config=cfg, cache_dir=cache, jobs=jobs)
+        # path terms, file by file (search() ranks definitions since main's symbol search; the
+        # term columns it starts from are what terms_in reads)
+        for pkg, other_pkg in (("alphapkg", "betapkg"), ("betapkg", "alphapkg")):
+            assert rm.terms_in([pkg], [f"{pkg}/__init__.py"]) == {pkg}, (jobs, pkg)
+            assert rm.terms_in([pkg], [other_pkg]) == set(), (jobs, pkg)
+        assert rm.terms_in(["gammapkg"]) == set(), jobs
+        langs = {p: rm._built.records[p][1] for p in ("notes.txt", "alphapkg/empty.py")}
+        assert langs == {"notes.txt": "", "alphapkg/empty.py": "python"}, (jobs, langs)
+        assert rm.render(FlightPlan(token_budget=2000)).metadata.files_without_symbol_support == 1
+
+
+def test_terms_in_reads_term_columns_of_the_given_files_and_folders(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "a").mkdir(parents=True)
+    (root / "b").mkdir()
+    (root / "a" / "ledger.py").write_text("def post_entry(amount):\n    return amount\n")
+    (root / "b" / "queue.py").write_text("def push_item(item):\n    return item\n")
+    rm = RepoMap.open(root, cache_dir=tmp_path / "cache", jobs=1)
+    terms = ["entry", "Item", "nowhere"]
+    assert rm.terms_in(terms) == {"entry", "Item"}
+    assert rm.terms_in(terms, ["a"]) == {"entry"}
+    assert rm.terms_in(terms, ["b/", "a/ledger.py"]) == {"entry", "Item"}
+    assert rm.terms_in(terms, ["b/queue.py"]) == {"Item"}
+    assert rm.terms_in(terms, ["missing"]) == set()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import sysconfig
 from pathlib import Path
 
@@ -80,3 +82,40 @@ def test_tokens_per_line_sums_to_the_whole_count() -> None:
     per_line = tokens.tokens_per_line(text)
     assert len(per_line) == text.count("\n") + 1
     assert int(per_line.sum()) == len(REFERENCE.encode_ordinary(text))
+
+
+def test_counter_loads_only_cl100k_in_rust() -> None:
+    """The counter uses the wheel's compiled tokenizer directly: importing the public
+    ``bpe_openai`` module (three vocabularies as Python dicts, ~0.4 s) is never needed."""
+    code = ("import sys; from durable_navigator.repomap import tokens; "
+            "n = tokens.count_tokens('def f():\\n    return 1\\n'); tokens.tokens_per_line('a\\nb'); "
+            "print(n, type(tokens._tokenizer()).__name__, 'bpe_openai' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == [str(len(REFERENCE.encode_ordinary("def f():\n    return 1\n"))), "PyTokenizer", "False"]
+
+
+def test_token_byte_lengths_equal_the_public_vocabulary() -> None:
+    """Lengths read from the rank file's base64 text equal the decoded token bytes, id by id."""
+    enc = tokens.encoding()
+    lengths = tokens.token_byte_lengths()
+    assert len(lengths) == enc.n_vocab
+    for i in range(enc.n_vocab):
+        try:
+            want = len(enc.decode_single_token_bytes(i))
+        except KeyError:
+            want = 0
+        if enc.is_special_token(i):
+            want = 0  # never produced by the ordinary encode
+        assert lengths[i] == want, i
+
+
+def test_public_api_fallback_gives_the_same_ids() -> None:
+    fallback = tokens._PublicTokenizer(tokens.encoding())
+    for text in [*TRICKY, *_stdlib_texts(3)]:
+        part = text[: tokens._MAX_CALL_CHARS]
+        assert tokens._encode_part(fallback.encode, part) == tokens._encode_part(tokens._tokenizer().encode, part)
+
+
+def test_lone_surrogates_are_counted_like_the_public_encoder() -> None:
+    text = "pkg/caf\udce9.py [L1 1.0K 3L]\n"
+    assert tokens.encode(text) == tokens.encoding().encode_ordinary(text)

@@ -16,13 +16,21 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNTIME_ENV = {"XDG_CACHE_HOME", "XDG_STATE_HOME"}
 
 
+def _subcommands(command: Any) -> list[Any]:
+    """A group's commands through its public API (the root loads its command modules on demand)."""
+    if not hasattr(command, "list_commands"):
+        return []
+    ctx = typer.Context(command)
+    return [command.get_command(ctx, name) for name in command.list_commands(ctx)]
+
+
 def _typer_envvars() -> set[str]:
     """Environment variables declared on any option of any navigator command."""
     names: set[str] = set()
     stack = [typer.main.get_command(app)]
     while stack:
         command = stack.pop()
-        stack.extend(getattr(command, "commands", {}).values())
+        stack.extend(_subcommands(command))
         for param in command.params:
             envvar = getattr(param, "envvar", None)
             names.update([envvar] if isinstance(envvar, str) else envvar or [])
@@ -48,8 +56,8 @@ def check_navigator_argv(argv: list[str]) -> dict[str, str]:
     """
     group = typer.main.get_command(app)
     name, *rest = argv
-    assert name in group.commands, f"{name!r} is not a navigator command"  # type: ignore[attr-defined]
-    command = group.commands[name]  # type: ignore[attr-defined]
+    command = group.get_command(typer.Context(group), name)  # type: ignore[attr-defined]
+    assert command is not None, f"{name!r} is not a navigator command"
     options: dict[str, Any] = {}
     for param in command.params:
         for opt in param.opts:

@@ -29,12 +29,18 @@ class Sandbox:
         )
         return box
 
-    def env(self) -> dict[str, str]:
-        """The process environment: no TEMPORAL_ADDRESS, no keys, everything under ``root``."""
+    def env(self, idle_timeout_s: float = 0) -> dict[str, str]:
+        """The process environment: no TEMPORAL_ADDRESS, no keys, everything under ``root``.
+
+        ``idle_timeout_s`` 0 (the default here) makes the embedded server live only as long as the
+        command that started it; the tests of the background server (``tests/cli/test_servers.py``)
+        pass a timeout and stop the server themselves.
+        """
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("TEMPORAL_", "NAVIGATOR_", "GEMINI_", "GOOGLE_"))}
         env.update(
             NAVIGATOR_CONFIG=str(self.root / "navigator.yaml"),
+            NAVIGATOR_IDLE_TIMEOUT_S=str(idle_timeout_s),
             XDG_STATE_HOME=str(self.root / "xdg-state"),
             XDG_CACHE_HOME=str(self.root / "xdg-cache"),
             COLUMNS="200",

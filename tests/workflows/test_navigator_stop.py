@@ -141,3 +141,26 @@ async def test_stop_of_a_turn_awaiting_its_verdict(client, task_queue, start_wor
         await handle.signal(NavigatorWorkflow.stop, StopInput(sender="t", reason="enough"))
         result = await handle.result()
     assert result.stop_reason is StopReason.STOPPED and result.iterations == 1
+
+
+async def test_a_worker_shutting_down_mid_call_is_not_a_stop(client, task_queue, start_worker, tmp_path) -> None:
+    """A worker that shuts down cancels its running attempts; that is nobody's stop. The attempt's
+    usage is booked and the next attempt, on the next worker, finishes the run. (An MCP server whose
+    agent died shut its in-process worker down, and its run ended 'stopped' with no reason.)"""
+    first = SlowModel(hang={"decide"})
+    second = SlowModel(hang=set())
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    req = ExplorationRequest(repo_path=str(FIXTURE_REPO), goal="where is the ledger?", model="slow-model",
+                             budget_usd=Decimal("1"), token_budget=1500, max_iterations=4,
+                             out_dir=str(tmp_path / "out"), planning="off",
+                             model_call=ModelCallConfig(max_attempts=4, initial_interval_s=0.1))
+    async with start_worker(NavigatorActivities(store, pricer=PRICER, model_overrides={"slow-model": first})):
+        handle = await client.start_workflow(NavigatorWorkflow.run, req, id=f"shutdown-{uuid.uuid4()}",
+                                             task_queue=task_queue, execution_timeout=timedelta(seconds=90))
+        await _model_running(first, "decide")
+    assert first.cancelled == ["decide"]  # the shutdown cancelled the attempt in flight
+    async with start_worker(NavigatorActivities(store, pricer=PRICER, model_overrides={"slow-model": second})):
+        result = await handle.result()
+    assert result.stop_reason is StopReason.FINALIZED, result.stop_detail
+    assert second.started == ["decide"]
+    assert result.cost_micros == 2000  # the cut attempt's prompt (booked) + the finishing one

@@ -52,7 +52,7 @@ async def test_plan_rejected_then_approved_and_a_rejected_step_drops_its_finding
     assert result.findings == 1 and research.findings.files == ["src/budgetkit/plugin.py"]
     plans = [e for e in view.entries if e.action == "research_plan"]
     assert [p.verdict for p in plans] == ["reject", "approve"] and plans[0].feedback == "start with the plugin"
-    assert any("stale" in n.note and n.turn == 4 for n in view.notes)
+    assert any("ignored: turn 4 is not awaiting a verdict" in n.note and n.turn == 4 for n in view.notes)
     assert result.completed_normally
     answer = Path(result.answer_path or "").read_text()
     assert "src/budgetkit/plugin.py:21-24" in answer and "ledger.py:34-37" not in answer

@@ -63,5 +63,6 @@ class DecisionLogWriter:
         log.logged += 1
         if step_taken:
             log.last_reasoning, log.last_diff_lines = entry.reasoning, entry.diff_lines
+            log.last_decision_ref = decision_ref
         self._publish()
         return entry

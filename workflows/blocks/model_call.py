@@ -213,8 +213,12 @@ class ModelCaller:
 def _classify(err: ActivityError, stopped: bool) -> tuple[Outcome | Literal["retry"], float | None]:
     """What a failed attempt means: stopped, refused, failed for good, or worth another attempt."""
     cause = err.cause
-    if stopped or (isinstance(cause, ApplicationError) and cause.type == CANCELLED_TYPE):
+    if stopped:
         return "stopped", None
+    if isinstance(cause, ApplicationError) and cause.type == CANCELLED_TYPE:
+        # cancelled without a stop (its worker shut down, or a cancellation nobody here asked for):
+        # the usage is booked; the next attempt goes to a live worker
+        return "retry", None
     if isinstance(cause, ApplicationError):
         if cause.type == BudgetError.kind:
             return "refused", None

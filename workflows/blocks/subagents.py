@@ -38,7 +38,7 @@ from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.budget import BudgetLedger, format_usd, micros_to_usd
     from durable_navigator.navcore.messages import StopInput
-    from durable_navigator.navcore.report import shorten
+    from durable_navigator.navcore.report import markdown_text, shorten
     from durable_navigator.navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult, ModelCallConfig
     from durable_navigator.navcore.research import ResearchRequest, ResearchResult
     from durable_navigator.navcore.subagents import (
@@ -143,7 +143,8 @@ class SubagentRunner:
                 parent_close_policy=ParentClosePolicy.REQUEST_CANCEL,
                 memo={SUBAGENT_MEMO_KEY: {"parent": workflow.info().workflow_id, "profile": profile.name},
                       "goal": shorten(task, 2000)},
-                static_summary=f"subagent {profile.name} · {shorten(task, 120)}",
+                # markdown in the Web UI: a task's $ pairs or underscores must show as written
+                static_summary=markdown_text(f"subagent {profile.name} · {shorten(task, 120)}"),
             )
         except WorkflowAlreadyStartedError:
             return self._failed(profile, wid, slice_micros, "a workflow with this subagent id already exists")

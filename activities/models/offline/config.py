@@ -40,6 +40,11 @@ class OfflinePolicyConfig(BaseModel):
     max_full_files: int = 2
     #: a runner-up goes full only if its score is at least this share of the top score
     full_file_min_rel_score: float = 0.5
+    #: ...and only if its lexical evidence (bm25 + name + identifier + path signals) is at least
+    #: this share of the top file's: centrality alone never earns a runner-up a full view
+    full_file_min_rel_lexical: float = 0.0
+    #: the ranking signals that say the file matches the goal's words
+    lexical_signals: tuple[str, ...] = ("bm25", "name", "ident", "path", "trace")
     #: a file's outline gets docstrings (L3) when that costs at most this share
     docs_level_share: float = 0.10
     survey_files: int = 8

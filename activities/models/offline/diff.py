@@ -39,6 +39,9 @@ def diff_allocation(
     current = {r.glob: r.level for r in plan.rules}
     pinned = set(plan.pinned)  # a human's choices: never moved by the policy
     shrink = meta is None or _degraded(meta, plan)
+    # a map that fitted and left room loses nothing by keeping a file the ranking moved down:
+    # zooming it out would only give back tokens nobody needs (and undo the last fill)
+    roomy = not shrink and meta.tokens_used < cfg.finalize_budget_use * meta.token_budget
     notes: list[str] = []
     rules = [
         VerbosityRule(glob=p, level=lv) for p, lv in alloc.levels.items()
@@ -50,7 +53,7 @@ def diff_allocation(
     for glob, level in current.items():
         if glob in pinned:
             continue
-        keep = not shrink and rank_of.get(glob, 10**9) <= cfg.survey_files
+        keep = roomy or (not shrink and rank_of.get(glob, 10**9) <= cfg.survey_files)
         # only exact-file rules are the policy's; globs (dirs) came from a human
         if keep or any(c in glob for c in "*?["):
             continue

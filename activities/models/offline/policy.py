@@ -114,9 +114,12 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
 
 def _pick_full_files(ranked: list[Any], budget: int, cfg: OfflinePolicyConfig, alloc: Allocation, cap: float) -> None:
     best = ranked[0].score if ranked else 0.0
+    best_lex = _lexical(ranked[0], cfg) if ranked else 0.0
     for i, r in enumerate(ranked[: cfg.max_full_files]):
         if i and r.score < cfg.full_file_min_rel_score * best:
             break
+        if i and _lexical(r, cfg) < cfg.full_file_min_rel_lexical * best_lex:
+            continue
         full = r.level_tokens[Level.FULL]
         # a file without an outline (no symbol support, or unparsable) is useful only in full
         share = 1.0 if not has_outline(r) else cfg.full_file_share
@@ -124,6 +127,11 @@ def _pick_full_files(ranked: list[Any], budget: int, cfg: OfflinePolicyConfig, a
             alloc.levels[r.path] = Level.FULL
             alloc.cost += full
             alloc.notes.append(f"zoom in to L4: {r.path} ranks #{i + 1} ({why(r)}), {full} tokens in full")
+
+
+def _lexical(r: Any, cfg: OfflinePolicyConfig) -> float:
+    """How much of a ranked file's score comes from the goal's words (not from centrality)."""
+    return sum(r.signals.get(k, 0.0) for k in cfg.lexical_signals)
 
 
 def has_outline(r: Any) -> bool:

@@ -129,10 +129,12 @@ class OfflineResearcher:
         total = max(len(engine.files), 1)
         idf: dict[str, float] = {}
         for term in dict.fromkeys(terms):
-            hits = [h for h in engine.search(term, limit=total) if h.symbol is None]
+            # search answers with definitions (several per file) and module code: the files
+            # among its hits, best first, are the term's documents
+            hits = list(dict.fromkeys(h.path for h in engine.search(term, limit=total)))
             # damped: a rare word (often the question's verb) must not outweigh two common nouns
             idf[term] = math.sqrt(math.log(1.0 + total / max(len(hits), 1)))
-            files += [h.path for h in hits[: cfg.hits_per_term]]
+            files += hits[: cfg.hits_per_term]
         files = [p for p in dict.fromkeys(files) if not is_noise(p, question)]
         best: list[tuple[float, str, Any]] = []
         for path in files:

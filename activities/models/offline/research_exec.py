@@ -58,9 +58,13 @@ class OfflineExecutorConfig(BaseModel):
 
 _NUMBERED = re.compile(r"^\s*(\d+)  (.*)$")
 _READ_HEAD = re.compile(r"^(\S+) lines (\d+)-(\d+) of (\d+)")
-_HIT = re.compile(r"^(\S+?)(?::(\d+))?\s+score=\S+(?:\s+(\S+))?\s*$")
+#: "path:12-40  score=…  path::Class.method" (a definition and its lines) or "path  score=…" (module code)
+_HIT = re.compile(r"^(\S+?)(?::(\d+)(?:-\d+)?)?\s+score=\S+(?:\s+(\S+))?\s*$")
 _REF_HEAD = re.compile(r"^(\S+::\S+): \d+ callers")
-_REF = re.compile(r"^\s+(\S+?):(\d+)\s+(\S+)\s*$")
+#: "  path:line  enclosing id  (call, jedi)": a resolved caller and how the tool tied it
+_REF = re.compile(r"^\s+(\S+?):(\d+)\s+(\S+)(?:\s+\([^)]*\))?\s*$")
+#: "  + N sites name 'x' but may mean another definition …": the sites listed after it are no callers
+_UNSURE = re.compile(r"^\s+\+ \d+ sites name ")
 _DEF = re.compile(r"^\s*(?:async\s+def|def|class|func|fn|pub\s+fn|function|interface|struct|type|module)\s+\(?\s*"
                   r"(?:\w+\s+\*?\w+\)\s*)?([A-Za-z_][A-Za-z0-9_]*)")
 _IMPORT = re.compile(r"^\s*(from\s+\S+\s+import|import\s|require\(|use\s|#include|\"?__all__)")
@@ -128,7 +132,9 @@ def _parse_block(block: str, ev: Evidence) -> None:
         return
     current: str | None = None
     for row in rows:
-        if m := _REF_HEAD.match(row):
+        if _UNSURE.match(row):
+            current = None
+        elif m := _REF_HEAD.match(row):
             current = m.group(1)
             ev.callers.setdefault(current, [])
             if "truncated" in head or "more not shown" in body or "output capped" in body:
@@ -265,7 +271,8 @@ def _complete_capped(ev: Evidence, engine: Any) -> None:
             refs = engine.callers(sid)
         except Exception:  # noqa: BLE001 - the symbol is gone since indexing: keep what the tool showed
             continue
-        ev.callers[sid] = [(r.path, r.line, r.symbol_id) for r in refs]
+        # sites the engine could not tie to this definition (``resolved=False``) are not its callers
+        ev.callers[sid] = [(r.path, r.line, r.symbol_id) for r in refs if getattr(r, "resolved", True)]
 
 
 def _read_hits(task: ResearchExecuteTask, ev: Evidence, engine: Any, cfg: OfflineExecutorConfig,

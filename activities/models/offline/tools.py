@@ -61,6 +61,8 @@ class OfflineToolConfig(BaseModel):
     frame_context_lines: int = 15
     #: search-hit files focused by the survey
     hit_files: int = 2
+    #: best search-hit definitions expanded by the survey (their bodies shown)
+    hit_symbols: int = 1
     #: caller files focused per named identifier
     caller_files: int = 3
     #: focus weights; distinct from the allocate step's own, which it removes each turn
@@ -142,9 +144,12 @@ class ToolHints:
         return not (self.hits or self.symbols or self.callers or self.read)
 
 
-_HIT = re.compile(r"^(\S+?)(?::\d+)?\s+score=\S+(?:\s+(\S+))?$")
+_HIT = re.compile(r"^(\S+?)(?::\d+(?:-\d+)?)?\s+score=\S+(?:\s+(\S+))?$")
 _REF_HEAD = re.compile(r"^(\S+::\S+): \d+ callers$")
-_REF = re.compile(r"^\s+(\S+?):\d+\s+\S+$")
+#: "  path:line  enclosing id  (call, jedi)" — a resolved caller
+_REF = re.compile(r"^\s+(\S+?):\d+\s+\S+(?:\s+\(.*\))?$")
+#: "  + N sites name 'x' but may mean another definition …": what follows is no caller
+_UNSURE = re.compile(r"^\s+\+ \d+ sites name ")
 _READ_HEAD = re.compile(r"^(\S+) lines \d+-\d+ of \d+$")
 
 
@@ -163,6 +168,8 @@ def parse_tool_results(lines: tuple[str, ...] | list[str]) -> ToolHints:
                 hints.hits.append((m.group(1), m.group(2)))
                 if m.group(2) and m.group(2) not in hints.symbols:
                     hints.symbols.append(m.group(2))
+            elif _UNSURE.match(row):
+                current = None
             elif m := _REF_HEAD.match(row):
                 current = m.group(1)
                 hints.callers.setdefault(current, [])
@@ -193,10 +200,9 @@ def hint_update(update: FlightPlanUpdate, hints: ToolHints, goal: str, exclude: 
 
     for path in hints.read:
         add(path, cfg.hit_file_weight, "the stack-trace frame read")
-    # a symbol hit counts only for an identifier the goal names: "budget" in a goal matches
-    # every symbol called budget, which says nothing about where the answer is
-    hit_files = [p for p, sym in hints.hits if sym is None or _short(sym) in named]
-    for path in list(dict.fromkeys(hit_files))[: cfg.hit_files]:
+    # search ranks definitions by their content (symbol-level BM25, stopwords dropped), so the
+    # best hits' files are evidence whatever their names
+    for path in list(dict.fromkeys(p for p, _ in hints.hits))[: cfg.hit_files]:
         add(path, cfg.hit_file_weight, "top search hit")
     for sid, paths in hints.callers.items():
         for path in paths[: cfg.caller_files]:
@@ -205,6 +211,10 @@ def hint_update(update: FlightPlanUpdate, hints: ToolHints, goal: str, exclude: 
     symbols = [s for s in symbols if not is_out(exclude, s.split("::", 1)[0])][: cfg.max_identifiers * 2]
     sym_focus = [FocusSymbol(symbol=s, weight=cfg.identifier_weight, expand=True) for s in symbols]
     notes += [f"expand {s} (named in the goal, found by search)" for s in symbols]
+    best = [s for _, s in hints.hits[: cfg.hit_symbols] if s and s not in symbols
+            and not is_out(exclude, s.split("::", 1)[0])]
+    sym_focus += [FocusSymbol(symbol=s, weight=cfg.hit_file_weight, expand=True) for s in best]
+    notes += [f"expand {s} (best search hit)" for s in best]
     if hints.errors:
         notes.append("tool errors: " + "; ".join(hints.errors[:3]))
     merged = update.model_copy(update={

@@ -278,3 +278,30 @@ def test_an_undone_fill_is_not_retried(engine) -> None:
     update, _ = fill_move(plan, ranked, meta, cfg, recent)
     assert top not in {r.glob for r in update.set_rules}
     assert update.set_rules  # the next-best files are still raised
+
+
+def test_a_low_ranked_file_keeps_its_level_while_the_map_has_room(engine) -> None:
+    """Zooming a file out only gives tokens back: worth it when the map is full, not at 30%.
+
+    (A run at 32k once zoomed the goal's own file out to L1 because focus had moved it
+    down the ranking, then finalized with the map at 30% of the budget.)
+    """
+    from durable_navigator.activities.models.offline.config import Allocation
+    from durable_navigator.activities.models.offline.diff import diff_allocation
+    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, ranked_for
+    from durable_navigator.navtypes.flightplan import VerbosityRule
+
+    cfg = OfflinePolicyConfig(survey_files=1)
+    base = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])
+    ranked = ranked_for(engine, base)
+    low = ranked[-1].path
+    plan = base.model_copy(update={"rules": [VerbosityRule(glob=low, level=Level.OUTLINE)]})
+    meta = engine.render(plan).metadata
+    assert meta.tokens_used < cfg.finalize_budget_use * plan.token_budget
+    update, notes = diff_allocation(plan, Allocation(), ranked, cfg, meta)
+    assert low not in {r.glob for r in update.set_rules} and notes == []
+
+    full = meta.model_copy(update={"tokens_used": plan.token_budget - 10})
+    update, notes = diff_allocation(plan, Allocation(), ranked, cfg, full)
+    assert {r.glob: r.level for r in update.set_rules}[low] == Level.PATH
+    assert any(n.startswith(f"zoom out to L1: {low}") for n in notes)

@@ -118,3 +118,32 @@ async def test_a_stack_trace_frame_is_read_and_focused(engine: repomap.RepoMap) 
 def test_tool_errors_are_reported_not_hidden() -> None:
     hints = parse_tool_results(["### read_file: error\nERROR: refused: ../x escapes the repository"])
     assert hints.empty() and hints.errors == ["read_file: error: refused: ../x escapes the repository"]
+
+
+def test_search_lines_with_ranges_and_unsure_callers_parse() -> None:
+    """The tools' current text: definitions with line ranges; callers with how they were resolved."""
+    hints = parse_tool_results([
+        "### search 'ledger record': 2 hits\n"
+        "src/budgetkit/ledger.py:10-24  score=7.125  src/budgetkit/ledger.py::Ledger.record\n"
+        "src/budgetkit/plugin.py  score=3.000",
+        "### get_callers record: 1 refs\nsrc/budgetkit/ledger.py::Ledger.record: 1 callers\n"
+        "  src/budgetkit/plugin.py:28  src/budgetkit/plugin.py::BudgetPlugin.after_call  (call, jedi)\n"
+        "  + 1 sites name 'record' but may mean another definition (the receiver's type is unknown):\n"
+        "    tests/test_plugin.py:9  tests/test_plugin.py::test_x",
+    ])
+    assert hints.hits == [("src/budgetkit/ledger.py", "src/budgetkit/ledger.py::Ledger.record"),
+                          ("src/budgetkit/plugin.py", None)]
+    assert hints.callers == {"src/budgetkit/ledger.py::Ledger.record": ["src/budgetkit/plugin.py"]}
+
+
+def test_the_best_search_hit_is_expanded_whatever_its_name() -> None:
+    from durable_navigator.activities.models.offline.tools import hint_update
+    from durable_navigator.navtypes.flightplan import FlightPlanUpdate
+
+    hints = parse_tool_results(["### search\nsrc/a.py:3-9  score=5.000  src/a.py::parse_header\n"
+                                "src/b.py:1-4  score=2.000  src/b.py::other"])
+    update, notes = hint_update(FlightPlanUpdate(), hints, "why is the header payload not a dict?", [],
+                                OfflineToolConfig(), lambda ex, p: False)
+    assert [f.glob for f in update.add_focus_paths] == ["src/a.py", "src/b.py"]
+    assert [(f.symbol, f.expand) for f in update.add_focus_symbols] == [("src/a.py::parse_header", True)]
+    assert "expand src/a.py::parse_header (best search hit)" in notes

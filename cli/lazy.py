@@ -1,0 +1,109 @@
+"""Commands loaded when they run: ``navigator --help`` imports no command module.
+
+Why: the command modules import the Temporal client, pydantic models, the worker
+and the engine — about a second of imports on a loaded 2-core machine — and
+none of it is needed to list the commands. The root group knows each command's
+name, module and one-line help (:class:`LazyCommand`); the module is imported
+(and its typer app converted) only when that command is invoked or asks for
+its own ``--help``. ``tests/cli/test_startup.py`` checks that every table entry
+names a real command with the same one-line help, and ``bench/cli_startup.py``
+measures the result against the interpreter's own start-up.
+
+This module imports only the standard library and typer.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import typer
+import typer.main
+from typer.core import TyperCommand, TyperGroup
+
+__all__ = ["LazyCommand", "LazyGroup", "command_group"]
+
+
+@dataclass(frozen=True)
+class LazyCommand:
+    """Where a command lives: ``getattr(import_module(module), app)`` is a ``typer.Typer``.
+
+    ``group``: the whole typer app is the command (a group such as ``batch``);
+    otherwise the command of the same name inside that app.
+    """
+
+    module: str
+    app: str
+    help: str
+    group: bool = False
+
+
+def command_group(**kwargs: Any) -> typer.Typer:
+    """A ``typer.Typer`` with the CLI's help style: plain click formatting, defaults shown.
+
+    Plain formatting (``rich_markup_mode=None``): help reads the same in a
+    terminal, at 80 columns and piped, and costs no rich-markdown import.
+    """
+    kwargs.setdefault("rich_markup_mode", None)
+    kwargs.setdefault("add_completion", False)
+    kwargs.setdefault("pretty_exceptions_show_locals", False)
+    return typer.Typer(**kwargs)
+
+
+class LazyGroup(TyperGroup):
+    """A typer group whose commands listed in :attr:`lazy_commands` are imported on first use."""
+
+    #: command name -> where it lives; set by a subclass
+    lazy_commands: ClassVar[Mapping[str, LazyCommand]] = {}
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        """The lazy commands in table order, then any registered eagerly."""
+        eager = [name for name in super().list_commands(ctx) if name not in self.lazy_commands]
+        return [*self.lazy_commands, *eager]
+
+    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
+        """The command, importing its module the first time it is asked for."""
+        loaded = self.commands.get(cmd_name)
+        if loaded is not None:
+            return loaded
+        spec = self.lazy_commands.get(cmd_name)
+        if spec is None:
+            return None
+        command = load_command(cmd_name, spec)
+        self.commands[cmd_name] = command
+        return command
+
+    def format_commands(self, ctx: typer.Context, formatter: Any) -> None:
+        """The command list of ``--help`` from the table: nothing is imported for it."""
+        rows: list[tuple[str, Any]] = []
+        for name in self.list_commands(ctx):
+            command = self.commands.get(name)
+            if command is None and name in self.lazy_commands:
+                command = TyperCommand(name, help=self.lazy_commands[name].help, rich_markup_mode=None)
+            if command is None or command.hidden:
+                continue
+            rows.append((name, command))
+        if not rows:
+            return
+        limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, command.get_short_help_str(limit)) for name, command in rows])
+
+
+def load_command(name: str, spec: LazyCommand) -> Any:
+    """Import ``spec.module`` and turn its typer app into the (click) command ``name``."""
+    module = importlib.import_module(spec.module)
+    converted = typer.main.get_command(getattr(module, spec.app))
+    if spec.group:
+        converted.name = name
+        return converted
+    if isinstance(converted, TyperGroup):
+        command = converted.commands.get(name)
+        if command is None:
+            raise LookupError(f"{spec.module}.{spec.app} has no command {name!r}")
+        return command
+    if converted.name != name:
+        raise LookupError(f"{spec.module}.{spec.app} is the command {converted.name!r}, not {name!r}")
+    return converted

@@ -1,0 +1,87 @@
+"""``navigator map REPO``: the repo map itself, as the navigator's first turn sees it.
+
+The same engine, cache and token counter the worker uses, in this process (no
+Temporal): ``--goal`` ranks for a goal, ``--plan`` renders a flight plan (YAML,
+``repo-map schema`` prints its schema), ``--tokens`` sets the budget. The map
+goes to stdout; a one-line summary to stderr (stdout stays the map, for pipes).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from durable_navigator.cli.common import config_of, stdout
+from durable_navigator.cli.errors import handles_errors, stderr
+from durable_navigator.cli.explore import check_token_budget
+from durable_navigator.cli.lazy import command_group
+from durable_navigator.cli.progress import IndexProgressBar
+from durable_navigator.navtypes.errors import RepoError
+from durable_navigator.navtypes.flightplan import FlightPlan
+
+__all__ = ["map_app", "plan_for"]
+
+map_app = command_group(help="The repo map on its own.")
+
+
+def plan_for(plan_file: Path | None, goal: str | None, tokens: int | None, default_tokens: int) -> FlightPlan:
+    """The flight plan to render: the file's (or the explore default), with ``goal`` / ``tokens`` applied."""
+    from durable_navigator.repomap.plan_io import load_flight_plan
+
+    if plan_file is not None:
+        plan = load_flight_plan(plan_file)
+        budget = tokens if tokens is not None else plan.token_budget
+    else:
+        plan = FlightPlan(token_budget=tokens or default_tokens)
+        budget = plan.token_budget
+    check_token_budget(budget, f"--tokens {budget}" if tokens is not None else f"token budget {budget}")
+    update: dict[str, object] = {"token_budget": budget}
+    if goal is not None:
+        update["goal"] = goal.strip() or None
+    return FlightPlan.model_validate({**plan.model_dump(), **update})
+
+
+@map_app.command("map")
+@handles_errors
+def map_command(
+    ctx: typer.Context,
+    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Repository to map.", show_default=False)],
+    goal: Annotated[
+        str | None, typer.Option("--goal", metavar="TEXT", help="Rank the map for this goal.", show_default="none: structure only")
+    ] = None,
+    plan: Annotated[
+        Path | None,
+        typer.Option("--plan", metavar="FILE", help="Flight-plan YAML (rules, focus, excludes; `repo-map schema` prints its schema).",
+                     show_default="the coarse plan explore starts from"),
+    ] = None,
+    tokens: Annotated[
+        int | None,
+        typer.Option("--tokens", metavar="N", help="Token budget of the map.",
+                     show_default="the plan's, else defaults.token_budget in navigator.yaml: 8192"),
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the map and its metadata as JSON.", show_default="off")
+    ] = False,
+) -> None:
+    """Print the repo map of REPO (what the navigator sees)."""
+    from durable_navigator.repomap import RepoMap
+
+    config = config_of(ctx)
+    root = repo.expanduser()
+    if not root.is_dir():
+        raise RepoError(f"repository {repo} is not a directory; pass the path of a checked-out repository")
+    flight_plan = plan_for(plan, goal, tokens, config.defaults.token_budget)
+    with IndexProgressBar(stderr) as bar:
+        engine = RepoMap.open(root, progress=bar.update)
+    result = engine.render(flight_plan)
+    meta = result.metadata
+    if json_out:
+        typer.echo(json.dumps({"text": result.text, "metadata": meta.model_dump(mode="json"),
+                               "flight_plan": flight_plan.model_dump(mode="json")}, indent=1, sort_keys=True))
+        return
+    stdout.file.write(result.text if result.text.endswith("\n") else result.text + "\n")
+    stderr.print(f"{meta.tokens_used}/{meta.token_budget} tokens · {meta.files_total} files · "
+                 f"{meta.index_version}", markup=False)

@@ -1,0 +1,204 @@
+"""Servers this tool starts: recorded, found from other terminals, outliving `explore`, stopped on
+request or when idle — and never another user's server."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from durable_navigator.workers.devserver import free_port, port_in_use
+from durable_navigator.workers.servers import (
+    ServerRecord,
+    find_record,
+    live_records,
+    port_owner_uid,
+    process_start_time,
+    record_for_address,
+    remove_record,
+    write_record,
+)
+from tests.support.cli import FIXTURE_REPO
+from tests.support.e2e import NAVIGATOR, Sandbox
+
+GOAL = "why are tokens double-counted?"
+#: the system interpreter (readable by every user, unlike a venv under /root)
+SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin:/bin")
+
+
+def _record(pid: int, db: Path, port: int, **update: object) -> ServerRecord:
+    data = dict(pid=pid, pid_start=process_start_time(pid), mode="background", grpc=f"127.0.0.1:{port}",
+                ui="http://127.0.0.1:1", db=str(db), uid=os.getuid(), started_at=time.time(), idle_timeout_s=60.0)
+    return ServerRecord.model_validate({**data, **update})
+
+
+def test_records_are_found_by_database_and_stale_ones_pruned(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    mine = _record(os.getpid(), tmp_path / "a.db", 7001)
+    write_record(mine, state)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    write_record(_record(dead.pid, tmp_path / "b.db", 7002, pid_start=None), state)
+    write_record(_record(os.getpid(), tmp_path / "c.db", 7003, pid_start=(mine.pid_start or 0) + 1), state)  # recycled
+    write_record(_record(os.getpid(), tmp_path / "d.db", 7004, uid=os.getuid() + 1), state)  # another user's
+    assert live_records(state) == [mine]
+    assert sorted(p.name for p in (state / "servers").iterdir()) == ["127.0.0.1-7001.json"]
+    assert find_record(tmp_path / "a.db", state) == mine and find_record(tmp_path / "b.db", state) is None
+    assert record_for_address("localhost:7001", state) == mine
+    # a record is removed only by its own writer
+    remove_record(_record(os.getpid() + 1, tmp_path / "a.db", 7001), state)
+    assert live_records(state) == [mine]
+    remove_record(mine, state)
+    assert live_records(state) == []
+
+
+def test_port_owner_of_a_listener_of_ours(tmp_path: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen([str(SYSTEM_PYTHON), "-c", _LISTENER, str(port)], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == b"listening"
+        assert port_owner_uid("127.0.0.1", port) == os.getuid()
+        assert port_owner_uid("127.0.0.2", port) is None  # bound to 127.0.0.1 only
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+_LISTENER = """
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+print("listening", flush=True)
+time.sleep(600)
+"""
+
+
+def _run(box: Sandbox, *args: str, env: dict[str, str], timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(NAVIGATOR), *args], cwd=box.root, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_explore_leaves_a_background_server_that_others_find_and_stop(tmp_path: Path) -> None:
+    box = Sandbox.create(tmp_path)
+    env = box.env(idle_timeout_s=600)
+    try:
+        explored = _run(box, "explore", str(FIXTURE_REPO), GOAL, "--max-iterations", "2", "--out",
+                        str(tmp_path / "out"), env=env)
+        assert explored.returncode == 0, explored.stderr[-3000:]
+        err = explored.stderr
+        assert f"started a background Temporal server: gRPC 127.0.0.1:{box.port} · Web UI " \
+               f"http://127.0.0.1:{box.ui_port}" in err
+        assert "it keeps running after this command, so the Web UI link keeps working; it stops after 10 min" in err
+        assert "the Web UI link works while the background server runs" in err
+        link = re.search(r"^Web UI: (\S+)$", explored.stdout, re.M)
+        assert link and link.group(1).startswith(box.ui_prefix), explored.stdout
+        wid = link.group(1).rsplit("/", 1)[1]
+
+        # the command has ended: the server still runs and the printed link answers
+        assert port_in_use("127.0.0.1", box.port)
+        with urllib.request.urlopen(link.group(1), timeout=30) as page:  # loopback only
+            assert page.status == 200
+        status = _run(box, "server", "status", "--json", env=env, timeout=60)
+        assert status.returncode == 0, status.stderr
+        [record] = json.loads(status.stdout)
+        assert record["mode"] == "background" and record["grpc"] == f"127.0.0.1:{box.port}"
+        assert record["idle_timeout_s"] == 600
+
+        # other commands (other processes) find it; a finished run's log needs no worker
+        listed = _run(box, "ls", "--json", env=env, timeout=60)
+        assert listed.returncode == 0 and wid in {r["workflow_id"] for r in json.loads(listed.stdout)}
+        logged = _run(box, "log", wid, env=env, timeout=60)
+        assert logged.returncode == 0 and "step 0 · planning_analysis" in logged.stdout, logged.stderr
+        result = _run(box, "result", wid, env=env, timeout=60)
+        assert result.returncode == 0 and f"Web UI: {link.group(1)}" in result.stdout
+
+        stopped = _run(box, "server", "stop", env=env, timeout=90)
+        assert stopped.returncode == 0, stopped.stderr
+        assert f"stopped the background server on 127.0.0.1:{box.port} (pid {record['pid']})" in stopped.stdout
+        assert not port_in_use("127.0.0.1", box.port)
+        after = _run(box, "server", "status", env=env, timeout=60)
+        assert after.returncode == 3 and "no navigator server is running" in after.stderr
+        assert _run(box, "ls", env=env, timeout=60).returncode == 3
+    finally:
+        _run(box, "server", "stop", "--all", env=env, timeout=90)
+
+
+def test_background_server_stops_when_idle(tmp_path: Path) -> None:
+    box = Sandbox.create(tmp_path)
+    env = box.env()
+    started = _run(box, "server", "--background", "--idle-timeout", "3", "--json", env=env, timeout=120)
+    try:
+        assert started.returncode == 0, started.stderr
+        record = json.loads(started.stdout)
+        assert record["grpc"] == f"127.0.0.1:{box.port}" and record["idle_timeout_s"] == 3
+        deadline = time.monotonic() + 90
+        while port_in_use("127.0.0.1", box.port) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not port_in_use("127.0.0.1", box.port), "the idle background server is still up"
+        assert _run(box, "server", "status", env=env, timeout=60).returncode == 3
+        log = Path(box.root / "xdg-state" / "durable-navigator" / f"background-{box.port}.log").read_text()
+        assert "idle for 3s: stopping" in log
+    finally:
+        _run(box, "server", "stop", "--all", env=env, timeout=90)
+
+
+def test_a_foreground_server_on_other_ports_is_found_by_other_terminals(tmp_path: Path) -> None:
+    box = Sandbox.create(tmp_path)
+    env = box.env()
+    port, ui_port = free_port(), free_port()
+    server = subprocess.Popen([str(NAVIGATOR), "server", "--port", str(port), "--ui-port", str(ui_port)],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        shown = "".join(iter(server.stdout.readline, "Ctrl-C to stop.\n"))
+        assert "Other terminals: navigator commands of this user find this server" in shown
+        assert f"export TEMPORAL_ADDRESS=127.0.0.1:{port} TEMPORAL_UI_URL=http://127.0.0.1:{ui_port}" in shown
+        # the configured port is another one: commands still find the server of this database
+        assert _run(box, "ls", env=env, timeout=60).returncode == 0
+        ui = _run(box, "ui", "nav-some-run", env=env, timeout=60)
+        assert ui.stdout.strip() == f"http://127.0.0.1:{ui_port}/namespaces/default/workflows/nav-some-run"
+        detached = _run(box, "explore", str(FIXTURE_REPO), GOAL, "--detach", "--json", "--id", "nav-detached-1",
+                        "--out", str(tmp_path / "out"), env=env, timeout=120)
+        assert detached.returncode == 0, detached.stderr
+        assert json.loads(detached.stdout)["ui_url"] == \
+            f"http://127.0.0.1:{ui_port}/namespaces/default/workflows/nav-detached-1"
+        assert f"Web UI: http://127.0.0.1:{ui_port}/namespaces/default/workflows/nav-detached-1" in detached.stderr
+        twice = _run(box, "server", env=env, timeout=60)
+        assert twice.returncode == 2 and "a navigator server already serves" in twice.stderr
+    finally:
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=60) == 0
+    assert not port_in_use("127.0.0.1", port)
+    assert _run(box, "server", "status", env=env, timeout=60).returncode == 3
+
+
+@pytest.mark.skipif(os.getuid() != 0 or SYSTEM_PYTHON is None,
+                    reason="needs root to run a listener as another user (uid 65534)")
+def test_another_users_server_is_never_used(tmp_path: Path) -> None:
+    box = Sandbox.create(tmp_path)
+    env = box.env()
+    stranger = subprocess.Popen([str(SYSTEM_PYTHON), "-c", _LISTENER, str(box.port)], stdout=subprocess.PIPE,
+                                user=65534, group=65534, cwd="/")
+    try:
+        assert stranger.stdout is not None and stranger.stdout.readline().strip() == b"listening"
+        assert port_owner_uid("127.0.0.1", box.port) == 65534
+        refused = _run(box, "ls", env=env, timeout=60)
+        assert refused.returncode == 3
+        assert f"127.0.0.1:{box.port} is another user's server (uid 65534)" in refused.stderr
+        explored = _run(box, "explore", str(FIXTURE_REPO), GOAL, "--max-iterations", "1", "--planning", "off",
+                        "--out", str(tmp_path / "out"), env=env)
+        assert explored.returncode == 0, explored.stderr[-3000:]
+        used = re.search(r"embedded Temporal started: gRPC 127\.0\.0\.1:(\d+)", explored.stderr)
+        assert used and int(used.group(1)) != box.port, explored.stderr
+    finally:
+        stranger.kill()
+        stranger.wait()
