@@ -11,10 +11,11 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
-from temporalio.client import Client
+import pytest
+from temporalio.client import Client, WorkflowUpdateFailedError
 
 from durable_navigator.navcore.investigation import InvestigationResult, InvestigationState
-from durable_navigator.navcore.messages import ApproveInput, RejectInput, StopInput
+from durable_navigator.navcore.messages import RejectInput, StopInput, VerdictInput
 from durable_navigator.navcore.state import ExecutionMode
 from durable_navigator.workflows.investigation import InvestigationWorkflow
 
@@ -187,7 +188,7 @@ async def test_branch_and_compare_keeps_the_branch_covering_more_of_the_goal(
     assert result.cost_micros <= int(req.budget_usd * 1_000_000)
 
 
-async def test_interactive_plan_rejected_with_feedback_is_replanned_then_approved(
+async def test_interactive_plan_rejected_with_feedback_is_replanned_then_approved_through_the_update(
         client: Client, task_queue: str, tmp_path: Path, start_worker) -> None:
     orchestrator = write_investigation_script(tmp_path / "orch.yaml", {
         "investigate.plan": [js({"stages": PLAN[1:2]}), js({"stages": PLAN[:1]})],
@@ -207,8 +208,15 @@ async def test_interactive_plan_rejected_with_feedback_is_replanned_then_approve
                                                                       feedback="start with the plugin", sender="t"))
         second = await wait_for(handle, lambda r: r.awaiting_kind == "plan" and "the plugin" in (r.stage_plan or ""),
                                 timeout_s=60)
-        await handle.signal(InvestigationWorkflow.approve, ApproveInput(turn=second.awaiting_turn or 0, kind="plan",
-                                                                        sender="t"))
+        # the CLI's path: the submit_verdict update; its validator refuses what the run would ignore
+        for stale in (VerdictInput(verdict="approve", turn=first.awaiting_turn or 0, kind="plan", sender="t"),
+                      VerdictInput(verdict="approve", turn=second.awaiting_turn or 0, kind="turn", sender="t")):
+            with pytest.raises(WorkflowUpdateFailedError):
+                await handle.execute_update(InvestigationWorkflow.submit_verdict, stale)
+        outcome = await handle.execute_update(
+            InvestigationWorkflow.submit_verdict,
+            VerdictInput(verdict="approve", turn=second.awaiting_turn or 0, kind="plan", sender="t"))
+        assert outcome.applied and "stage plan" in outcome.detail
         result: InvestigationResult = await handle.result()
         state: InvestigationState = await handle.query(InvestigationWorkflow.get_investigation)
     assert result.completed_normally and [s.title for s in state.stages] == ["the plugin"]
