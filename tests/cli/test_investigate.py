@@ -79,6 +79,8 @@ async def test_status_log_result_and_stop_work_on_an_investigation(served: dict[
     assert Path(result["report_path"]).is_file()
     human_result = await ainvoke(["result", wid], served)
     assert "completed normally: no" in human_result.stdout and "report:" in human_result.stdout
+    closed = await ainvoke(["status", wid], served)  # a closed run shows its own result panel
+    assert closed.exit_code == 0 and "planning rounds:" in closed.stdout, closed.stderr
     log = json_of(await ainvoke(["log", wid, "--json"], served))
     assert [e["action"] for e in log["entries"]][0] == "plan_round" and len(log["children"]) == 1
 
@@ -111,5 +113,7 @@ async def test_explore_with_branches_keeps_the_best_pack(served: dict[str, str],
     assert Path(result["context_path"]).is_file() and result["kept"] in result["context_path"]
     shown = await ainvoke(["result", result["workflow_id"]], served)
     assert shown.exit_code == 0 and f"kept {result['kept']}" in shown.stdout
+    closed = await ainvoke(["status", result["workflow_id"]], served)
+    assert closed.exit_code == 0 and f"kept {result['kept']}" in closed.stdout, closed.stderr
     refused = await ainvoke(["explore", str(FIXTURE_REPO), GOAL, "--branches", "2", "--interactive"], served)
     assert refused.exit_code == 2 and "--branches runs its explorations autonomously" in refused.stderr
