@@ -15,8 +15,9 @@ change or add remaining stages, and why) → **summary** (``report.md`` +
 ``report.json``).
 
 Composed from :mod:`workflows.blocks` (model call, approval gate, decision
-log, subagents, Web UI publisher; a stage's loops, criteria check and
-reflection are :mod:`workflows.blocks.stage_work`). The budget is the run's hard-capped
+log, subagents, Web UI publisher; the planning loop and the plan's verdict
+are :mod:`workflows.blocks.stage_planning`, a stage's loops, criteria check
+and reflection :mod:`workflows.blocks.stage_work`). The budget is the run's hard-capped
 ledger: each worker child runs on a slice reserved in it (a stage gets its
 share of what is left, a loop its share of the stage's, a branch its share of
 the loop's) and the orchestrator's own calls go through the same ledger. A
@@ -36,8 +37,6 @@ with workflow.unsafe.imports_passed_through():
         InvestigationRequest,
         InvestigationResult,
         InvestigationState,
-        PlannedStage,
-        PlanRound,
         StageRecord,
         WriteReportInput,
         WriteReportOutput,
@@ -59,7 +58,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_navigator.navcore.model_calls import InvestigateOut, InvestigateSpec
     from durable_navigator.navcore.report import DecisionLogView, TurnReport, shorten
-    from durable_navigator.navcore.state import ExecutionMode, PendingTurn, Status, StopReason, Verdict
+    from durable_navigator.navcore.state import PendingTurn, Status, StopReason, Verdict
     from durable_navigator.navcore.subagents import SIGNAL_CHILD_EVENT, ChildEvent
     from durable_navigator.navcore.turns import record_verdict, request_stop, verdict_problem
     from durable_navigator.navtypes.flightplan import FlightPlan
@@ -67,7 +66,8 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter
     from durable_navigator.workflows.blocks.model_call import CallOutcome, ModelCaller, one_line
     from durable_navigator.workflows.blocks.options import RESULT, SCAN, run_activity
-    from durable_navigator.workflows.blocks.stage_work import BRANCH_STRATEGIES, StageHooks, StageWork
+    from durable_navigator.workflows.blocks.stage_planning import StagePlanning
+    from durable_navigator.workflows.blocks.stage_work import BRANCH_STRATEGIES, InvestigationHooks, StageWork
     from durable_navigator.workflows.blocks.subagents import SubagentRunner, SubagentSettings
     from durable_navigator.workflows.blocks.webui import Publisher
 
@@ -100,9 +100,10 @@ class InvestigationWorkflow:
                              min_slice_micros=req.min_child_micros),
             stopped=lambda: self.state.steering.stop_requested, count=self._count, publish=self._publish,
         )
-        self.stages = StageWork(lambda: self.state, req, self.subagents, StageHooks(
-            call=self._call, log=self._log, stop=self._stop, stop_detail=self._stop_detail, count=self._count,
-            publish=self._publish))
+        hooks = InvestigationHooks(call=self._call, log=self._log, stop=self._stop, stop_detail=self._stop_detail,
+                                   count=self._count, publish=self._publish)
+        self.planning = StagePlanning(lambda: self.state, req, self.gate, hooks)
+        self.stages = StageWork(lambda: self.state, req, self.subagents, hooks)
 
     # -- run ------------------------------------------------------------------
 
@@ -117,7 +118,7 @@ class InvestigationWorkflow:
         while s.phase in ("plan", "stages"):
             try:
                 if s.phase == "plan":
-                    await self._plan()
+                    await self.planning.plan()
                 else:
                     await self.stages.next_stage()
             except ActivityError as err:
@@ -175,87 +176,6 @@ class InvestigationWorkflow:
         elif outcome.status == "stopped":
             self._stop(StopReason.STOPPED, self._stop_detail())
         return None
-
-    # -- planning loop -------------------------------------------------------------
-
-    async def _plan(self) -> None:
-        s = self.state
-        stages = await self._planning_loop()
-        if stages is None:
-            return
-        self._set_stages(stages)
-        if s.steering.mode is ExecutionMode.INTERACTIVE and s.run.stop_reason is None:
-            for attempt in (1, 2):
-                verdict, feedback = await self._approve_plan()
-                if verdict != "reject":
-                    break
-                s.feedback = feedback or "The user rejected the plan without feedback."
-                s.plan_rounds.append(PlanRound(round=len(s.plan_rounds), reason=f"rejected by the user: {s.feedback}"))
-                if attempt == 2:
-                    s.warnings.append("the re-plan was rejected too: the last plan runs (stop the run to end it)")
-                    break
-                replanned = await self._planning_loop()
-                if replanned is None:
-                    break
-                self._set_stages(replanned)
-        if s.run.stop_reason is None:
-            s.phase = "stages"
-
-    async def _planning_loop(self) -> list[PlannedStage] | None:
-        """Plan maker → reviewer → confirmation, until the confirmation exits or the round cap."""
-        s, req = self.state, self.req
-        critique, first = "", len(s.plan_rounds)
-        stages: list[PlannedStage] = []
-        for r in range(first, first + req.max_plan_rounds):
-            made = await self._call("investigate.plan", f"plan round {r + 1} · plan maker", critique=critique,
-                                    feedback=s.feedback)
-            if made is None:
-                if s.run.stop_reason is not None:
-                    return None
-                stages = [PlannedStage(title="answer the goal", task=s.goal[:2000],
-                                       criteria=["the goal is answered with cited lines of the code"])]
-                s.warnings.append(f"plan round {r + 1}: the plan maker failed; one fallback stage")
-                s.plan_rounds.append(PlanRound(round=r, stages=[stages[0].title], exit=True, reason="fallback"))
-                return stages
-            stages = made.stages
-            review = await self._call("investigate.review", f"plan round {r + 1} · reviewer", subject="plan",
-                                      stages=stages)
-            if review is None and s.run.stop_reason is not None:
-                return None
-            critique = review.critique if review else "(the reviewer did not answer)"
-            confirm = await self._call("investigate.confirm", f"plan round {r + 1} · confirmation", subject="plan",
-                                       stages=stages, critique=critique)
-            if confirm is None and s.run.stop_reason is not None:
-                return None
-            exit_, reason = (confirm.exit, confirm.reason) if confirm else (True, "the confirmation did not answer")
-            s.plan_rounds.append(PlanRound(round=r, stages=[st.title for st in stages], critique=shorten(critique, 1000),
-                                           exit=exit_, reason=shorten(reason, 1000)))
-            self._log("plan_round", f"round {r + 1}: {'accepted' if exit_ else 'rejected'}: {reason}",
-                      [f"[{i}] {st.title}: {'; '.join(st.criteria)}" for i, st in enumerate(stages)]
-                      + [f"critique: {shorten(critique, 300)}"])
-            if exit_:
-                return stages
-        s.warnings.append(f"the planning loop reached its cap of {req.max_plan_rounds} rounds; the last plan is kept")
-        return stages
-
-    def _set_stages(self, planned: list[PlannedStage]) -> None:
-        s = self.state
-        s.stages = [StageRecord(index=i, title=p.title, task=p.task, criteria=list(p.criteria), profile=p.profile,
-                                branches=max(p.branches, self.req.branches))
-                    for i, p in enumerate(planned[: self.req.max_stages])]
-        s.current = 0
-
-    async def _approve_plan(self) -> tuple[Verdict, str | None]:
-        s = self.state
-        pending = PendingTurn(turn=len(s.plan_rounds), kind="plan", previous_plan=FlightPlan(goal=s.goal[:8000]),
-                              proposed_plan=FlightPlan(goal=s.goal[:8000]))
-        verdict, timed_out = await self.gate.verdict(pending, "the investigation plan")
-        s.run.status = Status.THINKING
-        self._log("plan_verdict", f"{verdict}" + (f": {pending.feedback}" if pending.feedback else ""), [])
-        if verdict == "stop":
-            reason = StopReason.APPROVAL_TIMEOUT if timed_out else StopReason.STOPPED
-            self._stop(reason, "no verdict on the plan in time" if timed_out else self._stop_detail(pending))
-        return verdict, pending.feedback
 
     # -- finish --------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ merge of its findings (citations checked by ``research.aggregate``) and a review
 deciding to loop again; then the stage's record (deterministic compression), the criteria check
 (evidence checked against the repository) and the reflection on the remaining stages. The
 workflow owns the state and hands in its model call, decision log, stop and bookkeeping as
-:class:`StageHooks`; nothing here is nondeterministic.
+:class:`InvestigationHooks`; nothing here is nondeterministic.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.workflows.blocks.options import SHORT, run_activity
     from durable_navigator.workflows.blocks.subagents import SubagentRunner
 
-__all__ = ["StageWork", "StageHooks", "BRANCH_STRATEGIES", "as_planned"]
+__all__ = ["StageWork", "InvestigationHooks", "BRANCH_STRATEGIES", "as_planned"]
 
 #: how alternative branches of a stage differ (deterministic; the i-th branch takes the i-th)
 BRANCH_STRATEGIES = (
@@ -55,15 +55,16 @@ _GROWTH = 2
 
 
 @dataclass(frozen=True)
-class StageHooks:
-    """What a stage needs from its workflow: the model call, the decision log, stop and bookkeeping."""
+class InvestigationHooks:
+    """What planning and stages need from their workflow: the model call, the decision log, stop and bookkeeping."""
 
     #: one investigation call (kind, label, owning stage, spec fields); None when failed / refused / stopped
     call: Callable[..., Awaitable[InvestigateOut | None]]
     #: a decision-log entry (action, reasoning, diff lines)
     log: Callable[..., None]
     stop: Callable[[StopReason, str], None]
-    stop_detail: Callable[[], str]
+    #: "<reason> (by <sender>)" of a stop (optionally given the pending turn whose verdict stopped the run)
+    stop_detail: Callable[..., str]
     count: Callable[[], None]
     publish: Callable[[], None]
 
@@ -72,7 +73,7 @@ class StageWork:
     """Runs an investigation's stages one at a time, on the workflow's state (read through ``state``)."""
 
     def __init__(self, state: Callable[[], InvestigationState], req: InvestigationRequest, subagents: SubagentRunner,
-                 hooks: StageHooks) -> None:
+                 hooks: InvestigationHooks) -> None:
         self._state, self.req, self.subagents, self.hooks = state, req, subagents, hooks
 
     @property
