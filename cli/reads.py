@@ -364,11 +364,13 @@ NAVIGATOR_STATUSES = tuple(s.value for s in Status if s.value not in EXECUTION_S
 STATUS_CHOICES = (*EXECUTION_STATUSES, *NAVIGATOR_STATUSES)
 
 
-def build_list_query(status_filter: str | None, repo: str | None) -> str:
+def build_list_query(status_filter: str | None, repo: str | None,
+                     workflow_types: tuple[str, ...] = RUN_WORKFLOW_TYPES) -> str:
     """The visibility query of ``ls``: a Temporal status (``running``, ``completed``, …) filters on
     ``ExecutionStatus``; a navigator status (``awaiting_approval``, ``thinking``, …) on the
-    ``NavigatorStatus`` search attribute."""
-    types = ", ".join(f"'{t}'" for t in RUN_WORKFLOW_TYPES)
+    ``NavigatorStatus`` search attribute; ``workflow_types`` (every run type ``ls`` lists) narrows it
+    for a caller that reads only some of them (the MCP tools)."""
+    types = ", ".join(f"'{t}'" for t in workflow_types)
     clauses = [f"WorkflowType IN ({types})"]
     if status_filter in EXECUTION_STATUSES:
         clauses.append(f"ExecutionStatus = '{EXECUTION_STATUSES[status_filter]}'")

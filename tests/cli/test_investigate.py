@@ -117,3 +117,13 @@ async def test_explore_with_branches_keeps_the_best_pack(served: dict[str, str],
     assert closed.exit_code == 0 and f"kept {result['kept']}" in closed.stdout, closed.stderr
     refused = await ainvoke(["explore", str(FIXTURE_REPO), GOAL, "--branches", "2", "--interactive"], served)
     assert refused.exit_code == 2 and "--branches runs its explorations autonomously" in refused.stderr
+
+
+def test_ls_lists_investigations_but_the_mcp_tools_only_their_own_run_types() -> None:
+    from durable_navigator.cli.mcpserver.runs import KINDS
+    from durable_navigator.cli.reads import build_list_query
+
+    assert "'InvestigationWorkflow'" in build_list_query(None, None)
+    assert "'ExploreBranchesWorkflow'" in build_list_query(None, None)
+    mcp = build_list_query(None, None, tuple(KINDS))
+    assert "Investigation" not in mcp and "Branches" not in mcp and "'ResearchWorkflow'" in mcp
