@@ -105,7 +105,9 @@ def investigate(
     interactive: InteractiveOpt = False,
     budget_usd: BudgetOpt = None,
     model: ModelOpt = None,
-    max_stages: Annotated[int, typer.Option("--max-stages", metavar="N", min=1, max=12, help="Most stages the plan may have.")] = 4,
+    max_stages: Annotated[
+        int, typer.Option("--max-stages", metavar="N", min=1, max=12, help="Most stages the plan may have.")
+    ] = 4,
     branches: Annotated[int, typer.Option("--branches", metavar="N", min=1, max=4,
                                           help="Branch-and-compare: alternative workers per stage, the best kept.")] = 1,
     worker: Annotated[
