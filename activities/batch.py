@@ -39,6 +39,7 @@ from durable_navigator.navcore.budget import micros_to_usd
 from durable_navigator.navtypes.errors import ConfigError
 from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
 from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.research import ResearchResult
 
 __all__ = ["JobsFileError", "JobCheck", "load_jobs_file", "parse_jobs_text", "BatchActivities", "MAX_JOBS_FILE_BYTES"]
@@ -269,7 +270,7 @@ class BatchActivities:
     @activity.defn(name="batch.recover_child")
     async def recover_child(self, inp: RecoverChildInput) -> RecoverChildOutput:
         """Wait for (if still running) and return the result of an existing child workflow."""
-        result_type = ResearchResult if inp.kind == "ask" else ExplorationResult
+        result_type = {"ask": ResearchResult, "investigate": InvestigationResult}.get(inp.kind, ExplorationResult)
         handle = activity.client().get_workflow_handle(inp.workflow_id, result_type=result_type)
         while True:
             try:
@@ -291,6 +292,8 @@ class BatchActivities:
             return RecoverChildOutput(status="failed", error=" ".join(str(exc.cause or exc).split())[:500])
         if isinstance(result, ResearchResult):
             return RecoverChildOutput(status=status, research=result)
+        if isinstance(result, InvestigationResult):
+            return RecoverChildOutput(status=status, investigation=result)
         return RecoverChildOutput(status=status, result=result)
 
     def all(self) -> list[Any]:

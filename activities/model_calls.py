@@ -72,6 +72,8 @@ from durable_navigator.navcore.planning_parse import (
     parse_stage_plan,
 )
 from durable_navigator.navcore.planning_prompts import corrective_suffix
+from durable_navigator.navcore.investigation_prompts import parse_investigate
+from durable_navigator.navcore.model import InvestigateTask
 
 __all__ = ["ModelCallActivities", "CANCELLED_ERROR_TYPE", "WORKER_SHUTDOWN_TYPE", "PARSE_ERROR_TYPE"]
 
@@ -256,6 +258,8 @@ class _Attempt:
             return decision if isinstance(decision, str) else self._decision_out(decision)
         if task.kind in RESEARCH_KINDS:
             return parse_research(req, resp, self.inp.model, self.acts.store)
+        if isinstance(task, InvestigateTask):
+            return parse_investigate(task, text)
         try:
             if task.kind == "planning.analyze":
                 return AnalysisOut(analysis=parse_analysis(text))

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from durable_navigator.activities.artifacts import ArtifactStore
-from durable_navigator.activities.research_calls import build_research_request
+from durable_navigator.activities.research_calls import build_research_request, finding_line, load_findings
 from durable_navigator.navcore.activity_io import MapView, RecentDecision
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.compression import summary_prompt
@@ -26,6 +26,7 @@ from durable_navigator.navcore.model import (
     CompressTask,
     CriteriaTask,
     DecideTask,
+    InvestigateTask,
     Message,
     ModelRequest,
     PlanTask,
@@ -38,6 +39,7 @@ from durable_navigator.navcore.model_calls import (
     CompressSpec,
     CriteriaSpec,
     DecideSpec,
+    InvestigateSpec,
     PlanSpec,
     PromptSpec,
     ReflectSpec,
@@ -63,6 +65,7 @@ from durable_navigator.navcore.prompt import (
     build_user_prompt,
 )
 from durable_navigator.navcore.report import shorten, update_diff_lines
+from durable_navigator.navcore.investigation_prompts import investigate_prompt
 
 if TYPE_CHECKING:
     from durable_navigator.repomap import RepoMap
@@ -90,6 +93,8 @@ class RequestBuilder:
         goal = self._text(spec.goal_ref)
         if isinstance(spec, ResearchPlanSpec | ResearchExecuteSpec | ResearchRefineSpec | ResearchSynthesizeSpec):
             return await build_research_request(self.store, self.engines, model, spec, goal)
+        if isinstance(spec, InvestigateSpec):
+            return self._investigate(model, spec, goal)
         if isinstance(spec, AnalyzeSpec):
             engine = await self.engines(spec.repo_root)
             rendered = await asyncio.to_thread(engine.render, FlightPlan(goal=goal[:8000]))
@@ -129,6 +134,20 @@ class RequestBuilder:
             max_output_tokens=spec.max_output_tokens,
             task=task,
         )
+
+    def _investigate(self, model: str, spec: InvestigateSpec, goal: str) -> ModelRequest:
+        """An investigation call: the stage's findings are read from the store into the task."""
+        doc = load_findings(self.store, spec.findings_ref)
+        task = InvestigateTask(
+            goal=goal, repo_root=spec.repo_root, index=spec.index, kind=spec.kind, subject=spec.subject,
+            max_stages=spec.max_stages, stages=spec.stages, stage=spec.stage, stage_index=spec.stage_index,
+            critique=spec.critique, feedback=spec.feedback, all_findings=doc.findings,
+            findings=[finding_line(f.claim, [c.label() for c in f.citations]) for f in doc.findings],
+            records=spec.records, status=spec.status, loop=spec.loop, max_loops=spec.max_loops)
+        system, user = investigate_prompt(task)
+        return ModelRequest(model=model, messages=[Message(role="system", content=system),
+                                                   Message(role="user", content=user)],
+                            max_output_tokens=spec.max_output_tokens, task=task)
 
     def _decide(self, model: str, spec: DecideSpec) -> ModelRequest:
         inp = spec.prompt

@@ -1,7 +1,7 @@
 """The ``navigator`` typer app: the root options and the table of commands.
 
 Each command group lives in its own module with its own ``typer.Typer()``
-(``explore``, ``ask``, ``signals``, ``reads``, ``serve``, ``batch``, ``config_cmd``,
+(``explore``, ``ask``, ``investigate``, ``signals``, ``reads``, ``serve``, ``batch``, ``config_cmd``,
 ``mapcmd``); the root lists them in :data:`COMMANDS` and imports a module only
 when one of its commands runs (:mod:`cli.lazy`), so ``navigator --help`` and
 ``navigator --version`` import nothing but typer. This module and the ones it
@@ -28,6 +28,8 @@ _PKG = "durable_navigator.cli"
 COMMANDS: dict[str, LazyCommand] = {
     "explore": LazyCommand(f"{_PKG}.explore", "explore_app", "Explore REPO for GOAL and write the context pack."),
     "ask": LazyCommand(f"{_PKG}.ask", "ask_app", "Answer QUESTION about REPO, with citations."),
+    "investigate": LazyCommand(f"{_PKG}.investigate", "investigate_app",
+                               "Investigate GOAL in REPO by stages; write a report."),
     "status": LazyCommand(f"{_PKG}.reads", "reads_app", "Where a run is, and the change awaiting a verdict."),
     "log": LazyCommand(f"{_PKG}.reads", "reads_app", "The decision log of a run."),
     "result": LazyCommand(f"{_PKG}.reads", "reads_app", "The result of a run: stop reason, cost, context pack."),

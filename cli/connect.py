@@ -35,7 +35,7 @@ from typing import Any
 from temporalio.client import Client, TLSConfig
 
 from durable_navigator.cli.config import NavigatorConfig
-from durable_navigator.cli.errors import TemporalUnreachableError
+from durable_navigator.cli.errors import TemporalUnreachableError, stderr
 from durable_navigator.workers.background import BackgroundOptions, start_background
 from durable_navigator.workers.devserver import (
     DevServer,
@@ -62,6 +62,8 @@ __all__ = [
     "local_server",
     "ui_base_for",
     "idle_note",
+    "say_server",
+    "say_after",
     "CONNECT_TIMEOUT",
 ]
 
@@ -314,3 +316,25 @@ async def _in_process_worker(session: TemporalSession) -> AsyncIterator[None]:
         await asyncio.wait([running])
         if not running.cancelled() and running.exception() is not None:
             log.info("the in-process worker stopped with an error", error=str(running.exception())[:300])
+
+
+def say_server(session: TemporalSession) -> None:
+    """Which server this run uses, when this command started it (and what becomes of it)."""
+    if session.started_background and session.server is not None:
+        record = session.server
+        stderr.print(f"started a background Temporal server: gRPC {record.grpc} · Web UI {record.ui} "
+                     f"(pid {record.pid})", markup=False)
+        stderr.print(f"  it keeps running after this command, so the Web UI link keeps working; "
+                     f"{idle_note(record)}", markup=False)
+    elif session.embedded is not None:
+        stderr.print(f"embedded Temporal started: gRPC {session.address} · Web UI {session.ui_base} (it stops with "
+                     "this command: embedded.idle_timeout_s is 0)", markup=False)
+
+
+def say_after(session: TemporalSession) -> None:
+    """What happens to the server and the link once this command ends."""
+    if session.embedded is not None:
+        stderr.print("the embedded server stops now; its history is kept — `navigator server` shows it again")
+    elif session.server is not None and session.server.mode == "background":
+        stderr.print(f"the Web UI link works while the background server runs: {idle_note(session.server)}",
+                     markup=False)

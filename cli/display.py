@@ -23,9 +23,11 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from durable_navigator.navcore.branches import BranchExploreResult
 from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navcore.report import TurnReport
 from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navcore.state import DecisionLogEntry
 from durable_navigator.navcore.subagents import ChildRun
@@ -44,8 +46,13 @@ __all__ = [
     "RunRow",
     "WIDE_COLUMNS",
     "research_panel",
+    "investigation_panel",
+    "branches_panel",
     "children_blocks",
 ]
+
+#: workflows whose turns are steps of a stage plan (no flight-plan change to approve)
+_STAGED = ("research", "investigation")
 
 #: interactive panels show this many diff lines; the rest is summarized
 MAX_DIFF_LINES = 20
@@ -68,9 +75,10 @@ def progress_line(report: TurnReport) -> Text:
     line.append(f"step {report.step}", style="bold")
     line.append(f" · {report.status}", style="cyan")
     line.append(f" · {report.cost_total_usd}/{report.budget_usd}")
-    if report.workflow == "research":
+    if report.workflow in ("research", "investigation", "branches"):
         running = sum(1 for c in report.children if c.completed_normally is None)
-        line.append(f" · {len(report.focus_areas)} cited files")
+        if report.workflow == "research":
+            line.append(f" · {len(report.focus_areas)} cited files")
         if report.children:
             line.append(f" · subagents {len(report.children)} ({running} running)")
     else:
@@ -116,13 +124,13 @@ def turn_panel(report: TurnReport, title: str | None = None) -> Panel:
     if report.reasoning:
         body.append(Text.assemble(("Reasoning: ", "bold"), report.reasoning))
     if report.proposed_diff:
-        heading = "Last step:" if report.workflow == "research" else "Proposed flight-plan change:"
+        heading = "Last step:" if report.workflow in _STAGED else "Proposed flight-plan change:"
         body.append(_diff_text(report.proposed_diff, heading))
-    elif report.workflow != "research" and report.awaiting_kind == "plan":
+    elif report.workflow not in _STAGED and report.awaiting_kind == "plan":
         body.append(Text("the stage plan is printed above: approve it, or reject it with feedback", style="dim"))
-    elif report.workflow != "research":
+    elif report.workflow not in _STAGED:
         body.append(Text("(no flight-plan change proposed)", style="dim"))
-    if report.workflow == "research" and report.stage_plan:
+    if report.workflow in _STAGED and report.stage_plan:
         body.append(Text(plan_text(report.stage_plan), style="dim"))
     return Panel(Group(*body), title=title or f"turn {report.awaiting_turn or report.step}", title_align="left",
                  expand=False)
@@ -254,6 +262,42 @@ def research_panel(result: ResearchResult) -> Panel:
         normal = "yes" if c.completed_normally else "no"
         lines.append(Text(f"subagent {c.workflow_id} ({c.profile}): {c.stop_reason or c.status}, completed "
                           f"normally {normal}, {format_usd(c.cost_micros)} of a {format_usd(c.slice_micros)} slice"))
+    return Panel(Group(*lines), title=result.workflow_id, title_align="left", expand=False)
+
+
+def investigation_panel(result: InvestigationResult) -> Panel:
+    """What a finished investigation produced and cost (links and paths are printed after it, whole)."""
+    usage = result.usage
+    lines = [
+        Text.assemble("stop reason: ", (result.stop_reason.value, "bold"),
+                      f" ({result.stop_detail})" if result.stop_detail else "",
+                      f" · completed normally: {'yes' if result.completed_normally else 'no'}"),
+        Text(f"planning rounds: {result.plan_rounds} · stages: {result.stages_done} done of {result.stages} · "
+             f"criteria met: {result.criteria_met}/{result.criteria_total} · subagents: {len(result.children)}"),
+        Text(f"cost: ${result.cost_usd:.4f} of ${result.max_usd:.4f} · tokens in {usage.input_tokens} "
+             f"/ out {usage.output_tokens}"),
+    ]
+    for c in result.children:
+        normal = "yes" if c.completed_normally else "no"
+        lines.append(Text(f"subagent {c.workflow_id} ({c.profile}): {c.stop_reason or c.status}, completed "
+                          f"normally {normal}, {format_usd(c.cost_micros)} of a {format_usd(c.slice_micros)} slice"))
+    return Panel(Group(*lines), title=result.workflow_id, title_align="left", expand=False)
+
+
+def branches_panel(result: BranchExploreResult) -> Panel:
+    """Every branch's score and which one was kept (the kept pack's path is printed after it, whole)."""
+    lines = [Text.assemble("stop reason: ", (result.stop_reason.value, "bold"),
+                           f" ({result.stop_detail})" if result.stop_detail else "",
+                           f" · completed normally: {'yes' if result.completed_normally else 'no'}"),
+             Text(f"cost: ${result.cost_usd:.4f} of ${result.max_usd:.4f}")]
+    for b in result.scores:
+        c = next((c for c in result.children if c.workflow_id == b.workflow_id), None)
+        line = Text.assemble(("kept ", "bold green") if b.kept else "",
+                             f"{b.workflow_id} ({b.strategy}): {b.covered} goal identifiers in {b.tokens} tokens "
+                             f"→ score {b.score}")
+        if c is not None:
+            line.append(f", {c.stop_reason}, {format_usd(c.cost_micros)} of a {format_usd(c.slice_micros)} slice")
+        lines.append(line)
     return Panel(Group(*lines), title=result.workflow_id, title_align="left", expand=False)
 
 

@@ -16,9 +16,10 @@ from temporalio.service import RPCError
 
 from durable_navigator.navcore.modelspec import parse_model_spec
 from durable_navigator.activities.pricing_loader import load_pricing_table
+from durable_navigator.cli.branches import explore_branches
 from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
-from durable_navigator.cli.connect import TemporalSession, idle_note, open_session
+from durable_navigator.cli.connect import TemporalSession, open_session, say_after, say_server
 from durable_navigator.cli.display import plan_text, print_block, result_panel
 from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
@@ -220,6 +221,11 @@ def explore(
     json_out: Annotated[
         bool, typer.Option("--json", help="Print the result (or the started id) as JSON.", show_default="off")
     ] = False,
+    branches: Annotated[
+        int, typer.Option("--branches", metavar="N", min=1, max=4, help="Branch-and-compare: N explorations with "
+                          "different planning strategies in parallel, the best-scoring pack kept.",
+                          show_default="1: one exploration")
+    ] = 1,
 ) -> None:
     """Explore REPO for GOAL and write the context pack.
 
@@ -244,6 +250,12 @@ def explore(
         for name in models:
             refuse_unservable(name, problems, IN_PROCESS)
     wid = workflow_id or new_workflow_id(Path(request.repo_path))
+    if branches > 1:
+        if interactive:
+            raise CliError("--branches runs its explorations autonomously; drop --interactive or --branches")
+        code = run_async(explore_branches(config, request, branches, wid, request_settings(request), detach=detach,
+                                          json_out=json_out))
+        raise typer.Exit(int(code))
     code = run_async(_explore(config, request, wid, detach=detach, json_out=json_out))
     raise typer.Exit(int(code))
 
@@ -329,28 +341,6 @@ async def _explore(
                 stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
         say_after(session)
         return exit_code_for_result(result)
-
-
-def say_server(session: TemporalSession) -> None:
-    """Which server this run uses, when this command started it (and what becomes of it)."""
-    if session.started_background and session.server is not None:
-        record = session.server
-        stderr.print(f"started a background Temporal server: gRPC {record.grpc} · Web UI {record.ui} "
-                     f"(pid {record.pid})", markup=False)
-        stderr.print(f"  it keeps running after this command, so the Web UI link keeps working; "
-                     f"{idle_note(record)}", markup=False)
-    elif session.embedded is not None:
-        stderr.print(f"embedded Temporal started: gRPC {session.address} · Web UI {session.ui_base} (it stops with "
-                     "this command: embedded.idle_timeout_s is 0)", markup=False)
-
-
-def say_after(session: TemporalSession) -> None:
-    """What happens to the server and the link once this command ends."""
-    if session.embedded is not None:
-        stderr.print("the embedded server stops now; its history is kept — `navigator server` shows it again")
-    elif session.server is not None and session.server.mode == "background":
-        stderr.print(f"the Web UI link works while the background server runs: {idle_note(session.server)}",
-                     markup=False)
 
 
 async def _follow_to_result(

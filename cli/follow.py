@@ -237,7 +237,9 @@ class _Follower:
         turn, kind = report.awaiting_turn, report.awaiting_kind or "turn"
         assert turn is not None
         self.pause()
-        if report.workflow == "research":
+        if report.workflow == "investigation":
+            what = "the investigation plan"
+        elif report.workflow == "research":
             what = f"research plan (round {turn})" if kind == "plan" else f"the findings of step {turn}"
         else:
             what = "stage plan" if kind == "plan" else f"turn {turn}"

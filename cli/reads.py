@@ -20,8 +20,10 @@ from durable_navigator.cli.display import (
     RunRow,
     children_blocks,
     decision_lines,
+    investigation_panel,
     last_turn_block,
     plan_text,
+    branches_panel,
     print_block,
     print_lines,
     progress_line,
@@ -45,6 +47,8 @@ from durable_navigator.cli.handles import (
 from durable_navigator.navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS
 from durable_navigator.navcore.report import DecisionLogView, TurnReport
 from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.branches import BranchExploreResult
+from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navcore.state import Status
 from durable_navigator.workers.devserver import workflow_ui_url
@@ -60,12 +64,19 @@ ABNORMAL_STOPS = frozenset({"failed", "approval_timeout"})
 WATCH_INTERVAL_S = 1.0
 
 
-#: the workflow types ``ls`` lists and ``result`` reads (navigator explorations and research runs)
-RUN_WORKFLOW_TYPES = (WORKFLOW_TYPE, "ResearchWorkflow")
-_RESULT_TYPES: dict[str, type] = {WORKFLOW_TYPE: ExplorationResult, "ResearchWorkflow": ResearchResult}
+#: workflows whose turns are steps of a stage plan (their plan is shown inside the verdict panel)
+_STAGED = ("research", "investigation")
+
+#: the workflow types ``ls`` lists and ``result`` reads (explorations, research runs, investigations, branches)
+RUN_WORKFLOW_TYPES = (WORKFLOW_TYPE, "ResearchWorkflow", "InvestigationWorkflow", "ExploreBranchesWorkflow")
+_RESULT_TYPES: dict[str, type] = {WORKFLOW_TYPE: ExplorationResult, "ResearchWorkflow": ResearchResult,
+                                  "InvestigationWorkflow": InvestigationResult,
+                                  "ExploreBranchesWorkflow": BranchExploreResult}
 
 
-def exit_code_for_result(result: ExplorationResult | ResearchResult) -> ExitCode:
+def exit_code_for_result(
+    result: ExplorationResult | ResearchResult | InvestigationResult | BranchExploreResult,
+) -> ExitCode:
     """0 for a normal stop, 1 for failed / approval_timeout."""
     return ExitCode.RUN_FAILED if result.stop_reason.value in ABNORMAL_STOPS else ExitCode.OK
 
@@ -132,15 +143,16 @@ def _print_status(row: dict[str, Any]) -> None:
             stdout.print(f"model: {report.model} · routing switches:", markup=False)
             for line in report.model_switches:
                 stdout.print(f"  {line}", markup=False, soft_wrap=True)
-        # a research run awaiting a verdict shows its plan inside the panel below
-        if report.stage_plan and not (report.workflow == "research" and report.awaiting_turn is not None):
+        # a research run or investigation awaiting a verdict shows its plan inside the panel below
+        if report.stage_plan and not (report.workflow in _STAGED and report.awaiting_turn is not None):
             stdout.print(plan_text(report.stage_plan), markup=False, soft_wrap=True)
         if report.children:
             for line in children_blocks(report.children):
                 stdout.print(line, markup=False, soft_wrap=True)
         if report.awaiting_turn is not None:
-            if report.workflow == "research":
-                what = (f"research plan (round {report.awaiting_turn})" if report.awaiting_kind == "plan"
+            if report.workflow in _STAGED:
+                plan = "research plan" if report.workflow == "research" else "stage plan"
+                what = (f"{plan} (round {report.awaiting_turn})" if report.awaiting_kind == "plan"
                         else f"the findings of step {report.awaiting_turn}")
             else:
                 what = "stage plan" if report.awaiting_kind == "plan" else f"turn {report.awaiting_turn}"
@@ -155,6 +167,10 @@ def _print_status(row: dict[str, Any]) -> None:
                 print_block(stdout, last_turn_block(report))
     if row.get("result") and row.get("workflow_type") == "ResearchWorkflow":
         print_block(stdout, research_panel(ResearchResult.model_validate(row["result"])))
+    elif row.get("result") and row.get("workflow_type") == "InvestigationWorkflow":
+        print_block(stdout, investigation_panel(InvestigationResult.model_validate(row["result"])))
+    elif row.get("result") and row.get("workflow_type") == "ExploreBranchesWorkflow":
+        print_block(stdout, branches_panel(BranchExploreResult.model_validate(row["result"])))
     elif row.get("result"):
         print_block(stdout, result_panel(ExplorationResult.model_validate(row["result"])))
     if row.get("ui_url"):
@@ -223,8 +239,8 @@ async def _watch_human(session: TemporalSession, workflow_id: str, row: dict[str
 
 def _log_from_report(res: ExplorationResult | ResearchResult) -> DecisionLogView | None:
     """The decision log kept in a finished run's report.json, if readable here."""
-    if not res.report_path:
-        return None
+    if not res.report_path or not isinstance(res, (ExplorationResult, ResearchResult)):
+        return None  # an investigation's report.json counts its decisions only: ask a worker
     try:
         report = json.loads(Path(res.report_path).read_text(encoding="utf-8"))
         return DecisionLogView(entries=report.get("decisions", []), notes=report.get("notes", []),
@@ -283,13 +299,14 @@ def result(
     Also the paths of context.md and report.json and the run's Web UI link.
     """
 
-    async def go() -> tuple[ExplorationResult | ResearchResult, str | None]:
+    async def go() -> tuple[ExplorationResult | ResearchResult | InvestigationResult | BranchExploreResult,
+                            str | None]:
         async with open_session(config_of(ctx)) as session:
             _, desc = await describe_run(session.client, workflow_id)
             result_type = _RESULT_TYPES.get(desc.workflow_type or "")
             if result_type is None:
-                raise CliError(f"run {workflow_id} is a {desc.workflow_type}, not an exploration or a research run; "
-                               "see `navigator batch` for batches")
+                raise CliError(f"run {workflow_id} is a {desc.workflow_type}, not an exploration, research run or "
+                               "investigation; see `navigator batch` for batches")
             handle = session.client.get_workflow_handle(workflow_id, result_type=result_type)
             if is_running(desc) and not wait:
                 raise CliError(f"run {workflow_id} is still running; pass --wait or check `navigator status`")
@@ -313,6 +330,20 @@ def result(
             stdout.print(f"report: {res.report_path}", markup=False, soft_wrap=True)
         if link:
             stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+    elif isinstance(res, InvestigationResult):
+        print_block(stdout, investigation_panel(res))
+        if res.report_path:
+            stdout.print(f"report: {res.report_path}", markup=False, soft_wrap=True)
+        if res.report_json_path:
+            stdout.print(f"report.json: {res.report_json_path}", markup=False, soft_wrap=True)
+        if link:
+            stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+    elif isinstance(res, BranchExploreResult):
+        print_block(stdout, branches_panel(res))
+        if res.context_path:
+            stdout.print(f"context pack: {res.context_path}", markup=False, soft_wrap=True)
+        if link:
+            stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
     else:
         print_block(stdout, result_panel(res))
         if res.context_path:
@@ -333,11 +364,13 @@ NAVIGATOR_STATUSES = tuple(s.value for s in Status if s.value not in EXECUTION_S
 STATUS_CHOICES = (*EXECUTION_STATUSES, *NAVIGATOR_STATUSES)
 
 
-def build_list_query(status_filter: str | None, repo: str | None) -> str:
+def build_list_query(status_filter: str | None, repo: str | None,
+                     workflow_types: tuple[str, ...] = RUN_WORKFLOW_TYPES) -> str:
     """The visibility query of ``ls``: a Temporal status (``running``, ``completed``, …) filters on
     ``ExecutionStatus``; a navigator status (``awaiting_approval``, ``thinking``, …) on the
-    ``NavigatorStatus`` search attribute."""
-    types = ", ".join(f"'{t}'" for t in RUN_WORKFLOW_TYPES)
+    ``NavigatorStatus`` search attribute; ``workflow_types`` (every run type ``ls`` lists) narrows it
+    for a caller that reads only some of them (the MCP tools)."""
+    types = ", ".join(f"'{t}'" for t in workflow_types)
     clauses = [f"WorkflowType IN ({types})"]
     if status_filter in EXECUTION_STATUSES:
         clauses.append(f"ExecutionStatus = '{EXECUTION_STATUSES[status_filter]}'")
@@ -371,7 +404,7 @@ def list_runs(
 ) -> None:
     """List runs, newest first.
 
-    Explorations and research runs, filtered by Temporal or navigator status and repository (search attributes).
+    Explorations, research runs and investigations, filtered by Temporal or navigator status and repository (search attributes).
     """
     if status_filter and status_filter not in STATUS_CHOICES:
         raise CliError(f"--status must be one of {', '.join(STATUS_CHOICES)}, got {status_filter!r}")

@@ -22,6 +22,7 @@ from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navtypes.flightplan import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
 from durable_navigator.navcore.report import markdown_text
 from durable_navigator.navcore.requests import ExplorationResult, ModelCallConfig
+from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.research import ResearchResult
 
 __all__ = [
@@ -51,7 +52,7 @@ __all__ = [
 
 Usd = Annotated[Decimal, Field(gt=0, le=100_000)]
 #: what a job runs: an exploration (context pack) or a research question (cited answer)
-JobKind = Literal["explore", "ask"]
+JobKind = Literal["explore", "ask", "investigate"]
 Text = Annotated[str, Field(min_length=1, max_length=8000)]
 PathText = Annotated[str, Field(min_length=1, max_length=4096)]
 ModelName = Annotated[str, Field(min_length=1, max_length=200)]
@@ -68,7 +69,8 @@ class JobDefaults(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: ModelName = "offline"
-    #: ``explore`` (a context pack) or ``ask`` (the goal is a question: a cited answer)
+    #: ``explore`` (a context pack), ``ask`` (the goal is a question: a cited answer) or ``investigate``
+    #: (a staged investigation: report.md)
     kind: JobKind = "explore"
     #: per-job cap in USD; ``None`` = only the share of the batch budget limits a job
     max_budget_usd: Usd | None = None
@@ -432,4 +434,6 @@ class RecoverChildOutput(BaseModel):
     result: ExplorationResult | None = None
     #: the result of a research (``ask``) child
     research: ResearchResult | None = None
+    #: the result of an ``investigate`` child
+    investigation: InvestigationResult | None = None
     error: str | None = None

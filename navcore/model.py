@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from durable_navigator.navcore.compression import SummaryRequest
 from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navcore.findings import Finding
+from durable_navigator.navcore.investigation_types import PlannedStage
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
 from durable_navigator.navcore.modelspec import BUILTIN_OPENAI_PREFIXES, ModelSpec, Provider, parse_model_spec
@@ -270,15 +271,48 @@ class ResearchSynthesizeTask(_ResearchTask):
     early: str | None = None
 
 
+InvestigateKind = Literal["investigate.plan", "investigate.review", "investigate.confirm", "investigate.criteria",
+                          "investigate.reflect"]
+
+
+class InvestigateTask(_Task):
+    """An investigation's own calls: plan maker, reviewer, confirmation, criteria checker, reflector.
+
+    ``index`` counts the calls of this kind in the run (scripts and deterministic models key by it).
+    """
+
+    kind: InvestigateKind
+    #: what the reviewer / confirmation judges: the plan, or a stage's work
+    subject: Literal["plan", "stage"] = "plan"
+    max_stages: int = Field(4, ge=1)
+    #: the plan under review, or (reflect) the whole plan
+    stages: list[PlannedStage] = []
+    #: the stage under work (review / confirm / criteria), by index into ``stages``
+    stage: PlannedStage | None = None
+    stage_index: int = Field(0, ge=0)
+    critique: str = ""
+    feedback: str | None = None
+    #: the stage's findings, one line each (claim + citations), and the findings themselves
+    findings: list[str] = []
+    all_findings: list[Finding] = []
+    #: compressed records of the stages done so far
+    records: list[str] = []
+    #: criteria status lines so far (reflect)
+    status: list[str] = []
+    loop: int = Field(0, ge=0)
+    max_loops: int = Field(1, ge=1)
+
+
 ModelTask = Annotated[
     Union[DecideTask, AnalyzeTask, ReviewTask, PlanTask, CriteriaTask, ReflectTask, CompressTask,
-          ResearchPlanTask, ResearchExecuteTask, ResearchRefineTask, ResearchSynthesizeTask],
+          ResearchPlanTask, ResearchExecuteTask, ResearchRefineTask, ResearchSynthesizeTask, InvestigateTask],
     Field(discriminator="kind"),
 ]
 TaskKind = Literal[
     "decide", "planning.analyze", "planning.review", "planning.plan", "stages.check_criteria",
     "stages.reflect", "navigator.compress", "research.plan", "research.execute", "research.refine",
-    "research.synthesize",
+    "research.synthesize", "investigate.plan", "investigate.review", "investigate.confirm", "investigate.criteria",
+    "investigate.reflect",
 ]
 
 

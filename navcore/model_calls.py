@@ -30,6 +30,7 @@ from durable_navigator.navcore.model import StreamGuard
 from durable_navigator.navcore.compression import SummaryRequest
 from durable_navigator.navcore.decision import ModelDecision, TokenUsage
 from durable_navigator.navcore.findings import PlannedStep
+from durable_navigator.navcore.investigation_types import CriterionStatus, PlannedStage, StageChange
 from durable_navigator.navcore.model import ToolCallOut
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navtypes.mapmeta import MapMetadata
@@ -58,6 +59,9 @@ __all__ = [
     "ResearchExecuteSpec",
     "ResearchRefineSpec",
     "ResearchSynthesizeSpec",
+    "InvestigateSpec",
+    "InvestigateOut",
+    "INVESTIGATE_KINDS",
     "PromptSpec",
     "PrepareInput",
     "PreparedCall",
@@ -219,9 +223,35 @@ class ResearchSynthesizeSpec(_ResearchSpec):
     ordinal: int = Field(0, ge=0)
 
 
+INVESTIGATE_KINDS = ("investigate.plan", "investigate.review", "investigate.confirm", "investigate.criteria",
+                     "investigate.reflect")
+_InvestigateKind = Literal["investigate.plan", "investigate.review", "investigate.confirm", "investigate.criteria",
+                           "investigate.reflect"]
+
+
+class InvestigateSpec(_Spec):
+    """An investigation's own call (see :class:`~navcore.model.InvestigateTask`); findings by reference."""
+
+    kind: _InvestigateKind
+    index: int = Field(0, ge=0)
+    subject: Literal["plan", "stage"] = "plan"
+    max_stages: int = Field(4, ge=1)
+    stages: list[PlannedStage] = []
+    stage: PlannedStage | None = None
+    stage_index: int = Field(0, ge=0)
+    critique: str = Field("", max_length=4000)
+    feedback: str | None = Field(None, max_length=4000)
+    #: the stage's findings (a ``FindingsDoc``) in the artifact store
+    findings_ref: ArtifactRef | None = None
+    records: list[str] = []
+    status: list[str] = []
+    loop: int = Field(0, ge=0)
+    max_loops: int = Field(1, ge=1)
+
+
 PromptSpec = Annotated[
     Union[DecideSpec, AnalyzeSpec, ReviewSpec, PlanSpec, CriteriaSpec, ReflectSpec, CompressSpec,
-          ResearchPlanSpec, ResearchExecuteSpec, ResearchRefineSpec, ResearchSynthesizeSpec],
+          ResearchPlanSpec, ResearchExecuteSpec, ResearchRefineSpec, ResearchSynthesizeSpec, InvestigateSpec],
     Field(discriminator="kind"),
 ]
 
@@ -372,9 +402,28 @@ class AnswerOut(_IO):
     citations: int = 0
 
 
+class InvestigateOut(_IO):
+    """The parsed answer of an investigation call (only the fields of its kind are set)."""
+
+    kind: _InvestigateKind
+    #: plan maker: the stages
+    stages: list[PlannedStage] = []
+    #: reviewer: the critique
+    critique: str = Field("", max_length=4000)
+    #: confirmation: leave the loop?
+    exit: bool = False
+    reason: str = Field("", max_length=1000)
+    #: criteria checker: one verdict per criterion (evidence not yet checked)
+    criteria: list[CriterionStatus] = []
+    #: reflector: remaining stages dropped / changed (plan indices) and stages added at the end
+    drop: list[int] = []
+    change: list[StageChange] = []
+    add: list[PlannedStage] = []
+
+
 ModelResult = Annotated[
     Union[DecisionOut, AnalysisOut, ReviewOut, PlanOut, CheckOut, ReflectionOut, SummaryOut,
-          ResearchPlanOut, ExecuteOut, RefineOut, AnswerOut],
+          ResearchPlanOut, ExecuteOut, RefineOut, AnswerOut, InvestigateOut],
     Field(discriminator="kind"),
 ]
 

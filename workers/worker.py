@@ -22,6 +22,7 @@ from durable_navigator.activities.model_calls import ModelCallActivities
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.preflight import PreflightActivities
+from durable_navigator.activities.investigation import InvestigationActivities
 from durable_navigator.activities.research import ResearchActivities
 from durable_navigator.activities.tools import CodeToolActivities
 from durable_navigator.navcore.endpoints import Endpoint
@@ -29,6 +30,8 @@ from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 from durable_navigator.workflows.batch import BatchWorkflow
 from durable_navigator.workflows.preflight import PreflightWorkflow
+from durable_navigator.workflows.branches import ExploreBranchesWorkflow
+from durable_navigator.workflows.investigation import InvestigationWorkflow
 from durable_navigator.workflows.research import ResearchWorkflow
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workers.runlog import RunLogInterceptor
@@ -44,7 +47,8 @@ __all__ = [
 
 DEFAULT_TASK_QUEUE = "navigator"
 #: every workflow class this worker serves
-WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow, PreflightWorkflow, ResearchWorkflow]
+WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow, PreflightWorkflow, ResearchWorkflow, InvestigationWorkflow,
+                         ExploreBranchesWorkflow]
 #: the longest a heartbeat waits before it is sent (and a cancel request comes back)
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
 #: raised from workflow code these can never succeed on a task retry: fail the workflow
@@ -96,8 +100,9 @@ def build_worker(
     # the CLI's model check answers with this worker's own registry and prices
     preflight = PreflightActivities(registry=acts.models, pricer=acts.pricer)
     research = ResearchActivities(acts.store, acts.engine)
+    investigation = InvestigationActivities(acts.store, acts.engine)
     for fn in [*acts.all(), *models.all(), *tools.all(), *BatchActivities().all(), *preflight.all(),
-               *research.all(), *extra_activities]:
+               *research.all(), *investigation.all(), *extra_activities]:
         by_name[_activity_name(fn)] = fn
     return Worker(
         client,

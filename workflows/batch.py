@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.messages import StopInput
     from durable_navigator.navcore.report import markdown_text, run_details_markdown
     from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
+    from durable_navigator.navcore.investigation import InvestigationRequest, InvestigationResult
     from durable_navigator.navcore.research import ResearchRequest, ResearchResult
     from durable_navigator.workflows.blocks.webui import SA_COST_USD, SA_ITERATION, SA_REPO, SA_STATUS
 
@@ -65,6 +66,12 @@ _WRITE_RETRY = RetryPolicy(maximum_attempts=5, non_retryable_error_types=["Navig
 _RECOVER_RETRY = RetryPolicy(maximum_attempts=5)
 #: the child's failure type when the repository could not be scanned (nothing was spent)
 _SCAN_FAILED = "ScanFailed"
+#: a job's kind → its child workflow type and result type
+_CHILD_TYPES: dict[str, tuple[str, type]] = {
+    "explore": ("NavigatorWorkflow", ExplorationResult),
+    "ask": ("ResearchWorkflow", ResearchResult),
+    "investigate": ("InvestigationWorkflow", InvestigationResult),
+}
 
 
 @workflow.defn(name="BatchWorkflow")
@@ -147,13 +154,13 @@ class BatchWorkflow:
 
     async def _run_child(self, job: BatchJob, wid: str, slice_micros: int) -> JobOutcome:
         req = self.req
-        asking = job.kind == "ask"
+        child_type, result_type = _CHILD_TYPES[job.kind]
         handle = await workflow.start_child_workflow(
-            "ResearchWorkflow" if asking else "NavigatorWorkflow",
+            child_type,
             self._child_request(job, slice_micros),
             id=wid,
             task_queue=req.task_queue or workflow.info().task_queue,
-            result_type=ResearchResult if asking else ExplorationResult,
+            result_type=result_type,
             execution_timeout=timedelta(seconds=req.limits.job_timeout_s),
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
             memo={"goal": job.goal, "batch_id": req.batch_id},
@@ -168,7 +175,7 @@ class BatchWorkflow:
         try:
             if self.state.stop_requested is not None:
                 await self._stop_child(job.index)
-            result: ExplorationResult | ResearchResult = await handle
+            result: ExplorationResult | ResearchResult | InvestigationResult = await handle
         except ChildWorkflowError as err:
             return self._failed(job, slice_micros, err)
         finally:
@@ -186,14 +193,25 @@ class BatchWorkflow:
             retry_policy=_RECOVER_RETRY,
             summary=f"recover job {job.index} · {wid}",
         )
-        found = out.research if job.kind == "ask" else out.result
+        found = {"ask": out.research, "investigate": out.investigation}.get(job.kind, out.result)
         if found is None:
             outcome = self._outcome(job, JobStatus.FAILED, "failed", error=out.error or out.status)
             outcome.allotted_micros = outcome.spent_micros = slice_micros
             return outcome
         return self._completed(job, found, slice_micros, recovered=True)
 
-    def _child_request(self, job: BatchJob, slice_micros: int) -> ExplorationRequest | ResearchRequest:
+    def _child_request(self, job: BatchJob, slice_micros: int) -> ExplorationRequest | ResearchRequest | InvestigationRequest:
+        if job.kind == "investigate":
+            # a staged investigation: its stage workers are research children on slices of this job's slice
+            return InvestigationRequest(
+                repo_path=job.repo_path,
+                goal=job.goal,
+                budget_usd=micros_to_usd(slice_micros),
+                model=job.model,
+                max_output_tokens=job.max_output_tokens,
+                out_dir=f"{self.req.out_dir.rstrip('/')}/{self.req.batch_id}",
+                **({"model_call": self.req.model_call} if self.req.model_call else {}),
+            )
         if job.kind == "ask":
             # a research job: the goal is the question; the run's own researcher profile, no subagents
             return ResearchRequest(
@@ -235,15 +253,17 @@ class BatchWorkflow:
             error=error,
         )
 
-    def _completed(self, job: BatchJob, result: ExplorationResult | ResearchResult, slice_micros: int,
+    def _completed(self, job: BatchJob, result: ExplorationResult | ResearchResult | InvestigationResult, slice_micros: int,
                    recovered: bool) -> JobOutcome:
         outcome = self._outcome(job, JobStatus.COMPLETED, result.stop_reason.value, error=result.stop_detail
                                 if result.stop_reason.value == "failed" else None)
         outcome.allotted_micros, outcome.spent_micros = slice_micros, result.cost_micros
         outcome.usage, outcome.iterations, outcome.decisions = result.usage, result.iterations, result.decisions
         outcome.context_path, outcome.report_path, outcome.recovered = result.context_path, result.report_path, recovered
-        if isinstance(result, ResearchResult):
+        if isinstance(result, ResearchResult | InvestigationResult):
             outcome.completed_normally = result.completed_normally
+        if isinstance(result, InvestigationResult):
+            outcome.report_path = result.report_json_path
         return outcome
 
     def _failed(self, job: BatchJob, slice_micros: int, err: ChildWorkflowError) -> JobOutcome:

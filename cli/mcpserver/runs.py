@@ -306,7 +306,7 @@ async def stop_run(session: TemporalSession, roots: AllowedRoots, run_id: str, r
 async def list_runs(session: TemporalSession, roots: AllowedRoots, repo: str | None, limit: int) -> list[RunSummary]:
     """Navigator runs (explorations and research runs), newest first, of ``repo`` (resolved) or of every allowed
     tree."""
-    query = build_list_query(None, repo)
+    query = build_list_query(None, repo, tuple(KINDS))  # investigations and branch runs are not MCP runs
     runs: list[RunSummary] = []
     try:
         # with allowed roots, runs of other trees are skipped: read further, but not without end

@@ -1,12 +1,14 @@
 """Replay every committed history (every workflow): the code must stay deterministic.
 
 Nothing has been released, so a deliberate workflow change re-records these
-(``python -m tests.histories.record`` / ``record_batch`` / ``record_preflight`` / ``record_research``); versioning with ``workflow.patched``
+(``python -m tests.histories.record`` / ``record_batch`` / ``record_preflight`` / ``record_research`` /
+``record_investigation``); versioning with ``workflow.patched``
 starts with the first tagged release.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -25,12 +27,14 @@ def test_histories_are_committed() -> None:
     assert {"navigator_autonomous", "navigator_interactive", "navigator_budget_park", "navigator_continue_as_new",
             "batch_basic", "batch_stop", "batch_continue_as_new", "batch_resume",
             "research_full_loop", "research_offline", "research_stop", "research_interactive",
-            "research_continue_as_new"} <= names
+            "research_continue_as_new", "investigation_scripted", "investigation_offline", "investigation_stop",
+            "investigation_branches", "investigation_continue_as_new", "investigation_explore_branches"} <= names
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
 async def test_replay(path: Path) -> None:
-    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    # a run that started children replays under its recorded id: the file's stem (without ``_run<n>``)
+    history = WorkflowHistory.from_json(re.sub(r"_run\d+$", "", path.stem), path.read_text())
     replayer = Replayer(
         workflows=WORKFLOWS,
         data_converter=DATA_CONVERTER,
@@ -87,3 +91,17 @@ def test_the_routing_history_switches_models() -> None:
     assert decide[0] == "test-model" and decide[-1] == "test-model-b", calls
     assert decide == sorted(decide, key=lambda m: m == "test-model-b")  # one switch, never back
     assert {model for kind, model in calls if kind == "navigator.compress"} == {"test-model-b"}, calls
+
+
+def test_investigation_histories_cover_every_investigation_call_and_activity() -> None:
+    """The investigation histories hold every call kind, the evidence check, branch scoring and the report."""
+    kinds, activities = set(), set()
+    for path in sorted(HISTORY_DIR.glob("investigation_*.json")):
+        history = WorkflowHistory.from_json(path.stem, path.read_text())
+        kinds |= {inp["spec"]["kind"] for inp in _scheduled(history, "model.prepare")}
+        activities |= {e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
+                       if e.HasField("activity_task_scheduled_event_attributes")}
+    assert {"investigate.plan", "investigate.review", "investigate.confirm", "investigate.criteria",
+            "investigate.reflect"} <= kinds
+    assert {"investigate.check_evidence", "investigate.score_branches", "investigate.write_report",
+            "research.aggregate"} <= activities

@@ -25,6 +25,7 @@ from durable_navigator.activities.models.base import CallContext
 from durable_navigator.activities.models.offline.config import OfflinePolicyConfig, OfflineTurn, PolicyOutcome
 from durable_navigator.activities.models.offline.diff import finalize_summary
 from durable_navigator.activities.models.offline.feedback import feedback_update
+from durable_navigator.activities.models.offline.investigate import investigate_answer
 from durable_navigator.activities.models.offline.planner import OfflinePlanner, OfflinePlannerConfig
 from durable_navigator.activities.models.offline.policy import plan_turn
 from durable_navigator.activities.models.offline.research import OfflineResearchConfig, OfflineResearcher
@@ -32,7 +33,7 @@ from durable_navigator.activities.models.offline.terms import parse_feedback
 from durable_navigator.activities.models.offline.tools import TOOL_TURN_PREFIX, tool_round
 from durable_navigator.navcore.decision import FINALIZE_FUNCTION, UPDATE_FUNCTION, ModelDecision, decision_from_calls
 from durable_navigator.navtypes.errors import ModelError
-from durable_navigator.navcore.model import DecideTask, ModelRequest, ModelResponse, ToolCallOut
+from durable_navigator.navcore.model import DecideTask, InvestigateTask, ModelRequest, ModelResponse, ToolCallOut
 from durable_navigator.navcore.tools import ToolCall
 
 if TYPE_CHECKING:
@@ -90,6 +91,8 @@ class OfflineModel:
             return ModelResponse(text=text, tool_calls=calls, calls=1)
         if task.kind in _RESEARCH:
             return await asyncio.to_thread(self.researcher.answer, task, engine)
+        if isinstance(task, InvestigateTask):
+            return ModelResponse(text=investigate_answer(task), calls=1)
         text = await asyncio.to_thread(self.planner.answer, task, engine)
         return ModelResponse(text=text, calls=1)
 

@@ -1,0 +1,71 @@
+"""``navigator explore --branches N``: branch-and-compare of one exploration (``ExploreBranchesWorkflow``)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from temporalio.client import WorkflowFailureError
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from durable_navigator.cli.common import cancel_and_wait, print_json, stdout
+from durable_navigator.cli.config import NavigatorConfig
+from durable_navigator.cli.connect import open_session, say_after, say_server
+from durable_navigator.cli.display import branches_panel, print_block
+from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, stderr
+from durable_navigator.cli.follow import follow_run
+from durable_navigator.navcore.branches import BranchExploreRequest, BranchExploreResult
+from durable_navigator.navcore.report import run_details_markdown, run_summary
+from durable_navigator.navcore.requests import ExplorationRequest
+
+__all__ = ["BRANCHES_WORKFLOW_TYPE", "explore_branches"]
+
+#: the branch-and-compare workflow's registered type name (public API)
+BRANCHES_WORKFLOW_TYPE = "ExploreBranchesWorkflow"
+
+
+async def explore_branches(config: NavigatorConfig, request: ExplorationRequest, branches: int, wid: str,
+                           settings: dict[str, str], *, detach: bool, json_out: bool) -> ExitCode:
+    """Start the branches run, follow it, print the kept pack and the scores (``settings``: the
+    exploration's settings for the run's static details)."""
+    async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
+        say_server(session)
+        try:
+            handle = await session.client.start_workflow(
+                BRANCHES_WORKFLOW_TYPE, BranchExploreRequest(exploration=request, branches=branches), id=wid,
+                task_queue=session.task_queue, result_type=BranchExploreResult,
+                memo={"goal": request.goal, "repo": request.repo_path, "kind": "explore-branches"},
+                static_summary=run_summary(request.goal, request.repo_path, request.model,
+                                           verb=f"explore ({branches} branches)"),
+                static_details=run_details_markdown(request.goal, request.repo_path,
+                                                    {**settings, "Branches": str(branches)}))
+        except WorkflowAlreadyStartedError:
+            raise CliError(f"a run with id {wid} already exists; pick another --id") from None
+        link = session.ui_link(wid)
+        stderr.print(f"started [bold]{wid}[/bold] ({branches} branches, {request.model})")
+        if link:
+            stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        if detach:
+            if json_out:
+                print_json({"workflow_id": wid, "ui_url": link, "task_queue": session.task_queue})
+            else:
+                stdout.print(wid)
+            return ExitCode.OK
+        closed = asyncio.ensure_future(handle.result())
+        try:
+            await follow_run(session, handle, interactive=False, closed=closed)
+            result: BranchExploreResult = await closed
+        except WorkflowFailureError as exc:
+            cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
+            raise RunFailedError(f"run {wid} failed: {cause}; see the Web UI for the history") from None
+        finally:
+            await cancel_and_wait(closed)
+        if json_out:
+            print_json({**result.model_dump(mode="json"), "ui_url": link})
+        else:
+            print_block(stdout, branches_panel(result))
+            if result.context_path:
+                stdout.print(f"context pack: {result.context_path}", markup=False, soft_wrap=True)
+            if link:
+                stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        say_after(session)
+        return ExitCode.RUN_FAILED if result.stop_reason.value == "failed" else ExitCode.OK

@@ -1,0 +1,244 @@
+"""``navigator investigate REPO GOAL``: a staged investigation (plan → stages on subagents → report.md)."""
+
+from __future__ import annotations
+
+import asyncio
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from pydantic import ValidationError
+from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError
+
+from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
+from durable_navigator.cli.config import NavigatorConfig
+from durable_navigator.cli.connect import TemporalSession, open_session
+from durable_navigator.cli.display import investigation_panel, print_block
+from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
+from durable_navigator.cli.explore import (
+    BudgetOpt,
+    DetachOpt,
+    InteractiveOpt,
+    ModelOpt,
+    new_workflow_id,
+    refuse_unservable,
+    say_after,
+    say_server,
+    validate_model,
+)
+from durable_navigator.cli.follow import follow_run
+from durable_navigator.cli.lazy import command_group
+from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
+from durable_navigator.cli.reads import exit_code_for_result
+from durable_navigator.navcore.investigation import WORKER_PROFILE, InvestigationRequest, InvestigationResult
+from durable_navigator.navcore.report import run_details_markdown, run_summary
+from durable_navigator.navcore.requests import ApprovalConfig
+from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.navtypes.errors import BudgetError, ConfigError, RepoError
+
+__all__ = ["investigate_app", "build_investigation_request", "INVESTIGATION_WORKFLOW_TYPE", "new_investigation_id"]
+
+investigate_app = command_group(help="Staged investigations of a repository, carried out by subagents.")
+
+#: the investigation workflow's registered type name (public API)
+INVESTIGATION_WORKFLOW_TYPE = "InvestigationWorkflow"
+
+
+def new_investigation_id(repo: Path) -> str:
+    """A fresh, readable workflow id for an investigation of ``repo``."""
+    return "inv-" + new_workflow_id(repo).removeprefix("nav-")
+
+
+def build_investigation_request(
+    repo: Path, goal: str, *, config: NavigatorConfig, interactive: bool, budget_usd: str | None, model: str | None,
+    out: Path | None, max_stages: int = 4, branches: int = 1, worker: str | None = None,
+    profiles_file: Path | None = None,
+) -> InvestigationRequest:
+    """Validate the inputs and build the workflow input (no credentials in it, ever)."""
+    from durable_navigator.activities.profiles import load_agent_profiles
+
+    root = repo.expanduser()
+    if not root.exists():
+        raise RepoError(f"repository {repo} does not exist; pass the path of a checked-out repository")
+    if not root.is_dir():
+        raise RepoError(f"{repo} is not a directory; pass the repository's root folder")
+    if not goal.strip():
+        raise CliError("GOAL is empty; say what to investigate, e.g. \"audit authorization; list gaps\"")
+    try:
+        budget = Decimal(budget_usd) if budget_usd is not None else Decimal(str(config.defaults.budget_usd))
+    except InvalidOperation:
+        raise BudgetError(f"--budget-usd must be a number of dollars such as 0.50, got {budget_usd!r}") from None
+    if not budget.is_finite() or budget <= 0:
+        raise BudgetError("--budget-usd must be above 0; a run cannot spend nothing")
+    if profiles_file is not None and not profiles_file.is_file():
+        raise CliError(f"--profiles {profiles_file} does not exist; pass an agent-profiles YAML file")
+    profiles = {n: p for n, p in load_agent_profiles(profiles_file).items() if p.kind == "research"}
+    own = WORKER_PROFILE
+    if worker is not None:
+        if worker not in profiles:
+            raise ConfigError(f"--worker {worker!r} is not a research profile; use one of {', '.join(sorted(profiles))}")
+        own = profiles[worker]
+    try:
+        return InvestigationRequest(
+            repo_path=str(root.resolve()), goal=goal.strip(),
+            mode=ExecutionMode.INTERACTIVE if interactive else ExecutionMode.AUTONOMOUS, budget_usd=budget,
+            model=(model or config.model).strip(), out_dir=str((out or config.defaults.out_dir).expanduser().resolve()),
+            approval=ApprovalConfig(timeout_s=config.defaults.approval_timeout_s), worker=own, profiles=profiles,
+            max_stages=max_stages, branches=branches,
+        )
+    except ValidationError as exc:
+        first = exc.errors(include_input=False)[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise CliError(f"invalid {field}: {first['msg']}") from None
+
+
+@investigate_app.command()
+@handles_errors
+def investigate(
+    ctx: typer.Context,
+    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Repository to investigate.", show_default=False)],
+    goal: Annotated[str, typer.Argument(metavar="GOAL", help="What to investigate (clauses separated by ';' "
+                                        "become stages offline).", show_default=False)],
+    interactive: InteractiveOpt = False,
+    budget_usd: BudgetOpt = None,
+    model: ModelOpt = None,
+    max_stages: Annotated[
+        int, typer.Option("--max-stages", metavar="N", min=1, max=12, help="Most stages the plan may have.")
+    ] = 4,
+    branches: Annotated[int, typer.Option("--branches", metavar="N", min=1, max=4,
+                                          help="Branch-and-compare: alternative workers per stage, the best kept.")] = 1,
+    worker: Annotated[
+        str | None, typer.Option("--worker", metavar="NAME", help="Research profile of the stage workers.",
+                                 show_default="the investigation's own worker profile")
+    ] = None,
+    profiles_file: Annotated[
+        Path | None, typer.Option("--profiles", metavar="FILE", help="Agent-profiles YAML adding or overriding the "
+                                  "shipped ones.", show_default="the shipped profiles")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", metavar="DIR", help="Output folder; the run writes DIR/<workflow id>/report.md.",
+                                  show_default="defaults.out_dir in navigator.yaml: ./navigator-out")
+    ] = None,
+    detach: DetachOpt = False,
+    workflow_id: Annotated[
+        str | None, typer.Option("--id", metavar="ID", help="Workflow id.", show_default="inv-<repo>-<random>")
+    ] = None,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the result (or the started id) as JSON.", show_default="off")
+    ] = False,
+) -> None:
+    """Investigate GOAL in REPO by stages; write a report.
+
+    Plans stages, runs each on subagents (interactive: the plan waits for a verdict),
+    then writes <out>/<workflow id>/report.md (findings, criteria with evidence) and
+    report.json. Prints the run's Web UI link and follows it; without a configured
+    server it starts one in the background (see `navigator server status`).
+    """
+    config = config_of(ctx)
+    request = build_investigation_request(repo, goal, config=config, interactive=interactive, budget_usd=budget_usd,
+                                          model=model, out=out, max_stages=max_stages, branches=branches,
+                                          worker=worker, profiles_file=profiles_file)
+    local_worker = config.temporal.address is None and not detach
+    models = sorted({request.model, *(p.model for p in [request.worker, *request.profiles.values()] if p.model)})
+    for name in models:
+        validate_model(name, config, local_worker)
+    if local_worker:
+        problems = problems_here(models, config)  # the configured endpoints count, as for explore
+        for name in models:
+            refuse_unservable(name, problems, IN_PROCESS)
+    wid = workflow_id or new_investigation_id(Path(request.repo_path))
+    code = run_async(_investigate(config, request, wid, models, detach=detach, json_out=json_out))
+    raise typer.Exit(int(code))
+
+
+async def _start(session: TemporalSession, request: InvestigationRequest, wid: str) -> WorkflowHandle:
+    try:
+        return await session.client.start_workflow(
+            INVESTIGATION_WORKFLOW_TYPE, request, id=wid, task_queue=session.task_queue,
+            result_type=InvestigationResult,
+            memo={"goal": request.goal, "repo": request.repo_path, "kind": "investigation"},
+            static_summary=run_summary(request.goal, request.repo_path, request.model, verb="investigate"),
+            static_details=run_details_markdown(request.goal, request.repo_path, {
+                "Model": request.model,
+                "Mode": request.mode.value,
+                "Budget": f"${request.budget_usd:.4f}",
+                "Worker profile": request.worker.name,
+                "Stages": f"at most {request.max_stages}",
+                "Branches": str(request.branches),
+                "Output": f"{request.out_dir}/<workflow id>/report.md",
+            }),
+        )
+    except WorkflowAlreadyStartedError:
+        raise CliError(f"a run with id {wid} already exists; pick another --id") from None
+
+
+async def _investigate(config: NavigatorConfig, request: InvestigationRequest, wid: str, models: list[str], *,
+                       detach: bool, json_out: bool) -> ExitCode:
+    async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
+        say_server(session)
+        if not session.in_process_worker:
+            problems = await problems_on_workers(session, models)
+            for name in models:
+                refuse_unservable(name, problems, f"the worker(s) on task queue {session.task_queue!r}")
+        handle = await _start(session, request, wid)
+        link = session.ui_link(wid)
+        worker = "in-process worker" if session.in_process_worker else f"workers on {session.task_queue!r}"
+        stderr.print(f"started [bold]{wid}[/bold] (investigation, {request.model}, {request.mode.value}, {worker})")
+        if link:
+            stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        else:
+            stderr.print(f"Web UI: unknown for {session.address}; set TEMPORAL_UI_URL (or temporal.ui_url) to get "
+                         "links", markup=False, soft_wrap=True)
+        if detach:
+            if json_out:
+                print_json({"workflow_id": wid, "ui_url": link, "task_queue": session.task_queue})
+            else:
+                stdout.print(wid)
+            return ExitCode.OK
+        closed = asyncio.ensure_future(handle.result())
+        try:
+            result = await _follow(session, handle, closed, request)
+        finally:
+            await cancel_and_wait(closed)
+        if json_out:
+            print_json({**result.model_dump(mode="json"), "ui_url": link})
+        else:
+            report = Path(result.report_path) if result.report_path else None
+            if report is not None and report.is_file():
+                stdout.print(report.read_text(encoding="utf-8"), markup=False, soft_wrap=True)
+            print_block(stdout, investigation_panel(result))
+            if result.report_path:
+                stdout.print(f"report written to {result.report_path} (+ {result.report_json_path})", markup=False,
+                             soft_wrap=True)
+            if link:
+                stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        say_after(session)
+        return exit_code_for_result(result)
+
+
+async def _follow(session: TemporalSession, handle: WorkflowHandle, closed: asyncio.Future[InvestigationResult],
+                  request: InvestigationRequest) -> InvestigationResult:
+    wid = handle.id
+    try:
+        await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE, closed=closed)
+    except asyncio.CancelledError:
+        if session.embedded is not None:
+            stderr.print(f"stopped following {wid}; the run is kept in the embedded server's database. Resume with "
+                         f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
+        else:
+            stderr.print(f"stopped following {wid}; the run is kept on {session.address} and waits for a worker: "
+                         f"`navigator worker` finishes it, `navigator status {wid}` shows it.")
+        raise
+    try:
+        return await closed
+    except WorkflowFailureError as exc:
+        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
+        raise RunFailedError(f"run {wid} failed: {cause}; see the Web UI for the history") from None
+    except RPCError as exc:
+        raise TemporalUnreachableError(
+            f"lost Temporal at {session.address} while following {wid} ({exc.message[:120]}); the run "
+            f"is durable: start `navigator server` + `navigator worker`, then `navigator status {wid}`"
+        ) from None

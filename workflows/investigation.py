@@ -1,0 +1,338 @@
+"""``InvestigationWorkflow``: a long investigation in stages, each carried out by subagents.
+
+scan (the goal stored, the repository indexed, every model priced) →
+**planning loop** (plan maker → plan reviewer → confirmation ``{"exit",
+"reason"}``; up to ``max_plan_rounds`` rounds, a rejected round re-plans with
+the critique; the last plan is kept when the cap is reached) → [interactive:
+approve / reject(feedback) the plan] → per stage: **implementation loop**
+(a worker child — a research subagent on a slice of the budget, or N
+branch children compared — then a reviewer and a confirmation: loop again
+with the critique or move on; at most ``max_stage_loops``; findings merged
+and their citations checked by ``research.aggregate``) → compression of the
+stage's record → **criteria check** (each criterion met or not, with
+citations then checked against the repository) → **reflection** (drop,
+change or add remaining stages, and why) → **summary** (``report.md`` +
+``report.json``).
+
+Composed from :mod:`workflows.blocks` (model call, approval gate, decision
+log, subagents, Web UI publisher; the planning loop and the plan's verdict
+are :mod:`workflows.blocks.stage_planning`, a stage's loops, criteria check
+and reflection :mod:`workflows.blocks.stage_work`). The budget is the run's hard-capped
+ledger: each worker child runs on a slice reserved in it (a stage gets its
+share of what is left, a loop its share of the stage's, a branch its share of
+the loop's) and the orchestrator's own calls go through the same ledger. A
+stop cancels the call in flight, stops the running child (it finalizes),
+and writes the report from what exists. Continue-as-new between stages.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from durable_navigator.navcore.activity_io import ScanInput, ScanOutput
+    from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_micros
+    from durable_navigator.navcore.investigation import (
+        InvestigationRequest,
+        InvestigationResult,
+        InvestigationState,
+        StageRecord,
+        WriteReportInput,
+        WriteReportOutput,
+        initial_investigation_state,
+    )
+    from durable_navigator.navcore.investigation_report import (
+        criteria_counts,
+        investigation_details,
+        investigation_turn_report,
+    )
+    from durable_navigator.navcore.messages import (
+        ApproveInput,
+        RaiseBudgetInput,
+        RejectInput,
+        SetModeInput,
+        StopInput,
+        VerdictInput,
+        VerdictOutcome,
+    )
+    from durable_navigator.navcore.model_calls import InvestigateOut, InvestigateSpec
+    from durable_navigator.navcore.report import DecisionLogView, TurnReport, shorten
+    from durable_navigator.navcore.state import PendingTurn, Status, StopReason, Verdict
+    from durable_navigator.navcore.subagents import SIGNAL_CHILD_EVENT, ChildEvent
+    from durable_navigator.navcore.turns import record_verdict, request_stop, verdict_problem
+    from durable_navigator.navtypes.flightplan import FlightPlan
+    from durable_navigator.workflows.blocks.approval import ApprovalGate
+    from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter
+    from durable_navigator.workflows.blocks.model_call import CallOutcome, ModelCaller, one_line
+    from durable_navigator.workflows.blocks.options import RESULT, SCAN, run_activity
+    from durable_navigator.workflows.blocks.stage_planning import StagePlanning
+    from durable_navigator.workflows.blocks.stage_work import BRANCH_STRATEGIES, InvestigationHooks, StageWork
+    from durable_navigator.workflows.blocks.subagents import SubagentRunner, SubagentSettings
+    from durable_navigator.workflows.blocks.webui import Publisher
+
+__all__ = ["InvestigationWorkflow", "BRANCH_STRATEGIES"]
+
+#: what a ``kind: plan`` verdict answers here (in the messages of refused verdicts)
+_PLAN = "the stage plan"
+
+_TRANSIENT = frozenset({Status.PREPARING, Status.THINKING, Status.RENDERING})
+
+
+@workflow.defn(name="InvestigationWorkflow")
+class InvestigationWorkflow:
+    """A durable, budgeted, staged investigation with subagents, criteria checks and reflection."""
+
+    @workflow.init
+    def __init__(self, req: InvestigationRequest) -> None:
+        self.req = req
+        self.state: InvestigationState = initial_investigation_state(req)
+        self._ui = Publisher()
+        self.log = DecisionLogWriter(lambda: self.state.log, lambda: None, self._publish)
+        self.caller = ModelCaller(lambda: self.state.ledger, req.model_call, stopped=self._stop_requested,
+                                  count_activity=self._count, on_attempt=self._thinking)
+        self.gate = ApprovalGate(lambda: self.state.steering, lambda: self.state.run, req.approval, self._publish)
+        # workers are research children that do not delegate further (depth 1 = max depth)
+        self.subagents = SubagentRunner(
+            lambda: self.state.ledger, lambda: self.state.children,
+            SubagentSettings(repo_root=req.repo_path, model=req.model, out_dir=req.out_dir, model_call=req.model_call,
+                             approval=req.approval, profiles={}, depth=0, max_depth=1,
+                             min_slice_micros=req.min_child_micros),
+            stopped=lambda: self.state.steering.stop_requested, count=self._count, publish=self._publish,
+        )
+        hooks = InvestigationHooks(call=self._call, log=self._log, stop=self._stop, stop_detail=self._stop_detail,
+                                   count=self._count, publish=self._publish)
+        self.planning = StagePlanning(lambda: self.state, req, self.gate, hooks)
+        self.stages = StageWork(lambda: self.state, req, self.subagents, hooks)
+
+    # -- run ------------------------------------------------------------------
+
+    @workflow.run
+    async def run(self, req: InvestigationRequest) -> InvestigationResult:
+        """Plan, run the stages, write the report."""
+        s = self.state
+        if s.goal_ref is None:
+            workflow.upsert_memo({"goal": shorten(s.goal, 2000), "repo": s.repo_root, "model": s.model,
+                                  "kind": "investigation"})
+            await self._scan()
+        while s.phase in ("plan", "stages"):
+            try:
+                if s.phase == "plan":
+                    await self.planning.plan()
+                else:
+                    await self.stages.next_stage()
+            except ActivityError as err:
+                self._stop(StopReason.FAILED, one_line(err))
+            if s.phase == "stages" and s.run.stop_reason is None and self._should_continue_as_new():
+                await workflow.wait_condition(workflow.all_handlers_finished)
+                s.run.continued_runs += 1
+                workflow.continue_as_new(req.model_copy(update={"carried_state": s}))
+        return await self._finish()
+
+    async def _scan(self) -> None:
+        s = self.state
+        s.run.status = Status.SCANNING
+        self._count()
+        self._publish()
+        others = sorted({p.model for p in [self.req.worker, *self.req.profiles.values()] if p.model} - {s.model})
+        try:
+            out: ScanOutput = await run_activity(
+                "navigator.scan", ScanInput(repo_root=s.repo_root, flight_plan=FlightPlan(goal=s.goal[:8000]),
+                                            model=s.model, goal=s.goal, other_models=others),
+                ScanOutput, SCAN, f"scan {shorten(s.repo_root, 80)} · {s.model}")
+        except ActivityError as err:
+            s.run.status = Status.FAILED
+            self._stop(StopReason.FAILED, one_line(err))
+            self._publish()
+            raise ApplicationError(f"scan failed: {s.run.stop_detail}", type="ScanFailed", non_retryable=True) from err
+        s.repo_root, s.goal_ref = out.repo_root, out.goal_ref
+        s.run.status = Status.THINKING
+
+    def _should_continue_as_new(self) -> bool:
+        info = workflow.info()
+        return info.is_continue_as_new_suggested() or (
+            info.get_current_history_length() >= self.req.continue_as_new_events)
+
+    # -- model calls ------------------------------------------------------------
+
+    async def _call(self, kind: str, label: str, owner: StageRecord | None = None, **fields) -> InvestigateOut | None:  # type: ignore[no-untyped-def]
+        """One investigation call; None when it failed (logged), was refused (stop) or stopped (stop)."""
+        s = self.state
+        assert s.goal_ref is not None, "scan stores the goal first"
+        index = s.calls.get(kind, 0)
+        s.calls[kind] = index + 1
+        spec = InvestigateSpec(kind=kind, index=index, model=s.model, repo_root=s.repo_root, goal_ref=s.goal_ref,
+                               max_output_tokens=self.req.max_output_tokens, max_stages=self.req.max_stages,
+                               records=[st.record for st in s.stages if st.record], **fields)
+        outcome = await self.caller.call(s.model, spec, step=s.run.iteration, label=label)
+        s.run.iteration += 1
+        if owner is not None:
+            owner.calls_micros += outcome.cost_micros
+        if outcome.status == "ok" and isinstance(outcome.result, InvestigateOut):
+            return outcome.result
+        self._log(kind, "", [], outcome, error=outcome.error or outcome.status, taken=False)
+        if outcome.status == "refused":
+            self._stop(StopReason.BUDGET_EXHAUSTED, outcome.error or "the budget is exhausted")
+        elif outcome.status == "stopped":
+            self._stop(StopReason.STOPPED, self._stop_detail())
+        return None
+
+    # -- finish --------------------------------------------------------------------------
+
+    async def _finish(self) -> InvestigationResult:
+        s = self.state
+        s.phase = "done"
+        s.run.status = Status.FINALIZING
+        for st in s.stages:
+            if st.status == "pending":
+                st.status = "skipped"
+        self._publish()
+        info = workflow.info()
+        reason = s.run.stop_reason or StopReason.FINALIZED
+        normal = reason is StopReason.FINALIZED
+        self._count()
+        written: WriteReportOutput = await run_activity(
+            "investigate.write_report",
+            WriteReportInput(out_dir=self.req.out_dir, workflow_id=info.workflow_id, repo_root=s.repo_root,
+                             state_json=s.model_dump_json(), completed_normally=normal),
+            WriteReportOutput, RESULT, f"write report · {reason.value} · {format_usd(s.ledger.spent_micros)}")
+        s.run.status = Status.FAILED if reason is StopReason.FAILED else Status.COMPLETED
+        self._publish()
+        await self._ui.flush()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        met, total = criteria_counts(s)
+        return InvestigationResult(
+            workflow_id=info.workflow_id, stop_reason=reason, stop_detail=s.run.stop_detail, completed_normally=normal,
+            plan_rounds=len(s.plan_rounds), stages=len(s.stages),
+            stages_done=sum(1 for st in s.stages if st.status == "done"), criteria_met=met, criteria_total=total,
+            children=list(s.children), cost_micros=s.ledger.spent_micros, cost_usd=micros_to_usd(s.ledger.spent_micros),
+            max_usd=micros_to_usd(s.ledger.max_micros), usage=s.ledger.total_usage(), report_path=written.report_path,
+            report_json_path=written.report_json_path, summary=written.summary, continued_runs=s.run.continued_runs,
+            iterations=s.run.iteration, decisions=len(s.log.entries))
+
+    # -- bookkeeping --------------------------------------------------------------------
+
+    def _stop(self, reason: StopReason, detail: str) -> None:
+        if self.state.run.stop(reason, detail):
+            workflow.logger.info("investigation stopping: %s (%s)", reason.value, detail)
+        if self.state.phase in ("plan", "stages"):
+            self.state.phase = "summary"
+
+    def _stop_detail(self, pending: PendingTurn | None = None) -> str:
+        st = self.state.steering
+        who = st.stop_sender or (pending.verdict_sender if pending else None) or "user"
+        return f"{st.stop_requested or 'stopped'} (by {who})"
+
+    def _log(self, action: str, reasoning: str, diff: list[str], outcome: CallOutcome | None = None,
+             error: str | None = None, taken: bool = True) -> None:
+        self.log.write(self.state.run.iteration, action, reasoning, diff=diff,
+                       cost_micros=outcome.cost_micros if outcome else 0, usage=outcome.usage if outcome else None,
+                       attempts=outcome.attempts if outcome else 0, error=error, step_taken=taken)
+
+    def _thinking(self, attempt: int) -> None:
+        self.state.run.status = Status.THINKING
+        self._publish()
+
+    def _stop_requested(self) -> bool:
+        return self.state.steering.stop_requested is not None
+
+    def _count(self) -> None:
+        self.state.run.activities_used += 1
+
+    def _publish(self) -> None:
+        s = self.state
+        status = s.run.status if s.run.status not in _TRANSIENT else Status.THINKING
+        self._ui.publish(s.repo_root, status.value, s.ledger.spent_micros, s.run.iteration, investigation_details(s))
+
+    # -- messages ------------------------------------------------------------------------
+
+    @workflow.signal(name="approve")
+    def approve(self, inp: ApproveInput) -> None:
+        """Accept the pending plan."""
+        if inp is not None:
+            self._verdict("approve", inp.turn, inp.sender, None, inp.kind)
+
+    @workflow.signal(name="reject")
+    def reject(self, inp: RejectInput) -> None:
+        """Reject the pending plan: it is re-planned with the feedback (once)."""
+        if inp is not None:
+            self._verdict("reject", inp.turn, inp.sender, inp.feedback, inp.kind)
+
+    def _verdict(self, verdict: Verdict, turn: int, sender: str, feedback: str | None, kind: str) -> None:
+        if not record_verdict(self.state.steering, verdict, turn, sender, feedback, kind, _PLAN):
+            workflow.logger.info("ignored %s for %s %d from %s: stale or duplicate", verdict, kind, turn, sender)
+
+    @workflow.update(name="submit_verdict")
+    def submit_verdict(self, inp: VerdictInput) -> VerdictOutcome:
+        """Approve or reject the pending plan like the signals, answering with the outcome (what
+        ``navigator approve --plan`` / ``reject --plan`` and the interactive follower send; the
+        validator refuses a verdict the run would ignore)."""
+        applied = record_verdict(self.state.steering, inp.verdict, inp.turn, inp.sender, inp.feedback,
+                                 inp.kind, _PLAN)
+        what = f"the stage plan of round {inp.turn}" if inp.kind == "plan" else f"turn {inp.turn}"
+        return VerdictOutcome(verdict=inp.verdict, turn=inp.turn, kind=inp.kind, applied=applied,
+                              detail=f"{inp.verdict} {'applied to' if applied else 'ignored for'} {what}")
+
+    @submit_verdict.validator
+    def _validate_verdict(self, inp: VerdictInput) -> None:
+        problem = verdict_problem(self.state.steering, inp.turn, inp.kind, _PLAN)
+        if problem is not None:
+            raise ValueError(problem)
+
+    @workflow.signal(name="stop")
+    def stop(self, inp: StopInput) -> None:
+        """Summarize now: the call in flight is cancelled, the running worker finalizes, the report is written."""
+        if inp is not None:
+            request_stop(self.state.steering, inp.reason, inp.sender, inp.turn)
+
+    @workflow.signal(name="set_mode")
+    def set_mode(self, inp: SetModeInput) -> None:
+        """Switch between autonomous and interactive (interactive: the next plan waits for a verdict)."""
+        if inp is not None:
+            self.state.steering.mode = inp.mode
+            self.state.steering.note("set_mode", inp.sender, None, f"mode → {inp.mode.value}")
+
+    @workflow.signal(name="raise_budget")
+    def raise_budget(self, inp: RaiseBudgetInput) -> None:
+        """Raise the USD limit (later stages and children get slices of the larger remainder)."""
+        if inp is None:
+            return
+        add = usd_to_micros(inp.add_usd)
+        if add <= 0:
+            workflow.logger.warning("ignored raise_budget of %s USD from %s: below one micro-dollar", inp.add_usd,
+                                    inp.sender)
+            return
+        self.state.ledger.raise_limit(add)
+        self.state.steering.note("raise_budget", inp.sender, None, f"+{format_usd(add)}")
+
+    @workflow.signal(name=SIGNAL_CHILD_EVENT)
+    def child_event(self, inp: ChildEvent) -> None:
+        """A worker child's progress (status, iteration, cost) while it runs."""
+        if inp is not None and self.subagents.on_event(inp):
+            self._publish()
+
+    @workflow.query(name="get_status")
+    def get_status(self) -> TurnReport:
+        """The current report: the stage table, cost, children."""
+        return investigation_turn_report(self.state)
+
+    @workflow.query(name="get_decision_log")
+    def get_decision_log(self) -> DecisionLogView:
+        """Every plan round, worker, review, criteria check and reflection so far."""
+        return DecisionLogView(entries=self.state.log.entries, notes=self.state.steering.notes,
+                               children=list(self.state.children))
+
+    @workflow.query(name="get_investigation")
+    def get_investigation(self) -> InvestigationState:
+        """The whole (small) state: plan rounds, stages with their verdicts, children."""
+        return self.state
+
+    @workflow.query(name="status")
+    def status_alias(self) -> TurnReport:
+        """Alias of ``get_status``."""
+        return self.get_status()
+
+    @workflow.query(name="decision_log")
+    def decision_log_alias(self) -> DecisionLogView:
+        """Alias of ``get_decision_log``."""
+        return self.get_decision_log()
