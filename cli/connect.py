@@ -45,7 +45,7 @@ from durable_navigator.workers.devserver import (
     port_in_use,
     workflow_ui_url,
 )
-from durable_navigator.workers.logging import get_logger
+from durable_navigator.workers.logging import get_logger, route_core_logs
 from durable_navigator.workers.servers import (
     ServerRecord,
     find_record,
@@ -179,6 +179,7 @@ def _data_converter() -> Any:
 
 async def connect_client(config: NavigatorConfig, address: str | None = None) -> Client:
     """Connect with the configured namespace, TLS and API key; exit code 3 on failure."""
+    route_core_logs()
     temporal = config.temporal
     target = address or temporal.address or f"{config.embedded.ip}:{config.embedded.port}"
     tls: bool | TLSConfig = False
@@ -246,6 +247,9 @@ async def open_session(
     ``in_process_worker=None`` means *auto*: run one unless ``TEMPORAL_ADDRESS``
     points at a configured cluster.
     """
+    # before any client (the embedded server's readiness probe is the first): Core's console logger
+    # writes to stdout, after `--json` output; routed, its lines go to the log handler (stderr)
+    route_core_logs()
     server: DevServer | None = None
     record: ServerRecord | None = None
     started_background = False

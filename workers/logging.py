@@ -21,6 +21,7 @@ import structlog
 
 __all__ = [
     "configure_logging",
+    "route_core_logs",
     "get_logger",
     "bind_ids",
     "clear_ids",
@@ -135,6 +136,30 @@ def configure_logging(
         cache_logger_on_first_use=False,
     )
     _state["configured"] = key
+
+
+def route_core_logs(core_level: str = "WARN") -> None:
+    """Send Temporal Core's (Rust) log lines to the ``temporalio.core`` Python logger, once per process.
+
+    Why: the SDK's default runtime writes Core's lines with its own console logger, and that
+    logger writes to **stdout** — so a Core warning at the end of a command (e.g. the in-process
+    worker told ``NotFound`` for a task of a run that just completed) landed after the result of
+    ``explore --json`` and made it unparseable. Forwarded, they go through the handler
+    :func:`configure_logging` installed (stderr), at the level it allows. It sets the process's
+    default Temporal runtime, so it must run before the first client connects.
+    """
+    if _state.get("core_routed"):
+        return
+    # imported here, not at the top: it loads the SDK's native bridge, which `navigator --help`
+    # and the other commands that never reach Temporal must not pay for at start-up
+    from temporalio.runtime import LogForwardingConfig, LoggingConfig, Runtime, TelemetryConfig, TelemetryFilter
+
+    logging_config = LoggingConfig(
+        filter=TelemetryFilter(core_level=core_level, other_level="ERROR"),
+        forwarding=LogForwardingConfig(logger=logging.getLogger("temporalio.core")),
+    )
+    Runtime.set_default(Runtime(telemetry=TelemetryConfig(logging=logging_config)), error_if_already_set=False)
+    _state["core_routed"] = True
 
 
 def _identity(_: Any, __: str, event: EventDict) -> EventDict:

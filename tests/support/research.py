@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import timedelta
 from decimal import Decimal
@@ -9,8 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import Client, WorkflowHandle
 
+from durable_navigator.navcore.model_calls import AttemptUsage
 from durable_navigator.navcore.requests import ModelCallConfig
 from durable_navigator.navcore.research import ResearchRequest, ResearchResult
 from durable_navigator.workflows.research import ResearchWorkflow
@@ -19,7 +22,7 @@ from tests.support import FIXTURE_REPO
 
 __all__ = ["RESEARCH_TIMEOUT", "research_request", "start_research", "run_research", "write_research_script",
            "FIXTURE_REPO", "QUESTION", "USAGE", "COST", "QUOTE", "FULL_LOOP", "text_answer", "calls_answer",
-           "finish_answer"]
+           "finish_answer", "wait_for_call_in_flight"]
 
 RESEARCH_TIMEOUT = timedelta(seconds=120)
 QUESTION = "why does the budget plugin double-count tokens?"
@@ -44,6 +47,30 @@ async def start_research(client: Client, task_queue: str, req: ResearchRequest, 
 async def run_research(client: Client, task_queue: str, req: ResearchRequest, wf_id: str | None = None) -> ResearchResult:
     handle = await start_research(client, task_queue, req, wf_id)
     return await handle.result()
+
+
+async def wait_for_call_in_flight(client: Client, handle: WorkflowHandle, timeout_s: float = 30.0) -> None:
+    """Wait until a ``model.request`` attempt runs on a worker with its provider call open (by heartbeat).
+
+    Only then is a stop sure to cancel a call in flight that books what it consumed (the scripted
+    provider meters its usage as it opens the call, before it yields): the workflow's status cannot
+    say so (it stays ``thinking`` from one turn's attempt through the aggregation and the next turn's
+    ``model.prepare``, when nothing is in flight and a stop books nothing).
+    """
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        described = await handle.describe()
+        for p in described.raw_description.pending_activities:
+            if (p.activity_type.name != "model.request"
+                    or p.state != PendingActivityState.PENDING_ACTIVITY_STATE_STARTED
+                    or not p.heartbeat_details.payloads):
+                continue
+            details = await client.data_converter.decode(p.heartbeat_details.payloads)
+            if details and AttemptUsage.model_validate(details[0]).in_flight_micros > 0:
+                return
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("no model.request attempt had its provider call open in time")
+        await asyncio.sleep(0.05)
 
 
 def write_research_script(path: Path, text: dict[str, list[Any]]) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import json
 import logging
 
@@ -62,3 +64,29 @@ def test_configure_is_once_unless_forced(buffer: io.StringIO) -> None:
 def test_unknown_level_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown log level"):
         configure_logging(level="loud", force=True)
+
+
+_CORE_PROBE = """
+import logging, threading
+from temporalio.runtime import Runtime
+from durable_navigator.workers.logging import configure_logging, route_core_logs
+
+configure_logging(level="info")
+route_core_logs(core_level="INFO")  # the probe logs at INFO; commands route WARN and up
+seen = threading.Event()
+class Seen(logging.Handler):
+    def emit(self, record):
+        if "core-probe-line" in record.getMessage():
+            seen.set()
+logging.getLogger("temporalio.core").addHandler(Seen())
+Runtime.default()._core_runtime.write_test_info_log("core-probe-line", "x")
+assert seen.wait(30), "the Core line was never forwarded"
+"""
+
+
+def test_core_log_lines_go_to_the_log_handler_not_stdout() -> None:
+    """Core's own console logger writes to stdout: a Core warning once landed after `explore --json`'s result."""
+    proc = subprocess.run([sys.executable, "-c", _CORE_PROBE], capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0, proc.stderr
+    assert "core-probe-line" not in proc.stdout
+    assert "core-probe-line" in proc.stderr  # through configure_logging's handler

@@ -29,6 +29,7 @@ from tests.support.research import (
     text_answer,
     research_request,
     start_research,
+    wait_for_call_in_flight,
     write_research_script,
 )
 
@@ -122,7 +123,10 @@ async def test_stop_mid_step_answers_with_the_findings_so_far(client: Client, ta
     })
     async with start_worker(priced_activities(tmp_path)):
         handle = await start_research(client, task_queue, research_request(tmp_path, model=model))
-        await wait_for(handle, lambda r: r.step == 1 and r.status == "thinking")
+        # the stop must land while step 2's stalled turn is in flight: `step == 1 and status == "thinking"`
+        # already holds from step 1's last turn on (aggregate, the next prepare), when nothing is in flight
+        await wait_for(handle, lambda r: r.step == 1)
+        await wait_for_call_in_flight(client, handle)
         await handle.signal(ResearchWorkflow.stop, _stop("enough"))
         result: ResearchResult = await handle.result()
         view: DecisionLogView = await handle.query(ResearchWorkflow.get_decision_log)

@@ -18,7 +18,7 @@ from durable_navigator.navcore.requests import ModelCallConfig
 from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.workflows.research import ResearchWorkflow
 
-from tests.support.research import research_request, write_research_script
+from tests.support.research import research_request, wait_for_call_in_flight, write_research_script
 from tests.workflows.test_kill_restart import kill, spawn_worker
 from tests.support.research import COST, calls_answer, finish_answer, text_answer
 
@@ -62,7 +62,10 @@ async def test_research_survives_worker_sigkill_mid_step(client: Client, task_qu
     try:
         handle = await client.start_workflow(ResearchWorkflow.run, req, id=wid, task_queue=task_queue,
                                              execution_timeout=timedelta(seconds=180))
-        await _wait_turn(client, wid, 3)  # the third executor turn (step 2's first) is in flight
+        await _wait_turn(client, wid, 3)
+        # a model call must be in flight when the worker dies: "thinking" alone also holds while the
+        # turn's tool call runs and the next turn is prepared (a kill there loses no model attempt)
+        await wait_for_call_in_flight(client, handle)
     finally:
         kill(first)
     second = await asyncio.to_thread(spawn_worker, target, task_queue, artifacts, log)
