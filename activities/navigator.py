@@ -94,6 +94,7 @@ class _IndexMeter:
         self._lock = threading.Lock()
         self._latest: IndexProgress | None = None
         self._started: float | None = None
+        self._sent: IndexProgress | None = None
 
     def update(self, done: int, total: int) -> None:
         """The engine's ``progress(done, total)`` callback (any thread)."""
@@ -107,15 +108,22 @@ class _IndexMeter:
 
     async def beat(self, every_s: float) -> None:
         """Heartbeat the latest progress when it changes, and at least every ``every_s``."""
-        sent: IndexProgress | None = None
         last = float("-inf")
         while True:
             with self._lock:
                 latest = self._latest
-            if latest != sent or time.monotonic() - last >= every_s:
+            if latest != self._sent or time.monotonic() - last >= every_s:
                 activity.heartbeat(latest) if latest is not None else activity.heartbeat()
-                sent, last = latest, time.monotonic()
+                self._sent, last = latest, time.monotonic()
             await asyncio.sleep(self.EVERY_S)
+
+    def flush(self) -> None:
+        """Heartbeat the last progress if the beat loop never sent it (an index faster than one beat)."""
+        with self._lock:
+            latest = self._latest
+        if latest is not None and latest != self._sent:
+            activity.heartbeat(latest)
+            self._sent = latest
 
 
 def _trimmed_metadata(meta: MapMetadata, top: int) -> MapMetadata:
@@ -172,11 +180,14 @@ class NavigatorActivities:
         every = self.limits.heartbeat_every_s
         beat = asyncio.create_task(meter.beat(every) if meter is not None else _heartbeat_while_running(every))
         try:
-            return await work
+            result = await work
         except NavigatorError as exc:
             raise to_application_error(exc) from exc
         finally:
             beat.cancel()
+        if meter is not None:
+            meter.flush()
+        return result
 
     async def _render(self, engine: Any, plan: FlightPlan) -> RenderOutput:
         result = await asyncio.to_thread(engine.render, plan)

@@ -19,15 +19,22 @@ from durable_navigator.repomap import RepoMap
 from tests.support.e2e import NAVIGATOR, Sandbox
 
 
-def _tree(root: Path, files: int) -> Path:
-    """``files`` small Python modules that call each other (enough for the engine's parallel path)."""
+def _tree(root: Path, files: int, extra_functions: int = 0) -> Path:
+    """``files`` Python modules that call each other (enough for the engine's parallel path);
+    ``extra_functions`` more per module make the index take seconds, not a blink."""
     for i in range(files):
         package = root / f"pkg{i % 25}"
         package.mkdir(parents=True, exist_ok=True)
+        extra = "".join(
+            f"\n\ndef step_{i}_{k}(items: list[int], factor: int = {k}) -> list[int]:\n"
+            f"    \"\"\"Scale the items of module {i} by {k} and keep the even ones.\"\"\"\n"
+            f"    scaled = [item * factor + {k} for item in items]\n    return [x for x in scaled if x % 2 == 0]\n"
+            for k in range(extra_functions)
+        )
         (package / f"mod{i}.py").write_text(
             f'"""Module {i}."""\n\nfrom pkg{(i + 1) % 25}.mod{(i + 1) % files} import helper_{(i + 1) % files}\n\n\n'
             f"def helper_{i}(value: int) -> int:\n    \"\"\"Helper {i}.\"\"\"\n    return value + {i}\n\n\n"
-            f"class Service{i}:\n    def run(self) -> int:\n        return helper_{(i + 1) % files}({i})\n"
+            f"class Service{i}:\n    def run(self) -> int:\n        return helper_{(i + 1) % files}({i})\n" + extra
         )
     return root
 
@@ -56,7 +63,7 @@ async def test_the_scan_heartbeats_its_progress(tmp_path: Path, monkeypatch: pyt
 
 
 def test_explore_shows_indexing_progress_on_a_large_repository(tmp_path: Path) -> None:
-    repo = _tree(tmp_path / "big", 2500)
+    repo = _tree(tmp_path / "big", 2500, extra_functions=60)  # seconds of indexing, on any machine
     (tmp_path / "box").mkdir()
     box = Sandbox.create(tmp_path / "box")
     proc = subprocess.run(
