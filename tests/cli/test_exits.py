@@ -14,6 +14,7 @@ import asyncio
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -126,6 +127,17 @@ async def test_many_cli_processes_never_abort_and_keep_exact_codes(worker_env: d
     assert codes[("status", 4)] == 4 and codes[("result", 4)] == 2 and codes[("status", 2)] == 2
 
 
+def _kill_mentioning(text: str) -> None:
+    """SIGKILL the processes whose command line contains ``text`` (only ever this test's: a free port)."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except (OSError, ProcessLookupError):
+                continue
+
+
 def _processes_mentioning(text: str) -> list[str]:
     found = []
     for entry in Path("/proc").iterdir():
@@ -142,11 +154,19 @@ def _processes_mentioning(text: str) -> list[str]:
 def test_embedded_explore_stops_its_server_and_flushes_its_logs(tmp_path: Path) -> None:
     """The default path (embedded server + in-process worker) leaves nothing behind at exit."""
     box = Sandbox.create(tmp_path)
-    proc = subprocess.run(
-        [str(NAVIGATOR), "--log-level", "info", "explore", str(FIXTURE_REPO), "where is the ledger?", "--json",
-         "--max-iterations", "2", "--out", str(tmp_path / "out")],
-        cwd=tmp_path, env=box.env(), capture_output=True, text=True, timeout=240,
-    )
+    try:
+        proc = subprocess.run(
+            [str(NAVIGATOR), "--log-level", "info", "explore", str(FIXTURE_REPO), "where is the ledger?", "--json",
+             "--max-iterations", "2", "--out", str(tmp_path / "out")],
+            cwd=tmp_path, env=box.env(), capture_output=True, text=True, timeout=240,
+        )
+    except subprocess.TimeoutExpired as exc:
+        # a hang: keep what it printed for the report, and leave no orphaned dev server behind
+        # (one did, for 98 minutes, after the only timeout seen)
+        leftovers = _processes_mentioning(f"--port {box.port}")
+        _kill_mentioning(f"--port {box.port}")
+        raise AssertionError(f"explore hung; stderr tail: {(exc.stderr or b'')[-3000:]!r}; "
+                             f"leftover processes: {leftovers}") from exc
     assert proc.returncode == 0 and not FATAL.search(proc.stderr), proc.stderr[-3000:]
     assert json.loads(proc.stdout)["stop_reason"] in {"finalized", "max_iterations"}
     # structlog's line from the start of the command reached stderr before the process left
