@@ -66,6 +66,10 @@ def _interceptor_for(failure_types: tuple[type[BaseException], ...]) -> type[Wor
             except asyncio.CancelledError:
                 workflow.logger.info("run cancelled: %s after %s", name, _elapsed(info))
                 raise
+            except GeneratorExit:
+                # the worker evicted the run (shutdown, cache): its coroutine is being closed outside
+                # the workflow's event loop, where nothing may be logged; the run itself goes on
+                raise
             except BaseException as exc:
                 message = " ".join(str(exc).split())[:MESSAGE_CHARS]
                 if isinstance(exc, (FailureError, *failure_types)):
