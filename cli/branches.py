@@ -9,7 +9,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_navigator.cli.common import cancel_and_wait, print_json, stdout
 from durable_navigator.cli.config import NavigatorConfig
-from durable_navigator.cli.connect import open_session, say_after, say_server
+from durable_navigator.cli.connect import open_session, print_started_id, say_after, say_server
 from durable_navigator.cli.display import branches_panel, print_block
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, stderr
 from durable_navigator.cli.follow import follow_run
@@ -45,10 +45,7 @@ async def explore_branches(config: NavigatorConfig, request: ExplorationRequest,
         if link:
             stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
         if detach:
-            if json_out:
-                print_json({"workflow_id": wid, "ui_url": link, "task_queue": session.task_queue})
-            else:
-                stdout.print(wid)
+            print_started_id(session, wid, link, json_out)
             return ExitCode.OK
         closed = asyncio.ensure_future(handle.result())
         try:

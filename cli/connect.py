@@ -342,3 +342,26 @@ def say_after(session: TemporalSession) -> None:
     elif session.server is not None and session.server.mode == "background":
         stderr.print(f"the Web UI link works while the background server runs: {idle_note(session.server)}",
                      markup=False)
+
+
+def announce_started(session: TemporalSession, wid: str, what: str) -> str | None:
+    """``started <id> (<what>, <which worker>)`` and the run's Web UI link (or how to get one); the link."""
+    link = session.ui_link(wid)
+    worker = "in-process worker" if session.in_process_worker else f"workers on {session.task_queue!r}"
+    stderr.print(f"started [bold]{wid}[/bold] ({what}, {worker})")
+    if link:
+        stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+    else:
+        stderr.print(f"Web UI: unknown for {session.address}; set TEMPORAL_UI_URL (or temporal.ui_url) to get "
+                     "links", markup=False, soft_wrap=True)
+    return link
+
+
+def print_started_id(session: TemporalSession, wid: str, link: str | None, json_out: bool) -> None:
+    """What ``--detach`` prints on stdout: the run's id (or id, link and task queue as JSON)."""
+    from durable_navigator.cli.common import print_json, stdout
+
+    if json_out:
+        print_json({"workflow_id": wid, "ui_url": link, "task_queue": session.task_queue})
+    else:
+        stdout.print(wid)

@@ -19,13 +19,25 @@ from durable_navigator.activities.pricing_loader import load_pricing_table
 from durable_navigator.cli.branches import explore_branches
 from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
-from durable_navigator.cli.connect import TemporalSession, open_session, say_after, say_server
+from durable_navigator.cli.connect import (
+    TemporalSession,
+    announce_started,
+    open_session,
+    print_started_id,
+    say_after,
+    say_server,
+)
 from durable_navigator.cli.display import plan_text, print_block, result_panel
 from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
 from durable_navigator.cli.follow import follow_run
 from durable_navigator.cli.handles import WORKFLOW_TYPE, query_run
-from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
+from durable_navigator.cli.preflight import (
+    IN_PROCESS,
+    problems_here,
+    refuse_unservable,
+    refuse_unservable_on_workers,
+)
 from durable_navigator.cli.reads import exit_code_for_result
 from durable_navigator.navtypes.errors import BudgetError, ModelError, RepoError
 from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
@@ -72,12 +84,6 @@ def stream_guard(config: NavigatorConfig, profile: RunProfile | None) -> StreamG
         return profile.stream
     return StreamGuard(first_chunk_timeout_s=config.stream.first_chunk_timeout_s,
                        inter_chunk_timeout_s=config.stream.inter_chunk_timeout_s)
-
-
-def refuse_unservable(model: str, problems: dict[str, str] | None, where: str) -> None:
-    """``ModelError`` (exit 2) when the worker reported a problem with ``model``."""
-    if problems and model in problems:
-        raise ModelError(f"model {model!r} cannot be served by {where}: {problems[model]}")
 
 
 def check_token_budget(tokens: int, what: str) -> None:
@@ -304,24 +310,11 @@ async def _explore(
 ) -> ExitCode:
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
         say_server(session)
-        if not session.in_process_worker:
-            problems = await problems_on_workers(session, request.models())
-            for name in request.models():
-                refuse_unservable(name, problems, f"the worker(s) on task queue {session.task_queue!r}")
+        await refuse_unservable_on_workers(session, request.models())
         handle = await _start(session, request, wid)
-        link = session.ui_link(wid)
-        worker = "in-process worker" if session.in_process_worker else f"workers on {session.task_queue!r}"
-        stderr.print(f"started [bold]{wid}[/bold] ({request.model}, {request.mode.value}, {worker})")
-        if link:
-            stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
-        else:
-            stderr.print(f"Web UI: unknown for {session.address}; set TEMPORAL_UI_URL (or temporal.ui_url) to get "
-                         "links", markup=False, soft_wrap=True)
+        link = announce_started(session, wid, f"{request.model}, {request.mode.value}")
         if detach:
-            if json_out:
-                print_json({"workflow_id": wid, "ui_url": link, "task_queue": session.task_queue})
-            else:
-                stdout.print(wid)
+            print_started_id(session, wid, link, json_out)
             return ExitCode.OK
         # one long poll of the history serves both the follower and the result; it is
         # always finished (or cancelled and awaited) before the session closes

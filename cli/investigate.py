@@ -15,7 +15,7 @@ from temporalio.service import RPCError
 
 from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
-from durable_navigator.cli.connect import TemporalSession, open_session
+from durable_navigator.cli.connect import TemporalSession, announce_started, open_session, print_started_id
 from durable_navigator.cli.display import investigation_panel, print_block
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
 from durable_navigator.cli.explore import (
@@ -31,7 +31,7 @@ from durable_navigator.cli.explore import (
 )
 from durable_navigator.cli.follow import follow_run
 from durable_navigator.cli.lazy import command_group
-from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
+from durable_navigator.cli.preflight import IN_PROCESS, problems_here, refuse_unservable_on_workers
 from durable_navigator.cli.reads import exit_code_for_result
 from durable_navigator.navcore.investigation import WORKER_PROFILE, InvestigationRequest, InvestigationResult
 from durable_navigator.navcore.report import run_details_markdown, run_summary
@@ -179,24 +179,11 @@ async def _investigate(config: NavigatorConfig, request: InvestigationRequest, w
                        detach: bool, json_out: bool) -> ExitCode:
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
         say_server(session)
-        if not session.in_process_worker:
-            problems = await problems_on_workers(session, models)
-            for name in models:
-                refuse_unservable(name, problems, f"the worker(s) on task queue {session.task_queue!r}")
+        await refuse_unservable_on_workers(session, models)
         handle = await _start(session, request, wid)
-        link = session.ui_link(wid)
-        worker = "in-process worker" if session.in_process_worker else f"workers on {session.task_queue!r}"
-        stderr.print(f"started [bold]{wid}[/bold] (investigation, {request.model}, {request.mode.value}, {worker})")
-        if link:
-            stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
-        else:
-            stderr.print(f"Web UI: unknown for {session.address}; set TEMPORAL_UI_URL (or temporal.ui_url) to get "
-                         "links", markup=False, soft_wrap=True)
+        link = announce_started(session, wid, f"investigation, {request.model}, {request.mode.value}")
         if detach:
-            if json_out:
-                print_json({"workflow_id": wid, "ui_url": link, "task_queue": session.task_queue})
-            else:
-                stdout.print(wid)
+            print_started_id(session, wid, link, json_out)
             return ExitCode.OK
         closed = asyncio.ensure_future(handle.result())
         try:

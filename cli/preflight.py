@@ -28,8 +28,10 @@ from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.errors import TemporalUnreachableError, stderr
 from durable_navigator.navcore.preflight import PREFLIGHT_WORKFLOW, ModelCheckInput, ModelCheckResult
+from durable_navigator.navtypes.errors import ModelError
 
-__all__ = ["PREFLIGHT_TIMEOUT", "IN_PROCESS", "problems_here", "problems_on_workers"]
+__all__ = ["PREFLIGHT_TIMEOUT", "IN_PROCESS", "problems_here", "problems_on_workers", "refuse_unservable",
+           "refuse_unservable_on_workers"]
 
 #: a polling worker answers in well under a second; this bounds the wait when none polls
 PREFLIGHT_TIMEOUT = timedelta(seconds=5)
@@ -82,3 +84,18 @@ async def problems_on_workers(session: TemporalSession, models: list[str]) -> di
             f"Temporal refused the model check on {session.address}: {exc.message[:200]}"
         ) from None
     return result.problems()
+
+
+def refuse_unservable(model: str, problems: dict[str, str] | None, where: str) -> None:
+    """``ModelError`` (exit 2) when the worker reported a problem with ``model``."""
+    if problems and model in problems:
+        raise ModelError(f"model {model!r} cannot be served by {where}: {problems[model]}")
+
+
+async def refuse_unservable_on_workers(session: TemporalSession, models: list[str]) -> None:
+    """Ask the task queue's workers about ``models`` (not needed for the in-process worker: asked before)."""
+    if session.in_process_worker:
+        return
+    problems = await problems_on_workers(session, models)
+    for name in models:
+        refuse_unservable(name, problems, f"the worker(s) on task queue {session.task_queue!r}")
