@@ -9,15 +9,14 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.client import WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
 
 from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession, announce_started, open_session, print_started_id
 from durable_navigator.cli.display import print_block, research_panel
-from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
+from durable_navigator.cli.errors import CliError, ExitCode, handles_errors
 from durable_navigator.cli.explore import (
     BudgetOpt,
     DetachOpt,
@@ -29,7 +28,7 @@ from durable_navigator.cli.explore import (
     validate_model,
 )
 from durable_navigator.cli.lazy import command_group
-from durable_navigator.cli.follow import follow_run
+from durable_navigator.cli.follow import follow_to_result
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, refuse_unservable_on_workers
 from durable_navigator.cli.reads import exit_code_for_result
 from durable_navigator.navcore.report import run_details_markdown, run_summary
@@ -193,7 +192,7 @@ async def _ask(config: NavigatorConfig, request: ResearchRequest, wid: str, mode
             return ExitCode.OK
         closed = asyncio.ensure_future(handle.result())
         try:
-            result = await _follow_to_result(session, handle, closed, request)
+            result = await follow_to_result(session, handle, closed, request.mode == ExecutionMode.INTERACTIVE)
         finally:
             await cancel_and_wait(closed)
         answer = _answer_text(result)
@@ -218,26 +217,3 @@ def _answer_text(result: ResearchResult) -> str | None:
     return result.summary or None
 
 
-async def _follow_to_result(session: TemporalSession, handle: WorkflowHandle, closed: asyncio.Future[ResearchResult],
-                            request: ResearchRequest) -> ResearchResult:
-    wid = handle.id
-    try:
-        await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE, closed=closed)
-    except asyncio.CancelledError:
-        if session.embedded is not None:
-            stderr.print(f"stopped following {wid}; the run is kept in the embedded server's database. Resume with "
-                         f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
-        else:
-            stderr.print(f"stopped following {wid}; the run is kept on {session.address} and waits for a worker: "
-                         f"`navigator worker` finishes it, `navigator status {wid}` shows it.")
-        raise
-    try:
-        return await closed
-    except WorkflowFailureError as exc:
-        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
-        raise RunFailedError(f"run {wid} failed: {cause}; see the Web UI for the history") from None
-    except RPCError as exc:
-        raise TemporalUnreachableError(
-            f"lost Temporal at {session.address} while following {wid} ({exc.message[:120]}); the run "
-            f"is durable: start `navigator server` + `navigator worker`, then `navigator status {wid}`"
-        ) from None

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.client import WorkflowHandle
 from temporalio.service import RPCError
 
 from durable_navigator.navcore.modelspec import parse_model_spec
@@ -29,8 +29,8 @@ from durable_navigator.cli.connect import (
 )
 from durable_navigator.cli.display import plan_text, print_block, result_panel
 from durable_navigator.cli.lazy import command_group
-from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
-from durable_navigator.cli.follow import follow_run
+from durable_navigator.cli.errors import CliError, ExitCode, TemporalUnreachableError, handles_errors, stderr
+from durable_navigator.cli.follow import follow_to_result
 from durable_navigator.cli.handles import WORKFLOW_TYPE, query_run
 from durable_navigator.cli.preflight import (
     IN_PROCESS,
@@ -320,7 +320,7 @@ async def _explore(
         # always finished (or cancelled and awaited) before the session closes
         closed = asyncio.ensure_future(handle.result())
         try:
-            result = await _follow_to_result(session, handle, closed, request)
+            result = await follow_to_result(session, handle, closed, request.mode == ExecutionMode.INTERACTIVE)
         finally:
             await cancel_and_wait(closed)
         if json_out:
@@ -334,36 +334,6 @@ async def _explore(
                 stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
         say_after(session)
         return exit_code_for_result(result)
-
-
-async def _follow_to_result(
-    session: TemporalSession, handle: WorkflowHandle, closed: asyncio.Future[ExplorationResult],
-    request: ExplorationRequest,
-) -> ExplorationResult:
-    """Follow the run until it closes and return its result (errors mapped to exit codes)."""
-    wid = handle.id
-    try:
-        await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE, closed=closed)
-    except asyncio.CancelledError:
-        # Ctrl-C: the run itself is durable; say how to pick it up again
-        if session.embedded is not None:
-            stderr.print(f"stopped following {wid}; the run is kept in the embedded server's database. Resume with "
-                         f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
-        else:
-            stderr.print(f"stopped following {wid}; the run is kept on {session.address} and waits for a worker: "
-                         f"`navigator worker` finishes it, `navigator status {wid}` shows it.")
-        raise
-    try:
-        return await closed
-    except WorkflowFailureError as exc:
-        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
-        raise RunFailedError(f"run {wid} failed: {cause}; see the Web UI for the history") from None
-    except RPCError as exc:
-        # e.g. the embedded server another `explore` started has stopped under us
-        raise TemporalUnreachableError(
-            f"lost Temporal at {session.address} while following {wid} ({exc.message[:120]}); the run "
-            f"is durable: start `navigator server` + `navigator worker`, then `navigator status {wid}`"
-        ) from None
 
 
 async def _print_stage_plan(handle: WorkflowHandle) -> None:

@@ -24,12 +24,13 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 from rich.live import Live
+from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
 from durable_navigator.cli.common import cancel_and_wait
 from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.display import plan_text, print_block, progress_line, turn_panel
-from durable_navigator.cli.errors import CliError, TemporalUnreachableError, stderr
+from durable_navigator.cli.errors import CliError, RunFailedError, TemporalUnreachableError, stderr
 from durable_navigator.cli.handles import query_run, signal_run, update_run, with_full_reasoning
 from durable_navigator.cli.progress import IndexProgressBar
 from durable_navigator.cli.signals import default_sender, send_verdict
@@ -48,7 +49,7 @@ from durable_navigator.navcore.messages import (
 )
 from durable_navigator.navcore.report import TurnReport
 
-__all__ = ["follow_run", "scan_progress", "update_problems", "POLL_INTERVAL_S", "VERDICT_PROMPT", "BUDGET_PROMPT"]
+__all__ = ["follow_run", "follow_to_result", "scan_progress", "update_problems", "POLL_INTERVAL_S", "VERDICT_PROMPT", "BUDGET_PROMPT"]
 
 POLL_INTERVAL_S = 0.5
 #: a progress poll that no worker answers within this long triggers the "waiting for a worker" note
@@ -400,3 +401,30 @@ async def follow_run(
         follower.pause()
         if own:
             await cancel_and_wait(closed)
+
+
+async def follow_to_result(session: TemporalSession, handle: Any, closed: asyncio.Future[Any], interactive: bool) -> Any:
+    """Follow a run until it closes and return its result (``closed`` = ``handle.result()``), errors
+    mapped to exit codes; on Ctrl-C say how to pick the (durable) run up again."""
+    wid = handle.id
+    try:
+        await follow_run(session, handle, interactive=interactive, closed=closed)
+    except asyncio.CancelledError:
+        if session.embedded is not None:
+            stderr.print(f"stopped following {wid}; the run is kept in the embedded server's database. Resume with "
+                         f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
+        else:
+            stderr.print(f"stopped following {wid}; the run is kept on {session.address} and waits for a worker: "
+                         f"`navigator worker` finishes it, `navigator status {wid}` shows it.")
+        raise
+    try:
+        return await closed
+    except WorkflowFailureError as exc:
+        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
+        raise RunFailedError(f"run {wid} failed: {cause}; see the Web UI for the history") from None
+    except RPCError as exc:
+        # e.g. the embedded server another command started has stopped under us
+        raise TemporalUnreachableError(
+            f"lost Temporal at {session.address} while following {wid} ({exc.message[:120]}); the run "
+            f"is durable: start `navigator server` + `navigator worker`, then `navigator status {wid}`"
+        ) from None

@@ -9,15 +9,14 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from temporalio.client import WorkflowFailureError, WorkflowHandle
+from temporalio.client import WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
-from temporalio.service import RPCError
 
 from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession, announce_started, open_session, print_started_id
 from durable_navigator.cli.display import investigation_panel, print_block
-from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, TemporalUnreachableError, handles_errors, stderr
+from durable_navigator.cli.errors import CliError, ExitCode, handles_errors
 from durable_navigator.cli.explore import (
     BudgetOpt,
     DetachOpt,
@@ -29,7 +28,7 @@ from durable_navigator.cli.explore import (
     say_server,
     validate_model,
 )
-from durable_navigator.cli.follow import follow_run
+from durable_navigator.cli.follow import follow_to_result
 from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, refuse_unservable_on_workers
 from durable_navigator.cli.reads import exit_code_for_result
@@ -187,7 +186,7 @@ async def _investigate(config: NavigatorConfig, request: InvestigationRequest, w
             return ExitCode.OK
         closed = asyncio.ensure_future(handle.result())
         try:
-            result = await _follow(session, handle, closed, request)
+            result = await follow_to_result(session, handle, closed, request.mode == ExecutionMode.INTERACTIVE)
         finally:
             await cancel_and_wait(closed)
         if json_out:
@@ -206,26 +205,3 @@ async def _investigate(config: NavigatorConfig, request: InvestigationRequest, w
         return exit_code_for_result(result)
 
 
-async def _follow(session: TemporalSession, handle: WorkflowHandle, closed: asyncio.Future[InvestigationResult],
-                  request: InvestigationRequest) -> InvestigationResult:
-    wid = handle.id
-    try:
-        await follow_run(session, handle, interactive=request.mode == ExecutionMode.INTERACTIVE, closed=closed)
-    except asyncio.CancelledError:
-        if session.embedded is not None:
-            stderr.print(f"stopped following {wid}; the run is kept in the embedded server's database. Resume with "
-                         f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")
-        else:
-            stderr.print(f"stopped following {wid}; the run is kept on {session.address} and waits for a worker: "
-                         f"`navigator worker` finishes it, `navigator status {wid}` shows it.")
-        raise
-    try:
-        return await closed
-    except WorkflowFailureError as exc:
-        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
-        raise RunFailedError(f"run {wid} failed: {cause}; see the Web UI for the history") from None
-    except RPCError as exc:
-        raise TemporalUnreachableError(
-            f"lost Temporal at {session.address} while following {wid} ({exc.message[:120]}); the run "
-            f"is durable: start `navigator server` + `navigator worker`, then `navigator status {wid}`"
-        ) from None
