@@ -129,7 +129,8 @@ class InvestigationActivities:
         state = InvestigationState.model_validate_json(inp.state_json)
         findings: dict[int, list[Finding]] = {
             s.index: load_findings(self.store, s.findings_ref).findings for s in state.stages if s.findings_ref}
-        text = report_markdown(state, inp.workflow_id, findings, inp.completed_normally)
+        records = {s.index: self.store.get_bytes(s.record_ref).decode("utf-8") for s in state.stages if s.record_ref}
+        text = report_markdown(state, inp.workflow_id, findings, inp.completed_normally, records)
         report = report_dict(state, inp.workflow_id, inp.completed_normally)
         report["evidence"] = {"citations": sum(len(c.evidence) for s in state.stages for c in s.criteria_status),
                               "dropped": sum(len(c.dropped) for s in state.stages for c in s.criteria_status)}

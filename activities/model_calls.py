@@ -53,6 +53,7 @@ from durable_navigator.navcore.model_calls import (
     AttemptUsage,
     CheckOut,
     DecisionOut,
+    InvestigateOut,
     ModelCallInput,
     ModelCallOutput,
     ModelResult,
@@ -72,7 +73,7 @@ from durable_navigator.navcore.planning_parse import (
     parse_stage_plan,
 )
 from durable_navigator.navcore.planning_prompts import corrective_suffix
-from durable_navigator.navcore.investigation_prompts import parse_investigate
+from durable_navigator.navcore.investigation_prompts import parse_investigate, record_text
 from durable_navigator.navcore.model import InvestigateTask
 
 __all__ = ["ModelCallActivities", "CANCELLED_ERROR_TYPE", "WORKER_SHUTDOWN_TYPE", "PARSE_ERROR_TYPE"]
@@ -82,6 +83,7 @@ CANCELLED_ERROR_TYPE = "ModelCallCancelled"
 WORKER_SHUTDOWN_TYPE = "WorkerShutdown"
 PARSE_ERROR_TYPE = "PlanParseError"
 MEDIA_JSON = "application/json"
+MEDIA_TEXT = "text/plain; charset=utf-8"
 #: summary characters of a decision kept in history (full text in its artifact; the reasoning's
 #: limit, HISTORY_REASONING_CHARS, is shared with the CLI in navcore.report)
 HISTORY_SUMMARY_CHARS = 2000
@@ -259,7 +261,12 @@ class _Attempt:
         if task.kind in RESEARCH_KINDS:
             return parse_research(req, resp, self.inp.model, self.acts.store)
         if isinstance(task, InvestigateTask):
-            return parse_investigate(task, text)
+            parsed = parse_investigate(task, text)
+            if task.kind == "investigate.compress" and isinstance(parsed, InvestigateOut):
+                # the whole record goes to the store; history keeps the trimmed one and the reference
+                whole = record_text(text).encode("utf-8")
+                parsed = parsed.model_copy(update={"record_ref": self.acts.store.put_bytes(whole, MEDIA_TEXT, "")})
+            return parsed
         try:
             if task.kind == "planning.analyze":
                 return AnalysisOut(analysis=parse_analysis(text))

@@ -143,7 +143,7 @@ class RequestBuilder:
             max_stages=spec.max_stages, stages=spec.stages, stage=spec.stage, stage_index=spec.stage_index,
             critique=spec.critique, feedback=spec.feedback, all_findings=doc.findings,
             findings=[finding_line(f.claim, [c.label() for c in f.citations]) for f in doc.findings],
-            records=spec.records, status=spec.status, loop=spec.loop, max_loops=spec.max_loops)
+            records=spec.records, status=spec.status, loop=spec.loop, max_loops=spec.max_loops, summary=spec.summary)
         system, user = investigate_prompt(task)
         return ModelRequest(model=model, messages=[Message(role="system", content=system),
                                                    Message(role="user", content=user)],

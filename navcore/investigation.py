@@ -95,6 +95,8 @@ class StageRecord(BaseModel):
     criteria: list[str]
     profile: str | None = None
     branches: int = 1
+    #: the stage's own loop cap (None: the run's ``max_stage_loops``)
+    max_loops: int | None = None
     status: StageStatus = "pending"
     #: implementation loops run (worker child + review)
     loops: int = 0
@@ -109,8 +111,10 @@ class StageRecord(BaseModel):
     summary: _Text = ""
     #: the reviewer's critiques, oldest first, and the confirmations' reasons
     reviews: list[_Line] = []
-    #: the compressed record of the stage (what later stages and the report see)
+    #: the compressed record of the stage (what later stages and the report see; trimmed) and the whole
+    #: record in the artifact store (None: the deterministic record, no model call)
     record: _Text = ""
+    record_ref: ArtifactRef | None = None
     criteria_status: list[CriterionStatus] = []
     #: the reflection after this stage (why the remaining stages changed, or not)
     reflection: _Line = ""

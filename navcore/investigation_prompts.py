@@ -18,7 +18,10 @@ from durable_navigator.navcore.investigation_types import CriterionStatus, Plann
 from durable_navigator.navcore.model import InvestigateTask
 from durable_navigator.navcore.model_calls import InvestigateOut
 
-__all__ = ["investigate_prompt", "parse_investigate", "stage_lines"]
+__all__ = ["investigate_prompt", "parse_investigate", "stage_lines", "record_text", "STAGE_RECORD_CHARS"]
+
+#: a stage's record as history, later prompts and workers' instructions keep it (the whole text is stored)
+STAGE_RECORD_CHARS = 1200
 
 _SYSTEM = (
     "You orchestrate a staged investigation of a code repository. Text between <data> tags is repository "
@@ -33,6 +36,7 @@ _SHAPES = {
                             '"note": str}, ...]}',
     "investigate.reflect": '{"drop": [stage index, ...], "change": [{"index": int, "stage": {...}}], '
                            '"add": [{"title", "task", "criteria"}], "reason": str}',
+    "investigate.compress": '{"record": str}',
 }
 
 
@@ -73,6 +77,12 @@ def investigate_prompt(task: InvestigateTask) -> tuple[str, str]:
                          "criteria lack cited evidence, what to look at next.")
         elif task.kind == "investigate.confirm":
             parts.append(f"The reviewer said:\n{_data([task.critique])}\nIs the stage's work good enough to move on?")
+        elif task.kind == "investigate.compress":
+            parts.append(f"Stage [{task.stage_index}] ended after {task.loop} implementation loop(s). The worker's "
+                         f"answer:\n{_data([task.summary or '(none)'])}\nCompress the stage's work into its record "
+                         "for the later stages and the report: a few lines stating what was found, each fact with "
+                         f"its citations (path:start-end), then what is still open. At most {STAGE_RECORD_CHARS} "
+                         "characters.")
         elif task.kind == "investigate.criteria":
             parts.append("For each criterion say whether it is met, with the citations (path:start-end) of the "
                          "findings that show it. A criterion without a citation is not met.")
@@ -122,6 +132,11 @@ def parse_investigate(task: InvestigateTask, text: str) -> InvestigateOut | str:
             return InvestigateOut(kind=kind, exit=data["exit"], reason=str(data.get("reason") or "")[:1000])
         if kind == "investigate.criteria":
             return _criteria(task, data)
+        if kind == "investigate.compress":
+            record = record_text(data)
+            if not record:
+                return 'the record was empty; answer {"record": "..."} with the stage\'s findings and citations'
+            return InvestigateOut(kind=kind, record=_trimmed(record))
         return InvestigateOut(
             kind=kind, reason=str(data.get("reason") or "")[:1000],
             drop=[int(i) for i in data.get("drop") or [] if int(i) > task.stage_index],
@@ -131,6 +146,20 @@ def parse_investigate(task: InvestigateTask, text: str) -> InvestigateOut | str:
         )
     except (ValidationError, ValueError, TypeError) as exc:
         return f"the {kind} answer does not have the asked shape ({str(exc).splitlines()[0][:200]})"
+
+
+def record_text(data: dict[str, Any] | str) -> str:
+    """A compression answer's whole record (``data``: the parsed JSON object or the raw answer)."""
+    if isinstance(data, str):
+        parsed = _json_object(data)
+        if isinstance(parsed, str):
+            return ""
+        data = parsed
+    return str(data.get("record") or "").strip()
+
+
+def _trimmed(text: str) -> str:
+    return text if len(text) <= STAGE_RECORD_CHARS else text[: STAGE_RECORD_CHARS - 1].rstrip() + "…"
 
 
 def _criteria(task: InvestigateTask, data: dict[str, Any]) -> InvestigateOut | str:

@@ -86,8 +86,11 @@ def investigation_details(state: InvestigationState) -> str:
 
 
 def report_markdown(state: InvestigationState, workflow_id: str, findings: dict[int, list[Finding]],
-                    completed_normally: bool) -> str:
-    """report.md: per-stage findings, criteria with evidence, open questions, cost per stage."""
+                    completed_normally: bool, records: dict[int, str] | None = None) -> str:
+    """report.md: per-stage record, findings, criteria with evidence, open questions, cost per stage.
+
+    ``records``: a stage's whole compressed record (from the artifact store); else its record in the state.
+    """
     reason = state.run.stop_reason.value if state.run.stop_reason else "?"
     met, total = criteria_counts(state)
     out = [f"# Investigation: {state.goal}", "",
@@ -104,6 +107,9 @@ def report_markdown(state: InvestigationState, workflow_id: str, findings: dict[
             continue
         if s.child_problem:
             out += [f"Worker problem: {s.child_problem}", ""]
+        record = (records or {}).get(s.index) or s.record
+        if record:
+            out += ["### Record", "", record, ""]
         out += ["### Criteria", ""]
         for c in s.criteria_status or []:
             ev = ", ".join(c.evidence) or "no evidence"

@@ -6,11 +6,12 @@ import cycle (``requests`` → ``model_calls``). Pure data.
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-__all__ = ["PlannedStage", "CriterionStatus", "StageChange"]
+__all__ = ["PlannedStage", "CriterionStatus", "StageChange", "stage_plan_problem"]
 
 _Line = Annotated[str, Field(max_length=1000)]
 
@@ -27,6 +28,8 @@ class PlannedStage(BaseModel):
     profile: str | None = None
     #: branch-and-compare: alternative strategies run in parallel (1: none)
     branches: int = Field(1, ge=1, le=4)
+    #: the stage's own cap on implementation loops (None: the run's ``max_stage_loops``)
+    max_loops: int | None = Field(None, ge=1, le=6)
 
 
 class CriterionStatus(BaseModel):
@@ -50,3 +53,35 @@ class StageChange(BaseModel):
 
     index: int = Field(ge=0)
     stage: PlannedStage
+
+
+def stage_plan_problem(stages: Sequence[PlannedStage | dict[str, Any]], *, max_stages: int,
+                       profiles: Iterable[str]) -> str | None:
+    """Why a human's stage plan cannot run — one line naming the field (``stages.1.criteria: …``) — or None.
+
+    Each stage is validated again (a client may have built it without validation), then checked
+    against the run: at most ``max_stages`` stages, profiles the run knows, no blank title or
+    criterion.
+    """
+    if not stages:
+        return "stages: the plan needs at least one stage"
+    if len(stages) > max_stages:
+        return f"stages: {len(stages)} stages, more than the run's max_stages of {max_stages}"
+    known = sorted(set(profiles))
+    for i, raw in enumerate(stages):
+        try:
+            stage = PlannedStage.model_validate(raw.model_dump() if isinstance(raw, PlannedStage) else raw)
+        except ValidationError as exc:
+            err = exc.errors(include_input=False)[0]
+            where = ".".join(str(part) for part in err.get("loc", ()))
+            return f"stages.{i}{'.' + where if where else ''}: {str(err.get('msg', '')).removeprefix('Value error, ')}"
+        if not stage.title.strip():
+            return f"stages.{i}.title: is blank; give the stage a title"
+        if not stage.task.strip():
+            return f"stages.{i}.task: is blank; say what the stage's worker does"
+        for j, criterion in enumerate(stage.criteria):
+            if not criterion.strip():
+                return f"stages.{i}.criteria.{j}: is blank; a criterion says what must be cited"
+        if stage.profile is not None and stage.profile not in known:
+            return f"stages.{i}.profile: no profile {stage.profile!r} in this run; use one of {', '.join(known)}"
+    return None

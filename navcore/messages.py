@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
+from durable_navigator.navcore.investigation_types import PlannedStage
 from durable_navigator.navcore.state import ExecutionMode
 
 __all__ = [
@@ -21,6 +22,8 @@ __all__ = [
     "SetModeInput",
     "RaiseBudgetInput",
     "EditFlightPlanInput",
+    "EditStagePlanInput",
+    "StagePlanEdited",
     "VerdictInput",
     "VerdictOutcome",
     "SIGNAL_APPROVE",
@@ -32,6 +35,7 @@ __all__ = [
     "QUERY_DECISION_LOG",
     "QUERY_FLIGHT_PLAN",
     "UPDATE_EDIT_FLIGHT_PLAN",
+    "UPDATE_EDIT_STAGE_PLAN",
     "UPDATE_VERDICT",
 ]
 
@@ -45,6 +49,8 @@ QUERY_STATUS = "get_status"
 QUERY_DECISION_LOG = "get_decision_log"
 QUERY_FLIGHT_PLAN = "get_flight_plan"
 UPDATE_EDIT_FLIGHT_PLAN = "edit_flight_plan"
+#: an investigation's stage plan, edited while it awaits its verdict
+UPDATE_EDIT_STAGE_PLAN = "edit_stage_plan"
 #: approve / reject as an update: the sender learns whether the run took the verdict
 UPDATE_VERDICT = "submit_verdict"
 
@@ -138,3 +144,24 @@ class EditFlightPlanInput(_Msg):
         if (self.update is None) == (self.plan is None):
             raise ValueError("give exactly one of 'update' or 'plan'")
         return self
+
+
+class EditStagePlanInput(_Msg):
+    """Replace the stage plan of round ``turn`` (awaiting its verdict) by ``stages``; approve it to run them.
+
+    The update's validator checks the stages against the run (count, profiles, blank fields) and
+    refuses a bad plan with one line naming the field, before the edit enters history.
+    """
+
+    turn: int = Field(ge=1)
+    stages: list[PlannedStage] = Field(min_length=1, max_length=24)
+
+
+class StagePlanEdited(BaseModel):
+    """What an ``edit_stage_plan`` update did."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    turn: int
+    titles: list[str]
+    detail: str

@@ -272,7 +272,7 @@ class ResearchSynthesizeTask(_ResearchTask):
 
 
 InvestigateKind = Literal["investigate.plan", "investigate.review", "investigate.confirm", "investigate.criteria",
-                          "investigate.reflect"]
+                          "investigate.reflect", "investigate.compress"]
 
 
 class InvestigateTask(_Task):
@@ -301,6 +301,8 @@ class InvestigateTask(_Task):
     status: list[str] = []
     loop: int = Field(0, ge=0)
     max_loops: int = Field(1, ge=1)
+    #: compress: the stage's worker answer summary
+    summary: str = ""
 
 
 ModelTask = Annotated[
@@ -312,7 +314,7 @@ TaskKind = Literal[
     "decide", "planning.analyze", "planning.review", "planning.plan", "stages.check_criteria",
     "stages.reflect", "navigator.compress", "research.plan", "research.execute", "research.refine",
     "research.synthesize", "investigate.plan", "investigate.review", "investigate.confirm", "investigate.criteria",
-    "investigate.reflect",
+    "investigate.reflect", "investigate.compress",
 ]
 
 

@@ -224,9 +224,9 @@ class ResearchSynthesizeSpec(_ResearchSpec):
 
 
 INVESTIGATE_KINDS = ("investigate.plan", "investigate.review", "investigate.confirm", "investigate.criteria",
-                     "investigate.reflect")
+                     "investigate.reflect", "investigate.compress")
 _InvestigateKind = Literal["investigate.plan", "investigate.review", "investigate.confirm", "investigate.criteria",
-                           "investigate.reflect"]
+                           "investigate.reflect", "investigate.compress"]
 
 
 class InvestigateSpec(_Spec):
@@ -247,6 +247,8 @@ class InvestigateSpec(_Spec):
     status: list[str] = []
     loop: int = Field(0, ge=0)
     max_loops: int = Field(1, ge=1)
+    #: compress: the stage's worker answer summary (short; the findings go by ``findings_ref``)
+    summary: str = Field("", max_length=4000)
 
 
 PromptSpec = Annotated[
@@ -419,6 +421,9 @@ class InvestigateOut(_IO):
     drop: list[int] = []
     change: list[StageChange] = []
     add: list[PlannedStage] = []
+    #: compression: the stage's record as history keeps it (trimmed) and the whole text in the artifact store
+    record: str = Field("", max_length=4000)
+    record_ref: ArtifactRef | None = None
 
 
 ModelResult = Annotated[

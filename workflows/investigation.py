@@ -4,12 +4,12 @@ scan (the goal stored, the repository indexed, every model priced) →
 **planning loop** (plan maker → plan reviewer → confirmation ``{"exit",
 "reason"}``; up to ``max_plan_rounds`` rounds, a rejected round re-plans with
 the critique; the last plan is kept when the cap is reached) → [interactive:
-approve / reject(feedback) the plan] → per stage: **implementation loop**
+approve / edit / reject(feedback) the plan] → per stage: **implementation loop**
 (a worker child — a research subagent on a slice of the budget, or N
 branch children compared — then a reviewer and a confirmation: loop again
 with the critique or move on; at most ``max_stage_loops``; findings merged
 and their citations checked by ``research.aggregate``) → compression of the
-stage's record → **criteria check** (each criterion met or not, with
+stage's record (a priced model call) → **criteria check** (each criterion met or not, with
 citations then checked against the repository) → **reflection** (drop,
 change or add remaining stages, and why) → **summary** (``report.md`` +
 ``report.json``).
@@ -22,7 +22,11 @@ ledger: each worker child runs on a slice reserved in it (a stage gets its
 share of what is left, a loop its share of the stage's, a branch its share of
 the loop's) and the orchestrator's own calls go through the same ledger. A
 stop cancels the call in flight, stops the running child (it finalizes),
-and writes the report from what exists. Continue-as-new between stages.
+and writes the report from what exists. When the ledger refuses a call or a
+worker's slice, an autonomous run writes its report from what exists; an
+interactive one parks in ``awaiting_budget`` until ``raise_budget`` (then the
+refused call is made again), a stop, or the approval timeout. Continue-as-new
+between stages.
 """
 
 from __future__ import annotations
@@ -49,9 +53,11 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_navigator.navcore.messages import (
         ApproveInput,
+        EditStagePlanInput,
         RaiseBudgetInput,
         RejectInput,
         SetModeInput,
+        StagePlanEdited,
         StopInput,
         VerdictInput,
         VerdictOutcome,
@@ -101,7 +107,7 @@ class InvestigationWorkflow:
             stopped=lambda: self.state.steering.stop_requested, count=self._count, publish=self._publish,
         )
         hooks = InvestigationHooks(call=self._call, log=self._log, stop=self._stop, stop_detail=self._stop_detail,
-                                   count=self._count, publish=self._publish)
+                                   count=self._count, publish=self._publish, out_of_budget=self._out_of_budget)
         self.planning = StagePlanning(lambda: self.state, req, self.gate, hooks)
         self.stages = StageWork(lambda: self.state, req, self.subagents, hooks)
 
@@ -156,7 +162,11 @@ class InvestigationWorkflow:
     # -- model calls ------------------------------------------------------------
 
     async def _call(self, kind: str, label: str, owner: StageRecord | None = None, **fields) -> InvestigateOut | None:  # type: ignore[no-untyped-def]
-        """One investigation call; None when it failed (logged), was refused (stop) or stopped (stop)."""
+        """One investigation call; None when it failed (logged), was refused (stop) or stopped (stop).
+
+        Refused by the budget in interactive mode, the run parks until a raise and makes the call again
+        (the same ``index``: the refused call never reached the model).
+        """
         s = self.state
         assert s.goal_ref is not None, "scan stores the goal first"
         index = s.calls.get(kind, 0)
@@ -164,18 +174,30 @@ class InvestigationWorkflow:
         spec = InvestigateSpec(kind=kind, index=index, model=s.model, repo_root=s.repo_root, goal_ref=s.goal_ref,
                                max_output_tokens=self.req.max_output_tokens, max_stages=self.req.max_stages,
                                records=[st.record for st in s.stages if st.record], **fields)
-        outcome = await self.caller.call(s.model, spec, step=s.run.iteration, label=label)
-        s.run.iteration += 1
-        if owner is not None:
-            owner.calls_micros += outcome.cost_micros
-        if outcome.status == "ok" and isinstance(outcome.result, InvestigateOut):
-            return outcome.result
-        self._log(kind, "", [], outcome, error=outcome.error or outcome.status, taken=False)
-        if outcome.status == "refused":
-            self._stop(StopReason.BUDGET_EXHAUSTED, outcome.error or "the budget is exhausted")
-        elif outcome.status == "stopped":
+        while True:
+            outcome = await self.caller.call(s.model, spec, step=s.run.iteration, label=label)
+            s.run.iteration += 1
+            if owner is not None:
+                owner.calls_micros += outcome.cost_micros
+            if outcome.status == "ok" and isinstance(outcome.result, InvestigateOut):
+                return outcome.result
+            self._log(kind, "", [], outcome, error=outcome.error or outcome.status, taken=False)
+            if outcome.status != "refused" or not await self._out_of_budget(outcome.error or "the budget is exhausted"):
+                break
+        if outcome.status == "stopped":
             self._stop(StopReason.STOPPED, self._stop_detail())
         return None
+
+    async def _out_of_budget(self, message: str) -> bool:
+        """The ledger refused a call or a worker's slice: True when the run got a raise (interactive) and may
+        try again; otherwise the run stops with ``budget_exhausted`` (the report is written from what exists)."""
+        detail = await self.gate.out_of_budget(lambda: self.state.ledger, message)
+        self.state.run.status = Status.THINKING
+        if detail is None:
+            self._log("budget_raised", f"the limit is now {format_usd(self.state.ledger.max_micros)}; going on", [])
+            return True
+        self._stop(StopReason.BUDGET_EXHAUSTED, detail)
+        return False
 
     # -- finish --------------------------------------------------------------------------
 
@@ -279,6 +301,18 @@ class InvestigationWorkflow:
         if problem is not None:
             raise ValueError(problem)
 
+    @workflow.update(name="edit_stage_plan")
+    def edit_stage_plan(self, inp: EditStagePlanInput) -> StagePlanEdited:
+        """Replace the stage plan awaiting its verdict by the human's (titles, tasks, criteria, profiles,
+        branches, loop caps); an approval then runs it. The validator refuses a bad plan naming the field."""
+        return self.planning.edit(inp)
+
+    @edit_stage_plan.validator
+    def _validate_plan_edit(self, inp: EditStagePlanInput) -> None:
+        problem = self.planning.edit_problem(inp)
+        if problem is not None:
+            raise ValueError(problem)
+
     @workflow.signal(name="stop")
     def stop(self, inp: StopInput) -> None:
         """Summarize now: the call in flight is cancelled, the running worker finalizes, the report is written."""
@@ -294,7 +328,8 @@ class InvestigationWorkflow:
 
     @workflow.signal(name="raise_budget")
     def raise_budget(self, inp: RaiseBudgetInput) -> None:
-        """Raise the USD limit (later stages and children get slices of the larger remainder)."""
+        """Raise the USD limit (also answers a budget park; later stages and children get slices of the
+        larger remainder)."""
         if inp is None:
             return
         add = usd_to_micros(inp.add_usd)

@@ -367,14 +367,10 @@ class NavigatorWorkflow:
 
     async def _out_of_budget(self, message: str) -> None:
         """Autonomous: stop with ``budget_exhausted``. Interactive: park until the budget is raised."""
-        if self.state.steering.mode is not ExecutionMode.INTERACTIVE:
-            self._stop(StopReason.BUDGET_EXHAUSTED, message)
-            return
-        answer = await self.gate.budget_raised(lambda: self.state.ledger)
-        if answer == "raised":
-            return  # the loop re-prices the next call under the new limit
-        self._stop(StopReason.BUDGET_EXHAUSTED,
-                   f"{message}; nobody raised the budget in time" if answer == "timeout" else message)
+        detail = await self.gate.out_of_budget(lambda: self.state.ledger, message)
+        if detail is not None:
+            self._stop(StopReason.BUDGET_EXHAUSTED, detail)
+        # else: raised; the loop re-prices the next call under the new limit
 
     # -- finalize --------------------------------------------------------
 

@@ -69,6 +69,8 @@ async def scripted(client: Client, tq: str, tmp: Path) -> WorkflowHandle:
             js({"criteria": [{"criterion": "Ledger.record is found", "met": True,
                               "evidence": ["src/budgetkit/ledger.py:20-30"]}]})],
         "investigate.reflect": [js({"drop": [2], "reason": "the tests were read in stage 0"})],
+        "investigate.compress": [js({"record": "after_call records usage (src/budgetkit/plugin.py:26-29)"}),
+                                 js({"record": "Ledger.record appends (src/budgetkit/ledger.py:20-30)"})],
     })
     handle = await start_investigation(client, tq, investigation_request(tmp, model=model, max_stages=3),
                                        wf_id="investigation_scripted")

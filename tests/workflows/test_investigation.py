@@ -53,6 +53,8 @@ def _full_script(tmp_path: Path) -> str:
             js({"criteria": [{"criterion": "Ledger.record is found", "met": True,
                               "evidence": ["src/budgetkit/ledger.py:20-30"]}]})],
         "investigate.reflect": [js({"drop": [2], "reason": "the plugin's tests were read in stage 0"})],
+        "investigate.compress": [js({"record": "after_call records usage (src/budgetkit/plugin.py:26-29)"}),
+                                 js({"record": "Ledger.record appends (src/budgetkit/ledger.py:20-30)"})],
     })
 
 

@@ -1,5 +1,10 @@
 """Waits for a human: a verdict on a proposed turn or plan, or a budget raise.
 
+The budget park (:meth:`ApprovalGate.out_of_budget`) is the one policy of every workflow whose
+model call or subagent the ledger refused: autonomous runs end (``budget_exhausted``), interactive
+runs park in ``awaiting_budget`` until ``raise_budget`` raises the limit, a stop or a switch to
+autonomous releases them, or the approval timeout passes.
+
 The verdict itself arrives by signal (``approve`` / ``reject`` / ``stop``) and is
 recorded on :class:`~navcore.state.Steering` by ``navcore.turns.record_verdict``;
 this block only parks the run, publishes the waiting status and applies the
@@ -70,3 +75,14 @@ class ApprovalGate:
         except asyncio.TimeoutError:
             return "timeout"
         return "raised" if ledger().max_micros > limit else "released"
+
+    async def out_of_budget(self, ledger: Callable[[], BudgetLedger], message: str) -> str | None:
+        """The ledger refused a call: ``None`` when the (interactive) run got a raise and goes on, else the
+        stop detail of its ``budget_exhausted`` end (autonomous at once; interactive after a stop, a switch
+        to autonomous or the timeout)."""
+        if self._steering().mode is not ExecutionMode.INTERACTIVE:
+            return message
+        answer = await self.budget_raised(ledger)
+        if answer == "raised":
+            return None
+        return f"{message}; nobody raised the budget in time" if answer == "timeout" else message

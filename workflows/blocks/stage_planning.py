@@ -4,7 +4,10 @@
 ``max_plan_rounds`` rounds; a rejected round re-plans with the critique; the last plan is kept
 at the cap, a failed plan maker gives one fallback stage) and, in interactive mode, asks for a
 verdict on the plan through the approval gate (a rejection re-plans once with the feedback; a
-second rejection runs the last plan with a warning). The workflow hands in its model call,
+second rejection runs the last plan with a warning). While the plan awaits its verdict the human
+may edit it (:meth:`StagePlanning.edit`, the ``edit_stage_plan`` update: its validator,
+:meth:`StagePlanning.edit_problem`, refuses a bad plan naming the field); an approval then runs
+the edited stages. The workflow hands in its model call,
 decision log and stop as :class:`~workflows.blocks.stage_work.InvestigationHooks`.
 """
 
@@ -22,6 +25,8 @@ with workflow.unsafe.imports_passed_through():
         PlanRound,
         StageRecord,
     )
+    from durable_navigator.navcore.investigation_types import stage_plan_problem
+    from durable_navigator.navcore.messages import EditStagePlanInput, StagePlanEdited
     from durable_navigator.navcore.report import shorten
     from durable_navigator.navcore.state import ExecutionMode, PendingTurn, Status, StopReason, Verdict
     from durable_navigator.navtypes.flightplan import FlightPlan
@@ -106,9 +111,37 @@ class StagePlanning:
     def _set_stages(self, planned: list[PlannedStage]) -> None:
         s = self.state
         s.stages = [StageRecord(index=i, title=p.title, task=p.task, criteria=list(p.criteria), profile=p.profile,
-                                branches=max(p.branches, self.req.branches))
+                                branches=max(p.branches, self.req.branches), max_loops=p.max_loops)
                     for i, p in enumerate(planned[: self.req.max_stages])]
         s.current = 0
+
+    # -- the human's edit (the ``edit_stage_plan`` update) ----------------------------------
+
+    def edit_problem(self, inp: EditStagePlanInput) -> str | None:
+        """Why the edit is refused (one line naming the field), or None: the validator's check."""
+        pending = self.state.steering.pending
+        if pending is None or pending.kind != "plan" or pending.verdict is not None:
+            return "the stage plan is not awaiting a verdict; edit it while `status` shows it pending"
+        if inp.turn != pending.turn:
+            return f"round {inp.turn} is not the pending round {pending.turn} of the stage plan; refresh the status"
+        return stage_plan_problem(inp.stages, max_stages=self.req.max_stages,
+                                  profiles=[self.req.worker.name, *self.req.profiles])
+
+    def edit(self, inp: EditStagePlanInput) -> StagePlanEdited:
+        """Make the edited stages the plan awaiting the verdict (an approval runs them)."""
+        s = self.state
+        pending = s.steering.pending
+        assert pending is not None  # edit_problem checked it
+        self._set_stages(list(inp.stages))
+        pending.edited = True
+        s.steering.note("edit_stage_plan", inp.sender, inp.turn, f"{len(inp.stages)} stages")
+        titles = [st.title for st in s.stages]
+        self.hooks.log("plan_edit", f"the user ({inp.sender}) edited the plan: {len(titles)} stages",
+                       [f"[{st.index}] {st.title}: {'; '.join(st.criteria)}"
+                        + (f" (at most {st.max_loops} loops)" if st.max_loops else "") for st in s.stages])
+        self.hooks.publish()
+        return StagePlanEdited(turn=inp.turn, titles=titles,
+                               detail=f"the stage plan of round {inp.turn} now has {len(titles)} stages")
 
     async def _approve_plan(self) -> tuple[Verdict, str | None]:
         s = self.state

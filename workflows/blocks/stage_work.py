@@ -3,7 +3,9 @@
 :class:`StageWork` runs the next pending stage of an :class:`InvestigationWorkflow`: per loop a
 worker child (a research subagent on a slice of the budget, or N branch children compared), the
 merge of its findings (citations checked by ``research.aggregate``) and a reviewer + confirmation
-deciding to loop again; then the stage's record (deterministic compression), the criteria check
+deciding to loop again; then the stage's record (compression: a priced ``investigate.compress``
+model call, its whole text in the artifact store; the deterministic record when the call cannot be
+had or the run is already ending), the criteria check
 (evidence checked against the repository) and the reflection on the remaining stages. The
 workflow owns the state and hands in its model call, decision log, stop and bookkeeping as
 :class:`InvestigationHooks`; nothing here is nondeterministic.
@@ -41,7 +43,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.workflows.blocks.options import SHORT, run_activity
     from durable_navigator.workflows.blocks.subagents import SubagentRunner
 
-__all__ = ["StageWork", "InvestigationHooks", "BRANCH_STRATEGIES", "as_planned"]
+__all__ = ["StageWork", "InvestigationHooks", "BRANCH_STRATEGIES", "as_planned", "loop_cap"]
 
 #: how alternative branches of a stage differ (deterministic; the i-th branch takes the i-th)
 BRANCH_STRATEGIES = (
@@ -67,6 +69,9 @@ class InvestigationHooks:
     stop_detail: Callable[..., str]
     count: Callable[[], None]
     publish: Callable[[], None]
+    #: the ledger refused (message): True when the run got a budget raise and may try again (interactive);
+    #: False when it ends (the stop is already recorded)
+    out_of_budget: Callable[[str], Awaitable[bool]]
 
 
 class StageWork:
@@ -90,7 +95,8 @@ class StageWork:
         s.current, stage.status = stage.index, "running"
         self.hooks.publish()
         stages_left = sum(1 for st in s.stages if st.status in ("pending", "running"))
-        while stage.loops < req.max_stage_loops and s.run.stop_reason is None:
+        cap = loop_cap(stage, req)
+        while stage.loops < cap and s.run.stop_reason is None:
             before = stage.findings_ref
             await self._work(stage, stages_left)
             stage.loops += 1
@@ -103,12 +109,12 @@ class StageWork:
                 break
             if not await self._review_stage(stage):
                 break
-            if stage.loops == req.max_stage_loops:
+            if stage.loops == cap:
                 s.warnings.append(f"stage {stage.index}: the review asked for more after {stage.loops} loops; "
                                   "the per-stage cap moves on")
         if stage.findings == 0 and s.run.stop_reason is None:
             s.warnings.append(f"stage {stage.index} stalled: no cited findings after {stage.loops} loop(s)")
-        stage.record = self._compress(stage)
+        await self._compress(stage)
         if s.run.stop_reason is None:
             await self._check_criteria(stage)
         if s.run.stop_reason is None and any(st.status == "pending" for st in s.stages):
@@ -142,16 +148,25 @@ class StageWork:
     async def _work(self, stage: StageRecord, stages_left: int) -> None:
         """One implementation loop's worker: one child, or ``branches`` children compared."""
         req = self.req
-        loops_left = req.max_stage_loops - stage.loops
+        loops_left = loop_cap(stage, req) - stage.loops
         if stage.branches > 1:
             outcome = await self._branches(stage, stages_left, loops_left)
         else:
             share = stage_share(req.worker_share, stages_left, loops_left, 1)
-            outcome = await self.subagents.run(self._worker(stage, self._profile(stage), share), self._task(stage, None),
-                                               stage.index)
+            while True:
+                outcome = await self.subagents.run(self._worker(stage, self._profile(stage), share),
+                                                   self._task(stage, None), stage.index)
+                if not self._refused(outcome) or not await self.hooks.out_of_budget(outcome.detail or "no budget"):
+                    break
+                # raised (interactive): the worker starts on a slice of the larger remainder
             self._book_child(stage, outcome)
         if outcome is not None and outcome.findings_ref is not None:
             await self._merge(stage, outcome)
+
+    def _refused(self, outcome: SubagentOutcome) -> bool:
+        """The ledger had no slice for the child: it never started (it is not among the run's children)."""
+        return outcome.stop_reason == "budget_exhausted" and not any(
+            c.workflow_id == outcome.workflow_id for c in self.state.children)
 
     def _book_child(self, stage: StageRecord, outcome: SubagentOutcome) -> None:
         stage.children.append(outcome.workflow_id)
@@ -216,7 +231,7 @@ class StageWork:
         """Reviewer + confirmation: True to loop again."""
         planned = as_planned(stage)
         common = dict(subject="stage", stage=planned, stage_index=stage.index, findings_ref=stage.findings_ref,
-                      loop=stage.loops - 1, max_loops=self.req.max_stage_loops)
+                      loop=stage.loops - 1, max_loops=loop_cap(stage, self.req))
         review = await self.hooks.call("investigate.review", f"stage {stage.index} · loop {stage.loops} · reviewer",
                                   stage, **common)
         if review is None:
@@ -231,10 +246,26 @@ class StageWork:
                   [f"critique: {shorten(review.critique, 400)}"])
         return not confirm.exit
 
-    def _compress(self, stage: StageRecord) -> str:
-        """The stage's record for later prompts and the report: what it found, in a few lines."""
-        return shorten(f"[{stage.index}] {stage.title}: {stage.findings} findings in {stage.loops} loop(s); "
-                       f"{stage.summary or 'no answer'}", 1200)
+    async def _compress(self, stage: StageRecord) -> None:
+        """The stage's record for later prompts, workers and the report: a priced model call (the model's
+        whole record stored, a trimmed one in the state); the deterministic record of a few lines when
+        the run is ending (stop, exhausted budget) or the call failed."""
+        s = self.state
+        if s.run.stop_reason is None:
+            out = await self.hooks.call("investigate.compress", f"stage {stage.index} · compress the record", stage,
+                                        subject="stage", stage=as_planned(stage), stage_index=stage.index,
+                                        findings_ref=stage.findings_ref, loop=stage.loops,
+                                        max_loops=loop_cap(stage, self.req), summary=stage.summary)
+            if out is not None and out.record:
+                stage.record, stage.record_ref = shorten(out.record, 4000), out.record_ref
+                self.hooks.log("stage_record", f"stage {stage.index}: record compressed by the model",
+                               [shorten(line, 300) for line in stage.record.splitlines()[:8]])
+                return
+            if s.run.stop_reason is None:
+                s.warnings.append(f"stage {stage.index}: the record could not be compressed by the model; "
+                                  "the deterministic record is kept")
+        stage.record = shorten(f"[{stage.index}] {stage.title}: {stage.findings} findings in {stage.loops} loop(s); "
+                               f"{stage.summary or 'no answer'}", 1200)
 
     async def _check_criteria(self, stage: StageRecord) -> None:
         s = self.state
@@ -274,6 +305,7 @@ class StageWork:
             if ch.index < len(s.stages) and s.stages[ch.index].status == "pending":
                 st = s.stages[ch.index]
                 st.title, st.task, st.criteria = ch.stage.title, ch.stage.task, list(ch.stage.criteria)
+                st.max_loops = ch.stage.max_loops or st.max_loops
                 changes.append(f"changed [{ch.index}] → {st.title}")
         for p in out.add:
             if len(s.stages) >= cap:
@@ -281,7 +313,8 @@ class StageWork:
                                   f"'{p.title}' not added")
                 break
             s.stages.append(StageRecord(index=len(s.stages), title=p.title, task=p.task, criteria=list(p.criteria),
-                                        profile=p.profile, branches=max(p.branches, self.req.branches)))
+                                        profile=p.profile, branches=max(p.branches, self.req.branches),
+                                        max_loops=p.max_loops))
             changes.append(f"added [{len(s.stages) - 1}] {p.title}")
         stage.reflection = shorten(f"{out.reason}" + (f" ({'; '.join(changes)})" if changes else " (no change)"), 1000)
         self.hooks.log("reflection", out.reason, changes or ["no change to the remaining stages"])
@@ -290,4 +323,9 @@ class StageWork:
 def as_planned(stage: StageRecord) -> PlannedStage:
     """A stage record as the plan's words (what the reviewer, criteria checker and reflector see)."""
     return PlannedStage(title=stage.title[:200], task=stage.task[:2000] or stage.title, criteria=stage.criteria[:8] or ["-"],
-                        profile=stage.profile, branches=stage.branches)
+                        profile=stage.profile, branches=stage.branches, max_loops=stage.max_loops)
+
+
+def loop_cap(stage: StageRecord, req: InvestigationRequest) -> int:
+    """The stage's cap on implementation loops: its own (a plan edit or the plan maker), else the run's."""
+    return stage.max_loops or req.max_stage_loops

@@ -1,4 +1,5 @@
-"""The offline model's investigation answers: plan maker, reviewer, confirmation, criteria checker, reflector.
+"""The offline model's investigation answers: plan maker, reviewer, confirmation, criteria checker, reflector,
+stage compression.
 
 Deterministic and lexical: a plan of one stage per clause of the goal (or
 "locate" then "explain" for a one-clause goal), criteria naming the goal's
@@ -6,7 +7,8 @@ terms; a criterion is met when a finding of the stage mentions one of its
 content terms (claim, quote or cited path), with that finding's citations as
 the evidence (at least half of its terms in one finding); the reflector drops
 a remaining stage only when a finding of the finished stage mentions every term
-of each of its criteria. It reads the typed task, never the
+of each of its criteria; a stage's record is its size, the worker's answer and its
+first findings with their citations. It reads the typed task, never the
 prompt, and answers the same JSON an LLM is asked for (parsed by the same code).
 """
 
@@ -37,6 +39,8 @@ class OfflineInvestigatorConfig:
     criterion_terms: int = 3
     #: citations kept as one criterion's evidence
     evidence_per_criterion: int = 3
+    #: findings quoted (claim + citations) in a stage's compressed record
+    record_findings: int = 3
 
 
 def _terms(text: str) -> list[str]:
@@ -104,6 +108,16 @@ def _reflect(task: InvestigateTask) -> dict:
     return {"drop": drop, "change": [], "add": [], "reason": reason}
 
 
+def _compress(task: InvestigateTask, cfg: OfflineInvestigatorConfig) -> dict:
+    """The stage's record: its size, the worker's answer, then its first findings with their citations."""
+    title = task.stage.title if task.stage else f"stage {task.stage_index}"
+    head = (f"[{task.stage_index}] {title}: {len(task.all_findings)} findings in {task.loop} loop(s); "
+            f"{task.summary or 'no answer'}")
+    facts = [f"- {f.claim} ({', '.join(c.label() for c in f.citations) or 'uncited'})"
+             for f in task.all_findings[: cfg.record_findings]]
+    return {"record": "\n".join([head, *facts])}
+
+
 def investigate_answer(task: InvestigateTask, cfg: OfflineInvestigatorConfig | None = None) -> str:
     """The JSON answer of an investigation task."""
     cfg = cfg or OfflineInvestigatorConfig()
@@ -127,6 +141,8 @@ def investigate_answer(task: InvestigateTask, cfg: OfflineInvestigatorConfig | N
         done = not task.critique.startswith("no cited finding") or task.loop + 1 >= task.max_loops
         return json.dumps({"exit": done, "reason": "criteria covered or the loop cap reached" if done
                            else "another loop on the uncovered criteria"})
+    if kind == "investigate.compress":
+        return json.dumps(_compress(task, cfg))
     if kind == "investigate.criteria":
         return json.dumps(_criteria(task, cfg))
     return json.dumps(_reflect(task))
