@@ -13,6 +13,7 @@ from durable_navigator.cli.connect import open_session, print_started_id, say_af
 from durable_navigator.cli.display import branches_panel, print_block
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, stderr
 from durable_navigator.cli.follow import follow_run
+from durable_navigator.cli.preflight import refuse_unservable_on_workers
 from durable_navigator.navcore.branches import BranchExploreRequest, BranchExploreResult
 from durable_navigator.navcore.report import run_details_markdown, run_summary
 from durable_navigator.navcore.requests import ExplorationRequest
@@ -29,6 +30,8 @@ async def explore_branches(config: NavigatorConfig, request: ExplorationRequest,
     exploration's settings for the run's static details)."""
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
         say_server(session)
+        # every branch runs the same exploration: the task queue's workers must serve its models, as for explore
+        await refuse_unservable_on_workers(session, request.models())
         try:
             handle = await session.client.start_workflow(
                 BRANCHES_WORKFLOW_TYPE, BranchExploreRequest(exploration=request, branches=branches), id=wid,

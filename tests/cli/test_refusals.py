@@ -180,6 +180,25 @@ async def test_gemini_refused_when_the_worker_has_no_credentials(
     assert await _runs_on(client, task_queue, "BatchWorkflow") == [] and not out.exists()
 
 
+async def test_explore_branches_asks_the_workers_about_the_model_before_starting(
+    served: dict[str, str], client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``explore --branches`` runs the same preflight as ``explore``: a worker that cannot serve the model
+    refuses it before any ``ExploreBranchesWorkflow`` starts."""
+    for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
+        monkeypatch.delenv(key, raising=False)  # the test's worker runs in this process
+    env = _subprocess_env(served, GEMINI_API_KEY=CANARY)
+    out = tmp_path / "out"
+    proc = await _navigator(["explore", str(FIXTURE_REPO), "goal", "--model", GEMINI, "--branches", "2",
+                             "--out", str(out)], env, tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert _one_error_line(proc.stderr).startswith(
+        f"Error: model '{GEMINI}' cannot be served by the worker(s) on task queue '{task_queue}': "
+        "no Gemini credentials on the worker: set GEMINI_API_KEY")
+    assert len(await _runs_on(client, task_queue, PREFLIGHT_WORKFLOW)) == 1
+    assert await _runs_on(client, task_queue, "ExploreBranchesWorkflow") == [] and not out.exists()
+
+
 async def test_gemini_accepted_when_the_worker_has_credentials_and_the_key_stays_out_of_history(
     client: Client, task_queue: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
