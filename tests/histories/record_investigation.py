@@ -13,7 +13,9 @@ Scenarios (local dev server, fixture repository, real activities, offline worker
 * ``stop`` — a stop while a stage's worker is running;
 * ``branches`` — branch-and-compare of two workers;
 * ``continue_as_new`` — the offline run continuing as new between stages (every run of the chain);
-* ``explore_branches`` — ``ExploreBranchesWorkflow`` (``navigator explore --branches 2``), offline.
+* ``explore_branches`` — ``ExploreBranchesWorkflow`` (``navigator explore --branches 2``), offline;
+* ``steering`` — interactive: a refused plan edit, an edit with a loop cap, the approval, then the run
+  parked on its exhausted budget until ``raise_budget``.
 
 Each run's workflow id is its file's stem without ``_run<n>`` (its children's ids derive from it, and the
 replay test replays under that id). Writes ``investigation_<scenario>[_run<n>].json`` (the parent's runs only: its children are
@@ -30,10 +32,14 @@ from datetime import timedelta
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from temporalio.client import Client, WorkflowHandle
+from decimal import Decimal
+
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from durable_navigator.navcore.messages import StopInput
+from durable_navigator.navcore.investigation import PlannedStage
+from durable_navigator.navcore.messages import EditStagePlanInput, RaiseBudgetInput, StopInput, VerdictInput
+from durable_navigator.navcore.state import ExecutionMode
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workers.worker import build_worker
 from durable_navigator.workflows.branches import ExploreBranchesWorkflow
@@ -126,8 +132,39 @@ async def explore_branches(client: Client, tq: str, tmp: Path) -> WorkflowHandle
     return handle
 
 
+async def steering(client: Client, tq: str, tmp: Path) -> WorkflowHandle:
+    many = 8
+    model = write_investigation_script(tmp / "orch.yaml", {
+        "investigate.plan": [js({"stages": [stage("the model's stage", "x")]})],
+        "investigate.review": [js({"critique": "fine"})] * many,
+        "investigate.confirm": [js({"exit": True, "reason": "ok"})] * many,
+        "investigate.criteria": [js({"criteria": [{"criterion": "x", "met": False}]})] * many,
+        "investigate.reflect": [js({"drop": [], "reason": "keep"})] * many,
+        "investigate.compress": [js({"record": f"record {i}"}) for i in range(many)]})
+    req = investigation_request(tmp, model=model, mode=ExecutionMode.INTERACTIVE, max_stages=2, max_stage_loops=1,
+                                budget_usd=Decimal("0.0062"), max_output_tokens=256)
+    handle = await start_investigation(client, tq, req, wf_id="investigation_steering")
+    turn = (await wait_for(handle, lambda r: r.awaiting_kind == "plan", timeout_s=60)).awaiting_turn or 0
+    edited = [PlannedStage(title="the plugin", task="read the plugin", criteria=["x"], max_loops=1),
+              PlannedStage(title="the ledger", task="read the ledger", criteria=["x"])]
+    try:
+        await handle.execute_update(InvestigationWorkflow.edit_stage_plan, EditStagePlanInput(
+            turn=turn, stages=[edited[0].model_copy(update={"profile": "nobody"})], sender="rec"))
+    except WorkflowUpdateFailedError:
+        pass  # refused by the validator: never in history
+    await handle.execute_update(InvestigationWorkflow.edit_stage_plan,
+                                EditStagePlanInput(turn=turn, stages=edited, sender="rec"))
+    await handle.execute_update(InvestigationWorkflow.submit_verdict,
+                                VerdictInput(verdict="approve", turn=turn, kind="plan", sender="rec"))
+    await wait_for(handle, lambda r: r.status == "awaiting_budget", timeout_s=60)
+    await handle.signal(InvestigationWorkflow.raise_budget, RaiseBudgetInput(add_usd=Decimal("0.05"), sender="rec"))
+    await handle.result()
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {"scripted": scripted, "offline": offline, "stop": stop, "branches": branches,
-                                  "continue_as_new": continued, "explore_branches": explore_branches}
+                                  "continue_as_new": continued, "explore_branches": explore_branches,
+                                  "steering": steering}
 
 
 async def _histories(client: Client, workflow_id: str) -> list:

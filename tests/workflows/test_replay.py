@@ -28,7 +28,8 @@ def test_histories_are_committed() -> None:
             "batch_basic", "batch_stop", "batch_continue_as_new", "batch_resume",
             "research_full_loop", "research_offline", "research_stop", "research_interactive",
             "research_continue_as_new", "investigation_scripted", "investigation_offline", "investigation_stop",
-            "investigation_branches", "investigation_continue_as_new", "investigation_explore_branches"} <= names
+            "investigation_branches", "investigation_continue_as_new", "investigation_explore_branches",
+            "investigation_steering"} <= names
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
@@ -102,6 +103,18 @@ def test_investigation_histories_cover_every_investigation_call_and_activity() -
         activities |= {e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
                        if e.HasField("activity_task_scheduled_event_attributes")}
     assert {"investigate.plan", "investigate.review", "investigate.confirm", "investigate.criteria",
-            "investigate.reflect"} <= kinds
+            "investigate.reflect", "investigate.compress"} <= kinds
     assert {"investigate.check_evidence", "investigate.score_branches", "investigate.write_report",
             "research.aggregate"} <= activities
+
+
+def test_the_steering_history_holds_the_plan_edit_and_the_budget_park() -> None:
+    """An accepted ``edit_stage_plan`` update (the refused one never entered history) and a ``raise_budget``."""
+    path = HISTORY_DIR / "investigation_steering.json"
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    updates = [e.workflow_execution_update_accepted_event_attributes.accepted_request.input.name
+               for e in history.events if e.HasField("workflow_execution_update_accepted_event_attributes")]
+    signals = [e.workflow_execution_signaled_event_attributes.signal_name for e in history.events
+               if e.HasField("workflow_execution_signaled_event_attributes")]
+    assert updates == ["edit_stage_plan", "submit_verdict"]
+    assert [s for s in signals if s != "child_event"] == ["raise_budget"]
