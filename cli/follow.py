@@ -3,8 +3,8 @@
 Progress comes from polling the ``get_status`` query (the workflow's
 ``TurnReport``). In interactive mode, each turn waiting for a verdict is shown
 with its proposed flight-plan diff, and the user answers approve / reject
-(with feedback) / edit / stop; a run parked on its budget asks raise /
-finalize / abort. Verdicts carry the turn number and go through the ``submit_verdict`` update:
+(with feedback) / edit / stop (an investigation's stage plan is edited as a YAML file); a run
+parked on its budget asks raise / finalize / abort. Verdicts carry the turn number and go through the ``submit_verdict`` update:
 when another terminal answered first, the run refuses this one and the
 terminal says so. While the scan indexes a large repository, a progress bar
 shows files per second (the scan activity's heartbeat details).
@@ -16,9 +16,11 @@ import asyncio
 import os
 import re
 import sys
+import tempfile
 from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -32,9 +34,11 @@ from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.display import plan_text, print_block, progress_line, turn_panel
 from durable_navigator.cli.errors import CliError, RunFailedError, TemporalUnreachableError, stderr
 from durable_navigator.cli.handles import query_run, signal_run, update_run, with_full_reasoning
+from durable_navigator.cli.planfile import PLAN_FILE_HELP, dump_stage_plan, load_stage_plan, send_plan_edit
 from durable_navigator.cli.progress import IndexProgressBar
 from durable_navigator.cli.signals import default_sender, send_verdict
 from durable_navigator.navcore.activity_io import IndexProgress
+from durable_navigator.navcore.investigation import InvestigationState
 from durable_navigator.navtypes.errors import validation_lines
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
 from durable_navigator.navcore.messages import (
@@ -48,6 +52,9 @@ from durable_navigator.navcore.messages import (
     VerdictInput,
 )
 from durable_navigator.navcore.report import TurnReport
+
+#: the investigation's whole state (its stage plan, to edit)
+QUERY_INVESTIGATION = "get_investigation"
 
 __all__ = ["follow_run", "follow_to_result", "scan_progress", "update_problems", "POLL_INTERVAL_S", "VERDICT_PROMPT", "BUDGET_PROMPT"]
 
@@ -258,6 +265,9 @@ class _Follower:
                 reason = await _ask(self.reader, "reason (enter for 'stopped by user') > ") or "stopped by user"
                 await self.signal(SIGNAL_STOP, StopInput(reason=reason[:500], turn=turn, sender=sender))
                 applied = True
+            elif answer == "e" and kind == "plan" and report.workflow == "investigation":
+                await self.edit_stages(turn, sender)
+                continue
             elif answer == "e" and (kind == "plan" or report.workflow == "research"):
                 what_edit = "a research plan or step" if report.workflow == "research" else "the stage plan"
                 stderr.print(f"{what_edit} cannot be edited: approve it, or reject it with feedback")
@@ -291,6 +301,28 @@ class _Follower:
             return
         report = await query_run(self.handle, QUERY_STATUS, TurnReport)
         print_block(stderr, turn_panel(report, title=f"turn {turn} · edited plan"))
+
+    async def edit_stages(self, turn: int, sender: str) -> None:
+        """Edit an investigation's stage plan: the plan is written to a YAML file the user edits in any
+        editor; Enter sends it (or the path of another file); the run's answer is shown, then the prompt again."""
+        state = await query_run(self.handle, QUERY_INVESTIGATION, InvestigationState)
+        path = Path(tempfile.mkdtemp(prefix="navigator-plan-")) / f"{self.handle.id}-round{turn}.yaml"
+        path.write_text(dump_stage_plan(state.stages), encoding="utf-8")
+        stderr.print(f"the plan is in {path}: edit it ({PLAN_FILE_HELP})", markup=False, soft_wrap=True)
+        answer = await _ask(self.reader, "Enter sends it (or type another file's path; c cancels) > ")
+        if answer.lower() == "c":
+            return
+        try:
+            stages = load_stage_plan(Path(answer).expanduser() if answer else path)
+            edited = await send_plan_edit(self.session.client, self.handle.id, turn, stages, sender)
+        except CliError as exc:
+            if isinstance(exc, TemporalUnreachableError):
+                raise
+            stderr.print(str(exc), markup=False)  # one line naming the field; the plan still waits
+            return
+        stderr.print(edited.detail, markup=False)
+        report = await query_run(self.handle, QUERY_STATUS, TurnReport)
+        print_block(stderr, turn_panel(report, title=f"the investigation plan (round {turn}) · edited"))
 
     async def budget(self, report: TurnReport) -> None:
         self.pause()

@@ -163,6 +163,11 @@ def _print_status(row: dict[str, Any]) -> None:
                          f"navigator stop {wid}", markup=False)
         else:
             stdout.print(progress_line(report))
+            if report.status == "awaiting_budget":
+                wid = row["workflow_id"]
+                stdout.print(f"budget exhausted ({report.cost_total_usd} of {report.budget_usd}): the run waits "
+                             f"for a decision: navigator budget {wid} 0.50 (raise and go on) | navigator stop {wid} "
+                             "(finish with what exists)", markup=False, soft_wrap=True)
             if report.decisions:
                 print_block(stdout, last_turn_block(report))
     if row.get("result") and row.get("workflow_type") == "ResearchWorkflow":

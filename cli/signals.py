@@ -1,6 +1,7 @@
 """Steering from any terminal: ``approve``, ``reject``, ``stop``, ``mode``, ``budget``.
 
-``approve`` and ``reject`` go through the ``submit_verdict`` update, so the command
+``approve`` and ``reject`` go through the ``submit_verdict`` update (``approve --edit FILE``
+first sends an investigation's edited stage plan through ``edit_stage_plan``), so the command
 hears whether the run took the verdict: a verdict for a turn that is not awaiting
 one (``--turn 99``, an answered turn, a plan verdict on a map turn) is refused
 with exit code 2 instead of being ignored in silence. ``stop``, ``mode`` and
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import getpass
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -21,6 +23,7 @@ from durable_navigator.cli.connect import open_session
 from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.errors import CliError, RunNotFoundError, handles_errors
 from durable_navigator.cli.handles import describe_run, is_running, query_run, signal_run, update_run
+from durable_navigator.cli.planfile import load_stage_plan, send_plan_edit
 from durable_navigator.navcore.messages import (
     QUERY_STATUS,
     SIGNAL_RAISE_BUDGET,
@@ -129,17 +132,35 @@ def approve(
     workflow_id: WorkflowIdArg,
     turn: TurnOpt = None,
     plan: PlanOpt = False,
+    edit: Annotated[
+        Path | None,
+        typer.Option("--edit", metavar="FILE", help="Investigations: approve this edited stage plan (YAML; "
+                     "implies --plan).", show_default="the plan as proposed"),
+    ] = None,
     sender: SenderOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Approve the turn (or stage plan) awaiting a verdict.
 
     Exit code 2 when the run refuses it (that turn is not awaiting a verdict, or
-    was already answered); `navigator status ID` shows what is pending.
+    was already answered); `navigator status ID` shows what is pending. With
+    --edit FILE an investigation's stage plan is replaced by the file's stages
+    (titles, tasks, criteria, max_loops, branches, profile) and then approved; a
+    bad plan is refused with the field it names, and the run keeps waiting.
     """
-    number, kind = run_async(_awaiting_turn(ctx, workflow_id, turn, plan))
+    stages = load_stage_plan(edit) if edit is not None else None
+    number, kind = run_async(_awaiting_turn(ctx, workflow_id, turn, plan or edit is not None))
+    who = default_sender(sender)
+    if stages is not None:
+        async def go() -> None:
+            async with open_session(config_of(ctx)) as session:
+                edited = await send_plan_edit(session.client, workflow_id, number, stages, who)
+            if not json_out:
+                stdout.print(f"{workflow_id}: {edited.detail}", markup=False)
+
+        run_async(go())
     _verdict(ctx, workflow_id, VerdictInput(verdict="approve", turn=number, kind=kind,  # type: ignore[arg-type]
-                                            sender=default_sender(sender)), json_out)
+                                            sender=who), json_out)
 
 
 @signals_app.command()

@@ -127,3 +127,94 @@ def test_ls_lists_investigations_but_the_mcp_tools_only_their_own_run_types() ->
     assert "'ExploreBranchesWorkflow'" in build_list_query(None, None)
     mcp = build_list_query(None, None, tuple(KINDS))
     assert "Investigation" not in mcp and "Branches" not in mcp and "'ResearchWorkflow'" in mcp
+
+
+def _steering_script(tmp_path: Path, n: int = 8) -> str:
+    """An orchestrator whose plan names one stage; every later call answered (``n`` of each kind)."""
+    return write_investigation_script(tmp_path / "orch.yaml", {
+        "investigate.plan": [js({"stages": [stage("the model's stage", "something is cited")]})],
+        "investigate.review": [js({"critique": "fine"})] * n, "investigate.confirm": [js({"exit": True, "reason": "ok"})] * n,
+        "investigate.criteria": [js({"criteria": [{"criterion": "x", "met": False}]})] * n,
+        "investigate.reflect": [js({"drop": [], "reason": "keep"})] * n,
+        "investigate.compress": [js({"record": f"record {i}"}) for i in range(n)]})
+
+
+def _offline_worker(tmp_path: Path) -> list[str]:
+    """CLI options giving the stages a small offline worker (free; the orchestrator stays scripted)."""
+    profiles = tmp_path / "profiles.yaml"
+    profiles.write_text("quick:\n  kind: research\n  model: offline\n"
+                        "  caps: {max_rounds: 1, max_plan_steps: 2, max_executor_turns: 3, max_calls: 30}\n")
+    return ["--worker", "quick", "--profiles", str(profiles)]
+
+
+async def _awaiting(served: dict[str, str], wid: str, status: str | None = None) -> dict:
+    for _ in range(300):
+        report = json_of(await ainvoke(["status", wid, "--json"], served))["report"]
+        if report and (report["awaiting_kind"] == "plan" if status is None else report["status"] == status):
+            return report
+    raise AssertionError(f"{wid} never reached {status or 'a plan verdict'}")
+
+
+async def test_approve_edit_runs_the_edited_plan_and_a_bad_plan_is_refused_naming_the_field(
+        served: dict[str, str], tmp_path: Path) -> None:
+    started = json_of(await ainvoke(["investigate", str(FIXTURE_REPO), GOAL, "--model", _steering_script(tmp_path),
+                                     *_offline_worker(tmp_path), "--interactive", "--max-stages", "2",
+                                     "--detach", "--json",
+                                     "--out", str(tmp_path / "out")], served))
+    wid = started["workflow_id"]
+    await _awaiting(served, wid)
+    plan = tmp_path / "plan.yaml"
+    # refused here, before anything is sent: the file's own field
+    plan.write_text("stages:\n  - title: the plugin\n    task: read it\n    criteria: []\n")
+    bad = await ainvoke(["approve", wid, "--edit", str(plan)], served)
+    assert bad.exit_code == 2 and f"{plan}: stages.0.criteria:" in bad.stderr, bad.stderr
+    # refused by the run's validator: what only the run knows (its profiles, its max_stages)
+    plan.write_text("stages:\n  - {title: the plugin, task: read it, criteria: [a], profile: nobody}\n")
+    bad = await ainvoke(["approve", wid, "--edit", str(plan)], served)
+    assert bad.exit_code == 2 and "stages.0.profile: no profile 'nobody'" in bad.stderr, bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+    still = await _awaiting(served, wid)
+    assert "the model's stage" in still["stage_plan"]
+    plan.write_text("stages:\n  - {title: the plugin, task: read the plugin, criteria: [after_call is cited], "
+                    "max_loops: 1}\n  - {title: the ledger, task: read the ledger, criteria: [record is cited]}\n")
+    ok = await ainvoke(["approve", wid, "--edit", str(plan)], served)
+    assert ok.exit_code == 0, ok.stderr
+    assert "now has 2 stages" in ok.stdout and "approve applied" in ok.stdout
+    result = json_of(await ainvoke(["result", wid, "--wait", "--json"], served))
+    assert result["completed_normally"] and result["stages"] == 2 and result["stages_done"] == 2
+    report = Path(result["report_path"]).read_text()
+    assert "## Stage 0: the plugin (done)" in report and "## Stage 1: the ledger (done)" in report
+    assert "the model's stage" not in report
+
+
+async def test_an_interactive_investigation_out_of_budget_asks_in_status_and_goes_on_after_budget(
+        served: dict[str, str], tmp_path: Path) -> None:
+    started = json_of(await ainvoke(["investigate", str(FIXTURE_REPO), GOAL, "--model", _steering_script(tmp_path),
+                                     *_offline_worker(tmp_path), "--interactive", "--budget-usd", "0.008",
+                                     "--detach", "--json",
+                                     "--out", str(tmp_path / "out")], served))
+    wid = started["workflow_id"]
+    # each call reserves its upper bound (2048 output tokens at the test prices): the cap hits in planning or
+    # in the stage, depending on the prompts' sizes; the plan's verdict is given if it is asked first
+    for _ in range(300):
+        report = json_of(await ainvoke(["status", wid, "--json"], served))["report"]
+        if report and report["awaiting_kind"] == "plan":
+            assert (await ainvoke(["approve", wid, "--plan"], served)).exit_code == 0
+        elif report and report["status"] == "awaiting_budget":
+            break
+    else:
+        raise AssertionError(f"{wid} never parked on its budget")
+    assert int(float(report["cost_total_usd"].lstrip("$")) * 1_000_000) <= 8000
+    human = await ainvoke(["status", wid], served)
+    assert "budget exhausted" in human.stdout and f"navigator budget {wid}" in human.stdout, human.stdout
+    raised = await ainvoke(["budget", wid, "0.05"], served)
+    assert raised.exit_code == 0, raised.stderr
+    for _ in range(300):  # a plan asked for after the raise is approved too
+        report = json_of(await ainvoke(["status", wid, "--json"], served))["report"]
+        if not report:
+            break
+        if report["awaiting_kind"] == "plan":
+            assert (await ainvoke(["approve", wid, "--plan"], served)).exit_code == 0
+    result = json_of(await ainvoke(["result", wid, "--wait", "--json"], served))
+    assert result["stop_reason"] == "finalized" and result["completed_normally"]
+    assert 8000 < result["cost_micros"] <= 58_000 and result["max_usd"] == "0.058"
