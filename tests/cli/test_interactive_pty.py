@@ -169,3 +169,62 @@ def test_interactive_budget_park_raise_then_stop(tmp_path: Path) -> None:
         term.close(timeout_s=0.1)
         raise
     assert term.close() == 0, term.seen[-3000:]
+
+
+ORCHESTRATOR = """
+text:
+  investigate.plan: ['{"stages": [{"title": "the model stage", "task": "look", "criteria": ["x is cited"]}]}']
+  investigate.review: ['{"critique": "fine"}', '{"critique": "fine"}', '{"critique": "fine"}', '{"critique": "fine"}']
+  investigate.confirm: ['{"exit": true, "reason": "ok"}', '{"exit": true, "reason": "ok"}',
+                        '{"exit": true, "reason": "ok"}', '{"exit": true, "reason": "ok"}']
+  investigate.compress: ['{"record": "record 0"}', '{"record": "record 1"}']
+  investigate.criteria: ['{"criteria": [{"criterion": "x", "met": false}]}',
+                         '{"criteria": [{"criterion": "x", "met": false}]}']
+  investigate.reflect: ['{"drop": [], "reason": "keep"}']
+"""
+QUICK_WORKER = ("quick:\n  kind: research\n  model: offline\n"
+                "  caps: {max_rounds: 1, max_plan_steps: 2, max_executor_turns: 3, max_calls: 30}\n")
+
+
+def test_interactive_investigation_plan_edited_as_a_file_through_a_pty(tmp_path: Path) -> None:
+    """[e]dit writes the plan to a YAML file; a bad edit is refused naming the field and the plan still
+    waits; a good edit replaces it, and the approved, edited stages are the ones that run."""
+    box = Sandbox.create(tmp_path)
+    script = tmp_path / "orch.yaml"
+    script.write_text(ORCHESTRATOR)
+    profiles = tmp_path / "profiles.yaml"
+    profiles.write_text(QUICK_WORKER)
+    term = Terminal(
+        [str(NAVIGATOR), "investigate", str(FIXTURE_REPO), "how is usage recorded?", "--interactive",
+         "--max-stages", "2", "--model", f"scripted:{script}", "--worker", "quick", "--profiles", str(profiles),
+         "--out", str(tmp_path / "out")],
+        tmp_path, box.env(), columns=80,
+    )
+    try:
+        term.expect(r"the investigation plan · awaiting your verdict")
+        term.expect(r"\[e\]dit +\[s\]top >")
+        term.send("e")
+        path = Path(re.sub(r"^the plan is in |:$", "", term.expect(r"the plan is in \S+\.yaml:")))
+        assert "the model stage" in path.read_text()
+        term.expect(r"c cancels\) >")
+        path.write_text("stages:\n  - {title: the plugin, task: read it, criteria: []}\n")
+        term.send("")
+        term.expect(r"stages\.0\.criteria: ")
+        term.expect(r"\[s\]top >")
+        term.send("e")
+        path = Path(re.sub(r"^the plan is in |:$", "", term.expect(r"the plan is in \S+\.yaml:")))
+        term.expect(r"c cancels\) >")
+        path.write_text("stages:\n  - {title: the plugin, task: read the plugin, criteria: [x], max_loops: 1}\n"
+                        "  - {title: the ledger, task: read the ledger, criteria: [x]}\n")
+        term.send("")
+        term.expect(r"now has 2 stages")
+        term.expect(r"\[s\]top >")
+        term.send("a")
+        term.expect(r"sent approve for the investigation plan")
+        report = term.expect(r"report written to \S+report\.md").removeprefix("report written to ")
+    except BaseException:
+        term.close(timeout_s=0.1)
+        raise
+    assert term.close() == 0, term.seen[-3000:]
+    text = Path(report).read_text()
+    assert "## Stage 0: the plugin" in text and "## Stage 1: the ledger" in text and "the model stage" not in text
