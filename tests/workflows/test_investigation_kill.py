@@ -56,6 +56,7 @@ async def test_investigation_survives_worker_sigkill_mid_stage(client: Client, t
         "investigate.confirm": [js({"exit": True, "reason": "ok"}), js({"exit": True, "reason": "done"})],
         "investigate.criteria": [js({"criteria": [{"criterion": "after_call is found", "met": True,
                                                    "evidence": ["src/budgetkit/plugin.py:26-29"]}]})],
+        "investigate.compress": [js({"record": "after_call records usage (src/budgetkit/plugin.py:26-29)"})],
     })
     req = investigation_request(tmp_path, model=orchestrator, max_stages=1, max_stage_loops=1,
                                 worker=worker_profile(model=child),
@@ -82,7 +83,8 @@ async def test_investigation_survives_worker_sigkill_mid_stage(client: Client, t
     assert len(starts) == 1 and len(result.children) == 1
     prepared = Counter(inp["spec"]["kind"] for inp in _scheduled(history, "model.prepare"))
     assert prepared == Counter(state.calls) == Counter({"investigate.plan": 1, "investigate.review": 2,
-                                                       "investigate.confirm": 2, "investigate.criteria": 1})
+                                                       "investigate.confirm": 2, "investigate.criteria": 1,
+                                                       "investigate.compress": 1})
     assert len(_scheduled(history, "model.request")) == sum(state.calls.values())
     # the orchestrator paid each of its calls once; the child's spend (its lost attempt booked at its
     # upper bound, so never under-counted) is on top and within its slice
