@@ -74,10 +74,10 @@ class RenderConfig(_Cfg):
     """How files are drawn and how the budget fitter values content."""
 
     #: value of one file at each level (index = level), multiplied by score ** score_power
-    level_value: tuple[float, float, float, float, float] = (0.0, 0.3, 1.5, 2.0, 2.6)
+    level_value: tuple[float, float, float, float, float] = (0.0, 0.3, 1.5, 2.0, 3.5)
     #: sharpens the ranking's say in the budget: > 1 favours detail on the top files over
     #: path lines of many weakly relevant ones
-    score_power: float = Field(2.5, gt=0.0)
+    score_power: float = Field(4.0, gt=0.0)
     #: floor added to every score so unranked files still order by cost, not arbitrarily
     score_floor: float = Field(1e-4, gt=0.0)
     #: value multiplier of files whose level an explicit rule requested

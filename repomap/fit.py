@@ -85,6 +85,35 @@ class Fitter:
         f.requested = 0
         self.levels[i] = 0  # its heap entries are stale now and skipped by fit()
 
+    def refill(self, target: int, candidates: int = 256) -> None:
+        """Raise degraded files back into the room a fit left (``target - total``).
+
+        Greedy degradation takes the cheapest loss per saved token, and that step can be a
+        jump to a much lower level (L4 -> L0 of a file whose L3 is nearly as costly as its
+        L4), leaving room the next level up would have filled. One pass over the degraded
+        files, most valuable requested level first (``candidates`` at most, so a
+        20,000-file map stays cheap): each rises to the highest allowed level that fits.
+        """
+        room = target - self.total
+        if room <= 0:
+            return
+        files, levels = self.files, self.levels
+        degraded = [i for i, lv in enumerate(levels) if lv < files[i].requested]
+        degraded.sort(key=lambda i: (files[i].tier, files[i].value[files[i].requested]), reverse=True)
+        for i in degraded[:candidates]:
+            f, lv = files[i], levels[i]
+            here = f.cost[lv] or 0
+            for up in range(f.requested, lv, -1):
+                c = f.cost[up]
+                if c is not None and c - here <= room:
+                    room -= c - here
+                    self.total += c - here
+                    levels[i] = up
+                    self._push(i)
+                    break
+            if room <= 0:
+                break
+
     def fit(self, target: int) -> bool:
         """Degrade until ``total <= target``; False when even everything hidden is over."""
         while self.total > target and self._heap:

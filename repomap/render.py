@@ -293,6 +293,8 @@ def render_plan(inp: RenderInput, plan: FlightPlan) -> Rendered:
     passes = 0
     while passes < inp.cfg.max_fit_passes:
         fitter.fit(max(target, 0))
+        if passes == 0:
+            fitter.refill(max(target, 0))
         shown_now = [i for i, lv in enumerate(fitter.levels) if lv > 0]
         try:
             pieces = [_file_text(inp, i, fitter.levels[i], cache, present) for i in shown_now]

@@ -36,6 +36,12 @@ class OfflinePolicyConfig(BaseModel):
     fill_files: int = 200
     #: a fill move raises a file straight to L4 when its full text fits the unused tokens
     fill_full_first: bool = True
+    #: fill moves count the tokens the engine spent on files the plan has no rule for (auto
+    #: levels) as free: a rule outranks them in the fitter, so raising a ranked file pushes the
+    #: engine's filler out instead of being refused because the map "looks" full
+    fill_reclaims_auto: bool = True
+    #: ...keeping at least this share of the budget for the auto-level files (path lines, small files)
+    fill_auto_reserve: float = 0.10
     #: share of the budget the policy plans explicitly; the engine's auto levels fill the rest
     explicit_share: float = 0.80
     #: a file is shown in full only if that costs at most this share of the budget

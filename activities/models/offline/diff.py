@@ -108,9 +108,15 @@ def fill_move(
     tried = " ".join(reason for _, reason in recent if reason.startswith("fill"))
     if meta is None:
         return None
-    # keep slack: level costs are estimates of what the renderer will emit
-    remaining = int((meta.token_budget - meta.tokens_used) * cfg.fill_slack)
     current = {r.glob: r.level for r in plan.rules}
+    free = meta.token_budget - meta.tokens_used
+    if cfg.fill_reclaims_auto:
+        # the files on auto levels give way to any rule (render.protect_rules): their tokens
+        # are the engine's filler, free for the ranking's next files
+        owned = _ruled_tokens(current, ranked, meta)
+        free = max(free, int(meta.token_budget * (1.0 - cfg.fill_auto_reserve)) - owned)
+    # keep slack: level costs are estimates of what the renderer will emit
+    remaining = int(free * cfg.fill_slack)
     rules: list[VerbosityRule] = []
     notes: list[str] = []
     for i, r in enumerate(ranked[: cfg.fill_files]):
@@ -132,8 +138,22 @@ def fill_move(
             break
     if not rules:
         return None
-    used = meta.tokens_used / meta.token_budget
+    used = (meta.token_budget - free) / meta.token_budget
     return FlightPlanUpdate(set_rules=rules), f"fill (map at {used:.0%} of the budget): zoom in " + "; ".join(notes)
+
+
+def _ruled_tokens(current: dict[str, Level], ranked: list[Any], meta: MapMetadata) -> int:
+    """Tokens the files the plan has a rule for take: measured when the map's summary lists
+    the file (expansions included), else the ranking's estimate for the rule's level."""
+    measured = {f.path: f.tokens for f in meta.top_files}
+    estimate = {r.path: r.level_tokens for r in ranked}
+    total = 0
+    for glob, level in current.items():
+        if glob in measured:
+            total += measured[glob]
+        elif glob in estimate:
+            total += estimate[glob][level]
+    return total
 
 
 def finalize_summary(plan: FlightPlan, meta: MapMetadata | None) -> str:

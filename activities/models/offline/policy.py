@@ -287,7 +287,7 @@ def plan_turn(engine: Any, call: OfflineTurn, cfg: OfflinePolicyConfig, estimate
     if call.iteration >= call.max_iterations:
         return PolicyOutcome(True, f"finalize: iteration cap {call.max_iterations} reached", summary=finalize_summary(plan, meta))
     if update.is_empty():
-        if usage >= cfg.finalize_budget_use or meta is None:
+        if meta is None or (usage >= cfg.finalize_budget_use and not cfg.fill_reclaims_auto):
             reason = f"finalize: ranking stable (allocation unchanged) and the map uses {usage:.0%} of the budget"
             return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))
         if _fill_was_undone(call.recent_decisions):

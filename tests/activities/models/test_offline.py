@@ -13,7 +13,7 @@ from durable_navigator.activities.models.offline.config import glob_matches
 from durable_navigator.activities.models.offline.terms import goal_terms, parse_feedback
 from durable_navigator.navcore.decision import ModelDecision
 from durable_navigator.navtypes.errors import ModelError
-from durable_navigator.navtypes.flightplan import FlightPlan, Level
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level, VerbosityRule
 
 from durable_navigator import repomap  # noqa: E402  (the real engine; no fake)
 from tests.support.models import decide_request
@@ -251,13 +251,38 @@ def test_fill_move_raises_the_best_file_into_unused_budget(engine) -> None:
     # the whole file fits the unused tokens: straight to L4 (one level at a time took turns it never got)
     assert raised.get(ranked[0].path) == Level.FULL
     assert reason.startswith("fill (map at") and "ranks #1" in reason
-    assert fill_move(plan, ranked, meta.model_copy(update={"tokens_used": 5000}), cfg) is None
-    stepwise = fill_move(plan, ranked, meta, cfg.model_copy(update={"fill_full_first": False}))
+    # the old rule (fill_reclaims_auto off): a map the engine's auto levels filled has no room
+    strict = cfg.model_copy(update={"fill_reclaims_auto": False})
+    assert fill_move(plan, ranked, meta.model_copy(update={"tokens_used": 5000}), strict) is None
+    stepwise = fill_move(plan, ranked, meta, strict.model_copy(update={"fill_full_first": False}))
     assert stepwise is not None and {r.glob: r.level for r in stepwise[0].set_rules}[ranked[0].path] == Level.OUTLINE
     # a file whose full text does not fit goes up one level only
     tight = meta.model_copy(update={"tokens_used": meta.token_budget - ranked[0].level_tokens[Level.FULL]})
-    step = fill_move(plan, ranked, tight, cfg)
+    step = fill_move(plan, ranked, tight, strict)
     assert step is not None and {r.glob: r.level for r in step[0].set_rules}.get(ranked[0].path) != Level.FULL
+
+
+def test_fill_move_reclaims_the_tokens_of_auto_level_files(engine) -> None:
+    """A map the engine filled with files the plan has no rule for is not full for the plan:
+    those files give way to any rule, so a fill may raise the ranking's best file anyway
+    (before: the policy finalized at "85% used" with the goal's file at L2 and filler at L4)."""
+    from durable_navigator.activities.models.offline.diff import fill_move
+    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, ranked_for
+
+    cfg = OfflinePolicyConfig()
+    plan = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])
+    ranked = ranked_for(engine, plan)
+    plan = plan.apply(FlightPlanUpdate(set_rules=[VerbosityRule(glob=ranked[0].path, level=Level.OUTLINE)]))
+    full = engine.render(plan).metadata.model_copy(update={"tokens_used": 5000})  # filler everywhere
+    move = fill_move(plan, ranked, full, cfg)
+    assert move is not None
+    assert {r.glob: r.level for r in move[0].set_rules}[ranked[0].path] == Level.FULL
+    # ...but the plan's own rules are not free: when they take the budget, nothing is raised
+    owned = [VerbosityRule(glob=r.path, level=Level.FULL) for r in ranked]
+    heavy = FlightPlan(token_budget=max(26, sum(r.level_tokens[Level.FULL] for r in ranked[1:])), goal=GOAL,
+                       exclude=["tests/**", "docs/**"]).apply(FlightPlanUpdate(set_rules=owned[1:]))
+    meta = engine.render(heavy).metadata
+    assert fill_move(heavy, ranked, meta.model_copy(update={"tokens_used": meta.token_budget}), cfg) is None
 
 
 def _run_goal(engine, goal: str) -> tuple[FlightPlan, list[ModelDecision]]:
