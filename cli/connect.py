@@ -217,7 +217,8 @@ def _embedded_config(config: NavigatorConfig) -> DevServerConfig:
     emb = config.embedded
     port = free_port(emb.ip) if _foreign(emb.ip, emb.port) is not None else emb.port
     ui_port = free_port(emb.ip) if _foreign(emb.ip, emb.ui_port) is not None else emb.ui_port
-    return DevServerConfig(ip=emb.ip, port=port, ui_port=ui_port, db_filename=emb.db_filename)
+    return DevServerConfig(ip=emb.ip, port=port, ui_port=ui_port, db_filename=emb.db_filename,
+                           startup_timeout_s=emb.startup_timeout_s)
 
 
 def _unreachable(config: NavigatorConfig) -> TemporalUnreachableError:
