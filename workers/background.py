@@ -12,7 +12,8 @@ record (:mod:`workers.servers`) once the frontend answers, and then checks every
 
 After ``idle_timeout_s`` without either it stops the server (SIGINT, so SQLite is
 closed cleanly) and removes its record; so does SIGTERM / SIGINT
-(``navigator server stop``), at any time, also while the server is still starting.
+(``navigator server stop``, or the command that gave up waiting for the record), at any
+time, also while the server is still starting.
 The database persists: the next command that needs a server starts a new one on
 the same file, with every run still there.
 
