@@ -27,8 +27,8 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from datetime import timedelta
+from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Literal
 
@@ -152,13 +152,12 @@ def build_command(binary: Path, config: DevServerConfig) -> list[str]:
 
 #: signal the kernel sends the server when its owner dies (the server shuts down cleanly on it)
 OWNER_DEATH_SIGNAL = signal.SIGTERM
-_PR_SET_PDEATHSIG = 1
 # runs in a fresh interpreter (no threads, so no preexec_fn hazards), then becomes the server:
 # argv = [owner pid, signal, binary, args...]; exits at once if the owner already died
 _LIFELINE = (
     "import ctypes,os,sys\n"
     "owner,sig=int(sys.argv[1]),int(sys.argv[2])\n"
-    "if ctypes.CDLL(None,use_errno=True).prctl(1,sig,0,0,0)!=0:\n"
+    "if ctypes.CDLL(None,use_errno=True).prctl(1,sig,0,0,0)!=0:\n"  # 1: PR_SET_PDEATHSIG
     "    sys.exit('prctl(PR_SET_PDEATHSIG) failed: errno %d'%ctypes.get_errno())\n"
     "if os.getppid()!=owner:\n"
     "    sys.exit('the process that started the Temporal server is gone')\n"
