@@ -69,6 +69,7 @@ ENV_VARS: dict[str, str] = {
     "NAVIGATOR_FIRST_CHUNK_TIMEOUT_S": "stream.first_chunk_timeout_s",
     "NAVIGATOR_INTER_CHUNK_TIMEOUT_S": "stream.inter_chunk_timeout_s",
     "NAVIGATOR_IDLE_TIMEOUT_S": "embedded.idle_timeout_s",
+    "NAVIGATOR_STARTUP_TIMEOUT_S": "embedded.startup_timeout_s",
 }
 #: credentials: read from the environment only, never printed
 SECRET_ENV_VARS: tuple[str, ...] = ("TEMPORAL_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY",
@@ -126,6 +127,9 @@ class EmbeddedSettings(_Section):
     #: working) until this long without a worker polling or a navigator command; 0: it stops
     #: with the command that started it
     idle_timeout_s: float = Field(1800.0, ge=0, le=7 * 24 * 3600)
+    #: how long a command waits for the server it starts to answer (a cold start on a loaded
+    #: machine is slow); past it the command fails with exit code 3 and says so
+    startup_timeout_s: float = Field(60.0, gt=0, le=3600)
 
 
 class RunDefaults(_Section):

@@ -69,6 +69,8 @@ __all__ = [
 
 #: how long a CLI command waits for the frontend before reporting exit code 3
 CONNECT_TIMEOUT = timedelta(seconds=10)
+#: how long a command goes on after its in-process worker stopped before it gives up (exit code 3)
+WORKER_LOST_GRACE_S = 10.0
 #: how long "does something listen on the embedded port?" waits for a connection
 PORT_CHECK_TIMEOUT_S = 3.0
 _CLOUD_SUFFIX = ".tmprl.cloud"
@@ -92,6 +94,8 @@ class TemporalSession:
     server: ServerRecord | None = None
     #: this command started ``server`` in the background (it outlives the command)
     started_background: bool = False
+    #: the in-process worker stopped and the command was cancelled for it (not a Ctrl-C)
+    worker_lost: bool = False
 
     @property
     def namespace(self) -> str:
@@ -217,7 +221,8 @@ def _embedded_config(config: NavigatorConfig) -> DevServerConfig:
     emb = config.embedded
     port = free_port(emb.ip) if _foreign(emb.ip, emb.port) is not None else emb.port
     ui_port = free_port(emb.ip) if _foreign(emb.ip, emb.ui_port) is not None else emb.ui_port
-    return DevServerConfig(ip=emb.ip, port=port, ui_port=ui_port, db_filename=emb.db_filename)
+    return DevServerConfig(ip=emb.ip, port=port, ui_port=ui_port, db_filename=emb.db_filename,
+                           startup_timeout_s=emb.startup_timeout_s)
 
 
 def _unreachable(config: NavigatorConfig) -> TemporalUnreachableError:
@@ -303,6 +308,12 @@ async def _in_process_worker(session: TemporalSession) -> AsyncIterator[None]:
     context manager cancels the *command's* task, which then dies with a bare
     ``CancelledError`` instead of saying what happened. Run as its own task, the worker
     fails alone; the command reports the lost server itself (exit code 3).
+
+    A worker that stops while the command still runs (its start-up check failed on a
+    server slow to come up, a fatal poll error) would leave the command following a run
+    nothing serves, for ever: :data:`WORKER_LOST_GRACE_S` later the command is cancelled
+    and fails with :class:`TemporalUnreachableError` saying so (unless it reported the
+    lost server itself meanwhile).
     """
     from durable_navigator.workers.worker import build_worker
 
@@ -310,16 +321,51 @@ async def _in_process_worker(session: TemporalSession) -> AsyncIterator[None]:
     worker = build_worker(session.client, task_queue=session.task_queue, endpoints=config.endpoints,
                           pricing_file=config.pricing_file)
     running = asyncio.create_task(worker.run())
+    command = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    lost: list[str] = []  # why the worker stopped, once the command was cancelled for it
+    active = True
+
+    def give_up() -> None:
+        if active and command is not None and not command.done():
+            lost.append(_worker_error(running))
+            session.worker_lost = True
+            command.cancel()
+
+    def on_worker_end(_: asyncio.Task[None]) -> None:
+        if active:
+            loop.call_later(WORKER_LOST_GRACE_S, give_up)
+
+    running.add_done_callback(on_worker_end)
     session.in_process_worker = True
     try:
         yield
+    except asyncio.CancelledError:
+        if lost and command is not None and command.uncancel() == 0:
+            raise TemporalUnreachableError(
+                f"the in-process worker stopped ({lost[0]}), so this command stops waiting; its run is durable: "
+                "`navigator worker` finishes it, `navigator ls` shows it"
+            ) from None
+        raise
     finally:
+        active = False
         session.in_process_worker = False
         if not running.done():
             await worker.shutdown()
         await asyncio.wait([running])
         if not running.cancelled() and running.exception() is not None:
             log.info("the in-process worker stopped with an error", error=str(running.exception())[:300])
+
+
+def _worker_error(task: asyncio.Task[None]) -> str:
+    """What ended a worker task, in one short line."""
+    if task.cancelled():
+        return "cancelled"
+    exc = task.exception()
+    if exc is None:
+        return "it shut down"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
 
 
 def say_server(session: TemporalSession) -> None:

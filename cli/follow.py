@@ -442,6 +442,8 @@ async def follow_to_result(session: TemporalSession, handle: Any, closed: asynci
     try:
         await follow_run(session, handle, interactive=interactive, closed=closed)
     except asyncio.CancelledError:
+        if session.worker_lost:
+            raise  # not a Ctrl-C: the session reports its stopped worker
         if session.embedded is not None:
             stderr.print(f"stopped following {wid}; the run is kept in the embedded server's database. Resume with "
                          f"`navigator server` + `navigator worker`, then `navigator status {wid}`.")

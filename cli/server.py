@@ -105,6 +105,7 @@ def server(
         ui_port=ui_port or emb.ui_port,
         db_filename=db or emb.db_filename,
         headless=headless,
+        startup_timeout_s=emb.startup_timeout_s,
     )
     running = find_record(cfg.db_filename)
     if running is not None:

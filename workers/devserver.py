@@ -6,6 +6,15 @@ persistent SQLite file under the user's state directory, the Web UI on, and the
 navigator's search attributes registered, then wait until the frontend answers
 before anyone connects. Shutdown is SIGINT → wait → SIGKILL, so the SQLite file
 is closed cleanly whenever the server lets us.
+
+The server never outlives the process that started it (its *owner*: the command
+that runs it for its own duration, ``navigator server`` in the foreground, or the
+background supervisor of :mod:`workers.background`), even when the owner is
+killed with SIGKILL and runs no cleanup: on Linux the child is started through a
+tiny launcher that asks the kernel for SIGTERM on its owner's death
+(``PR_SET_PDEATHSIG``, kept across ``exec``) before it becomes ``temporal``. The
+server lives in its own session, so no signal to the owner's process group
+reaches it otherwise. Every wait for it is bounded (:meth:`DevServer.wait_ready`).
 """
 
 from __future__ import annotations
@@ -18,9 +27,10 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Literal
+from typing import IO, Any, Literal
 
 import platformdirs
 from pydantic import BaseModel, ConfigDict, Field
@@ -76,6 +86,8 @@ class DevServerConfig(BaseModel):
     log_level: Literal["debug", "info", "warn", "error", "never"] = "warn"
     #: a cold start with a fresh SQLite file takes a few seconds on a busy 2-core box
     startup_timeout_s: float = Field(60.0, gt=0)
+    #: stop the server when the process that started it dies (Linux; see the module docstring)
+    die_with_owner: bool = True
     shutdown_timeout_s: float = Field(15.0, gt=0)
     poll_interval_s: float = Field(0.2, gt=0)
 
@@ -138,6 +150,34 @@ def build_command(binary: Path, config: DevServerConfig) -> list[str]:
     return cmd
 
 
+#: signal the kernel sends the server when its owner dies (the server shuts down cleanly on it)
+OWNER_DEATH_SIGNAL = signal.SIGTERM
+# runs in a fresh interpreter (no threads, so no preexec_fn hazards), then becomes the server:
+# argv = [owner pid, signal, binary, args...]; exits at once if the owner already died
+_LIFELINE = (
+    "import ctypes,os,sys\n"
+    "owner,sig=int(sys.argv[1]),int(sys.argv[2])\n"
+    "if ctypes.CDLL(None,use_errno=True).prctl(1,sig,0,0,0)!=0:\n"  # 1: PR_SET_PDEATHSIG
+    "    sys.exit('prctl(PR_SET_PDEATHSIG) failed: errno %d'%ctypes.get_errno())\n"
+    "if os.getppid()!=owner:\n"
+    "    sys.exit('the process that started the Temporal server is gone')\n"
+    "os.execv(sys.argv[3],sys.argv[3:])\n"
+)
+
+
+def with_lifeline(cmd: list[str], owner_pid: int | None = None) -> list[str]:
+    """``cmd`` run so it gets :data:`OWNER_DEATH_SIGNAL` when ``owner_pid`` (default: us) dies.
+
+    Linux only (``PR_SET_PDEATHSIG``); elsewhere ``cmd`` unchanged. The kernel sends the
+    signal when the *thread* that forked the child ends: start it from a thread that
+    lives as long as the owner (the main thread, as every caller here does).
+    """
+    if not sys.platform.startswith("linux"):
+        return cmd
+    owner = os.getpid() if owner_pid is None else owner_pid
+    return [sys.executable, "-I", "-S", "-c", _LIFELINE, str(owner), str(int(OWNER_DEATH_SIGNAL)), *cmd]
+
+
 def port_in_use(host: str, port: int, timeout_s: float = 0.5) -> bool:
     """True when something accepts TCP connections on ``host:port``."""
     try:
@@ -195,6 +235,8 @@ class DevServer:
         if self.config.db_filename is not None:
             self.config.db_filename.parent.mkdir(parents=True, exist_ok=True)
         cmd = build_command(find_temporal_binary(), self.config)
+        if self.config.die_with_owner:
+            cmd = with_lifeline(cmd)
         out: int | IO[bytes] = subprocess.DEVNULL
         if self.log_path is not None:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -214,27 +256,42 @@ class DevServer:
             )
 
     async def wait_ready(self) -> None:
-        """Wait until the frontend answers a namespace call, or raise ``DevServerError``."""
+        """Wait until the frontend answers a namespace call, or raise ``DevServerError``.
+
+        Never longer than ``startup_timeout_s`` (plus the server's stop): each probe is
+        bounded by the time left. The SDK's own bound on a call (about 30 s) is not
+        enough: a server that accepts connections but is too slow to answer (a loaded
+        machine, a stopped process) made one probe outlast the whole deadline.
+        """
         from temporalio.client import Client  # heavy import, only when needed
 
-        deadline = time.monotonic() + self.config.startup_timeout_s
-        last_error: Exception | None = None
-        while time.monotonic() < deadline:
+        timeout_s = self.config.startup_timeout_s
+        deadline = time.monotonic() + timeout_s
+        last_error: str | None = None
+        while (left := deadline - time.monotonic()) > 0:
             self._check_alive()
-            if port_in_use(self.config.ip, self.config.port):
+            if port_in_use(self.config.ip, self.config.port, timeout_s=min(0.5, left)):
                 try:
-                    client = await Client.connect(self.address, namespace=self.config.namespace)
-                    await client.workflow_service.get_system_info(_system_info_request())
+                    await asyncio.wait_for(self._probe(Client, left), timeout=left)
                     return
+                except TimeoutError:
+                    last_error = f"no answer within the {timeout_s:.0f}s"
                 except Exception as exc:  # noqa: BLE001 - retried until the deadline, then reported
-                    last_error = exc
-            await asyncio.sleep(self.config.poll_interval_s)
-        self.stop()
+                    last_error = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+            await asyncio.sleep(min(self.config.poll_interval_s, max(0.0, deadline - time.monotonic())))
+        self._check_alive()
+        await asyncio.to_thread(self.stop)
         raise DevServerError(
-            f"the embedded Temporal server did not become ready on {self.address} within "
-            f"{self.config.startup_timeout_s:.0f}s ({last_error or 'port never opened'}); "
-            "retry, or start it yourself with `navigator server`"
+            f"the embedded Temporal server did not become ready on {self.address} within {timeout_s:.0f}s "
+            f"({last_error or 'its port never opened'}; log: {self.log_path or 'none'}); on a busy machine "
+            "retry or raise embedded.startup_timeout_s, or start one yourself with `navigator server`"
         )
+
+    async def _probe(self, client_class: Any, left_s: float) -> None:
+        """One readiness check: connect and ask for the system info, neither longer than ``left_s``."""
+        bound = timedelta(seconds=max(left_s, 0.1))
+        client = await client_class.connect(self.address, namespace=self.config.namespace, connect_timeout=bound)
+        await client.workflow_service.get_system_info(_system_info_request(), timeout=bound)
 
     def stop(self) -> int | None:
         """SIGINT, wait, then SIGKILL; returns the exit code (``None`` if never started)."""

@@ -17,6 +17,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -214,3 +215,51 @@ def test_run_and_exit_keeps_codes_and_runs_the_orderly_part_of_shutdown() -> Non
         stderr[action] = proc.stderr
     assert "went wrong" in stderr["raise SystemExit('went wrong')"]
     assert "RuntimeError: a bug" in stderr["raise RuntimeError('a bug')"]  # the traceback, as uncaught
+
+
+def test_explore_on_a_server_that_never_answers_exits_3_in_time_and_leaves_nothing(tmp_path: Path) -> None:
+    """A server too slow to come up (here: frozen by SIGSTOP once it exists) costs at most the startup timeout.
+
+    Before: each readiness probe waited the SDK's own ~30 s whatever the deadline, so `explore` on a
+    loaded machine could wait far beyond embedded.startup_timeout_s; and a server left behind by a
+    killed command ran on for good.
+    """
+    box = Sandbox.create(tmp_path)
+    env = {**box.env(), "NAVIGATOR_STARTUP_TIMEOUT_S": "8"}
+    proc = subprocess.Popen(
+        [str(NAVIGATOR), "explore", str(FIXTURE_REPO), "where is the ledger?", "--json", "--max-iterations", "2",
+         "--out", str(tmp_path / "out")], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    frozen: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not frozen and proc.poll() is None and time.monotonic() < deadline:
+            frozen = [pid for pid, cmd in _pids_mentioning(f"--port {box.port}") if "start-dev" in cmd]
+            time.sleep(0.05)
+        assert frozen, "explore started no server"
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        started = time.monotonic()
+        _, err = proc.communicate(timeout=120)
+        # the 8 s startup timeout, then the frozen server's stop (SIGINT, 15 s, SIGKILL): nothing longer
+        assert time.monotonic() - started < 8 + 15 + 20, err[-2000:]
+        assert proc.returncode == 3, err[-2000:]
+        assert re.search(r"did not become ready on 127\.0\.0\.1:\d+ within 8s .*startup_timeout_s", err), err[-2000:]
+        assert _processes_mentioning(f"--port {box.port}") == []
+    finally:
+        proc.kill()
+        proc.communicate()
+        _kill_mentioning(f"--port {box.port}")
+
+
+def _pids_mentioning(text: str) -> list[tuple[int, str]]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmdline:
+                found.append((int(entry.name), cmdline))
+    return found

@@ -3,6 +3,7 @@ request or when idle — and never another user's server."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -11,6 +12,7 @@ import signal
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -202,3 +204,135 @@ def test_another_users_server_is_never_used(tmp_path: Path) -> None:
     finally:
         stranger.kill()
         stranger.wait()
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text in (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _until(check: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _explore_killed_once_its_server_listens(box: Sandbox, env: dict[str, str]) -> None:
+    """Start `explore` and SIGKILL it (no cleanup of any kind) as soon as its server's port is open."""
+    proc = subprocess.Popen([str(NAVIGATOR), "explore", str(FIXTURE_REPO), GOAL, "--max-iterations", "2", "--out",
+                             str(box.root / "out")], cwd=box.root, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert _until(lambda: port_in_use("127.0.0.1", box.port, 0.2) or proc.poll() is not None, 180)
+        assert proc.poll() is None, "explore ended before it could be killed"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_killed_explore_takes_its_command_scoped_server_along(tmp_path: Path) -> None:
+    """embedded.idle_timeout_s 0: the server lives as long as the command, even one killed by SIGKILL.
+
+    Before: the server (its own session, stopped only by the command's cleanup) ran on with no idle
+    watcher at all — after a test's timeout killed `explore`, for 98 minutes.
+    """
+    box = Sandbox.create(tmp_path)
+    try:
+        _explore_killed_once_its_server_listens(box, box.env(idle_timeout_s=0))
+        assert _until(lambda: not port_in_use("127.0.0.1", box.port, 0.2), 30), "the server outlived explore"
+        assert _until(lambda: _processes_mentioning(f"--port {box.port}") == [], 30)
+    finally:
+        _kill_all(_processes_mentioning(f"--port {box.port}"))
+
+
+def test_a_killed_explore_leaves_a_background_server_that_still_stops_when_idle(tmp_path: Path) -> None:
+    """The idle watcher lives in the background supervisor: the command that started it may die."""
+    box = Sandbox.create(tmp_path)
+    env = box.env(idle_timeout_s=4)
+    try:
+        _explore_killed_once_its_server_listens(box, env)
+        # idle 4 s after its last use (the killed command may have polled: a poller counts for 90 s)
+        assert _until(lambda: not port_in_use("127.0.0.1", box.port, 0.2), 150), "the idle server is still up"
+        assert _until(lambda: _processes_mentioning(f"--port {box.port}") == [], 30)
+        log = (box.root / "xdg-state" / "durable-navigator" / f"background-{box.port}.log").read_text()
+        assert "idle for 4s: stopping" in log
+    finally:
+        _kill_all(_processes_mentioning(f"--port {box.port}"))
+
+
+def test_a_killed_background_supervisor_takes_its_server_along(tmp_path: Path) -> None:
+    """The server never runs without its idle watcher: SIGKILL of the supervisor stops it too."""
+    box = Sandbox.create(tmp_path)
+    env = box.env()
+    try:
+        started = _run(box, "server", "--background", "--idle-timeout", "600", "--json", env=env, timeout=150)
+        assert started.returncode == 0, started.stderr
+        record = json.loads(started.stdout)
+        os.kill(record["pid"], signal.SIGKILL)
+        assert _until(lambda: not port_in_use("127.0.0.1", box.port, 0.2), 30), "the server outlived its supervisor"
+        assert _until(lambda: _processes_mentioning(f"--port {box.port}") == [], 30)
+        assert _run(box, "server", "status", env=env, timeout=60).returncode == 3
+    finally:
+        _kill_all(_processes_mentioning(f"--port {box.port}"))
+
+
+def test_a_stop_request_reaches_a_background_server_still_starting(tmp_path: Path) -> None:
+    """SIGTERM (`server stop`, or a command that gave up waiting) stops a supervisor whose server never answers.
+
+    Before: the request only set an event the startup wait never looked at, so the supervisor (and its
+    server) went on until its own startup deadline, and the command that gave up waited for it unbounded.
+    """
+    from durable_navigator.workers.background import BackgroundOptions
+    from durable_navigator.workers.devserver import DevServerConfig
+
+    state = tmp_path / "state"
+    options = BackgroundOptions(
+        server=DevServerConfig(port=free_port(), ui_port=free_port(), headless=True, db_filename=tmp_path / "t.db",
+                               startup_timeout_s=300),
+        task_queue="navigator", idle_timeout_s=600, state_dir=state)
+    supervisor = subprocess.Popen(options.argv(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  start_new_session=True)
+    port = options.server.port
+    try:
+        # freeze the server as soon as it exists: it never answers, the supervisor waits for it
+        assert _until(lambda: bool(_temporal_children(supervisor.pid)), 120), "no server was started"
+        for pid in _temporal_children(supervisor.pid):
+            os.kill(pid, signal.SIGSTOP)
+        time.sleep(2)
+        assert supervisor.poll() is None
+        sent = time.monotonic()
+        supervisor.terminate()
+        out, _ = supervisor.communicate(timeout=60)
+        # the frozen server's stop (SIGINT, shutdown_timeout_s, SIGKILL) and no more: not the 300 s startup wait
+        assert time.monotonic() - sent < options.server.shutdown_timeout_s + 15, out
+        assert supervisor.returncode == 0 and "stop requested while starting" in out, out
+        assert not list((state / "servers").glob("*.json"))
+        assert _until(lambda: _processes_mentioning(f"--port {port}") == [], 30)
+    finally:
+        supervisor.kill()
+        _kill_all(_processes_mentioning(f"--port {port}"))
+
+
+def _temporal_children(pid: int) -> list[int]:
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [int(c) for c in children if "temporal" in Path(f"/proc/{c}/cmdline").read_bytes().split(b"\0")[0].decode()
+            or b"start-dev" in Path(f"/proc/{c}/cmdline").read_bytes()]
