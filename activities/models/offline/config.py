@@ -31,7 +31,7 @@ class OfflinePolicyConfig(BaseModel):
     #: finalize once the rendered map uses at least this share of the token budget
     finalize_budget_use: float = 0.85
     #: fill moves spend at most this share of the tokens the last map left unused
-    fill_slack: float = 0.8
+    fill_slack: float = 1.0
     #: fill moves consider this many of the best-ranked files (every one with a score, in practice)
     fill_files: int = 200
     #: a fill move raises a file straight to L4 when its full text fits the unused tokens
