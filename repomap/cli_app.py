@@ -1,5 +1,5 @@
 """The typer app of ``repo-map`` (help, usage errors, ``schema``, ``stats``, every ``generate``
-the fast path of :mod:`repomap.cli` leaves to it).
+the fast path of :mod:`repomap.cli` leaves to it; both run :func:`repomap.cli_generate.run_generate`).
 
 Each command imports what it needs when it runs (the engine, the flight plan
 model, YAML): ``repo-map --help`` loads typer and nothing of the engine.
@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from durable_navigator.navtypes.errors import NavigatorError
-from durable_navigator.repomap.cli import EXIT_HELP as _EXIT_HELP, fail, run_generate
+from durable_navigator.repomap.cli_generate import EXIT_HELP as _EXIT_HELP, fail, run_generate
 
 __all__ = ["app"]
 

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from durable_navigator.navtypes.errors import PathEscapeError
-from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap.globs import glob_match
 from durable_navigator.repomap.index import REC, SYM
 from durable_navigator.repomap.rank import (
@@ -31,6 +30,7 @@ from durable_navigator.repomap.xref import References
 from durable_navigator.repomap.types import SearchHit, Symbol, SymbolRef
 
 if TYPE_CHECKING:
+    from durable_navigator.navtypes.flightplan import FlightPlan
     from durable_navigator.repomap.rank import RankStructure
 
 __all__ = ["QueryMixin", "RequestContext"]

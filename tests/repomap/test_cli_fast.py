@@ -79,3 +79,38 @@ def test_plain_command_lines_are_read_as_typer_reads_them() -> None:
                               "--cache-dir", "c", "--plan=p.yaml", "--format", "json"])
     assert got == {"path": Path("repo"), "goal": "g h", "budget": 0, "timings": True, "jobs": 2,
                    "cache_dir": Path("c"), "plan": Path("p.yaml"), "fmt": "json"}
+
+
+def test_the_default_plan_is_flightplans_default() -> None:
+    from dataclasses import asdict
+
+    from durable_navigator.navtypes.flightplan import FlightPlan
+    from durable_navigator.repomap.cli_generate import DefaultPlan
+
+    plain = asdict(DefaultPlan(token_budget=300, goal="g"))
+    model = FlightPlan(token_budget=300, goal="g").model_dump()
+    assert plain.keys() == model.keys()
+    assert {k: list(v) if isinstance(v, tuple) else v for k, v in plain.items()} == model
+
+
+def test_the_engine_renders_the_default_plan_as_the_model(tmp_path: Path) -> None:
+    from durable_navigator.navtypes.flightplan import FlightPlan
+    from durable_navigator.repomap import RepoMap
+    from durable_navigator.repomap.cli_generate import DefaultPlan
+
+    rm = RepoMap.open(copy_fixture("python", tmp_path), cache_dir=tmp_path / "cache", jobs=1)
+    for budget, goal in ((300, "charge tokens"), (4096, None), (60, "budget")):
+        text = rm.render(FlightPlan(token_budget=budget, goal=goal)).text
+        assert rm.render_text(DefaultPlan(token_budget=budget, goal=goal)) == text
+        assert rm.render(DefaultPlan(token_budget=budget, goal=goal)).text == text
+
+
+def test_a_warm_generate_imports_neither_typer_nor_pydantic(tmp_path: Path) -> None:
+    root = copy_fixture("python", tmp_path)
+    env = {"NAVIGATOR_CACHE_DIR": str(tmp_path / "cache")}
+    args = ["generate", str(root), "--goal", "charge tokens", "--budget", "300"]
+    first = _fast(args, env)
+    code, out, err, modules = _fast(args, env)
+    assert code == 0 and out == first[1], err
+    heavy = sorted(m for m in modules if m.split(".")[0] in ("typer", "pydantic", "pydantic_core", "rich", "yaml"))
+    assert heavy == []
