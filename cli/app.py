@@ -26,9 +26,9 @@ _PKG = "durable_navigator.cli"
 
 #: every command of ``navigator``, in the order ``--help`` lists them, with its one-line help
 COMMANDS: dict[str, LazyCommand] = {
-    "explore": LazyCommand(f"{_PKG}.explore", "explore_app", "Explore REPO for GOAL and write the context pack."),
-    "ask": LazyCommand(f"{_PKG}.ask", "ask_app", "Answer QUESTION about REPO, with citations."),
-    "investigate": LazyCommand(f"{_PKG}.investigate", "investigate_app",
+    "explore": LazyCommand(f"{_PKG}.run_commands", "explore_app", "Explore REPO for GOAL and write the context pack."),
+    "ask": LazyCommand(f"{_PKG}.run_commands", "ask_app", "Answer QUESTION about REPO, with citations."),
+    "investigate": LazyCommand(f"{_PKG}.run_commands", "investigate_app",
                                "Investigate GOAL in REPO by stages; write a report."),
     "status": LazyCommand(f"{_PKG}.reads", "reads_app", "Where a run is, and the change awaiting a verdict."),
     "log": LazyCommand(f"{_PKG}.reads", "reads_app", "The decision log of a run."),
