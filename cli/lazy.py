@@ -103,6 +103,7 @@ def load_command(name: str, spec: LazyCommand) -> Any:
     """Import ``spec.module`` and turn its typer app into the (click) command ``name``."""
     module = importlib.import_module(spec.module)
     converted = typer.main.get_command(getattr(module, spec.app))
+    _defer_coercions(converted)
     if spec.group:
         converted.name = name
         return converted
@@ -156,4 +157,18 @@ def _coerce_given_values_only(param: Any) -> None:
     except ImportError:  # another typer: leave the parameter as it is
         return
     param._runtime_param = _GivenValuesOnly(param.type_descriptor, build_runtime_param)
+
+
+def _defer_coercions(command: Any) -> None:
+    """:func:`_coerce_given_values_only` for ``command``'s parameters (and its sub-commands') when it parses."""
+    original = command.parse_args
+
+    def parse_args(ctx: typer.Context, args: list[str]) -> list[str]:
+        for param in command.get_params(ctx):
+            _coerce_given_values_only(param)
+        return original(ctx, args)
+
+    command.parse_args = parse_args
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _defer_coercions(sub)
 

@@ -63,3 +63,6 @@ SenderOpt = Annotated[
 
 #: the streamable HTTP endpoint's default port and path
 DEFAULT_PORT = 8765
+
+BatchIdArg = Annotated[str, typer.Argument(metavar="BATCH_ID", help="Batch id (printed by `batch run`, listed by "
+                                           "`batch ls`).", show_default=False)]

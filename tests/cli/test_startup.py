@@ -35,7 +35,8 @@ def _imported_by(args: list[str]) -> set[str]:
 @pytest.mark.parametrize("args", [["--help"], ["--version"], ["server", "--help"], ["explore", "--help"],
                                   ["ask", "--help"], ["investigate", "--help"], ["status", "--help"],
                                   ["ls", "--help"], ["approve", "--help"], ["mode", "--help"], ["map", "--help"],
-                                  ["worker", "--help"], ["mcp", "--help"]])
+                                  ["worker", "--help"], ["mcp", "--help"], ["batch", "--help"],
+                                  ["batch", "run", "--help"], ["config", "show", "--help"]])
 def test_root_help_and_version_import_no_command_module(args: list[str]) -> None:
     modules = _imported_by(args)
     heavy = sorted(m for m in modules if m.startswith(HEAVY))
