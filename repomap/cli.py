@@ -18,6 +18,7 @@ same :func:`repomap.cli_generate.run_generate`, so they print the same bytes
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import sys
@@ -104,6 +105,9 @@ def main() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     fast = fast_generate_args(sys.argv[1:])
     if fast is not None:
+        # a short-lived process that makes no garbage cycles worth collecting: no cyclic GC from
+        # here, imports included (numpy's import alone triggered several full collections)
+        gc.disable()
         from durable_navigator.repomap.cli_generate import run_generate
 
         code = run_generate(**fast)
