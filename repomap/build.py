@@ -40,7 +40,6 @@ from durable_navigator.repomap.config import PARSER_VERSION, EngineConfig
 from durable_navigator.repomap.discover import Discovery
 from durable_navigator.repomap.index import index_file, parser_for
 from durable_navigator.repomap.parse_treesitter import tags_query_version
-from durable_navigator.repomap.rank import StructureFeed
 from durable_navigator.repomap.layout import file_line
 from durable_navigator.repomap.records import HEAD_FIELDS, Records
 from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, preload
@@ -74,9 +73,6 @@ class BuiltIndex:
     all_keys: dict[str, str] = field(default_factory=dict)
     #: exact cost of each indexed file's path line without a why, in path order
     line_costs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    #: the ranking structure's triplets of the bags indexed now, built while workers parsed
-    #: (a cold index); the engine completes it if the structure is not cached, then drops it
-    feed: StructureFeed | None = None
 
 
 #: a manifest entry: (size, mtime_ns, ctime_ns, inode, content key, racy)
@@ -229,8 +225,7 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
     unreadable: list[str] = []
     t1 = time.perf_counter()
     sizes = {e.path: e.size for e in disc.files}
-    feed = StructureFeed() if len(stale) >= cfg.parallel_min_files else None
-    fresh, parsed = _index_stale(root, stale, sizes, cfg, version, jobs, cache, keys, unreadable, progress, feed)
+    fresh, parsed = _index_stale(root, stale, sizes, cfg, version, jobs, cache, keys, unreadable, progress)
     t2 = time.perf_counter()
     manifest = {e.path: (*e.stat_key, keys[e.path], e.racy(disc.scanned_ns)) for e in disc.files if e.path in keys}
     if manifest != old:
@@ -241,7 +236,6 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
         built.skipped_paths[rel] = "unreadable"
     built.skipped_paths = dict(sorted(built.skipped_paths.items()))
     built.parsed = parsed
-    built.feed = feed
     built.timings_ms = {"stat": (t1 - t0) * 1e3, "parse": (t2 - t1) * 1e3,
                         "load": (time.perf_counter() - t2) * 1e3}
     return built
@@ -249,15 +243,11 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
 
 def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: EngineConfig, version: str,
                  jobs: int | None, cache: IndexCache, keys: dict[str, str],
-                 unreadable: list[str], progress: Progress | None = None,
-                 feed: StructureFeed | None = None) -> tuple[dict[str, tuple], int]:
+                 unreadable: list[str], progress: Progress | None = None) -> tuple[dict[str, tuple], int]:
     """Hash and (where the cache lacks the content) index ``paths``, storing results as they arrive.
 
     Returns the record heads indexed now (``key -> head``, so loading does not
     read them back; symbols and bags are not kept) and how many files were parsed.
-    Each indexed file's bag goes into ``feed`` as its chunk arrives, while the
-    workers parse the next ones (the ranking structure's triplets: no second
-    read of the bags, no serial pass after indexing).
     """
     if not paths:
         return {}, 0
@@ -278,9 +268,7 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
             keys[rel] = key
             if blobs is not None:
                 rows.append((key, *blobs))
-                head = fresh[key] = marshal.loads(blobs[0])
-                if feed is not None and not head[0]:  # skipped files (binary, ...) are not ranked
-                    feed.add(rel, marshal.loads(blobs[2]))
+                fresh[key] = marshal.loads(blobs[0])
         parsed += len(rows)
         cache.put_blobs(rows)
         done += len(chunk)
@@ -301,8 +289,6 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
     chunks = _balanced_chunks(paths, sizes, n_chunks)
     with ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx) as pool:
         futures = [pool.submit(_index_chunk, root, c, *args) for c in chunks]
-        if feed is not None:
-            import scipy.sparse  # noqa: F401  # the structure build needs it: import it while the workers parse
         for fut in as_completed(futures):
             take(fut.result())
     return fresh, parsed

@@ -34,7 +34,7 @@ from durable_navigator.repomap.config import EngineConfig
 from durable_navigator.repomap.discover import Discovery, check_root, discover, git_commit
 from durable_navigator.repomap.engine_query import QueryMixin
 from durable_navigator.repomap.index import BAG, with_path_terms
-from durable_navigator.repomap.rank import STRUCTURE_FORMAT, RankStructure, StructureFeed
+from durable_navigator.repomap.rank import STRUCTURE_FORMAT, RankStructure
 from durable_navigator.repomap.render import RenderInput, metadata, read_current, render_plan, summaries
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.symsearch import ChunkCache
@@ -205,34 +205,24 @@ class RepoMap(QueryMixin):
                     return rs
             except ValueError as exc:  # a torn write or another layout: build it again
                 log.warning("repo-map structure %s unusable (%s); rebuilding", key, exc)
-        feed, self._built.feed = self._built.feed, None
-        if feed is not None:  # a cold index fed its bags as they came: add the rest, renumber, build
-            rs = feed.structure(self.files, self._stream_bags(skip=feed), self.config.rank)
-        else:
-            rs = RankStructure.build(self.files, self._stream_bags(), self.config.rank)
+        rs = RankStructure.build(self.files, self._stream_bags(), self.config.rank)
         self._cache.put_structure(key, rs.to_buffers())
         return rs
 
-    def _stream_bags(self, skip: StructureFeed | None = None) -> Iterator[tuple[Any, tuple]]:
+    def _stream_bags(self) -> Iterator[tuple[int, tuple]]:
         """``(row, bag)`` for every file, read in chunks so all bags are never in memory.
 
         A cached bag stands for every file with its bytes; the terms of the
-        file's own path are added here. With ``skip``: ``(path, bag)`` as cached
-        (no path terms: the feed adds them) for the files ``skip`` does not hold.
+        file's own path are added here.
         """
         keys = self._built.keys
         terms = BAG["terms"]
-        files = self.files if skip is None else [p for p in self.files if p not in skip]
-        for lo in range(0, len(files), _BAG_CHUNK):
-            part = files[lo:lo + _BAG_CHUNK]
+        for lo in range(0, len(self.files), _BAG_CHUNK):
+            part = self.files[lo:lo + _BAG_CHUNK]
             bags = self._cache.get_column("bag", sorted({keys[p] for p in part}))
             for row, p in enumerate(part, lo):
                 bag = bags.get(keys[p])
-                if bag is None:
-                    continue
-                if skip is not None:
-                    yield p, bag  # type: ignore[misc]
-                else:
+                if bag is not None:
                     yield row, (*bag[:terms], with_path_terms(bag[terms], p), *bag[terms + 1:])
 
     def _base_line_costs(self) -> np.ndarray:

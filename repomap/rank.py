@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 
 from durable_navigator.repomap.config import RankConfig
-from durable_navigator.repomap.index import BAG, split_identifier, with_path_terms
+from durable_navigator.repomap.index import BAG, split_identifier
 from durable_navigator.repomap.sparse import Compressed
 from durable_navigator.repomap.stopwords import is_stopword
 from durable_navigator.repomap.vocab import Vocabulary
 
-__all__ = ["RankStructure", "StructureFeed", "Personalization", "RankOutput", "goal_terms", "goal_mentions", "personalized_rank"]
+__all__ = ["RankStructure", "Personalization", "RankOutput", "goal_terms", "goal_mentions", "personalized_rank"]
 
 _TRACE = re.compile(r"""([\w./\\-]+\.[A-Za-z][\w]*)(?:", line |:)(\d+)""")
 _PATHLIKE = re.compile(r"[\w\-./]+/[\w\-.]+|[\w\-]+\.[A-Za-z]{1,5}\b")
@@ -73,10 +73,52 @@ class RankStructure:
         Triplets go into compact ``array`` buffers (4 bytes per entry, not a
         Python int per entry): a 20,000-file tree has tens of millions of them.
         """
-        acc = _Triplets()
+        n = len(paths)
+        terms: dict[str, int] = {}
+        idents: dict[str, int] = {}
+        tr, tc, tv = array("i"), array("i"), array("f")
+        dr, dc = array("i"), array("i")
+        rr, rc, rv = array("i"), array("i"), array("f")
         for i, bag in bags:
-            acc.add(i, bag)
-        return acc.structure(paths, None, cfg)
+            bag_terms, bag_refs, bag_defs = bag[BAG["terms"]], bag[BAG["refs"]], bag[BAG["defs"]]
+            tc.extend(_columns(terms, bag_terms))
+            tv.extend(bag_terms.values())
+            tr.extend(array("i", [i]) * len(bag_terms))
+            dc.extend(_columns(idents, bag_defs))
+            dr.extend(array("i", [i]) * len(bag_defs))
+            rc.extend(_columns(idents, bag_refs))
+            rv.extend(bag_refs.values())
+            rr.extend(array("i", [i]) * len(bag_refs))
+        # Each intermediate is dropped as soon as the next step no longer needs it (the
+        # vocabulary dicts, the triplet buffers, the CSR forms): on the 20,000-file tree the
+        # build's peak set the process's peak RSS. Same operations in the same order.
+        n_terms, n_idents = len(terms), len(idents)
+        term_list, (tcol,) = _sorted_vocab(terms, tc)
+        del terms, tc
+        term_vocab = Vocabulary.from_sorted(term_list)
+        del term_list
+        bm25 = _bm25_matrix(n, n_terms, np.frombuffer(tr, dtype=np.int32), tcol,
+                            np.frombuffer(tv, dtype=np.float32), cfg)
+        del tr, tv, tcol
+        bm25_csc = Compressed.from_scipy(bm25.tocsc())
+        del bm25
+        ident_list, (dcol, rcol) = _sorted_vocab(idents, dc, rc)
+        del idents, dc, rc
+        ident_vocab = Vocabulary.from_sorted(ident_list)
+        del ident_list
+        defs = sp.csr_matrix((np.ones(len(dr), dtype=np.float32), (np.frombuffer(dr, dtype=np.int32), dcol)),
+                             shape=(n, n_idents))
+        del dr, dcol
+        defs.sum_duplicates()
+        defs.data[:] = 1.0
+        refs = sp.csr_matrix((np.sqrt(np.frombuffer(rv, dtype=np.float32)), (np.frombuffer(rr, dtype=np.int32), rcol)),
+                             shape=(n, n_idents))
+        del rr, rv, rcol
+        trans_t, dangling = _transition(defs, refs, cfg)
+        defs_csc = Compressed.from_scipy(defs.tocsc())
+        del defs
+        return cls(paths, term_vocab, bm25_csc, ident_vocab, defs_csc,
+                   Compressed.from_scipy(trans_t), dangling, Compressed.from_scipy(refs.tocsc()))
 
     def to_buffers(self) -> list[bytes | memoryview]:
         """The structure as one file's consecutive parts (see :meth:`from_buffer`).
@@ -152,143 +194,6 @@ class RankStructure:
         return self.idents.find(name)
 
 
-class _Triplets:
-    """The (row, column, value) triplets of the three matrices, as bags arrive, plus the vocabularies."""
-
-    def __init__(self) -> None:
-        self.terms: dict[str, int] = {}
-        self.idents: dict[str, int] = {}
-        self.tr, self.tc, self.tv = array("i"), array("i"), array("f")
-        self.dr, self.dc = array("i"), array("i")
-        self.rr, self.rc, self.rv = array("i"), array("i"), array("f")
-
-    def add(self, i: int, bag: tuple) -> None:
-        bag_terms, bag_refs, bag_defs = bag[BAG["terms"]], bag[BAG["refs"]], bag[BAG["defs"]]
-        self.tc.extend(_columns(self.terms, bag_terms))
-        self.tv.extend(bag_terms.values())
-        self.tr.extend(array("i", [i]) * len(bag_terms))
-        self.dc.extend(_columns(self.idents, bag_defs))
-        self.dr.extend(array("i", [i]) * len(bag_defs))
-        self.rc.extend(_columns(self.idents, bag_refs))
-        self.rv.extend(bag_refs.values())
-        self.rr.extend(array("i", [i]) * len(bag_refs))
-
-    def structure(self, paths: list[str], remap: np.ndarray | None, cfg: RankConfig) -> RankStructure:
-        """The structure over ``paths``; ``remap[row]`` is a fed row's index in ``paths`` (-1: leave out).
-
-        The matrices are built in canonical form (rows in order, sorted columns), so the
-        order the bags arrived in never shows: the same bags give the same bytes.
-        """
-        n = len(paths)
-        # Each intermediate is dropped as soon as the next step no longer needs it (the
-        # vocabulary dicts, the triplet buffers, the CSR forms): on the 20,000-file tree the
-        # build's peak set the process's peak RSS. Same operations in the same order.
-        tr, tc, tv = _rows(self.tr, remap), self.tc, np.frombuffer(self.tv, dtype=np.float32)
-        dr, dc = _rows(self.dr, remap), self.dc
-        rr, rc, rv = _rows(self.rr, remap), self.rc, np.frombuffer(self.rv, dtype=np.float32)
-        terms, idents = self.terms, self.idents
-        self.__init__()  # type: ignore[misc]  # the buffers now belong to this build
-        if remap is not None and (remap < 0).any():
-            # files fed but not indexed in the end: their triplets go, and so do the terms and
-            # identifiers only they had (the vocabularies are those of the files ranked)
-            tr, tc, tv = _kept(tr, _ints(tc), tv)
-            dr, dc = _kept(dr, _ints(dc))
-            rr, rc, rv = _kept(rr, _ints(rc), rv)
-            terms, (tc,) = _compact(terms, tc)
-            idents, (dc, rc) = _compact(idents, dc, rc)
-        n_terms, n_idents = len(terms), len(idents)
-        term_list, (tcol,) = _sorted_vocab(terms, tc)
-        del terms, tc
-        term_vocab = Vocabulary.from_sorted(term_list)
-        del term_list
-        bm25 = _bm25_matrix(n, n_terms, tr, tcol, tv, cfg)
-        del tr, tv, tcol
-        bm25_csc = Compressed.from_scipy(bm25.tocsc())
-        del bm25
-        ident_list, (dcol, rcol) = _sorted_vocab(idents, dc, rc)
-        del idents, dc, rc
-        ident_vocab = Vocabulary.from_sorted(ident_list)
-        del ident_list
-        defs = sp.csr_matrix((np.ones(len(dr), dtype=np.float32), (dr, dcol)), shape=(n, n_idents))
-        del dr, dcol
-        defs.sum_duplicates()
-        defs.data[:] = 1.0
-        refs = sp.csr_matrix((np.sqrt(rv), (rr, rcol)), shape=(n, n_idents))
-        del rr, rv, rcol
-        trans_t, dangling = _transition(defs, refs, cfg)
-        defs_csc = Compressed.from_scipy(defs.tocsc())
-        del defs
-        return RankStructure(paths, term_vocab, bm25_csc, ident_vocab, defs_csc,
-                             Compressed.from_scipy(trans_t), dangling, Compressed.from_scipy(refs.tocsc()))
-
-
-def _rows(rows: array, remap: np.ndarray | None) -> np.ndarray:
-    got = np.frombuffer(rows, dtype=np.int32)
-    return got if remap is None else remap[got]
-
-
-def _ints(col: array | np.ndarray) -> np.ndarray:
-    return np.frombuffer(col, dtype=np.int32) if isinstance(col, array) else col
-
-
-def _compact(vocab: dict[str, int], *cols: np.ndarray) -> tuple[dict[str, int], list[np.ndarray]]:
-    """``vocab`` without the keys no column uses, the columns renumbered to match."""
-    used = np.unique(np.concatenate(cols)) if cols else np.zeros(0, dtype=np.int32)
-    if len(used) == len(vocab):
-        return vocab, list(cols)
-    names = [""] * len(vocab)
-    for k, v in vocab.items():
-        names[v] = k
-    new_id = np.full(len(vocab), -1, dtype=np.int32)
-    new_id[used] = np.arange(len(used), dtype=np.int32)
-    return {names[u]: i for i, u in enumerate(used.tolist())}, [new_id[c] for c in cols]
-
-
-def _kept(rows: np.ndarray, *cols: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Triplets whose row is kept (remapped rows of files the index left out are -1)."""
-    keep = rows >= 0
-    if keep.all():
-        return (rows, *cols)
-    return (rows[keep], *(c[keep] for c in cols))
-
-
-class StructureFeed:
-    """A ranking structure built while a cold index runs: bags are added as index workers return them.
-
-    The sorted file list is known only when indexing ends, so each added file gets
-    a provisional row; :meth:`structure` adds the bags not seen (files whose content
-    was already cached, duplicates), renumbers the rows and builds. The result is the
-    same as :meth:`RankStructure.build` over all bags (canonical matrices, sorted
-    vocabularies); the work of turning bags into triplets overlaps the parsing.
-    """
-
-    def __init__(self) -> None:
-        self._rows: dict[str, int] = {}
-        self._acc = _Triplets()
-
-    def __contains__(self, path: str) -> bool:
-        return path in self._rows
-
-    def add(self, path: str, bag: tuple) -> None:
-        """``bag`` as cached, for ``path`` (its path terms are added here, as when streamed)."""
-        if path in self._rows:
-            return
-        row = self._rows[path] = len(self._rows)
-        terms = BAG["terms"]
-        self._acc.add(row, (*bag[:terms], with_path_terms(bag[terms], path), *bag[terms + 1:]))
-
-    def structure(self, paths: list[str], rest: Iterable[tuple[str, tuple]], cfg: RankConfig) -> RankStructure:
-        """The structure over ``paths`` (sorted); ``rest`` yields ``(path, bag)`` for paths not added."""
-        for path, bag in rest:
-            self.add(path, bag)
-        where = {p: i for i, p in enumerate(paths)}
-        remap = np.full(len(self._rows), -1, dtype=np.int32)
-        for p, row in self._rows.items():
-            remap[row] = where.get(p, -1)
-        self._rows = {}
-        return self._acc.structure(paths, remap, cfg)
-
-
 def _columns(vocab: dict[str, int], keys: Iterable[str]) -> tuple[int, ...]:
     """Columns of ``keys``, adding unseen ones in first-seen order (renumbered in sorted order
     by :func:`_sorted_vocab`, so this order never shows); zip/itemgetter run in C, not per key."""
@@ -308,7 +213,8 @@ def _sorted_vocab(vocab: dict[str, int], *cols: array) -> tuple[list[str], list[
     remap = np.empty(len(order), dtype=np.int32)
     remap[np.asarray(itemgetter(*order)(vocab) if len(order) > 1 else [vocab[k] for k in order],
                      dtype=np.int64)] = np.arange(len(order))
-    return order, [remap[_ints(c)] if len(c) else np.zeros(0, dtype=np.int32) for c in cols]
+    return order, [remap[np.frombuffer(c, dtype=np.int32)] if len(c) else np.zeros(0, dtype=np.int32)
+                   for c in cols]
 
 
 def _bm25_matrix(n: int, n_terms: int, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
