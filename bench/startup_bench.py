@@ -1,6 +1,6 @@
 """Start-up and whole-process figures of the installed CLIs (issue 17, speed).
 
-    .venv/bin/python bench/startup_bench.py help [--runs 10]
+    .venv/bin/python bench/startup_bench.py help [--runs 10] [--bin OTHER_VENV/bin]
     .venv/bin/python bench/startup_bench.py generate ROOT --cache-dir DIR [--runs 10] [--goal TEXT]
     .venv/bin/python bench/startup_bench.py cold ROOT --cache-dir DIR [--goal TEXT]
 
@@ -9,14 +9,18 @@ Every figure is a new process of the console script in this venv (the default us
 with its CPU time (user + system of it and everything it waited for) and the load average
 before and after. The machine is shared: wall times are upper bounds, read the load.
 
-* ``help``: ``navigator --help`` and ``repo-map --help``, ``--runs`` times each (median, min).
+* ``help``: ``navigator --help``, ``repo-map --help`` and the sub-command helps in
+  :data:`SUB_HELPS` (``navigator explore --help``, ...), ``--runs`` times each (median, min).
 * ``generate``: ``repo-map generate ROOT --goal TEXT --cache-dir DIR``; one untimed run first
   (it indexes if the cache is cold), then ``--runs`` warm runs; the outputs must be identical.
 * ``cold``: the same command once on an empty ``--cache-dir`` (refused if it exists): the cold
   index + first map, and the peak RSS of the largest process of the tree (the CLI or one of
   its index workers: Linux reports the largest descendant's ``ru_maxrss``).
 
-Writes ``bench/results/startup-<what>-<stamp>.json`` and prints one line per figure.
+``--bin DIR`` measures the console scripts of another venv (e.g. one with the engine of an
+earlier revision installed), ``--label`` names it in the file name and the JSON.
+
+Writes ``bench/results/startup-<what>[-<label>]-<stamp>.json`` and prints one line per figure.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results"
 BIN = Path(sys.executable).parent
 GOAL = "why does json.dumps call JSONEncoder.default for objects it cannot serialize?"
+#: sub-command helps measured by ``help`` besides the two root helps (issue 17: ``explore --help``)
+SUB_HELPS = (("navigator", "explore"), ("navigator", "ask"), ("navigator", "status"), ("navigator", "approve"),
+             ("navigator", "server"), ("navigator", "batch"), ("repo-map", "generate"))
 
 
 def _engine_rev() -> str:
@@ -82,19 +89,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--goal", default=GOAL)
     p.add_argument("--out", type=Path, default=RESULTS)
+    p.add_argument("--bin", type=Path, default=BIN, help="folder of the console scripts to measure")
+    p.add_argument("--label", default="", help="tag of this measurement (file name, JSON)")
     args = p.parse_args(argv)
+    bin_dir = args.bin
     doc: dict[str, Any] = {"what": args.what, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                           "engine": _engine_rev(), "cpus": os.cpu_count(), "python": sys.version.split()[0]}
+                           "engine": _engine_rev() if bin_dir == BIN else f"scripts of {bin_dir}",
+                           "label": args.label, "bin": str(bin_dir), "cpus": os.cpu_count(),
+                           "python": sys.version.split()[0],
+                           "env": {k: os.environ.get(k) for k in ("PYTHONDONTWRITEBYTECODE", "OPENBLAS_NUM_THREADS")}}
     lines = []
     if args.what == "help":
         for name in ("navigator", "repo-map"):
-            s = _series([str(BIN / name), "--help"], args.runs)
+            s = _series([str(bin_dir / name), "--help"], args.runs)
             doc[name] = s
             lines.append(_line(f"{name} --help", s))
+        for name, sub in SUB_HELPS:
+            s = _series([str(bin_dir / name), sub, "--help"], args.runs)
+            doc[f"{name} {sub}"] = s
+            lines.append(_line(f"{name} {sub} --help", s))
     else:
         if args.root is None or args.cache_dir is None:
             p.error(f"{args.what} needs ROOT and --cache-dir")
-        cmd = [str(BIN / "repo-map"), "generate", str(args.root), "--goal", args.goal,
+        cmd = [str(bin_dir / "repo-map"), "generate", str(args.root), "--goal", args.goal,
                "--cache-dir", str(args.cache_dir)]
         doc["root"] = str(args.root)
         # aider (repomap_bench.py) leaves its tags cache inside the corpus root: not corpus files
@@ -119,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                          + f", outputs identical: {s['identical_outputs']}")
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     args.out.mkdir(parents=True, exist_ok=True)
-    out = args.out / f"startup-{args.what}-{stamp}.json"
+    out = args.out / f"startup-{args.what}{'-' + args.label if args.label else ''}-{stamp}.json"
     doc["summary"] = lines
     out.write_text(json.dumps(doc, indent=1, default=str))
     print("\n".join(lines + [f"-> {out.relative_to(REPO) if out.is_relative_to(REPO) else out}"]))

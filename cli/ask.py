@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from pydantic import ValidationError
@@ -18,16 +17,11 @@ from durable_navigator.cli.connect import TemporalSession, announce_started, ope
 from durable_navigator.cli.display import print_block, research_panel
 from durable_navigator.cli.errors import CliError, ExitCode, handles_errors
 from durable_navigator.cli.explore import (
-    BudgetOpt,
-    DetachOpt,
-    InteractiveOpt,
-    ModelOpt,
     refuse_unservable,
     say_after,
     say_server,
     validate_model,
 )
-from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.follow import follow_to_result
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, refuse_unservable_on_workers
 from durable_navigator.cli.reads import exit_code_for_result
@@ -37,9 +31,9 @@ from durable_navigator.navcore.research import ResearchRequest, ResearchResult
 from durable_navigator.navcore.state import ExecutionMode
 from durable_navigator.navtypes.errors import BudgetError, ConfigError, RepoError
 
-__all__ = ["ask_app", "build_research_request", "RESEARCH_WORKFLOW_TYPE", "new_research_id"]
+__all__ = ["run_ask", "build_research_request", "RESEARCH_WORKFLOW_TYPE", "new_research_id"]
 
-ask_app = command_group(help="Answer questions about a repository, with citations.")
+# the command's signature and help: cli/run_commands.py (``navigator ask --help`` imports only that)
 
 #: the research workflow's registered type name (public API)
 RESEARCH_WORKFLOW_TYPE = "ResearchWorkflow"
@@ -109,43 +103,22 @@ def build_research_request(
         raise CliError(f"invalid {field}: {first['msg']}") from None
 
 
-@ask_app.command()
 @handles_errors
-def ask(
+def run_ask(
     ctx: typer.Context,
-    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Repository to research.", show_default=False)],
-    question: Annotated[str, typer.Argument(metavar="QUESTION", help="The question about the code.",
-                                            show_default=False)],
-    interactive: InteractiveOpt = False,
-    budget_usd: BudgetOpt = None,
-    model: ModelOpt = None,
-    profile: Annotated[
-        str, typer.Option("--profile", metavar="NAME", help="The run's agent profile (a research one: researcher, "
-                          "reviewer, or one of --profiles).")
-    ] = "researcher",
-    profiles_file: Annotated[
-        Path | None, typer.Option("--profiles", metavar="FILE", help="Agent-profiles YAML adding or overriding the "
-                                  "shipped ones.", show_default="the shipped profiles")
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", metavar="DIR", help="Output folder; the run writes DIR/<workflow id>/answer.md.",
-                                  show_default="defaults.out_dir in navigator.yaml: ./navigator-out")
-    ] = None,
-    detach: DetachOpt = False,
-    workflow_id: Annotated[
-        str | None, typer.Option("--id", metavar="ID", help="Workflow id.", show_default="ask-<repo>-<random>")
-    ] = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the result (or the started id) as JSON.", show_default="off")
-    ] = False,
+    repo: Path,
+    question: str,
+    interactive: bool,
+    budget_usd: str | None,
+    model: str | None,
+    profile: str,
+    profiles_file: Path | None,
+    out: Path | None,
+    detach: bool,
+    workflow_id: str | None,
+    json_out: bool,
 ) -> None:
-    """Answer QUESTION about REPO, with citations.
-
-    Prints the run's Web UI link, follows it, then prints the answer (every claim cited
-    path:start-end) and writes <out>/<workflow id>/answer.md and report.json. Without a
-    configured server it starts one in the background, which outlives this command so
-    the link keeps working (see `navigator server status`).
-    """
+    """The ``navigator ask`` command (its options and help: :mod:`cli.run_commands`)."""
     config = config_of(ctx)
     request = build_research_request(repo, question, config=config, interactive=interactive, budget_usd=budget_usd,
                                      model=model, out=out, profile=profile, profiles_file=profiles_file)

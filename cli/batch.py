@@ -7,134 +7,25 @@ finished one without exploring any job twice. ``status`` / ``results`` /
 ``stop`` talk to a batch by id from any terminal.
 """
 
+# Standard library + typer only: ``navigator batch --help`` imports this module and nothing
+# heavy; the commands' bodies run in :mod:`cli.batch_run` (imported when one runs).
+
 from __future__ import annotations
 
-import asyncio
-import re
-import uuid
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
-from pydantic import ValidationError
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
-from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
-from durable_navigator.activities.batch import JobCheck, load_jobs_file
-from durable_navigator.cli.common import JsonOpt, cancel_and_wait, config_of, print_json, run_async, stdout
-from durable_navigator.cli.config import NavigatorConfig
-from durable_navigator.cli.connect import TemporalSession, open_session
 from durable_navigator.cli.lazy import command_group
-from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors, stderr
-from durable_navigator.cli.explore import say_after, say_server, validate_model, stream_guard
-from durable_navigator.cli.handles import describe_run, query_run, signal_run, status_name
-from durable_navigator.cli.preflight import problems_here, problems_on_workers
-from durable_navigator.navcore.requests import ModelCallConfig
-from durable_navigator.navcore.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
-from durable_navigator.navcore.report import markdown_text
-from durable_navigator.navtypes.errors import BudgetError, ModelError, NavigatorError
+from durable_navigator.cli.options import BatchIdArg, JsonOpt
 
 __all__ = ["batch_app", "build_batch_request", "new_batch_id"]
 
 batch_app = command_group(help="Many repositories × goals under one USD budget.\n\nUnattended explorations, each a child workflow drawing from the shared budget; failures are isolated.", no_args_is_help=True)
 
-BATCH_WORKFLOW = "BatchWorkflow"
-#: how often `run` prints progress while it waits
-_PROGRESS_EVERY_S = 5.0
-_ID_CHARS = re.compile(r"[^A-Za-z0-9._:-]+")
-
-BatchIdArg = Annotated[str, typer.Argument(metavar="BATCH_ID", help="Batch id (printed by `batch run`, listed by "
-                                           "`batch ls`).", show_default=False)]
-
-
-def new_batch_id(jobs_file: Path) -> str:
-    """A fresh, readable batch id: ``batch-<file stem>-<8 hex>``."""
-    stem = _ID_CHARS.sub("-", jobs_file.stem).strip("-")[:32] or "jobs"
-    return f"batch-{stem}-{uuid.uuid4().hex[:8]}"
-
-
-def _usd(text: str | None, name: str) -> Decimal | None:
-    if text is None:
-        return None
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        raise BudgetError(f"{name} must be a number of dollars such as 5.00, got {text!r}") from None
-    if value <= 0:
-        raise BudgetError(f"{name} must be above 0; a batch cannot spend nothing")
-    return value
-
-
-def _job_checker(config: NavigatorConfig, check_repos: bool, local_worker: bool) -> JobCheck:
-    """Per-job checks the schema cannot make: model known, priced and (for the in-process
-    worker) servable here, repository present; each model is checked once."""
-    verdicts: dict[str, str | None] = {}
-
-    def model_problem(model: str) -> str | None:
-        if model not in verdicts:
-            try:
-                validate_model(model, config, local_worker)
-                verdicts[model] = problems_here([model], config).get(model) if local_worker else None
-            except NavigatorError as exc:  # a refusal becomes this job's problem line
-                verdicts[model] = str(exc)
-        return verdicts[model]
-
-    def check(job: BatchJob) -> list[tuple[str, str]]:
-        problems = []
-        problem = model_problem(job.model)
-        if problem:
-            problems.append(("model", problem))
-        repo = Path(job.repo_path)
-        if check_repos and not repo.is_dir():
-            problems.append(("repo", f"{repo} is not a directory; fix the path "
-                                     "(or pass --no-check-repos when workers see other paths)"))
-        return problems
-
-    return check
-
-
-def _worker_refusals(problems: dict[str, str], where: str) -> JobCheck:
-    """The jobs whose model the worker(s) refused, as per-job problems (re-read for their lines)."""
-    return lambda job: [("model", f"{where} cannot serve it: {problems[job.model]}")] if job.model in problems else []
-
-
-def build_batch_request(
-    jobs_file: Path,
-    *,
-    config: NavigatorConfig,
-    budget_usd: str | None,
-    concurrency: int | None,
-    batch_id: str | None,
-    out: Path | None,
-    check_repos: bool = True,
-    local_worker: bool = False,
-) -> BatchRequest:
-    """Load + validate the jobs file and the options (every problem at once); nothing is started
-    on error. ``local_worker``: this command's in-process worker will serve the jobs."""
-    spec = load_jobs_file(jobs_file, check_job=_job_checker(config, check_repos, local_worker))
-    jobs = resolve_jobs(spec)
-    total = _usd(budget_usd, "--budget-usd") or spec.total_budget_usd
-    if total is None:
-        raise BudgetError("the batch has no budget; pass --budget-usd or set total_budget_usd in the jobs file")
-    try:
-        return BatchRequest(
-            batch_id=batch_id or new_batch_id(jobs_file),
-            jobs=jobs,
-            total_budget_usd=total,
-            max_concurrency=concurrency or spec.max_concurrency or 4,
-            out_dir=str((out or config.defaults.out_dir).expanduser().resolve()),
-            task_queue=config.temporal.task_queue,
-            model_call=ModelCallConfig(stream=stream_guard(config, None)),
-        )
-    except ValidationError as exc:
-        first = exc.errors(include_input=False)[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise CliError(f"invalid {field}: {first['msg']}") from None
-
 
 @batch_app.command("run")
-@handles_errors
 def run(
     ctx: typer.Context,
     jobs_file: Annotated[Path, typer.Argument(metavar="JOBS_FILE", show_default=False,
@@ -158,115 +49,20 @@ def run(
     One budget for all jobs, failures isolated; the file is validated first (every
     problem at once) and nothing starts until it is clean.
     """
-    config = config_of(ctx)
-    local_worker = config.temporal.address is None and not detach
-    req = build_batch_request(jobs_file, config=config, budget_usd=budget_usd, concurrency=concurrency,
-                              batch_id=batch_id, out=out, check_repos=check_repos, local_worker=local_worker)
-    raise typer.Exit(int(run_async(_run(config, req, jobs_file, detach=detach, json_out=json_out))))
+    from durable_navigator.cli.batch_run import run_run
 
-
-async def _start(session: TemporalSession, req: BatchRequest) -> WorkflowHandle[object, BatchResult]:
-    return await session.client.start_workflow(
-        BATCH_WORKFLOW,
-        req,
-        id=req.batch_id,
-        task_queue=session.task_queue,
-        result_type=BatchResult,
-        # same id while running → join it; after it closed → a new run that recovers finished children
-        id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
-        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-        memo={"jobs": len(req.jobs)},
-        static_summary=markdown_text(f"batch of {len(req.jobs)} jobs · ${req.total_budget_usd:.4f} · "
-                                     f"{req.max_concurrency} at once"),
-        static_details="\n\n".join(
-            markdown_text(f"{job.index}. {job.name}: {job.goal} ({job.repo_path}, {job.model})") for job in req.jobs[:50]
-        ),
-    )
-
-
-async def _run(config: NavigatorConfig, req: BatchRequest, jobs_file: Path, *, detach: bool,
-               json_out: bool) -> ExitCode:
-    async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
-        say_server(session)
-        if not session.in_process_worker:
-            problems = await problems_on_workers(session, [job.model for job in req.jobs])
-            if problems:
-                where = f"the worker(s) on task queue {session.task_queue!r}"
-                load_jobs_file(jobs_file, check_job=_worker_refusals(problems, where))  # raises, with lines
-                # only reached when the file changed since it was read
-                raise ModelError(f"{where} cannot serve: " + "; ".join(f"{m} ({p})" for m, p in problems.items()))
-        handle = await _start(session, req)
-        stderr.print(f"batch [bold]{req.batch_id}[/bold]: {len(req.jobs)} jobs · ${req.total_budget_usd:.4f} · "
-                     f"{req.max_concurrency} at once")
-        link = session.ui_link(req.batch_id)
-        if link:
-            stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
-        if detach:
-            print_json({"batch_id": req.batch_id, "ui_url": link}) if json_out else stdout.print(req.batch_id)
-            return ExitCode.OK
-        result = await _follow(handle)
-        _print_result(result, json_out)
-        say_after(session)
-        return ExitCode.OK if result.count(JobStatus.FAILED) == 0 else ExitCode.RUN_FAILED
-
-
-async def _follow(handle: WorkflowHandle[object, BatchResult]) -> BatchResult:
-    waiter = asyncio.ensure_future(handle.result())
-    try:
-        while not waiter.done():
-            await asyncio.wait({waiter}, timeout=_PROGRESS_EVERY_S)
-            if not waiter.done():
-                p = await query_run(handle, "get_progress", BatchProgress)
-                stderr.print(f"  {p.completed + p.failed + p.skipped}/{p.jobs_total} done · running {p.running} · "
-                             f"failed {p.failed} · spent ${p.spent_usd:.4f} of ${p.total_usd:.4f}", markup=False)
-        return waiter.result()
-    except WorkflowFailureError as exc:
-        raise RunFailedError(f"batch {handle.id} failed: {exc.cause or exc}; see the Web UI") from None
-    finally:
-        await cancel_and_wait(waiter)
-
-
-def _print_result(result: BatchResult, json_out: bool) -> None:
-    if json_out:
-        print_json(result)
-        return
-    # a line per job, then its context pack (or error) whole: a table at 80 columns cut the paths
-    stdout.print(f"batch {result.batch_id}: ${result.spent_usd:.4f} of ${result.total_usd:.4f}", markup=False)
-    for o in result.outcomes:
-        head = [o.name, f"{o.kind}" if o.kind != "explore" else "", o.status.value, o.stop_reason or "",
-                f"${o.spent_micros / 1e6:.4f}", f"{o.iterations} iterations"]
-        stdout.print(" · ".join(part for part in head if part), markup=False, soft_wrap=True)
-        if o.context_path:
-            stdout.print(f"  {o.context_path}", markup=False, soft_wrap=True)
-        if o.error:
-            stdout.print(f"  error: {' '.join(o.error.split())}", markup=False, soft_wrap=True)
-    if result.results_path:
-        stdout.print(f"results: {result.results_path}", markup=False, soft_wrap=True)
+    run_run(ctx=ctx, jobs_file=jobs_file, budget_usd=budget_usd, concurrency=concurrency, batch_id=batch_id, out=out, detach=detach, check_repos=check_repos, json_out=json_out)
 
 
 @batch_app.command("status")
-@handles_errors
 def status(ctx: typer.Context, batch_id: BatchIdArg, json_out: JsonOpt = False) -> None:
     """Counts, budget and the latest finished jobs of a batch."""
-    config = config_of(ctx)
-    progress = run_async(_progress(config, batch_id))
-    if json_out:
-        print_json(progress)
-        return
-    stdout.print(f"{progress.batch_id}: {progress.jobs_total} jobs · pending {progress.pending} · running "
-                 f"{progress.running} · completed {progress.completed} · failed {progress.failed} · skipped "
-                 f"{progress.skipped} · spent ${progress.spent_usd:.4f} of ${progress.total_usd:.4f}"
-                 + (" · done" if progress.done else ""), markup=False)
+    from durable_navigator.cli.batch_run import run_status
 
-
-async def _progress(config: NavigatorConfig, batch_id: str) -> BatchProgress:
-    async with open_session(config) as session:
-        handle, _ = await describe_run(session.client, batch_id)
-        return await query_run(handle, "get_progress", BatchProgress)
+    run_status(ctx=ctx, batch_id=batch_id, json_out=json_out)
 
 
 @batch_app.command("results")
-@handles_errors
 def results(
     ctx: typer.Context,
     batch_id: BatchIdArg,
@@ -274,68 +70,24 @@ def results(
     json_out: JsonOpt = False,
 ) -> None:
     """The per-job results of a batch: cost, iterations, stop reason, context pack."""
-    config = config_of(ctx)
-    result = run_async(_results(config, batch_id, wait))
-    _print_result(result, json_out)
-    raise typer.Exit(int(ExitCode.OK if result.count(JobStatus.FAILED) == 0 else ExitCode.RUN_FAILED))
+    from durable_navigator.cli.batch_run import run_results
 
-
-async def _results(config: NavigatorConfig, batch_id: str, wait: bool) -> BatchResult:
-    async with open_session(config) as session:
-        handle, desc = await describe_run(session.client, batch_id, result_type=BatchResult)
-        if desc.status == WorkflowExecutionStatus.RUNNING:
-            if not wait:
-                raise CliError(f"batch {batch_id} is still running; pass --wait, or see "
-                               f"`navigator batch status {batch_id}`")
-            return await _follow(handle)
-        try:
-            return await handle.result()
-        except WorkflowFailureError as exc:
-            raise RunFailedError(f"batch {batch_id} failed: {exc.cause or exc}") from None
+    run_results(ctx=ctx, batch_id=batch_id, wait=wait, json_out=json_out)
 
 
 @batch_app.command("ls")
-@handles_errors
 def list_batches(
     ctx: typer.Context,
     limit: Annotated[int, typer.Option("--limit", metavar="N", min=1, max=1000, help="At most this many batches.")] = 20,
     json_out: JsonOpt = False,
 ) -> None:
     """List batches, newest first."""
-    config = config_of(ctx)
-    rows = run_async(_list_batches(config, limit))
-    if json_out:
-        print_json(rows)
-    elif not rows:
-        stdout.print("no batches")
-    else:
-        for row in rows:
-            jobs = f" · {row['jobs']} jobs" if row["jobs"] is not None else ""
-            started = (row["start_time"] or "")[:16].replace("T", " ")
-            stdout.print(f"{row['batch_id']} · {row['status']}{jobs} · {started}", markup=False, soft_wrap=True)
+    from durable_navigator.cli.batch_run import run_list_batches
 
-
-async def _list_batches(config: NavigatorConfig, limit: int) -> list[dict[str, object]]:
-    rows: list[dict[str, object]] = []
-    async with open_session(config) as session:
-        async for entry in session.client.list_workflows(f"WorkflowType = '{BATCH_WORKFLOW}'", limit=limit):
-            try:
-                memo = await entry.memo()
-            except Exception:  # noqa: BLE001 - a memo we cannot decode just leaves the column empty
-                memo = {}
-            rows.append({
-                "batch_id": entry.id,
-                "run_id": entry.run_id,
-                "status": status_name(entry.status),
-                "jobs": memo.get("jobs") if isinstance(memo, dict) else None,
-                "start_time": entry.start_time.isoformat() if entry.start_time else None,
-                "close_time": entry.close_time.isoformat() if entry.close_time else None,
-            })
-    return rows
+    run_list_batches(ctx=ctx, limit=limit, json_out=json_out)
 
 
 @batch_app.command("stop")
-@handles_errors
 def stop(
     ctx: typer.Context,
     batch_id: BatchIdArg,
@@ -344,12 +96,15 @@ def stop(
     sender: Annotated[str, typer.Option("--sender", metavar="NAME", help="Who stops it.", envvar="USER")] = "cli",
 ) -> None:
     """Start no more jobs; running explorations finalize their best map so far."""
-    config = config_of(ctx)
-    payload = BatchStopInput(reason=reason[:500] or "stopped by user", sender=sender[:200] or "cli")
-    run_async(_stop(config, batch_id, payload))
-    stdout.print(f"stop sent to {batch_id}", markup=False)
+    from durable_navigator.cli.batch_run import run_stop
+
+    run_stop(ctx=ctx, batch_id=batch_id, reason=reason, sender=sender)
 
 
-async def _stop(config: NavigatorConfig, batch_id: str, payload: BatchStopInput) -> None:
-    async with open_session(config) as session:
-        await signal_run(session.client, batch_id, "stop", payload)
+def __getattr__(name: str) -> Any:
+    """The rest of the module's former contents (build_batch_request, new_batch_id) live in :mod:`cli.batch_run`."""
+    if name in ('build_batch_request', 'new_batch_id'):
+        from durable_navigator.cli import batch_run
+
+        return getattr(batch_run, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,7 @@ import json
 import logging
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
 import typer
 from pydantic import BaseModel
@@ -33,11 +33,8 @@ __all__ = [
 T = TypeVar("T")
 
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON to stdout.", show_default="off")]
-WorkflowIdArg = Annotated[
-    str, typer.Argument(metavar="WORKFLOW_ID", help="Workflow id of the run (printed by `explore`, listed by `ls`).",
-                        show_default=False)
-]
+# the shared option types live with the global options (typer only: light command signatures use them)
+from durable_navigator.cli.options import JsonOpt, WorkflowIdArg  # noqa: E402
 
 
 def config_of(ctx: typer.Context) -> NavigatorConfig:

@@ -7,7 +7,6 @@ import re
 import uuid
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from pydantic import ValidationError
@@ -28,7 +27,6 @@ from durable_navigator.cli.connect import (
     say_server,
 )
 from durable_navigator.cli.display import plan_text, print_block, result_panel
-from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.errors import CliError, ExitCode, TemporalUnreachableError, handles_errors, stderr
 from durable_navigator.cli.follow import follow_to_result
 from durable_navigator.cli.handles import WORKFLOW_TYPE, query_run
@@ -40,7 +38,7 @@ from durable_navigator.cli.preflight import (
 )
 from durable_navigator.cli.reads import exit_code_for_result
 from durable_navigator.navtypes.errors import BudgetError, ModelError, RepoError
-from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
+from durable_navigator.navtypes.levels import MIN_TOKEN_BUDGET
 from durable_navigator.navcore.messages import QUERY_STATUS
 from durable_navigator.navcore.report import TurnReport, run_details_markdown, run_summary
 from durable_navigator.navcore.guardrails import RunProfile
@@ -48,10 +46,10 @@ from durable_navigator.navcore.model import StreamGuard
 from durable_navigator.navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult, ModelCallConfig
 from durable_navigator.navcore.state import ExecutionMode
 
-__all__ = ["explore_app", "build_request", "new_workflow_id", "validate_model", "refuse_unservable",
+__all__ = ["run_explore", "build_request", "new_workflow_id", "validate_model", "refuse_unservable",
            "check_token_budget", "say_server", "say_after", "request_settings"]
 
-explore_app = command_group(help="Run explorations.")
+# the command's signature and help: cli/run_commands.py (``navigator explore --help`` imports only that)
 
 #: workflow ids: ``nav-<repo name>-<8 hex>``; the slug keeps ids readable in the Web UI
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -158,88 +156,29 @@ def build_request(
         raise CliError(f"invalid {field}: {first['msg']}") from None
 
 
-InteractiveOpt = Annotated[
-    bool, typer.Option("--interactive", "-i", help="Approve / reject / edit / stop each turn.", show_default="off")
-]
-BudgetOpt = Annotated[
-    str | None,
-    typer.Option("--budget-usd", metavar="USD", help="USD limit of the run.",
-                 show_default="defaults.budget_usd in navigator.yaml: 1.0"),
-]
-ModelOpt = Annotated[
-    str | None,
-    typer.Option("--model", metavar="MODEL", help="offline | scripted:<file> | gemini-* | <endpoint>:<model> (openai:, "
-                 "ollama:, openrouter:, or an endpoint of navigator.yaml).",
-                 envvar="NAVIGATOR_MODEL", show_default="model in navigator.yaml: offline"),
-]
-DetachOpt = Annotated[
-    bool, typer.Option("--detach", help="Start the run on a running server and return at once (a worker must serve "
-                       "it: `navigator worker`).", show_default="off: follow it here")
-]
 
 
-@explore_app.command()
+
 @handles_errors
-def explore(
+def run_explore(
     ctx: typer.Context,
-    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Repository to explore.", show_default=False)],
-    goal: Annotated[str, typer.Argument(metavar="GOAL", help="What the context window is for.", show_default=False)],
-    interactive: InteractiveOpt = False,
-    budget_usd: BudgetOpt = None,
-    tokens: Annotated[
-        int | None,
-        typer.Option("--tokens", metavar="N", help=f"Token budget of the context map (at least {MIN_TOKEN_BUDGET}: "
-                     "the map's header alone needs that many).",
-                     show_default="defaults.token_budget in navigator.yaml: 8192"),
-    ] = None,
-    model: ModelOpt = None,
-    max_iterations: Annotated[
-        int | None,
-        typer.Option("--max-iterations", metavar="N", min=1, help="Iteration cap.",
-                     show_default="defaults.max_iterations in navigator.yaml: 12"),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option("--out", metavar="DIR", help="Output folder; the run writes DIR/<workflow id>/context.md.",
-                     show_default="defaults.out_dir in navigator.yaml: ./navigator-out"),
-    ] = None,
-    detach: DetachOpt = False,
-    profile: Annotated[
-        Path | None,
-        typer.Option("--profile", metavar="FILE", help="Run-profile YAML: guardrails (loop / stall detection, goal "
-                     "anchoring, caps); see examples/run-profile.yaml.", show_default="the built-in guardrails"),
-    ] = None,
-    planning: Annotated[
-        str,
-        typer.Option(
-            "--planning", metavar="auto|direct|off",
-            help="Planning phase. auto: analyze the goal, optionally review, then a plan of stages with success "
-            "criteria (one direct stage for a simple goal); direct: one stage; off: no stages, the open-ended loop.",
-        ),
-    ] = "auto",
-    review: Annotated[
-        bool, typer.Option("--review", help="Critic / pragmatist / detailer review of the plan when the analysis asks.",
-                           show_default="off")
-    ] = False,
-    workflow_id: Annotated[
-        str | None, typer.Option("--id", metavar="ID", help="Workflow id.", show_default="nav-<repo>-<random>")
-    ] = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the result (or the started id) as JSON.", show_default="off")
-    ] = False,
-    branches: Annotated[
-        int, typer.Option("--branches", metavar="N", min=1, max=4, help="Branch-and-compare: N explorations with "
-                          "different planning strategies in parallel, the best-scoring pack kept.",
-                          show_default="1: one exploration")
-    ] = 1,
+    repo: Path,
+    goal: str,
+    interactive: bool,
+    budget_usd: str | None,
+    tokens: int | None,
+    model: str | None,
+    max_iterations: int | None,
+    out: Path | None,
+    detach: bool,
+    profile: Path | None,
+    planning: str,
+    review: bool,
+    workflow_id: str | None,
+    json_out: bool,
+    branches: int,
 ) -> None:
-    """Explore REPO for GOAL and write the context pack.
-
-    Prints the run's Web UI link, follows it (live progress; with --interactive each
-    turn asks for a verdict) and writes <out>/<workflow id>/context.md and report.json.
-    Without a configured server it starts one in the background, which outlives this
-    command so the link keeps working (see `navigator server status`).
-    """
+    """The ``navigator explore`` command (its options and help: :mod:`cli.run_commands`)."""
     config = config_of(ctx)
     request = build_request(
         repo, goal, config=config, interactive=interactive, budget_usd=budget_usd, tokens=tokens,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from pydantic import ValidationError
@@ -18,10 +17,6 @@ from durable_navigator.cli.connect import TemporalSession, announce_started, ope
 from durable_navigator.cli.display import investigation_panel, print_block
 from durable_navigator.cli.errors import CliError, ExitCode, handles_errors
 from durable_navigator.cli.explore import (
-    BudgetOpt,
-    DetachOpt,
-    InteractiveOpt,
-    ModelOpt,
     new_workflow_id,
     refuse_unservable,
     say_after,
@@ -29,7 +24,6 @@ from durable_navigator.cli.explore import (
     validate_model,
 )
 from durable_navigator.cli.follow import follow_to_result
-from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, refuse_unservable_on_workers
 from durable_navigator.cli.reads import exit_code_for_result
 from durable_navigator.navcore.investigation import WORKER_PROFILE, InvestigationRequest, InvestigationResult
@@ -38,9 +32,9 @@ from durable_navigator.navcore.requests import ApprovalConfig
 from durable_navigator.navcore.state import ExecutionMode
 from durable_navigator.navtypes.errors import BudgetError, ConfigError, RepoError
 
-__all__ = ["investigate_app", "build_investigation_request", "INVESTIGATION_WORKFLOW_TYPE", "new_investigation_id"]
+__all__ = ["run_investigate", "build_investigation_request", "INVESTIGATION_WORKFLOW_TYPE", "new_investigation_id"]
 
-investigate_app = command_group(help="Staged investigations of a repository, carried out by subagents.")
+# the command's signature and help: cli/run_commands.py (``navigator investigate --help`` imports only that)
 
 #: the investigation workflow's registered type name (public API)
 INVESTIGATION_WORKFLOW_TYPE = "InvestigationWorkflow"
@@ -94,48 +88,24 @@ def build_investigation_request(
         raise CliError(f"invalid {field}: {first['msg']}") from None
 
 
-@investigate_app.command()
 @handles_errors
-def investigate(
+def run_investigate(
     ctx: typer.Context,
-    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Repository to investigate.", show_default=False)],
-    goal: Annotated[str, typer.Argument(metavar="GOAL", help="What to investigate (clauses separated by ';' "
-                                        "become stages offline).", show_default=False)],
-    interactive: InteractiveOpt = False,
-    budget_usd: BudgetOpt = None,
-    model: ModelOpt = None,
-    max_stages: Annotated[
-        int, typer.Option("--max-stages", metavar="N", min=1, max=12, help="Most stages the plan may have.")
-    ] = 4,
-    branches: Annotated[int, typer.Option("--branches", metavar="N", min=1, max=4,
-                                          help="Branch-and-compare: alternative workers per stage, the best kept.")] = 1,
-    worker: Annotated[
-        str | None, typer.Option("--worker", metavar="NAME", help="Research profile of the stage workers.",
-                                 show_default="the investigation's own worker profile")
-    ] = None,
-    profiles_file: Annotated[
-        Path | None, typer.Option("--profiles", metavar="FILE", help="Agent-profiles YAML adding or overriding the "
-                                  "shipped ones.", show_default="the shipped profiles")
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", metavar="DIR", help="Output folder; the run writes DIR/<workflow id>/report.md.",
-                                  show_default="defaults.out_dir in navigator.yaml: ./navigator-out")
-    ] = None,
-    detach: DetachOpt = False,
-    workflow_id: Annotated[
-        str | None, typer.Option("--id", metavar="ID", help="Workflow id.", show_default="inv-<repo>-<random>")
-    ] = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the result (or the started id) as JSON.", show_default="off")
-    ] = False,
+    repo: Path,
+    goal: str,
+    interactive: bool,
+    budget_usd: str | None,
+    model: str | None,
+    max_stages: int,
+    branches: int,
+    worker: str | None,
+    profiles_file: Path | None,
+    out: Path | None,
+    detach: bool,
+    workflow_id: str | None,
+    json_out: bool,
 ) -> None:
-    """Investigate GOAL in REPO by stages; write a report.
-
-    Plans stages, runs each on subagents (interactive: the plan waits for a verdict),
-    then writes <out>/<workflow id>/report.md (findings, criteria with evidence) and
-    report.json. Prints the run's Web UI link and follows it; without a configured
-    server it starts one in the background (see `navigator server status`).
-    """
+    """The ``navigator investigate`` command (its options and help: :mod:`cli.run_commands`)."""
     config = config_of(ctx)
     request = build_investigation_request(repo, goal, config=config, interactive=interactive, budget_usd=budget_usd,
                                           model=model, out=out, max_stages=max_stages, branches=branches,

@@ -15,6 +15,7 @@ This module imports only the standard library and typer.
 from __future__ import annotations
 
 import importlib
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -75,6 +76,12 @@ class LazyGroup(TyperGroup):
         self.commands[cmd_name] = command
         return command
 
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        """Parse as typer does, but build an option's coercion only when the option has a value."""
+        for param in self.get_params(ctx):  # --help too: typer makes it a typed parameter
+            _coerce_given_values_only(param)
+        return super().parse_args(ctx, args)
+
     def format_commands(self, ctx: typer.Context, formatter: Any) -> None:
         """The command list of ``--help`` from the table: nothing is imported for it."""
         rows: list[tuple[str, Any]] = []
@@ -96,6 +103,7 @@ def load_command(name: str, spec: LazyCommand) -> Any:
     """Import ``spec.module`` and turn its typer app into the (click) command ``name``."""
     module = importlib.import_module(spec.module)
     converted = typer.main.get_command(getattr(module, spec.app))
+    _defer_coercions(converted)
     if spec.group:
         converted.name = name
         return converted
@@ -107,3 +115,60 @@ def load_command(name: str, spec: LazyCommand) -> Any:
     if converted.name != name:
         raise LookupError(f"{spec.module}.{spec.app} is the command {converted.name!r}, not {name!r}")
     return converted
+
+
+_BOOLISH = frozenset({bool, type(None)})
+
+
+class _GivenValuesOnly:
+    """typer's runtime coercion of one parameter, built the first time a value needs it.
+
+    typer (0.2x) builds a pydantic ``TypeAdapter`` for every parameter of a group
+    each time the group runs, even for an option left unset, whose value (None)
+    it returns unchanged (and for ``--help``, a bool) -- so ``navigator explore --help`` imported pydantic for
+    the root's ``--config`` / ``--log-json`` / ``--log-level`` (~0.07 CPU-s of
+    every sub-command). Unset options now cost nothing; a given one is coerced by
+    typer's own coercion, built on first use, exactly as before.
+    """
+
+    def __init__(self, descriptor: Any, build: Any) -> None:
+        self._descriptor = descriptor
+        self._build = build
+        self._real: Any = None
+
+    def coerce(self, value: Any, param: Any, ctx: Any) -> Any:
+        if not (param.multiple or param.nargs == -1):
+            if value is None:
+                return None  # what typer's coercion returns for an unset single-valued option
+            if isinstance(value, bool) and _BOOLISH.issuperset(typing.get_args(self._descriptor.annotation)
+                                                               or (self._descriptor.annotation,)):
+                return value  # a flag of a bool / bool | None option: a bool already
+        if self._real is None:
+            self._real = self._build(self._descriptor)
+        return self._real.coerce(value, param=param, ctx=ctx)
+
+
+def _coerce_given_values_only(param: Any) -> None:
+    """Defer ``param``'s typer coercion (only where this typer has the lazily built kind)."""
+    if getattr(param, "_runtime_param", False) is not None or not hasattr(param, "type_descriptor"):
+        return
+    try:
+        from typer._coercion import build_runtime_param
+    except ImportError:  # another typer: leave the parameter as it is
+        return
+    param._runtime_param = _GivenValuesOnly(param.type_descriptor, build_runtime_param)
+
+
+def _defer_coercions(command: Any) -> None:
+    """:func:`_coerce_given_values_only` for ``command``'s parameters (and its sub-commands') when it parses."""
+    original = command.parse_args
+
+    def parse_args(ctx: typer.Context, args: list[str]) -> list[str]:
+        for param in command.get_params(ctx):
+            _coerce_given_values_only(param)
+        return original(ctx, args)
+
+    command.parse_args = parse_args
+    for sub in (getattr(command, "commands", None) or {}).values():
+        _defer_coercions(sub)
+

@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
 from durable_navigator.cli.common import config_of, stdout
 from durable_navigator.cli.errors import handles_errors, stderr
 from durable_navigator.cli.explore import check_token_budget
-from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.progress import IndexProgressBar
 from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.navtypes.flightplan import FlightPlan
 
-__all__ = ["map_app", "plan_for"]
+__all__ = ["plan_for"]
 
-map_app = command_group(help="The repo map on its own.")
+# map_app and its commands' signatures and help: cli/signatures.py
 
 
 def plan_for(plan_file: Path | None, goal: str | None, tokens: int | None, default_tokens: int) -> FlightPlan:
@@ -44,29 +42,16 @@ def plan_for(plan_file: Path | None, goal: str | None, tokens: int | None, defau
     return FlightPlan.model_validate({**plan.model_dump(), **update})
 
 
-@map_app.command("map")
 @handles_errors
-def map_command(
+def run_map_command(
     ctx: typer.Context,
-    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Repository to map.", show_default=False)],
-    goal: Annotated[
-        str | None, typer.Option("--goal", metavar="TEXT", help="Rank the map for this goal.", show_default="none: structure only")
-    ] = None,
-    plan: Annotated[
-        Path | None,
-        typer.Option("--plan", metavar="FILE", help="Flight-plan YAML (rules, focus, excludes; `repo-map schema` prints its schema).",
-                     show_default="the coarse plan explore starts from"),
-    ] = None,
-    tokens: Annotated[
-        int | None,
-        typer.Option("--tokens", metavar="N", help="Token budget of the map.",
-                     show_default="the plan's, else defaults.token_budget in navigator.yaml: 8192"),
-    ] = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the map and its metadata as JSON.", show_default="off")
-    ] = False,
+    repo: Path,
+    goal: str | None,
+    plan: Path | None,
+    tokens: int | None,
+    json_out: bool,
 ) -> None:
-    """Print the repo map of REPO (what the navigator sees)."""
+    """The ``navigator map`` command (its options and help: :mod:`cli.signatures`)."""
     from durable_navigator.repomap import RepoMap
 
     config = config_of(ctx)

@@ -1,15 +1,27 @@
-"""The root command's options, kept on ``ctx.obj`` (stdlib only: the root of ``navigator --help``)."""
+"""The root command's options, kept on ``ctx.obj``, and the option types commands share (stdlib + typer only:
+the root of ``navigator --help`` and of the light command signatures)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from durable_navigator.navtypes.runmodes import Status
 
 if TYPE_CHECKING:
     from durable_navigator.cli.config import NavigatorConfig
 
-__all__ = ["GlobalOptions"]
+__all__ = ["GlobalOptions", "JsonOpt", "WorkflowIdArg", "TurnOpt", "PlanOpt", "SenderOpt", "EXECUTION_STATUSES",
+           "NAVIGATOR_STATUSES", "DEFAULT_PORT"]
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON to stdout.", show_default="off")]
+WorkflowIdArg = Annotated[
+    str, typer.Argument(metavar="WORKFLOW_ID", help="Workflow id of the run (printed by `explore`, listed by `ls`).",
+                        show_default=False)
+]
 
 
 @dataclass
@@ -20,3 +32,37 @@ class GlobalOptions:
     log_json: bool | None = None
     log_level: str | None = None
     _config: NavigatorConfig | None = None
+
+
+# ---- what the light command signatures (cli/signatures.py) and the command modules share
+
+#: Temporal execution statuses ``ls --status`` accepts (the first column of its output)
+EXECUTION_STATUSES = {
+    "running": "Running", "completed": "Completed", "failed": "Failed", "canceled": "Canceled",
+    "terminated": "Terminated", "timed_out": "TimedOut", "continued_as_new": "ContinuedAsNew",
+}
+
+NAVIGATOR_STATUSES = tuple(s.value for s in Status if s.value not in EXECUTION_STATUSES)
+
+TurnOpt = Annotated[
+    int | None,
+    typer.Option("--turn", min=1, metavar="N", help="Turn the verdict answers; refused if it is not awaiting one.",
+                 show_default="the turn awaiting a verdict"),
+]
+
+PlanOpt = Annotated[
+    bool,
+    typer.Option("--plan", help="With --turn N: answer round N of the stage plan, not map turn N.",
+                 show_default="off"),
+]
+
+SenderOpt = Annotated[
+    str | None, typer.Option("--sender", metavar="NAME", help="Who sends it.", envvar="NAVIGATOR_SENDER",
+                             show_default="$USER@cli")
+]
+
+#: the streamable HTTP endpoint's default port and path
+DEFAULT_PORT = 8765
+
+BatchIdArg = Annotated[str, typer.Argument(metavar="BATCH_ID", help="Batch id (printed by `batch run`, listed by "
+                                           "`batch ls`).", show_default=False)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.live import Live
@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
-from durable_navigator.cli.common import JsonOpt, WorkflowIdArg, config_of, print_json, run_async, stdout
+from durable_navigator.cli.common import config_of, print_json, run_async, stdout
 from durable_navigator.cli.connect import TemporalSession, open_session, ui_base_for
 from durable_navigator.cli.display import (
     WIDE_COLUMNS,
@@ -33,7 +33,7 @@ from durable_navigator.cli.display import (
     runs_table,
     turn_panel,
 )
-from durable_navigator.cli.lazy import command_group
+from durable_navigator.cli.options import EXECUTION_STATUSES, NAVIGATOR_STATUSES
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors
 from durable_navigator.cli.handles import (
     WORKFLOW_TYPE,
@@ -50,13 +50,12 @@ from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.branches import BranchExploreResult
 from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.research import ResearchResult
-from durable_navigator.navcore.state import Status
 from durable_navigator.workers.devserver import workflow_ui_url
 
-__all__ = ["reads_app", "run_row", "fetch_status", "exit_code_for_result", "build_list_query", "ABNORMAL_STOPS",
+__all__ = ["run_row", "fetch_status", "exit_code_for_result", "build_list_query", "ABNORMAL_STOPS",
            "STATUS_CHOICES"]
 
-reads_app = command_group(help="Inspect runs.")
+# reads_app and its commands' signatures and help: cli/signatures.py
 
 #: stop reasons that exit 1: the run did not end the way the user asked for
 ABNORMAL_STOPS = frozenset({"failed", "approval_timeout"})
@@ -182,20 +181,14 @@ def _print_status(row: dict[str, Any]) -> None:
         stdout.print(f"Web UI: {row['ui_url']}", markup=False, soft_wrap=True)
 
 
-@reads_app.command()
 @handles_errors
-def status(
+def run_status(
     ctx: typer.Context,
-    workflow_id: WorkflowIdArg,
-    watch: Annotated[bool, typer.Option("--watch", "-w", help="Follow until the run closes.", show_default="off")] = False,
-    json_out: JsonOpt = False,
+    workflow_id: str,
+    watch: bool,
+    json_out: bool,
 ) -> None:
-    """Where a run is, and the change awaiting a verdict.
-
-    Temporal status, step, cost (of the last turn and in total), map tokens, focus, the
-    model's reasoning in full and the proposed flight-plan change — what a remote
-    approver needs before `navigator approve` / `reject`. A finished run shows its result.
-    """
+    """The ``navigator status`` command (its options and help: :mod:`cli.signatures`)."""
     run_async(_status(ctx, workflow_id, watch, json_out))
 
 
@@ -254,15 +247,13 @@ def _log_from_report(res: ExplorationResult | ResearchResult) -> DecisionLogView
         return None  # written on another machine, moved or edited: ask a worker instead
 
 
-@reads_app.command()
 @handles_errors
-def log(ctx: typer.Context, workflow_id: WorkflowIdArg, json_out: JsonOpt = False) -> None:
-    """The decision log of a run.
-
-    Each decision: step, action, verdict, cost, map tokens before → after, the change
-    and the reasoning. A running run answers a query (a worker must be up); a finished
-    one is read from its report.json when this machine sees it, else queried.
-    """
+def run_log(
+    ctx: typer.Context,
+    workflow_id: str,
+    json_out: bool,
+) -> None:
+    """The ``navigator log`` command (its options and help: :mod:`cli.signatures`)."""
 
     async def go() -> DecisionLogView:
         async with open_session(config_of(ctx)) as session:
@@ -291,18 +282,14 @@ def log(ctx: typer.Context, workflow_id: WorkflowIdArg, json_out: JsonOpt = Fals
                      )
 
 
-@reads_app.command()
 @handles_errors
-def result(
+def run_result(
     ctx: typer.Context,
-    workflow_id: WorkflowIdArg,
-    wait: Annotated[bool, typer.Option("--wait", help="Wait for a running run to finish.", show_default="off")] = False,
-    json_out: JsonOpt = False,
+    workflow_id: str,
+    wait: bool,
+    json_out: bool,
 ) -> None:
-    """The result of a run: stop reason, cost, context pack.
-
-    Also the paths of context.md and report.json and the run's Web UI link.
-    """
+    """The ``navigator result`` command (its options and help: :mod:`cli.signatures`)."""
 
     async def go() -> tuple[ExplorationResult | ResearchResult | InvestigationResult | BranchExploreResult,
                             str | None]:
@@ -360,12 +347,6 @@ def result(
     raise typer.Exit(int(exit_code_for_result(res)))
 
 
-#: Temporal execution statuses ``ls --status`` accepts (the first column of its output)
-EXECUTION_STATUSES = {
-    "running": "Running", "completed": "Completed", "failed": "Failed", "canceled": "Canceled",
-    "terminated": "Terminated", "timed_out": "TimedOut", "continued_as_new": "ContinuedAsNew",
-}
-NAVIGATOR_STATUSES = tuple(s.value for s in Status if s.value not in EXECUTION_STATUSES)
 STATUS_CHOICES = (*EXECUTION_STATUSES, *NAVIGATOR_STATUSES)
 
 
@@ -390,27 +371,15 @@ def _quote(value: str) -> str:
     return value.replace("\\", "\\\\").replace("'", "\\'")
 
 
-@reads_app.command("ls")
 @handles_errors
-def list_runs(
+def run_list_runs(
     ctx: typer.Context,
-    status_filter: Annotated[
-        str | None,
-        typer.Option("--status", metavar="STATUS", show_default="all runs",
-                     help=f"Temporal status ({', '.join(EXECUTION_STATUSES)}) or navigator status "
-                     f"({', '.join(NAVIGATOR_STATUSES)})."),
-    ] = None,
-    repo: Annotated[
-        str | None, typer.Option("--repo", metavar="PATH", help="Repository as recorded by the run (NavigatorRepo).",
-                                 show_default="every repository")
-    ] = None,
-    limit: Annotated[int, typer.Option("--limit", metavar="N", min=1, max=1000, help="At most this many runs.")] = 20,
-    json_out: JsonOpt = False,
+    status_filter: str | None,
+    repo: str | None,
+    limit: int,
+    json_out: bool,
 ) -> None:
-    """List runs, newest first.
-
-    Explorations, research runs and investigations, filtered by Temporal or navigator status and repository (search attributes).
-    """
+    """The ``navigator ls`` command (its options and help: :mod:`cli.signatures`)."""
     if status_filter and status_filter not in STATUS_CHOICES:
         raise CliError(f"--status must be one of {', '.join(STATUS_CHOICES)}, got {status_filter!r}")
     if repo and Path(repo).expanduser().is_dir():
@@ -443,15 +412,13 @@ def list_runs(
             stdout.print(line, markup=False)
 
 
-@reads_app.command()
 @handles_errors
-def ui(ctx: typer.Context, workflow_id: WorkflowIdArg, json_out: JsonOpt = False) -> None:
-    """Print the Web UI link of a run.
-
-    No server call: the link comes from TEMPORAL_UI_URL, the navigator server of this
-    user serving the configured database (whatever its --ui-port), or the configured
-    embedded UI port.
-    """
+def run_ui(
+    ctx: typer.Context,
+    workflow_id: str,
+    json_out: bool,
+) -> None:
+    """The ``navigator ui`` command (its options and help: :mod:`cli.signatures`)."""
     config = config_of(ctx)
     base = ui_base_for(config)
     if base is None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from typing import Annotated
 
 import typer
 from temporalio import activity as temporal_activity
@@ -13,14 +12,13 @@ from temporalio import workflow as temporal_workflow
 
 from durable_navigator.cli.common import cancel_and_wait, config_of, run_async
 from durable_navigator.cli.connect import open_session
-from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.errors import handles_errors, stderr
 from durable_navigator.cli.health import HealthState, monitor_frontend, serve_health
 from durable_navigator.workers.logging import bind_ids, configure_logging, get_logger
 
-__all__ = ["worker_app", "stop_event", "FRONTEND_CHECK_INTERVAL_S"]
+__all__ = ["stop_event", "FRONTEND_CHECK_INTERVAL_S"]
 
-worker_app = command_group(help="Run navigator workers.")
+# worker_app and its commands' signatures and help: cli/signatures.py
 
 #: how often a worker re-checks the frontend for its readiness probe
 FRONTEND_CHECK_INTERVAL_S = 10.0
@@ -37,30 +35,14 @@ def stop_event() -> asyncio.Event:
     return event
 
 
-@worker_app.command()
 @handles_errors
-def worker(
+def run_worker(
     ctx: typer.Context,
-    max_concurrent_activities: Annotated[
-        int | None,
-        typer.Option("--max-concurrent-activities", min=1, metavar="N", help="Activity slots.",
-                     show_default="worker.max_concurrent_activities in navigator.yaml: 8"),
-    ] = None,
-    health_port: Annotated[
-        int | None,
-        typer.Option("--health-port", min=1, max=65535, metavar="PORT", help="Serve /healthz and /readyz on this port.",
-                     envvar="NAVIGATOR_HEALTH_PORT", show_default="no health endpoint"),
-    ] = None,
-    health_host: Annotated[
-        str, typer.Option("--health-host", metavar="HOST", help="Bind address of the health port.")
-    ] = "0.0.0.0",
+    max_concurrent_activities: int | None,
+    health_port: int | None,
+    health_host: str,
 ) -> None:
-    """Run a navigator worker until SIGTERM / Ctrl-C.
-
-    It serves the task queue of the configured server (or the navigator server of this
-    user found for the configured database); on SIGTERM it stops polling, lets running
-    tasks finish and leaves.
-    """
+    """The ``navigator worker`` command (its options and help: :mod:`cli.signatures`)."""
     config = config_of(ctx)
     opts = ctx.find_root().obj
     # a worker is a service: its own level (info by default) and JSON if configured

@@ -13,14 +13,12 @@ from __future__ import annotations
 import getpass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Annotated
 
 import typer
 from pydantic import ValidationError
 
-from durable_navigator.cli.common import JsonOpt, WorkflowIdArg, config_of, print_json, run_async, stdout
+from durable_navigator.cli.common import config_of, print_json, run_async, stdout
 from durable_navigator.cli.connect import open_session
-from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.errors import CliError, RunNotFoundError, handles_errors
 from durable_navigator.cli.handles import describe_run, is_running, query_run, signal_run, update_run
 from durable_navigator.cli.planfile import load_stage_plan, send_plan_edit
@@ -39,24 +37,10 @@ from durable_navigator.navcore.messages import (
 from durable_navigator.navcore.report import TurnReport
 from durable_navigator.navcore.state import ExecutionMode
 
-__all__ = ["signals_app", "default_sender", "send_verdict"]
+__all__ = ["default_sender", "send_verdict"]
 
-signals_app = command_group(help="Steer a running exploration.")
+# signals_app and its commands' signatures and help: cli/signatures.py
 
-TurnOpt = Annotated[
-    int | None,
-    typer.Option("--turn", min=1, metavar="N", help="Turn the verdict answers; refused if it is not awaiting one.",
-                 show_default="the turn awaiting a verdict"),
-]
-PlanOpt = Annotated[
-    bool,
-    typer.Option("--plan", help="With --turn N: answer round N of the stage plan, not map turn N.",
-                 show_default="off"),
-]
-SenderOpt = Annotated[
-    str | None, typer.Option("--sender", metavar="NAME", help="Who sends it.", envvar="NAVIGATOR_SENDER",
-                             show_default="$USER@cli")
-]
 
 
 def default_sender(explicit: str | None = None) -> str:
@@ -125,29 +109,17 @@ def _verdict(ctx: typer.Context, workflow_id: str, verdict: VerdictInput, as_jso
         stdout.print(f"{workflow_id}: {outcome.detail}", markup=False)
 
 
-@signals_app.command()
 @handles_errors
-def approve(
+def run_approve(
     ctx: typer.Context,
-    workflow_id: WorkflowIdArg,
-    turn: TurnOpt = None,
-    plan: PlanOpt = False,
-    edit: Annotated[
-        Path | None,
-        typer.Option("--edit", metavar="FILE", help="Investigations: approve this edited stage plan (YAML; "
-                     "implies --plan).", show_default="the plan as proposed"),
-    ] = None,
-    sender: SenderOpt = None,
-    json_out: JsonOpt = False,
+    workflow_id: str,
+    turn: int | None,
+    plan: bool,
+    edit: Path | None,
+    sender: str | None,
+    json_out: bool,
 ) -> None:
-    """Approve the turn (or stage plan) awaiting a verdict.
-
-    Exit code 2 when the run refuses it (that turn is not awaiting a verdict, or
-    was already answered); `navigator status ID` shows what is pending. With
-    --edit FILE an investigation's stage plan is replaced by the file's stages
-    (titles, tasks, criteria, max_loops, branches, profile) and then approved; a
-    bad plan is refused with the field it names, and the run keeps waiting.
-    """
+    """The ``navigator approve`` command (its options and help: :mod:`cli.signatures`)."""
     stages = load_stage_plan(edit) if edit is not None else None
     number, kind = run_async(_awaiting_turn(ctx, workflow_id, turn, plan or edit is not None))
     who = default_sender(sender)
@@ -163,76 +135,58 @@ def approve(
                                             sender=who), json_out)
 
 
-@signals_app.command()
 @handles_errors
-def reject(
+def run_reject(
     ctx: typer.Context,
-    workflow_id: WorkflowIdArg,
-    feedback: Annotated[
-        str, typer.Option("--feedback", "-f", metavar="TEXT", help="What to do instead; the model sees it next turn.",
-                          show_default="none")
-    ] = "",
-    turn: TurnOpt = None,
-    plan: PlanOpt = False,
-    sender: SenderOpt = None,
-    json_out: JsonOpt = False,
+    workflow_id: str,
+    feedback: str,
+    turn: int | None,
+    plan: bool,
+    sender: str | None,
+    json_out: bool,
 ) -> None:
-    """Reject the turn (or stage plan), with feedback.
-
-    The proposed change is undone; the model sees the feedback next turn. Exit code 2
-    when the run refuses the verdict (see `approve`).
-    """
+    """The ``navigator reject`` command (its options and help: :mod:`cli.signatures`)."""
     number, kind = run_async(_awaiting_turn(ctx, workflow_id, turn, plan))
     payload = _validated(lambda: VerdictInput(verdict="reject", turn=number, kind=kind, feedback=feedback,
                                               sender=default_sender(sender)))
     _verdict(ctx, workflow_id, payload, json_out)
 
 
-@signals_app.command()
 @handles_errors
-def stop(
+def run_stop(
     ctx: typer.Context,
-    workflow_id: WorkflowIdArg,
-    reason: Annotated[str, typer.Option("--reason", metavar="TEXT", help="Recorded in the report.")] = "stopped by user",
-    sender: SenderOpt = None,
-    json_out: JsonOpt = False,
+    workflow_id: str,
+    reason: str,
+    sender: str | None,
+    json_out: bool,
 ) -> None:
-    """Finalize a run now with the best map so far.
-
-    Not a cancel: the run writes its context pack and report as usual (stop reason
-    `stopped`); a model call in flight is cancelled.
-    """
+    """The ``navigator stop`` command (its options and help: :mod:`cli.signatures`)."""
     payload = _validated(lambda: StopInput(reason=reason, sender=default_sender(sender)))
     _send(ctx, workflow_id, SIGNAL_STOP, payload, json_out)
 
 
-@signals_app.command()
 @handles_errors
-def mode(
+def run_mode(
     ctx: typer.Context,
-    workflow_id: WorkflowIdArg,
-    new_mode: Annotated[ExecutionMode, typer.Argument(metavar="MODE", help="interactive or autonomous.")],
-    sender: SenderOpt = None,
-    json_out: JsonOpt = False,
+    workflow_id: str,
+    new_mode: ExecutionMode,
+    sender: str | None,
+    json_out: bool,
 ) -> None:
-    """Switch a run between interactive and autonomous."""
+    """The ``navigator mode`` command (its options and help: :mod:`cli.signatures`)."""
     payload = SetModeInput(mode=new_mode, sender=default_sender(sender))
     _send(ctx, workflow_id, SIGNAL_SET_MODE, payload, json_out)
 
 
-@signals_app.command()
 @handles_errors
-def budget(
+def run_budget(
     ctx: typer.Context,
-    workflow_id: WorkflowIdArg,
-    add_usd: Annotated[str, typer.Argument(metavar="ADD_USD", help="USD to add to the run's limit, e.g. 0.25.")],
-    sender: SenderOpt = None,
-    json_out: JsonOpt = False,
+    workflow_id: str,
+    add_usd: str,
+    sender: str | None,
+    json_out: bool,
 ) -> None:
-    """Add USD to a run's budget.
-
-    Also resumes an interactive run parked on budget exhaustion.
-    """
+    """The ``navigator budget`` command (its options and help: :mod:`cli.signatures`)."""
     try:
         amount = Decimal(add_usd)
     except InvalidOperation:

@@ -15,6 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.navcore.artifacts import ArtifactRef
+# plain enums, no pydantic: the CLI's light command signatures use them too
+from durable_navigator.navtypes.runmodes import ExecutionMode, Status
 from durable_navigator.navcore.budget import BudgetLedger
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
 from durable_navigator.navcore.guardrails import GuardrailState
@@ -39,30 +41,6 @@ __all__ = [
     "MessageNote",
     "NavigatorState",
 ]
-
-
-class ExecutionMode(str, Enum):
-    """Whether a human approves each turn."""
-
-    AUTONOMOUS = "autonomous"
-    INTERACTIVE = "interactive"
-
-
-class Status(str, Enum):
-    """Where an exploration is; also the ``NavigatorStatus`` search attribute."""
-
-    STARTING = "starting"
-    SCANNING = "scanning"
-    #: building the next model request (prompt, map excerpt)
-    PREPARING = "preparing"
-    #: a model call is in flight
-    THINKING = "thinking"
-    RENDERING = "rendering"
-    AWAITING_APPROVAL = "awaiting_approval"
-    AWAITING_BUDGET = "awaiting_budget"
-    FINALIZING = "finalizing"
-    COMPLETED = "completed"
-    FAILED = "failed"
 
 
 class StopReason(str, Enum):

@@ -26,10 +26,12 @@ or ``src/budget/`` matches everything below it.
 
 from __future__ import annotations
 
-from enum import IntEnum
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+# the level scale and the budget limits need no pydantic: the repo-map renderer imports them from there
+from durable_navigator.navtypes.levels import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET, MIN_TOKEN_BUDGET_MAX_FILES, Level
 
 __all__ = [
     "Level",
@@ -42,25 +44,6 @@ __all__ = [
     "MIN_TOKEN_BUDGET",
     "MIN_TOKEN_BUDGET_MAX_FILES",
 ]
-
-MAX_TOKEN_BUDGET = 2_000_000
-#: the smallest map the repo-map engine renders: its header line alone, every file hidden,
-#: for a repository of up to MIN_TOKEN_BUDGET_MAX_FILES files (the engine refuses a plan
-#: below it; ``tests/repomap_engine/test_min_budget.py`` checks the number with the exact
-#: counter). The CLI and the jobs file refuse smaller budgets before anything starts.
-MIN_TOKEN_BUDGET = 26
-MIN_TOKEN_BUDGET_MAX_FILES = 999_999
-
-
-class Level(IntEnum):
-    """Verbosity of one file in the rendered map."""
-
-    HIDDEN = 0  #: not shown
-    PATH = 1  #: path (+ size)
-    OUTLINE = 2  #: symbol outline: signatures with line numbers
-    DOCS = 3  #: outline + docstrings
-    FULL = 4  #: full source
-
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)

@@ -35,7 +35,6 @@ import marshal
 import mmap
 import os
 import sqlite3
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -233,6 +232,8 @@ class IndexCache:
     def put_structure(self, key: str, parts: Iterable[bytes | memoryview]) -> None:
         """Write a structure file from its parts (atomically: readers see the old file or the new)."""
         self.structures_dir.mkdir(parents=True, exist_ok=True)
+        import tempfile  # writes only: a warm open never loads it (nor shutil, random, bz2, lzma behind it)
+
         fd, tmp = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=self.structures_dir)
         try:
             with os.fdopen(fd, "wb") as fh:

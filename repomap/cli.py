@@ -4,131 +4,117 @@ Exit codes: 0 success; 2 bad usage or input (missing repository, bad flight
 plan, budget too small: a one-line message on stderr). Other failures are bugs
 and exit 1 with a traceback.
 
-Each command imports what it needs when it runs (the engine, the flight plan
-model, YAML): ``repo-map --help`` loads typer and nothing of the engine.
+Start-up: this module imports only the standard library. The commands and
+their help are a typer app (:mod:`repomap.cli_app`), but typer parses
+arguments by building a pydantic adapter per parameter on every call (about a
+tenth of a second on its own). So :func:`main` reads the common shape of
+``repo-map generate PATH [--goal TEXT] [--budget N] [--format F] [--plan FILE]
+[--cache-dir DIR] [--jobs N] [--timings]`` itself and hands everything else —
+``--help``, a usage error, an option given twice, a value that is not plainly
+valid, the other commands — to the typer app, unchanged. Both paths run the
+same :func:`repomap.cli_generate.run_generate`, so they print the same bytes
+(``tests/repomap/test_cli_fast.py``).
 """
 
 from __future__ import annotations
 
-import json
+import gc
+import os
+import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Any
 
-import typer
+__all__ = ["app", "main", "fast_generate_args"]
 
-from durable_navigator.navtypes.errors import NavigatorError
-
-if TYPE_CHECKING:
-    from durable_navigator.navtypes.flightplan import FlightPlan
-
-__all__ = ["app", "main"]
-
-_EXIT_HELP = "Exit codes: 0 ok; 2 bad usage or input (one-line error on stderr); 1 internal error."
-EXIT_INPUT = 2
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  help=f"Repo-map engine: ranked, budgeted maps of a code repository. {_EXIT_HELP}")
+#: ``generate``'s options that take a value: flag -> (keyword, kind)
+_VALUE_OPTIONS = {"--plan": ("plan", "path"), "--budget": ("budget", "int"), "--goal": ("goal", "str"),
+                  "--format": ("fmt", "str"), "--cache-dir": ("cache_dir", "path"), "--jobs": ("jobs", "int")}
+#: an int typer would read the same way (anything else: typer decides, and words the error)
+_PLAIN_INT = re.compile(r"0|[1-9][0-9]{0,17}")
 
 
-def _fail(exc: NavigatorError) -> None:
-    from rich.console import Console
+def __getattr__(name: str) -> Any:
+    """``app`` (the typer app) is imported on first use: ``from repomap.cli import app`` still works."""
+    if name == "app":
+        from durable_navigator.repomap.cli_app import app
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(f"[red]error:[/red] {exc}", markup=True)
-    raise typer.Exit(EXIT_INPUT)
-
-
-@app.command(help=f"Render the map of PATH for a flight plan / goal. {_EXIT_HELP}")
-def generate(
-    path: Annotated[Path, typer.Argument(help="repository root")],
-    plan: Annotated[Path | None, typer.Option("--plan", help="flight plan YAML file")] = None,
-    budget: Annotated[int | None, typer.Option("--budget", help="token budget (overrides the plan)")] = None,
-    goal: Annotated[str | None, typer.Option("--goal", help="task text used for ranking (overrides the plan)")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="text (the map) or json (map + metadata)")] = "text",
-    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help=(
-        "index cache directory (default: $NAVIGATOR_CACHE_DIR/repomap or the user cache dir)"))] = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", help="parallel indexing processes")] = None,
-    timings: Annotated[bool, typer.Option("--timings", help=(
-        "put open/rank timings into the header (the output is then no longer byte-identical "
-        "across runs)"))] = False,
-) -> None:
-    """Render the map of ``path``."""
-    from durable_navigator.navtypes.flightplan import FlightPlan
-    from durable_navigator.repomap.engine import RepoMap
-
-    try:
-        if fmt not in ("text", "json"):
-            raise NavigatorError(f"--format {fmt!r} is not supported; use text or json")
-        fp = _load_plan(plan) if plan is not None else FlightPlan()
-        updates: dict[str, object] = {}
-        if budget is not None:
-            updates["token_budget"] = budget
-        if goal is not None:
-            updates["goal"] = goal
-        if updates:
-            fp = _validated(fp, updates)
-        rm = RepoMap.open(path, cache_dir=cache_dir, jobs=jobs)
-        result = rm.render(fp, include_timings=timings)
-    except NavigatorError as exc:
-        _fail(exc)
-        return
-    if fmt == "json":
-        doc = {"text": result.text, "metadata": result.metadata.model_dump(mode="json"),
-               "files": [f.model_dump(mode="json") for f in result.files]}
-        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
-    else:
-        sys.stdout.write(result.text)
+        return app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _load_plan(path: Path) -> FlightPlan:
-    from durable_navigator.repomap.plan_io import load_flight_plan  # YAML: only with --plan
+def fast_generate_args(argv: list[str]) -> dict[str, Any] | None:
+    """``run_generate``'s keywords for a plain ``generate`` command line, else None (typer's turn).
 
-    return load_flight_plan(path)
-
-
-def _validated(fp: FlightPlan, updates: dict[str, object]) -> FlightPlan:
-    from pydantic import ValidationError
-
-    from durable_navigator.navtypes.errors import FlightPlanError
-    from durable_navigator.navtypes.flightplan import FlightPlan
-
-    try:
-        return FlightPlan.model_validate({**fp.model_dump(), **updates})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"])
-        raise FlightPlanError(f"--{key.replace('_', '-')}: {err['msg'].lower()}; "
-                              "budget must be 1..2000000 tokens") from exc
-
-
-@app.command(help="Print the flight plan JSON Schema.")
-def schema() -> None:
-    """Print the JSON Schema of a flight plan."""
-    from durable_navigator.repomap.plan_io import flight_plan_json_schema
-
-    sys.stdout.write(json.dumps(flight_plan_json_schema(), indent=2) + "\n")
-
-
-@app.command(help=f"Index PATH (cached) and print statistics as JSON. {_EXIT_HELP}")
-def stats(
-    path: Annotated[Path, typer.Argument(help="repository root")],
-    cache_dir: Annotated[Path | None, typer.Option("--cache-dir", help=(
-        "index cache directory (default: $NAVIGATOR_CACHE_DIR/repomap or the user cache dir)"))] = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", help="parallel indexing processes")] = None,
-) -> None:
-    """Print index statistics of ``path``."""
-    from durable_navigator.repomap.engine import RepoMap
-
-    try:
-        rm = RepoMap.open(path, cache_dir=cache_dir, jobs=jobs)
-    except NavigatorError as exc:
-        _fail(exc)
-        return
-    sys.stdout.write(json.dumps(rm.stats(), indent=1) + "\n")
+    Accepted: the command name first, one positional PATH, each option at most
+    once as ``--opt VALUE`` or ``--opt=VALUE``, ``--timings``. None for
+    anything else, including every value typer might read differently from
+    ``Path(v)`` / ``int(v)`` / ``v`` (empty, starting with ``-``, an int with a
+    sign or leading zeros), so typer answers those exactly as before.
+    """
+    if not argv or argv[0] != "generate":
+        return None
+    out: dict[str, Any] = {}
+    path: Path | None = None
+    args = argv[1:]
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--timings":
+            if "timings" in out:
+                return None
+            out["timings"] = True
+            continue
+        if arg.startswith("-"):
+            name, eq, value = arg.partition("=")
+            spec = _VALUE_OPTIONS.get(name)
+            if spec is None:
+                return None
+            if not eq:
+                if i >= len(args):
+                    return None
+                value = args[i]
+                i += 1
+            key, kind = spec
+            if key in out or not value or value.startswith("-"):
+                return None
+            if kind == "int":
+                if not _PLAIN_INT.fullmatch(value):
+                    return None
+                out[key] = int(value)
+            else:
+                out[key] = Path(value) if kind == "path" else value
+            continue
+        if path is not None or not arg:
+            return None
+        path = Path(arg)
+    if path is None:
+        return None
+    return {"path": path, **out}
 
 
 def main() -> None:
-    """Console-script entry point (``repo-map``)."""
+    """Console-script entry point (``repo-map``): the fast ``generate`` path, else the typer app.
+
+    One OpenBLAS thread unless the user chose otherwise: the engine does no dense linear
+    algebra (its matrix products are sparse, in scipy's own C loops), but numpy's OpenBLAS
+    starts a thread per core at import, and their start-up spin cost ~0.1 CPU-s of every
+    ``repo-map`` process — a third of a warm ``generate``.
+    """
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    fast = fast_generate_args(sys.argv[1:])
+    if fast is not None:
+        # a short-lived process that makes no garbage cycles worth collecting: no cyclic GC from
+        # here, imports included (numpy's import alone triggered several full collections)
+        gc.disable()
+        from durable_navigator.repomap.cli_generate import run_generate
+
+        code = run_generate(**fast)
+        sys.stdout.flush()
+        sys.exit(code)
+    from durable_navigator.repomap.cli_app import app
+
     app()
 
 

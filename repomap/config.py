@@ -7,18 +7,146 @@ its effect.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import dataclasses
+import json
+from typing import Any, ClassVar
 
-__all__ = ["DiscoverConfig", "RankConfig", "RenderConfig", "SearchConfig", "XrefConfig", "EngineConfig"]
+__all__ = ["DiscoverConfig", "RankConfig", "RenderConfig", "SearchConfig", "XrefConfig", "EngineConfig",
+           "ConfigError"]
 
 #: bump when parsing, queries or the per-file record layout change: it keys the cache
 PARSER_VERSION = "rm-7"
 
 
-class _Cfg(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class ConfigError(ValueError):
+    """A configuration value out of its range, of the wrong type, or an unknown key."""
 
 
+def Field(default: Any, *, gt: float | None = None, ge: float | None = None, lt: float | None = None,
+          le: float | None = None) -> Any:
+    """A field with a default and bounds (checked when a config is made)."""
+    bounds = {k: v for k, v in (("gt", gt), ("ge", ge), ("lt", lt), ("le", le)) if v is not None}
+    return dataclasses.field(default=default, metadata={"bounds": bounds})
+
+
+_CHECKS = {"gt": (lambda v, b: v > b, "greater than"), "ge": (lambda v, b: v >= b, "greater than or equal to"),
+           "lt": (lambda v, b: v < b, "less than"), "le": (lambda v, b: v <= b, "less than or equal to")}
+
+
+class _Cfg:
+    """Frozen dataclass configs with the part of pydantic's model API the engine and its callers use.
+
+    Plain dataclasses, not pydantic models: a ``repo-map generate`` process builds
+    an ``EngineConfig`` on every start, and pydantic's import and model building
+    were a fifth of a warm render's CPU. Every field has a default; its type is
+    the default's (an int for a float field is taken as that float, a list for
+    a tuple field as the tuple, a dict for a nested config as that config);
+    bounds are checked; unknown keys are refused (``ConfigError``).
+    ``model_dump_json`` writes what pydantic wrote (cache keys hash it).
+    """
+
+    model_fields: ClassVar[dict[str, dataclasses.Field]]
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = _coerce(type(self).__name__, f, getattr(self, f.name))
+            object.__setattr__(self, f.name, value)
+
+    @classmethod
+    def model_validate(cls, data: Any) -> Any:
+        """A config from a mapping (nested mappings for nested configs) or an instance."""
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, dict):
+            raise ConfigError(f"{cls.__name__}: expected a mapping, got {type(data).__name__}")
+        unknown = sorted(set(data) - set(cls.model_fields))
+        if unknown:
+            raise ConfigError(f"{cls.__name__}: unknown key(s) {', '.join(unknown)}")
+        return cls(**data)
+
+    @classmethod
+    def model_validate_json(cls, text: str | bytes) -> Any:
+        return cls.model_validate(json.loads(text))
+
+    def model_dump(self, mode: str = "python") -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in self.model_fields:
+            v = getattr(self, name)
+            if isinstance(v, _Cfg):
+                v = v.model_dump(mode)
+            elif isinstance(v, tuple) and mode == "json":
+                v = list(v)
+            out[name] = v
+        return out
+
+    def model_dump_json(self) -> str:
+        return _json(self.model_dump("json"))
+
+    def model_copy(self, update: dict[str, Any] | None = None) -> Any:
+        return dataclasses.replace(self, **(update or {}))  # type: ignore[type-var]
+
+
+def _config(cls: type) -> type:
+    out = dataclasses.dataclass(frozen=True)(cls)
+    out.model_fields = {f.name: f for f in dataclasses.fields(out)}
+    return out
+
+
+def _coerce(owner: str, f: dataclasses.Field, v: Any) -> Any:
+    default = f.default
+    where = f"{owner}.{f.name}"
+    if isinstance(default, _Cfg):
+        if isinstance(v, dict):
+            return type(default).model_validate(v)
+        if not isinstance(v, type(default)):
+            raise ConfigError(f"{where}: expected {type(default).__name__}, got {type(v).__name__}")
+        return v
+    if isinstance(default, bool):
+        if not isinstance(v, bool):
+            raise ConfigError(f"{where}: expected a bool, got {v!r}")
+        return v
+    if isinstance(default, float):
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {v!r}")
+        v = float(v)
+    elif isinstance(default, int):
+        if isinstance(v, bool) or not (isinstance(v, int) or (isinstance(v, float) and v.is_integer())):
+            raise ConfigError(f"{where}: expected an integer, got {v!r}")
+        v = int(v)
+    elif isinstance(default, tuple):
+        if not isinstance(v, (tuple, list)):
+            raise ConfigError(f"{where}: expected a sequence, got {v!r}")
+        if default and isinstance(default[0], float):
+            if len(v) != len(default):
+                raise ConfigError(f"{where}: expected {len(default)} numbers, got {len(v)}")
+            v = tuple(float(x) for x in v)
+        else:
+            v = tuple(v)
+            if any(not isinstance(x, str) for x in v):
+                raise ConfigError(f"{where}: expected strings, got {v!r}")
+    for op, bound in f.metadata.get("bounds", {}).items():
+        ok, words = _CHECKS[op]
+        if not ok(v, bound):
+            raise ConfigError(f"{where}: input should be {words} {bound}, got {v!r}")
+    return v
+
+
+def _json(v: Any) -> str:
+    """Compact JSON as pydantic-core writes it (floats: ``1e-9``, not Python's ``1e-09``)."""
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{json.dumps(k)}:{_json(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_json(x) for x in v) + "]"
+    if isinstance(v, float):
+        r = repr(v)
+        if "e" in r:
+            mant, exp = r.split("e")
+            r = f"{mant}e{int(exp)}"
+        return r
+    return json.dumps(v)
+
+
+@_config
 class DiscoverConfig(_Cfg):
     """What files the engine indexes, and what it skips (each skip counted by reason)."""
 
@@ -40,6 +168,7 @@ class DiscoverConfig(_Cfg):
                                   ".tox", ".mypy_cache", ".pytest_cache")
 
 
+@_config
 class RankConfig(_Cfg):
     """Weights of the personalized-PageRank + BM25 blend."""
 
@@ -70,6 +199,7 @@ class RankConfig(_Cfg):
     min_term_len: int = Field(2, ge=1)
 
 
+@_config
 class RenderConfig(_Cfg):
     """How files are drawn and how the budget fitter values content."""
 
@@ -95,6 +225,7 @@ class RenderConfig(_Cfg):
     max_fit_passes: int = Field(12, gt=0)
 
 
+@_config
 class SearchConfig(_Cfg):
     """Symbol-level search: files by BM25 first, then the definitions inside them (``symsearch.py``)."""
 
@@ -113,6 +244,7 @@ class SearchConfig(_Cfg):
     max_per_file: int = Field(3, gt=0)
 
 
+@_config
 class XrefConfig(_Cfg):
     """Reference resolution behind ``callers`` / ``callees`` (``xref*.py``)."""
 
@@ -129,6 +261,7 @@ class XrefConfig(_Cfg):
     keep_shadows: int = Field(3, ge=1)
 
 
+@_config
 class EngineConfig(_Cfg):
     """Everything the engine can be tuned with; the default suits most repositories."""
 

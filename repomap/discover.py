@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -158,6 +157,8 @@ def _git_ls_files(root: Path) -> list[str] | None:
     """Paths from git, or None when ``root`` is not inside a git work tree."""
     if not _inside_git(root):
         return None
+    import subprocess  # only inside a git work tree: a plain folder never loads it
+
     try:
         proc = subprocess.run(
             ["git", "-C", str(root), "ls-files", "-co", "--exclude-standard", "-z"],
@@ -172,6 +173,8 @@ def _git_ls_files(root: Path) -> list[str] | None:
 
 def _git_ignores(root: Path) -> bool:
     """Whether the enclosing repository's ignore rules exclude ``root`` itself."""
+    import subprocess  # only inside a git work tree: a plain folder never loads it
+
     try:
         proc = subprocess.run(["git", "-C", str(root), "check-ignore", "-q", "."],
                               capture_output=True, timeout=_GIT_TIMEOUT_S, check=False)
@@ -194,6 +197,8 @@ def git_commit(root: Path) -> str | None:
     """HEAD's commit (short), or None outside git / in a repository without commits."""
     if not _inside_git(root):
         return None
+    import subprocess  # only inside a git work tree: a plain folder never loads it
+
     try:
         proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"],
                               capture_output=True, timeout=_GIT_TIMEOUT_S, check=False, text=True)

@@ -23,11 +23,11 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from durable_navigator.navtypes.errors import PathEscapeError, RepoError
-from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap.build import BuiltIndex, Progress, build_index, content_hash
 from durable_navigator.repomap.cache import IndexCache, default_cache_dir
 from durable_navigator.repomap.config import EngineConfig
@@ -39,6 +39,9 @@ from durable_navigator.repomap.render import RenderInput, metadata, read_current
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.symsearch import ChunkCache
 from durable_navigator.repomap.types import RankedFile, RenderResult
+
+if TYPE_CHECKING:  # a pydantic model: the engine reads its fields, never builds one
+    from durable_navigator.navtypes.flightplan import FlightPlan
 
 __all__ = ["RepoMap"]
 
@@ -248,6 +251,23 @@ class RepoMap(QueryMixin):
         same input no longer gives the same bytes); they are always in
         ``metadata.timings_ms``.
         """
+        inp, result, ctx, t0, t1 = self._render(plan, include_timings)
+        t2 = time.perf_counter()
+        files = summaries(inp, result, ctx.order)
+        timings = {"rank": round((t1 - t0) * 1e3, 2), "fit_render": round((t2 - t1) * 1e3, 2),
+                   "open": round(self.open_ms, 2)}
+        return RenderResult(text=result.text, metadata=metadata(inp, result, plan.token_budget, files, timings),
+                            files=files)
+
+    def render_text(self, plan: FlightPlan, include_timings: bool = False) -> str:
+        """``render(plan, include_timings).text``, without building the metadata and file summaries.
+
+        The same text (same fitting, same exact count); what ``repo-map generate``
+        prints. Skips the pydantic models ``render`` returns (one per shown file).
+        """
+        return self._render(plan, include_timings)[1].text
+
+    def _render(self, plan: FlightPlan, include_timings: bool) -> tuple[RenderInput, Any, Any, float, float]:
         t0 = time.perf_counter()
         ctx = self._request(plan)
         t1 = time.perf_counter()
@@ -260,12 +280,7 @@ class RepoMap(QueryMixin):
                           binary_sniff_bytes=self.config.discover.binary_sniff_bytes)
         result = render_plan(inp, plan)
         self._noticed(result.skipped)
-        t2 = time.perf_counter()
-        files = summaries(inp, result, ctx.order)
-        timings = {"rank": round((t1 - t0) * 1e3, 2), "fit_render": round((t2 - t1) * 1e3, 2),
-                   "open": round(self.open_ms, 2)}
-        return RenderResult(text=result.text, metadata=metadata(inp, result, plan.token_budget, files, timings),
-                            files=files)
+        return inp, result, ctx, t0, t1
 
     def read_lines(self, path: str, start: int, end: int) -> str:
         """Lines ``start..end`` (1-based, inclusive) of a file inside the root, as it is now.

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from durable_navigator.navtypes.errors import PathEscapeError
-from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap.globs import glob_match
 from durable_navigator.repomap.index import REC, SYM
 from durable_navigator.repomap.rank import (
@@ -27,10 +26,11 @@ from durable_navigator.repomap.rank import (
 )
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.symsearch import ChunkCache, search_symbols
-from durable_navigator.repomap.xref import References
 from durable_navigator.repomap.types import SearchHit, Symbol, SymbolRef
 
 if TYPE_CHECKING:
+    from durable_navigator.navtypes.flightplan import FlightPlan
+    from durable_navigator.repomap.xref import References  # jedi and the site scanners: on the first callers/callees
     from durable_navigator.repomap.rank import RankStructure
 
 __all__ = ["QueryMixin", "RequestContext"]
@@ -252,6 +252,8 @@ class QueryMixin:
     def _references(self) -> References:
         with self._lock:  # type: ignore[attr-defined]
             if self._xref is None:
+                from durable_navigator.repomap.xref import References
+
                 self._xref = References(
                     Path(self.root), self.files, self._built.records, self._files_naming,
                     lambda p: self.read_lines(p, 1, 1 << 62),  # type: ignore[attr-defined]

@@ -18,12 +18,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from durable_navigator.navtypes.errors import FlightPlanError
-from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET, FlightPlan, Level
-from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
+from durable_navigator.navtypes.levels import MIN_TOKEN_BUDGET, Level
 from durable_navigator.repomap.config import RenderConfig
 from durable_navigator.repomap.fit import FileCosts, Fitter
 from durable_navigator.repomap.globs import glob_match
@@ -31,6 +31,10 @@ from durable_navigator.repomap.index import REC, SYM
 from durable_navigator.repomap.layout import doc_block, file_line, header_line, outline_line, source_block
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, count_tokens
+
+if TYPE_CHECKING:  # pydantic models: imported by summaries() / metadata() only (a text-only render needs neither)
+    from durable_navigator.navtypes.flightplan import FlightPlan
+    from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
 
 __all__ = ["RenderInput", "Rendered", "requested_levels", "render_plan", "has_symbol_support", "summaries",
            "metadata", "read_current"]
@@ -341,6 +345,8 @@ def _minimal(inp: RenderInput, budget: int, req: list[int], explicit: list[bool]
 
 def summaries(inp: RenderInput, r: Rendered, order: list[int]) -> list[FileSummary]:
     """FileSummary of every shown file, in rank order."""
+    from durable_navigator.navtypes.mapmeta import FileSummary
+
     out = []
     for i in order:
         if r.levels[i] <= 0:
@@ -356,6 +362,8 @@ def summaries(inp: RenderInput, r: Rendered, order: list[int]) -> list[FileSumma
 def metadata(inp: RenderInput, r: Rendered, budget: int, files: list[FileSummary],
              timings: dict[str, float]) -> MapMetadata:
     """The machine-readable header as a model."""
+    from durable_navigator.navtypes.mapmeta import MapMetadata
+
     per = Counter(str(lv) for lv in r.levels)
     return MapMetadata(
         tokens_used=r.tokens, token_budget=budget, files_total=len(inp.paths),

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
+if TYPE_CHECKING:  # pydantic models, built only by a render that returns metadata
+    from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
 
 __all__ = ["Symbol", "SymbolRef", "SearchHit", "RankedFile", "RenderResult", "LEVEL_COUNT"]
 

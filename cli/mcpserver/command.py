@@ -23,11 +23,11 @@ from collections.abc import Awaitable
 from importlib import metadata
 from ipaddress import ip_address
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
-from durable_navigator.cli.lazy import command_group
+from durable_navigator.cli.options import DEFAULT_PORT
 
 from durable_navigator.cli.common import config_of, run_async
 from durable_navigator.cli.errors import CliError, handles_errors, stderr
@@ -35,12 +35,10 @@ from durable_navigator.cli.mcpserver.backend import Backend
 from durable_navigator.cli.mcpserver.paths import AllowedRoots
 from durable_navigator.workers.devserver import default_state_dir
 
-__all__ = ["mcp_app", "DEFAULT_PORT", "HTTP_PATH", "default_out_dir"]
+__all__ = ["DEFAULT_PORT", "HTTP_PATH", "default_out_dir"]
 
-mcp_app = command_group(help="Serve coding agents over the Model Context Protocol.")
+# mcp_app and its commands' signatures and help: cli/signatures.py
 
-#: the streamable HTTP endpoint's default port and path
-DEFAULT_PORT = 8765
 HTTP_PATH = "/mcp"
 #: seconds open HTTP streams get to finish when the server stops (their runs go on durably)
 HTTP_GRACE_S = 3
@@ -58,27 +56,16 @@ def _version() -> str:
         return ""
 
 
-@mcp_app.command("mcp")
 @handles_errors
-def mcp_command(
+def run_mcp_command(
     ctx: typer.Context,
-    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.", show_default="stdio")] = False,
-    host: Annotated[str, typer.Option("--host", help="HTTP: address to bind (loopback unless you mean it).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="HTTP: port (0 picks a free one).")] = DEFAULT_PORT,
-    allow_root: Annotated[
-        list[Path] | None,
-        typer.Option("--allow-root", help="Only repositories under DIR may be explored (repeatable).",
-                     show_default="any directory this process can read"),
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Where runs write context.md + report.json (default: the user "
-                                  "state dir's mcp-runs/).")
-    ] = None,
+    http: bool,
+    host: str,
+    port: int,
+    allow_root: list[Path] | None,
+    out: Path | None,
 ) -> None:
-    """Serve coding agents over MCP (explore, ask, runs).
-
-    Tools: explore, ask, run_status, stop_run, list_runs; resources: a run's context, answer and report.
-    """
+    """The ``navigator mcp`` command (its options and help: :mod:`cli.signatures`)."""
     # the MCP SDK (and uvicorn, for --http) only when this command runs: importing them costs
     # ~0.6 CPU-s, which every other navigator command and --help would pay (issue 17)
     from durable_navigator.cli.mcpserver.tools import build_server
