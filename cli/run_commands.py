@@ -40,6 +40,15 @@ DetachOpt = Annotated[
     bool, typer.Option("--detach", help="Start the run on a running server and return at once (a worker must serve "
                        "it: `navigator worker`).", show_default="off: follow it here")
 ]
+#: --json of the commands that start a run (the result, or the started id when detached)
+RunJsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print the result (or the started id) as JSON.", show_default="off")
+]
+#: --profiles of the commands whose runs use agent profiles (ask, investigate)
+ProfilesFileOpt = Annotated[
+    Path | None, typer.Option("--profiles", metavar="FILE", help="Agent-profiles YAML adding or overriding the "
+                              "shipped ones.", show_default="the shipped profiles")
+]
 
 
 @explore_app.command()
@@ -87,9 +96,7 @@ def explore(
     workflow_id: Annotated[
         str | None, typer.Option("--id", metavar="ID", help="Workflow id.", show_default="nav-<repo>-<random>")
     ] = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the result (or the started id) as JSON.", show_default="off")
-    ] = False,
+    json_out: RunJsonOpt = False,
     branches: Annotated[
         int, typer.Option("--branches", metavar="N", min=1, max=4, help="Branch-and-compare: N explorations with "
                           "different planning strategies in parallel, the best-scoring pack kept.",
@@ -121,10 +128,7 @@ def ask(
         str, typer.Option("--profile", metavar="NAME", help="The run's agent profile (a research one: researcher, "
                           "reviewer, or one of --profiles).")
     ] = "researcher",
-    profiles_file: Annotated[
-        Path | None, typer.Option("--profiles", metavar="FILE", help="Agent-profiles YAML adding or overriding the "
-                                  "shipped ones.", show_default="the shipped profiles")
-    ] = None,
+    profiles_file: ProfilesFileOpt = None,
     out: Annotated[
         Path | None, typer.Option("--out", metavar="DIR", help="Output folder; the run writes DIR/<workflow id>/answer.md.",
                                   show_default="defaults.out_dir in navigator.yaml: ./navigator-out")
@@ -133,9 +137,7 @@ def ask(
     workflow_id: Annotated[
         str | None, typer.Option("--id", metavar="ID", help="Workflow id.", show_default="ask-<repo>-<random>")
     ] = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the result (or the started id) as JSON.", show_default="off")
-    ] = False,
+    json_out: RunJsonOpt = False,
 ) -> None:
     """Answer QUESTION about REPO, with citations.
 
@@ -167,10 +169,7 @@ def investigate(
         str | None, typer.Option("--worker", metavar="NAME", help="Research profile of the stage workers.",
                                  show_default="the investigation's own worker profile")
     ] = None,
-    profiles_file: Annotated[
-        Path | None, typer.Option("--profiles", metavar="FILE", help="Agent-profiles YAML adding or overriding the "
-                                  "shipped ones.", show_default="the shipped profiles")
-    ] = None,
+    profiles_file: ProfilesFileOpt = None,
     out: Annotated[
         Path | None, typer.Option("--out", metavar="DIR", help="Output folder; the run writes DIR/<workflow id>/report.md.",
                                   show_default="defaults.out_dir in navigator.yaml: ./navigator-out")
@@ -179,9 +178,7 @@ def investigate(
     workflow_id: Annotated[
         str | None, typer.Option("--id", metavar="ID", help="Workflow id.", show_default="inv-<repo>-<random>")
     ] = None,
-    json_out: Annotated[
-        bool, typer.Option("--json", help="Print the result (or the started id) as JSON.", show_default="off")
-    ] = False,
+    json_out: RunJsonOpt = False,
 ) -> None:
     """Investigate GOAL in REPO by stages; write a report.
 
