@@ -43,7 +43,14 @@ __all__ = [
     "MAX_TOKEN_BUDGET",
     "MIN_TOKEN_BUDGET",
     "MIN_TOKEN_BUDGET_MAX_FILES",
+    "MAX_PLAN_RULES",
+    "MAX_UPDATE_ITEMS",
 ]
+
+#: most verbosity rules one flight plan holds
+MAX_PLAN_RULES = 256
+#: most entries of each list of one update (rules set, focus added, ...)
+MAX_UPDATE_ITEMS = 64
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
@@ -96,7 +103,7 @@ class FlightPlan(_Strict):
 
     token_budget: Annotated[int, Field(gt=0, le=MAX_TOKEN_BUDGET)] = 4096
     default_level: Level | None = None
-    rules: Annotated[list[VerbosityRule], Field(max_length=256)] = []
+    rules: Annotated[list[VerbosityRule], Field(max_length=MAX_PLAN_RULES)] = []
     focus_paths: Annotated[list[FocusPath], Field(max_length=128)] = []
     focus_symbols: Annotated[list[FocusSymbol], Field(max_length=128)] = []
     goal: Annotated[str | None, Field(max_length=8000)] = None
@@ -164,13 +171,13 @@ class FlightPlanUpdate(_Strict):
 
     token_budget: Annotated[int | None, Field(gt=0, le=MAX_TOKEN_BUDGET)] = None
     default_level: Level | None = None
-    set_rules: Annotated[list[VerbosityRule], Field(max_length=64)] = []
-    remove_rules: Annotated[list[Glob], Field(max_length=64)] = []
-    add_focus_paths: Annotated[list[FocusPath], Field(max_length=64)] = []
-    remove_focus_paths: Annotated[list[Glob], Field(max_length=64)] = []
-    add_focus_symbols: Annotated[list[FocusSymbol], Field(max_length=64)] = []
-    remove_focus_symbols: Annotated[list[str], Field(max_length=64)] = []
-    add_exclude: Annotated[list[Glob], Field(max_length=64)] = []
+    set_rules: Annotated[list[VerbosityRule], Field(max_length=MAX_UPDATE_ITEMS)] = []
+    remove_rules: Annotated[list[Glob], Field(max_length=MAX_UPDATE_ITEMS)] = []
+    add_focus_paths: Annotated[list[FocusPath], Field(max_length=MAX_UPDATE_ITEMS)] = []
+    remove_focus_paths: Annotated[list[Glob], Field(max_length=MAX_UPDATE_ITEMS)] = []
+    add_focus_symbols: Annotated[list[FocusSymbol], Field(max_length=MAX_UPDATE_ITEMS)] = []
+    remove_focus_symbols: Annotated[list[str], Field(max_length=MAX_UPDATE_ITEMS)] = []
+    add_exclude: Annotated[list[Glob], Field(max_length=MAX_UPDATE_ITEMS)] = []
     remove_exclude: Annotated[list[Glob], Field(max_length=64)] = []
     goal: Annotated[str | None, Field(max_length=8000)] = None
     #: keys this update pins (a human's choice, or what the model does to follow feedback)

@@ -5,7 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from durable_navigator.activities.models.offline.config import Allocation, OfflinePolicyConfig, why
-from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
+from durable_navigator.navtypes.flightplan import (
+    MAX_PLAN_RULES,
+    MAX_UPDATE_ITEMS,
+    FlightPlan,
+    FlightPlanUpdate,
+    FocusPath,
+    FocusSymbol,
+    Level,
+    VerbosityRule,
+)
 from durable_navigator.navtypes.mapmeta import MapMetadata
 
 __all__ = ["diff_allocation", "fill_move", "finalize_summary"]
@@ -47,6 +56,12 @@ def diff_allocation(
         VerbosityRule(glob=p, level=lv) for p, lv in alloc.levels.items()
         if p not in pinned and current.get(p) != lv and (shrink or lv > current.get(p, Level.HIDDEN))
     ]
+    # an update sets at most MAX_UPDATE_ITEMS rules, a plan holds at most MAX_PLAN_RULES
+    # (the rest of the allocation follows next turn; raises of the best-ranked files first)
+    room_for_new = MAX_PLAN_RULES - len(current)
+    if len(rules) > MAX_UPDATE_ITEMS or sum(r.glob not in current for r in rules) > room_for_new:
+        rules.sort(key=lambda r: rank_of.get(r.glob, 10**9))
+        rules = [r for r in rules if r.glob in current or (room_for_new := room_for_new - 1) >= 0][:MAX_UPDATE_ITEMS]
     for r in rules:
         if r.glob in current and r.level < current[r.glob]:
             notes.append(f"zoom back out to L{int(r.level)}: {r.glob} (the last map could not show every requested level)")
@@ -59,6 +74,8 @@ def diff_allocation(
             continue
         if level >= Level.OUTLINE and glob not in alloc.levels:
             if _policy_owned_rule(glob, plan, cfg):
+                if len(rules) >= MAX_UPDATE_ITEMS:
+                    break  # the remaining zoom-outs follow next turn
                 rules.append(VerbosityRule(glob=glob, level=Level.PATH))
                 where = (
                     f"ranks #{rank_of[glob]}, no room left after the stronger files"
@@ -119,9 +136,16 @@ def fill_move(
     remaining = int(free * cfg.fill_slack)
     rules: list[VerbosityRule] = []
     notes: list[str] = []
+    # one update sets at most MAX_UPDATE_ITEMS rules and a plan holds at most MAX_PLAN_RULES:
+    # a fill with more room than that continues next turn
+    new_rules_left = MAX_PLAN_RULES - len(current)
     for i, r in enumerate(ranked[: cfg.fill_files]):
         level = current.get(r.path, Level.PATH)
         if level >= Level.FULL or r.path in plan.pinned:
+            continue
+        if len(rules) >= MAX_UPDATE_ITEMS:
+            break
+        if r.path not in current and new_rules_left <= 0:
             continue
         # the allocation keeps big files below L4 to leave room for others; here the
         # room is what the last map really left over, so any raise that fits is fair:
@@ -133,6 +157,7 @@ def fill_move(
             if not 0 < delta <= remaining:
                 continue
             remaining -= delta
+            new_rules_left -= r.path not in current
             rules.append(VerbosityRule(glob=r.path, level=nxt))
             notes.append(f"{r.path} to L{int(nxt)} (ranks #{i + 1}, {why(r)}; +{delta} tokens)")
             break

@@ -257,7 +257,8 @@ def test_fill_move_raises_the_best_file_into_unused_budget(engine) -> None:
     stepwise = fill_move(plan, ranked, meta, strict.model_copy(update={"fill_full_first": False}))
     assert stepwise is not None and {r.glob: r.level for r in stepwise[0].set_rules}[ranked[0].path] == Level.OUTLINE
     # a file whose full text does not fit goes up one level only
-    tight = meta.model_copy(update={"tokens_used": meta.token_budget - ranked[0].level_tokens[Level.FULL]})
+    to_full = ranked[0].level_tokens[Level.FULL] - ranked[0].level_tokens[Level.PATH]
+    tight = meta.model_copy(update={"tokens_used": meta.token_budget - to_full + 1})
     step = fill_move(plan, ranked, tight, strict)
     assert step is not None and {r.glob: r.level for r in step[0].set_rules}.get(ranked[0].path) != Level.FULL
 
@@ -364,3 +365,27 @@ def test_callers_of_the_file_in_full_are_expanded(engine) -> None:
 
     off, _ = allocate(engine, plan, GOAL, on.model_copy(update={"caller_expand": 0}), estimate_tokens)
     assert not any("calls " in n for n in off.notes)
+
+
+def test_a_fill_never_sets_more_rules_than_an_update_or_a_plan_holds(engine) -> None:
+    """A 32k fill over many small files once set 67 rules in one update: the update's
+    validation (at most 64) failed the run (express, quality benchmark, test split)."""
+    from durable_navigator.activities.models.offline.diff import fill_move
+    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig
+    from durable_navigator.navtypes.flightplan import MAX_PLAN_RULES, MAX_UPDATE_ITEMS
+    from durable_navigator.repomap.types import RankedFile
+
+    cfg = OfflinePolicyConfig()
+    ranked = [RankedFile(path=f"lib/m{i:03d}.js", score=1.0 / (i + 1), signals={"bm25": 0.5}, focused=False,
+                         level_tokens=(0, 10, 20, 25, 30)) for i in range(150)]
+    plan = FlightPlan(token_budget=32768, goal=GOAL)
+    meta = engine.render(plan).metadata.model_copy(update={"tokens_used": 0, "top_files": []})
+    move = fill_move(plan, ranked, meta, cfg)
+    assert move is not None and len(move[0].set_rules) == MAX_UPDATE_ITEMS
+    plan.apply(move[0])  # validates
+    # a plan near its rule limit gets only as many new rules as it can hold
+    full = FlightPlan(token_budget=32768, goal=GOAL, rules=[
+        VerbosityRule(glob=f"other/f{i}.py", level=Level.PATH) for i in range(MAX_PLAN_RULES - 3)])
+    move = fill_move(full, ranked, meta, cfg)
+    assert move is not None and len(move[0].set_rules) == 3
+    assert len(full.apply(move[0]).rules) == MAX_PLAN_RULES
