@@ -45,7 +45,7 @@ class OfflinePolicyConfig(BaseModel):
     #: share of the budget the policy plans explicitly; the engine's auto levels fill the rest
     explicit_share: float = 0.80
     #: a file is shown in full only if that costs at most this share of the budget
-    full_file_share: float = 0.45
+    full_file_share: float = 0.7
     #: at most this many files in full
     max_full_files: int = 2
     #: a runner-up goes full only if its score is at least this share of the top score
