@@ -63,10 +63,11 @@ class OfflinePolicyConfig(BaseModel):
     dir_min_share: float = 0.25
     #: ...and only if it is a narrowing: it holds at most this share of the repository's files
     dir_max_repo_share: float = 0.5
-    symbol_files: int = 6
-    max_expand: int = 6
+    #: the symbols of this many of the best-ranked files compete for expansion
+    symbol_files: int = 12
+    max_expand: int = 10
     #: expand a symbol only if it scores at least this share of the best symbol
-    expand_min_rel_score: float = 0.15
+    expand_min_rel_score: float = 0.1
     neighbour_symbols: int = 2
     #: expand at most this many functions elsewhere that call the definitions of the file shown
     #: in full first ("where is this used?": the ledger's reserve -> the model call that reserves)

@@ -39,8 +39,11 @@ def diff_allocation(
     """The update that moves ``plan`` to ``alloc``; empty when the plan already matches it.
 
     Hysteresis: while the last map fitted without degradation, levels are only
-    raised, never lowered, and files still in the top ``survey_files`` keep
-    theirs; otherwise a fill move and the next allocation would undo each other.
+    raised, never lowered -- a full map is no reason to zoom out: the files a fill
+    raised are there on purpose, and zooming them out (as this did while it kept only
+    the top ``survey_files``) undid every large fill, so runs at 32k finalized with
+    the map at half the budget. Files are zoomed out only after a map that could not
+    show every requested level.
     Focus entries the policy owns are recognised by their configured weights,
     so focus a human added through feedback (``feedback_weight``) is never removed.
     """
@@ -48,9 +51,6 @@ def diff_allocation(
     current = {r.glob: r.level for r in plan.rules}
     pinned = set(plan.pinned)  # a human's choices: never moved by the policy
     shrink = meta is None or _degraded(meta, plan)
-    # a map that fitted and left room loses nothing by keeping a file the ranking moved down:
-    # zooming it out would only give back tokens nobody needs (and undo the last fill)
-    roomy = not shrink and meta.tokens_used < cfg.finalize_budget_use * meta.token_budget
     notes: list[str] = []
     rules = [
         VerbosityRule(glob=p, level=lv) for p, lv in alloc.levels.items()
@@ -68,9 +68,8 @@ def diff_allocation(
     for glob, level in current.items():
         if glob in pinned:
             continue
-        keep = roomy or (not shrink and rank_of.get(glob, 10**9) <= cfg.survey_files)
         # only exact-file rules are the policy's; globs (dirs) came from a human
-        if keep or any(c in glob for c in "*?["):
+        if not shrink or any(c in glob for c in "*?["):
             continue
         if level >= Level.OUTLINE and glob not in alloc.levels:
             if _policy_owned_rule(glob, plan, cfg):
@@ -163,8 +162,10 @@ def fill_move(
             break
     if not rules:
         return None
-    used = (meta.token_budget - free) / meta.token_budget
-    return FlightPlanUpdate(set_rules=rules), f"fill (map at {used:.0%} of the budget): zoom in " + "; ".join(notes)
+    used = meta.tokens_used / meta.token_budget
+    room = f"{free} tokens free for the plan's files" + (
+        " (the engine's auto-level filler gives way)" if free > meta.token_budget - meta.tokens_used else "")
+    return FlightPlanUpdate(set_rules=rules), f"fill (map at {used:.0%} of the budget, {room}): zoom in " + "; ".join(notes)
 
 
 def _ruled_tokens(current: dict[str, Level], ranked: list[Any], meta: MapMetadata) -> int:

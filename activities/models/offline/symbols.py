@@ -30,8 +30,9 @@ class SymbolScoreConfig(BaseModel):
     b: float = 0.75
     #: added per goal term (times its idf) that appears in the symbol's own name
     name_bonus: float = 1.5
-    #: how much the file's normalised engine score multiplies symbol scores
-    file_weight: float = 1.0
+    #: how much the file's normalised engine score multiplies symbol scores (0.5: a strong
+    #: body in the fifth file can beat a weak one in the first)
+    file_weight: float = 0.5
     #: symbols longer than this are read only up to it (bounds the cost on huge files)
     max_lines: int = 400
 
