@@ -4,7 +4,8 @@ A file's result is two compact tuples (marshal-able, cached by content hash):
 
 * the **record** (needed for rendering): status, language, size, line count,
   decode flag, parse error, content cost of levels 2-4, and the symbols with
-  their exact outline / docstring / body token costs;
+  their exact outline / docstring token costs (a symbol's body is priced when a
+  render expands it: :func:`body_costs`);
 * the **bag** (needed for ranking): code-aware term counts, referenced
   identifier counts, defined names and imports.
 
@@ -26,16 +27,15 @@ from durable_navigator.repomap.layout import doc_block, outline_line
 from durable_navigator.repomap.parse_python import parse_python
 from durable_navigator.repomap.parse_treesitter import language_for, parse_treesitter
 from durable_navigator.repomap.parsed import ParsedFile
-from durable_navigator.repomap.tokens import count_many, tokens_per_line
+from durable_navigator.repomap.tokens import count_many, count_tokens, tokens_per_line
 
-__all__ = ["index_file", "parser_for", "split_identifier", "path_terms", "with_path_terms", "REC", "SYM",
+__all__ = ["index_file", "body_costs", "parser_for", "split_identifier", "path_terms", "with_path_terms", "REC", "SYM",
            "BAG"]
 
 # Field positions in the record / symbol / bag tuples (stable: part of the cache layout).
 REC = {"status": 0, "lang": 1, "size": 2, "lines": 3, "replaced": 4, "error": 5, "costs": 6, "symbols": 7}
 SYM = {"qual": 0, "name": 1, "kind": 2, "start": 3, "end": 4, "sig_start": 5, "sig_end": 6,
-       "doc_start": 7, "doc_end": 8, "sig": 9, "doc": 10, "depth": 11, "c_line": 12, "c_doc": 13,
-       "c_body": 14}
+       "doc_start": 7, "doc_end": 8, "sig": 9, "doc": 10, "depth": 11, "c_line": 12, "c_doc": 13}
 BAG = {"terms": 0, "refs": 1, "defs": 2, "imports": 3}
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -105,23 +105,43 @@ def index_file(path: str, data: bytes, dcfg: DiscoverConfig, rcfg: RenderConfig)
     status = _classify(data, dcfg)
     if status:
         return (status, "", len(data), 0, False, "", (0, 0, 0), ()), ({}, {}, (), ())
-    try:
-        text = data.decode("utf-8")
-        replaced = False
-    except UnicodeDecodeError:
-        text = data.decode("utf-8", "replace")
-        replaced = True
+    text, raw, replaced = _decoded(data)
     lines = text.splitlines()
-    raw = data if not replaced else text.encode()
     lang, parsed = _parse(path, text, raw, lines)
-    line_tokens = tokens_per_line(text, raw)
-    symbols, c2, c3 = _price_symbols(parsed, line_tokens, rcfg)
-    c4 = int(line_tokens.sum()) + _fence_cost()
+    symbols, c2, c3 = _price_symbols(parsed, rcfg)
+    # the whole text's tokens, not each line's: only a render that expands a symbol needs
+    # the tokens of its lines (body_costs), and counting skips building every token id
+    c4 = count_tokens(text) + _fence_cost()
     rec = (
         "", lang, len(data), len(lines), replaced, parsed.error or "",
         (c2, c3, c4), tuple(symbols),
     )
     return rec, _bag(text, parsed)
+
+
+def _decoded(data: bytes) -> tuple[str, bytes, bool]:
+    """``(text, its UTF-8 bytes, replaced)``: UTF-8, with replacement characters when it is not."""
+    try:
+        return data.decode("utf-8"), data, False
+    except UnicodeDecodeError:
+        text = data.decode("utf-8", "replace")
+        return text, text.encode(), True
+
+
+def body_costs(data: bytes, spans: list[tuple[int, int]]) -> list[int]:
+    """Exact cost of showing each symbol span (1-based ``start..end`` lines of ``data``) in full.
+
+    The tokens of the whole text that start on the span's lines (lines split at
+    ``"\\n"``) plus the fence: what a level-4 cost is made of, cut to the span. Only
+    :func:`index_file` decides how the text is decoded, so this prices the bytes the
+    record was made from the same way.
+    """
+    text, raw, _ = _decoded(data)
+    line_tokens = tokens_per_line(text, raw)
+    cum = np.concatenate(([0], np.cumsum(line_tokens)))
+    n = len(line_tokens)
+    fence = _fence_cost()
+    return [int(cum[min(end, n)] - cum[min(max(start - 1, 0), n)]) + fence for start, end in spans]
 
 
 def _parse(path: str, text: str, data: bytes, lines: list[str]) -> tuple[str, ParsedFile]:
@@ -138,20 +158,16 @@ def _fence_cost() -> int:
     return sum(count_many(["```\n", "```\n"]))
 
 
-def _price_symbols(parsed: ParsedFile, line_tokens: np.ndarray, rcfg: RenderConfig) -> tuple[list[tuple], int, int]:
+def _price_symbols(parsed: ParsedFile, rcfg: RenderConfig) -> tuple[list[tuple], int, int]:
     outline = [outline_line(s.start, s.depth, s.signature) for s in parsed.symbols]
     docs = [doc_block(s.depth, s.doc, rcfg.doc_max_lines) if s.doc else "" for s in parsed.symbols]
     counts = count_many(outline + docs)
     n = len(parsed.symbols)
-    cum = np.concatenate(([0], np.cumsum(line_tokens)))
-    fence = _fence_cost()
     symbols = []
     for i, s in enumerate(parsed.symbols):
-        lo, hi = max(s.start - 1, 0), min(s.end, len(line_tokens))
-        body = int(cum[hi] - cum[lo]) + fence
         symbols.append((s.qualname, s.name, s.kind, s.start, s.end, s.sig_start, s.sig_end,
                         s.doc_start, s.doc_end, s.signature, s.doc or "", s.depth,
-                        counts[i], counts[n + i], body))
+                        counts[i], counts[n + i]))
     c2 = sum(counts[:n])
     return symbols, c2, c2 + sum(counts[n:])
 
