@@ -76,3 +76,18 @@ def test_expanded_symbol_is_priced_from_the_file_and_a_vanished_one_is_hidden(tm
     (root / path).unlink()
     gone = rm.render(plan)
     assert gone.metadata.skipped_files == {path: "vanished"} and gone.metadata.tokens_used <= 3000
+
+
+def test_level_costs_equal_the_sum_of_separate_line_counts() -> None:
+    """Outline lines and docstring blocks are counted joined: the same as one by one."""
+    from durable_navigator.repomap.layout import doc_block, outline_line
+
+    cfg = EngineConfig()
+    for path in sorted(STDLIB.glob("*.py"))[:40]:
+        rec, _ = index_file(path.name, path.read_bytes(), cfg.discover, cfg.render)
+        syms = rec[REC["symbols"]]
+        outline = sum(len(REFERENCE.encode_ordinary(outline_line(s[SYM["start"]], s[SYM["depth"]], s[SYM["sig"]])))
+                      for s in syms)
+        docs = sum(len(REFERENCE.encode_ordinary(doc_block(s[SYM["depth"]], s[SYM["doc"]], cfg.render.doc_max_lines)))
+                   for s in syms if s[SYM["doc"]])
+        assert rec[REC["costs"]][:2] == (outline, outline + docs), path.name
