@@ -206,7 +206,10 @@ def _bag(text: str, parsed: ParsedFile) -> tuple:
     get = terms.get
     split = _SPLIT_MEMO.get
     for ident, n in idents.items():
-        for t in split(ident) or _split_new(ident):
+        parts = split(ident)
+        if parts is None:  # not ``or``: names with no terms ("x", "_") are memoized as ()
+            parts = _split_new(ident)
+        for t in parts:
             terms[t] = get(t, 0) + n
     for name in defs:  # a definition is not a reference to itself
         n = idents.get(name)
