@@ -38,6 +38,9 @@ def _line_tokens(text: str) -> list[int]:
     b"def broken(:\n    pass\n",
     b"x = 1\r\ny = 2\r\n\r\ndef k():\r\n    return y\r\n",
     b"def bad():\n    return '\xff\xfe'\n",
+    # lone CR line ends: ast numbers lines the text split at "\n" does not have (38dfceb's index
+    # raised IndexError here and the whole cold index failed)
+    b"x = 1\rdef f():\r    return 1\r\rclass C:\r    def m(self):\r        pass\r",
 ])
 def test_body_costs_equal_the_reference_per_line_attribution(data: bytes) -> None:
     cfg = EngineConfig()
