@@ -288,8 +288,9 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
     n_chunks = min(len(paths), max(n_jobs * cfg.chunks_per_worker, -(-len(paths) // cfg.index_chunk_files)))
     chunks = _balanced_chunks(paths, sizes, n_chunks)
     with ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx) as pool:
-        futures = [pool.submit(_index_chunk, root, c, *args) for c in chunks]
-        for fut in as_completed(futures):
+        # no list of the futures here: as_completed drops each one it yields, so a chunk's
+        # result (its record blobs) is freed once taken, not kept until every chunk is done
+        for fut in as_completed([pool.submit(_index_chunk, root, c, *args) for c in chunks]):
             take(fut.result())
     return fresh, parsed
 

@@ -55,15 +55,16 @@ def _walk_body(body: list[ast.stmt], prefix: str, depth: int, out: ParsedFile, l
 
 def _def_symbol(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, qual: str,
                 depth: int, prefix: str) -> SymbolDraft:
-    decos = " ".join(f"@{ast.unparse(d)}" for d in node.decorator_list)
+    decos = " ".join(f"@{_unparse(d)}" for d in node.decorator_list)
     if isinstance(node, ast.ClassDef):
-        bases = [ast.unparse(b) for b in node.bases] + [ast.unparse(k) for k in node.keywords]
+        bases = [_unparse(b) for b in node.bases] + [_unparse(k) for k in node.keywords]
         head = f"class {node.name}({', '.join(bases)}):" if bases else f"class {node.name}:"
         kind = "class"
     else:
-        ret = f" -> {ast.unparse(node.returns)}" if node.returns else ""
+        ret = f" -> {_unparse(node.returns)}" if node.returns else ""
         asy = "async " if isinstance(node, ast.AsyncFunctionDef) else ""
-        head = f"{asy}def {node.name}({ast.unparse(node.args)}){ret}:"
+        args = _arguments(node.args)
+        head = f"{asy}def {node.name}({ast.unparse(node.args) if args is None else args}){ret}:"
         kind = "method" if prefix and depth > 0 else "function"
     sig_start = min([d.lineno for d in node.decorator_list] + [node.lineno])
     first_body = node.body[0].lineno if node.body else node.lineno
@@ -99,3 +100,139 @@ def _value_symbol(node: ast.Assign | ast.AnnAssign, prefix: str, depth: int,
         start=node.lineno, end=node.end_lineno or node.lineno, sig_start=node.lineno,
         sig_end=node.lineno, signature=first, depth=depth,
     )
+
+
+# ---- signatures: ``ast.unparse``'s exact text for the common shapes, without its visitor ----
+# ``ast.unparse`` builds an unparser and dispatches every node through a visitor; the
+# stdlib's ~60,000 signatures spent more time there than in the rest of the walk. These
+# functions write the same text as Python 3.11's unparser for plain names, dotted names,
+# simple constants, subscripts, ``X | Y``, negative numbers and calls of those (the shapes
+# of almost every annotation, default, base and decorator), and return None for anything
+# else, which then goes to ``ast.unparse`` (``tests/repomap/test_parse_python.py`` compares
+# both on the stdlib).
+
+_SIMPLE_CONSTANTS = (int, bool, type(None), bytes)
+
+
+def _unparse(node: ast.expr | ast.keyword) -> str:
+    text = _expr(node)
+    return ast.unparse(node) if text is None else text
+
+
+def _expr(node: ast.AST) -> str | None:
+    """``ast.unparse(node)`` for the shapes above (at the precedence of an argument), else None."""
+    kind = type(node)
+    if kind is ast.Name:
+        return node.id
+    if kind is ast.Attribute:
+        value = node.value
+        if type(value) is ast.Name:
+            return f"{value.id}.{node.attr}"
+        if type(value) is ast.Attribute:
+            base = _expr(value)
+            return None if base is None else f"{base}.{node.attr}"
+        return None
+    if kind is ast.Constant:
+        value = node.value
+        if value is ...:
+            return "..."
+        if type(value) is str:
+            return ("u" if node.kind == "u" else "") + repr(value)
+        return repr(value) if type(value) in _SIMPLE_CONSTANTS else None
+    if kind is ast.Subscript:
+        return _subscript(node)
+    if kind is ast.BinOp:
+        if type(node.op) is not ast.BitOr or type(node.right) is ast.BinOp:
+            return None  # a right operand of the same precedence would need parentheses
+        left, right = _expr(node.left), _expr(node.right)
+        return None if left is None or right is None else f"{left} | {right}"
+    if kind is ast.UnaryOp:
+        operand = node.operand
+        if (type(node.op) is ast.USub and type(operand) is ast.Constant
+                and type(operand.value) is int):
+            return f"-{operand.value!r}"
+        return None
+    if kind is ast.Call:
+        return _call(node)
+    if kind is ast.keyword:
+        value = _expr(node.value)
+        if value is None:
+            return None
+        return f"**{value}" if node.arg is None else f"{node.arg}={value}"
+    return None
+
+
+def _subscript(node: ast.Subscript) -> str | None:
+    if type(node.value) not in (ast.Name, ast.Attribute):
+        return None
+    value = _expr(node.value)
+    index = node.slice
+    if type(index) is ast.Tuple:
+        if len(index.elts) < 2:
+            return None  # ``x[()]`` and ``x[a,]``
+        parts = [_expr(e) for e in index.elts]
+        inner = None if None in parts or any(type(e) is ast.Tuple for e in index.elts) else ", ".join(parts)
+    else:
+        inner = _expr(index)
+    return None if value is None or inner is None else f"{value}[{inner}]"
+
+
+def _call(node: ast.Call) -> str | None:
+    if type(node.func) not in (ast.Name, ast.Attribute):
+        return None
+    parts = [_expr(node.func)]
+    parts += [_expr(a) for a in node.args]
+    parts += [_expr(k) for k in node.keywords]
+    if None in parts:
+        return None
+    return f"{parts[0]}({', '.join(parts[1:])})"
+
+
+def _arg(a: ast.arg) -> str | None:
+    if a.annotation is None:
+        return a.arg
+    ann = _expr(a.annotation)
+    return None if ann is None else f"{a.arg}: {ann}"
+
+
+def _arguments(args: ast.arguments) -> str | None:
+    """``ast.unparse(args)`` (Python 3.11's ``visit_arguments``) when every part has a shape above."""
+    out: list[str] = []
+    positional = args.posonlyargs + args.args
+    defaults = [None] * (len(positional) - len(args.defaults)) + args.defaults
+    for index, (a, d) in enumerate(zip(positional, defaults), 1):
+        text = _arg(a)
+        if text is None:
+            return None
+        if d is not None:
+            default = _expr(d)
+            if default is None:
+                return None
+            text = f"{text}={default}"
+        if index == len(args.posonlyargs):
+            text += ", /"
+        out.append(text)
+    if args.vararg or args.kwonlyargs:
+        star = "*"
+        if args.vararg:
+            vararg = _arg(args.vararg)
+            if vararg is None:
+                return None
+            star += vararg
+        out.append(star)
+    for a, d in zip(args.kwonlyargs, args.kw_defaults):
+        text = _arg(a)
+        if text is None:
+            return None
+        if d is not None:
+            default = _expr(d)
+            if default is None:
+                return None
+            text = f"{text}={default}"
+        out.append(text)
+    if args.kwarg:
+        kwarg = _arg(args.kwarg)
+        if kwarg is None:
+            return None
+        out.append("**" + kwarg)
+    return ", ".join(out)

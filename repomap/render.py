@@ -27,7 +27,7 @@ from durable_navigator.navtypes.levels import MIN_TOKEN_BUDGET, Level
 from durable_navigator.repomap.config import RenderConfig
 from durable_navigator.repomap.fit import FileCosts, Fitter
 from durable_navigator.repomap.globs import glob_match
-from durable_navigator.repomap.index import REC, SYM
+from durable_navigator.repomap.index import REC, SYM, body_costs
 from durable_navigator.repomap.layout import doc_block, file_line, header_line, outline_line, source_block
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, count_tokens
@@ -163,7 +163,7 @@ def _line_costs(inp: RenderInput, req: list[int]) -> list[int]:
 def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs: list[int]) -> list[FileCosts]:
     cfg = inp.cfg
     records, expand = inp.records, inp.expand
-    i_costs, i_syms, i_lang, i_err, c_body = REC["costs"], REC["symbols"], REC["lang"], REC["error"], SYM["c_body"]
+    i_costs, i_lang, i_err = REC["costs"], REC["lang"], REC["error"]
     floor, power, rule_mult, level_value = cfg.score_floor, cfg.score_power, cfg.rule_value_multiplier, cfg.level_value
     protect_rules = cfg.protect_rules
     scores, focused = inp.score.tolist(), inp.focused.tolist()  # Python floats: the same values, cheaper to read
@@ -172,7 +172,7 @@ def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs:
         rec = records[p]
         c2, c3, c4 = rec[i_costs]
         ks = expand.get(p)
-        extra = sum(rec[i_syms][k][c_body] for k in ks) if ks else 0
+        extra = _expanded_cost(inp, p, ks) if ks else 0
         line = line_costs[i]
         cost: list[int | None] = [0, line, line + c2 + extra, line + c3 + extra, line + c4]
         if not (rec[i_lang] and not rec[i_err]):  # has_symbol_support
@@ -190,6 +190,19 @@ def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs:
             tier += 2
         out.append(FileCosts(cost=cost, value=value, tier=tier, requested=top))
     return out
+
+
+def _expanded_cost(inp: RenderInput, path: str, ks: list[int]) -> int:
+    """Exact cost of showing symbols ``ks`` of ``path`` in full (their lines of the file as it is now).
+
+    0 when the file cannot be read as text now: rendering it then hides it (``_Unreadable``)
+    and fits the rest without it.
+    """
+    data, _ = read_current(resolve_inside(inp.root, path), inp.binary_sniff_bytes)
+    if data is None:
+        return 0
+    syms = inp.records[path][REC["symbols"]]
+    return sum(body_costs(data, [(syms[k][SYM["start"]], syms[k][SYM["end"]]) for k in ks]))
 
 
 def _file_text(inp: RenderInput, i: int, level: int, cache: dict[str, list[str]], present: set[str]) -> str:

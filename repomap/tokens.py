@@ -80,10 +80,13 @@ def _tokenizer() -> Any:
 
 
 class _PublicTokenizer:
-    """The fallback: the public Encoding behind the Rust tokenizer's ``encode`` interface."""
+    """The fallback: the public Encoding behind the Rust tokenizer's ``encode`` / ``count`` interface."""
 
     def __init__(self, enc: Any) -> None:
         self.encode = enc.encode_ordinary
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
 
 
 def _package_dirs() -> list[str]:
@@ -143,13 +146,22 @@ def encode(text: str) -> list[int]:
     return out
 
 
-def _encode_part(enc: Any, text: str) -> list[int]:
+def _encode_part(enc: Any, text: str) -> Any:
+    """``enc(text)``: the tokenizer's ``encode`` or ``count``."""
     try:
         return enc(text)
     except UnicodeEncodeError:
         # lone surrogates (a path decoded with surrogateescape) are replaced, as the
         # public encode_ordinary does
         return enc(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+
+
+def _count(text: str) -> int:
+    """``len(encode(text))`` without building the list of token ids (the Rust ``count``)."""
+    cnt = _tokenizer().count
+    if len(text) <= _MAX_CALL_CHARS:
+        return _encode_part(cnt, text)
+    return sum(_encode_part(cnt, part) for part in _safe_parts(text))
 
 
 def _safe_parts(text: str) -> Iterator[str]:
@@ -185,7 +197,7 @@ def count_tokens(text: str) -> int:
     """Exact cl100k token count of ``text`` (special tokens counted as plain text)."""
     if not text:
         return 0
-    return len(encode(text))
+    return _count(text)
 
 
 def count_many(texts: list[str]) -> list[int]:
@@ -200,7 +212,7 @@ def count_many(texts: list[str]) -> list[int]:
     """
     if len(texts) > 1 and _joinable(texts):
         return _segment_counts(texts)
-    return [len(encode(t)) if t else 0 for t in texts]
+    return [_count(t) if t else 0 for t in texts]
 
 
 def _joinable(texts: list[str]) -> bool:
