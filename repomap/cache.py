@@ -89,7 +89,9 @@ class IndexCache:
     """One sqlite database plus the structure files; safe to share between threads of one process."""
 
     def __init__(self, cache_dir: Path) -> None:
-        self.dir = Path(cache_dir)
+        # absolute: the read-only connection opens the database by file URI, which a
+        # relative path cannot be (a relative --cache-dir failed every cold build)
+        self.dir = Path(cache_dir).absolute()
         self.path = self.dir / _DB_NAME
         self.structures_dir = self.dir / _STRUCTURES
         self._lock = threading.Lock()

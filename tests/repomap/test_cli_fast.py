@@ -114,3 +114,16 @@ def test_a_warm_generate_imports_neither_typer_nor_pydantic(tmp_path: Path) -> N
     assert code == 0 and out == first[1], err
     heavy = sorted(m for m in modules if m.split(".")[0] in ("typer", "pydantic", "pydantic_core", "rich", "yaml"))
     assert heavy == []
+
+
+def test_a_relative_cache_dir_builds_and_reuses_the_index(tmp_path: Path) -> None:
+    """``--cache-dir cc`` (relative to the working directory) once failed every cold build:
+    the read-only database connection opens the file by URI, which a relative path cannot be."""
+    copy_fixture("python", tmp_path)
+    for _ in range(2):  # cold, then warm from the same relative directory
+        proc = subprocess.run([sys.executable, "-m", "durable_navigator.repomap.cli", "generate", "python",
+                               "--cache-dir", "cc", "--budget", "300"],
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith("# repo-map ") and "[L" in proc.stdout
+    assert (tmp_path / "cc").is_dir()
