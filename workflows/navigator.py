@@ -223,7 +223,13 @@ class NavigatorWorkflow:
             observe(step, d.action, d.reasoning, d.updates, observed, s.map.metadata, self.profile, tools),
         )
         if s.stages.plan is not None and s.steering.pending is None:
+            stage_before = s.stages.index
             await self.stages.after_step()
+            if s.stages.index != stage_before:
+                # a new stage: its moves are not repeats of the last stage's. A stage with nothing
+                # to add ends on the plan the one before ended on; counted across stages, four
+                # such ends stopped whole runs as "loop_detected" (16% of the benchmark's runs)
+                s.guard = s.guard.model_copy(update={"window": []})
         if s.run.stop_reason is None and s.steering.pending is None:
             await self.compressor.compress(s.log, model_for=lambda kind: self._model_for(kind, s.run.iteration),
                                            repo_root=s.repo_root, goal_ref=s.goal_ref, step=s.run.iteration)

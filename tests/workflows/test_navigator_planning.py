@@ -234,3 +234,22 @@ async def test_a_direct_stage_spans_the_whole_run(client, task_queue, start_work
     assert result.stop_reason is StopReason.FINALIZED and result.iterations == 5  # 4 moves, then finalize
     assert "Iteration 3 of at most 8 in this stage." in provider.prompts[2]
     assert [k for k, _, _ in model.requests].count("stages.check_criteria") == 1
+
+
+async def test_stages_that_end_on_the_same_plan_are_not_a_loop(client, task_queue, start_worker, tmp_path) -> None:
+    """A stage with nothing to add finalizes on the plan the stage before ended on. Counted across
+    stages, four such ends made the loop guard stop runs as ``loop_detected`` (16% of the offline
+    navigator's benchmark runs); the loop window starts afresh with each stage."""
+    five = "\n".join(f"STAGE {i}: Inspect area {i}\n- area {i} is shown\nMAX_ITERATIONS: 2" for i in range(1, 6))
+    texts = {
+        "planning.analyze": ["Five areas.\nREFLECT: yes"],
+        "planning.plan": [five],
+        "stages.check_criteria": ["C1: MET | shown"] * 5,
+        "stages.reflect": ["KEEP: on track"] * 4,
+    }
+    result, log, provider, model = await _explore(
+        client, task_queue, start_worker, tmp_path, [ZOOM_BUDGET] + ["finalize"] * 5, texts, planning="auto"
+    )
+    assert result.stop_reason is StopReason.FINALIZED, (result.stop_reason, result.stop_detail)
+    assert [k for k, _, _ in model.requests].count("stages.check_criteria") == 5
+    assert "Stage 5 of 5" in provider.prompts[-1]

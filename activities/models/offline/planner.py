@@ -46,6 +46,8 @@ _STOP = frozenset(
     "shown level more code".split()
 )
 _MULTI = re.compile(r";|\band\b|\bthen\b|\balso\b|,", re.I)
+#: how the reflection titles the retry of a stage whose criteria were unmet (one retry per stage)
+_REVISIT = "Revisit stage"
 
 
 class OfflinePlannerConfig(BaseModel):
@@ -242,8 +244,12 @@ class OfflinePlanner:
         if check.all_met:
             return "KEEP: every criterion of the stage is met; the remaining stages still apply."
         stage = plan.stages[done]
+        if stage.objective.startswith(_REVISIT):
+            # the offline navigator is deterministic: a second revisit would end where this one did
+            return (f"KEEP: {len(check.unmet)} criteria still unmet after a revisit; another revisit "
+                    "would repeat it, so the remaining stages go on.")
         retry = Stage(
-            objective=f"Revisit stage {done + 1}: {stage.objective}"[:2000],
+            objective=f"{_REVISIT} {done + 1}: {stage.objective}"[:2000],
             success_criteria=check.unmet,
             max_iterations=stage.max_iterations,
         )

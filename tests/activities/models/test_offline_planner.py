@@ -90,6 +90,16 @@ async def test_offline_plan_review_criteria_and_reflection(engine: Any, tmp_path
     assert new_plan.stages[1].success_criteria == bad.unmet
     assert [s.objective for s in new_plan.stages[2:]] == [s.objective for s in plan.stages[1:]][: cfg.max_stages - 2]
 
+    # The revisit fails too: no second revisit (the deterministic navigator would end where it did;
+    # "Revisit stage 3: Revisit stage 2: ..." chains once ran until the loop guard stopped the run)
+    again = (await _answer(acts, CriteriaSpec(**base, config=cfg, stage_index=1, stage=new_plan.stages[1],
+                                              flight_plan=hidden))).check
+    assert not again.all_met
+    moved_on = (await _answer(acts, ReflectSpec(**base, config=cfg, plan=new_plan, completed_index=1,
+                                                check=again))).reflection
+    assert moved_on.action == "keep" and "still unmet after a revisit" in moved_on.reasoning
+    assert apply_reflection(new_plan, 1, moved_on, cfg) == new_plan
+
 
 async def test_the_check_judges_the_map_against_the_goal_not_the_criterion_wording(engine: Any, tmp_path: Path) -> None:
     """The direct stage's generic criterion: met when the goal's code is shown, with goal terms as evidence."""
