@@ -195,20 +195,24 @@ def _arg(a: ast.arg) -> str | None:
     return None if ann is None else f"{a.arg}: {ann}"
 
 
+def _param(a: ast.arg, default: ast.expr | None) -> str | None:
+    """``name[: annotation][=default]``, or None when a part has no shape above."""
+    text = _arg(a)
+    if text is None or default is None:
+        return text
+    value = _expr(default)
+    return None if value is None else f"{text}={value}"
+
+
 def _arguments(args: ast.arguments) -> str | None:
     """``ast.unparse(args)`` (Python 3.11's ``visit_arguments``) when every part has a shape above."""
     out: list[str] = []
     positional = args.posonlyargs + args.args
     defaults = [None] * (len(positional) - len(args.defaults)) + args.defaults
     for index, (a, d) in enumerate(zip(positional, defaults), 1):
-        text = _arg(a)
+        text = _param(a, d)
         if text is None:
             return None
-        if d is not None:
-            default = _expr(d)
-            if default is None:
-                return None
-            text = f"{text}={default}"
         if index == len(args.posonlyargs):
             text += ", /"
         out.append(text)
@@ -221,14 +225,9 @@ def _arguments(args: ast.arguments) -> str | None:
             star += vararg
         out.append(star)
     for a, d in zip(args.kwonlyargs, args.kw_defaults):
-        text = _arg(a)
+        text = _param(a, d)
         if text is None:
             return None
-        if d is not None:
-            default = _expr(d)
-            if default is None:
-                return None
-            text = f"{text}={default}"
         out.append(text)
     if args.kwarg:
         kwarg = _arg(args.kwarg)
