@@ -32,6 +32,10 @@ class OfflinePolicyConfig(BaseModel):
     finalize_budget_use: float = 0.85
     #: fill moves spend at most this share of the tokens the last map left unused
     fill_slack: float = 1.0
+    #: a fill that adds less than this share of the budget to a map already past
+    #: ``finalize_budget_use`` is not worth a turn: the run finalizes instead (fills of a
+    #: dozen tokens a turn ran runs into the iteration cap)
+    fill_min_share: float = 0.01
     #: fill moves consider this many of the best-ranked files (every one with a score, in practice)
     fill_files: int = 200
     #: a fill move raises a file straight to L4 when its full text fits the unused tokens

@@ -132,7 +132,7 @@ def fill_move(
         owned = _ruled_tokens(current, ranked, meta)
         free = max(free, int(meta.token_budget * (1.0 - cfg.fill_auto_reserve)) - owned)
     # keep slack: level costs are estimates of what the renderer will emit
-    remaining = int(free * cfg.fill_slack)
+    remaining = room = int(free * cfg.fill_slack)
     rules: list[VerbosityRule] = []
     notes: list[str] = []
     # one update sets at most MAX_UPDATE_ITEMS rules and a plan holds at most MAX_PLAN_RULES:
@@ -163,6 +163,9 @@ def fill_move(
     if not rules:
         return None
     used = meta.tokens_used / meta.token_budget
+    added = room - remaining
+    if used >= cfg.finalize_budget_use and added < cfg.fill_min_share * meta.token_budget:
+        return None
     room = f"{free} tokens free for the plan's files" + (
         " (the engine's auto-level filler gives way)" if free > meta.token_budget - meta.tokens_used else "")
     return FlightPlanUpdate(set_rules=rules), f"fill (map at {used:.0%} of the budget, {room}): zoom in " + "; ".join(notes)

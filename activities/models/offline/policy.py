@@ -296,7 +296,8 @@ def plan_turn(engine: Any, call: OfflineTurn, cfg: OfflinePolicyConfig, estimate
             return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))
         move = fill_move(plan, ranked, meta, cfg, call.recent_decisions)
         if move is None:
-            reason = f"finalize: ranking stable and no further zoom-in fits ({usage:.0%} of the budget used)"
+            reason = (f"finalize: ranking stable and no further zoom-in fits or adds "
+                      f"{cfg.fill_min_share:.0%} of the budget ({usage:.0%} of the budget used)")
             return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))
         outcome = PolicyOutcome(False, move[1], move[0])
     else:

@@ -263,6 +263,28 @@ def test_fill_move_raises_the_best_file_into_unused_budget(engine) -> None:
     assert step is not None and {r.glob: r.level for r in step[0].set_rules}.get(ranked[0].path) != Level.FULL
 
 
+def test_a_fill_too_small_to_matter_finalizes_instead(engine) -> None:
+    """A map past ``finalize_budget_use`` does not take a turn for a raise of a few tokens
+    (fills of a dozen tokens a turn ran dev runs into the 12-iteration cap: 34 of 720)."""
+    from durable_navigator.activities.models.offline.diff import fill_move
+    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, ranked_for
+
+    cfg = OfflinePolicyConfig(fill_reclaims_auto=False, fill_full_first=False)
+    plan = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])
+    ranked = ranked_for(engine, plan)
+    meta = engine.render(plan).metadata
+    step = min(r.level_tokens[Level.OUTLINE] - r.level_tokens[Level.PATH] for r in ranked
+               if r.level_tokens[Level.OUTLINE] > r.level_tokens[Level.PATH])
+    assert step < cfg.fill_min_share * plan.token_budget
+    # room for that one small raise only, in a map at 99% of its budget
+    nearly_full = meta.model_copy(update={"tokens_used": plan.token_budget - step})
+    assert fill_move(plan, ranked, nearly_full, cfg.model_copy(update={"fill_min_share": 0.0})) is not None
+    assert fill_move(plan, ranked, nearly_full, cfg) is None
+    # the same raise in a map with room left is made
+    roomy = meta.model_copy(update={"tokens_used": plan.token_budget // 2})
+    assert fill_move(plan, ranked, roomy, cfg) is not None
+
+
 def test_fill_move_reclaims_the_tokens_of_auto_level_files(engine) -> None:
     """A map the engine filled with files the plan has no rule for is not full for the plan:
     those files give way to any rule, so a fill may raise the ranking's best file anyway
