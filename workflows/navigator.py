@@ -228,7 +228,7 @@ class NavigatorWorkflow:
             if s.stages.index != stage_before:
                 # a new stage: its moves are not repeats of the last stage's. A stage with nothing
                 # to add ends on the plan the one before ended on; counted across stages, four
-                # such ends stopped whole runs as "loop_detected" (16% of the benchmark's runs)
+                # such ends stopped whole runs as "loop_detected" (12% of the benchmark's runs)
                 s.guard = s.guard.model_copy(update={"window": []})
         if s.run.stop_reason is None and s.steering.pending is None:
             await self.compressor.compress(s.log, model_for=lambda kind: self._model_for(kind, s.run.iteration),

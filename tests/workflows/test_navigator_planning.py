@@ -238,7 +238,7 @@ async def test_a_direct_stage_spans_the_whole_run(client, task_queue, start_work
 
 async def test_stages_that_end_on_the_same_plan_are_not_a_loop(client, task_queue, start_worker, tmp_path) -> None:
     """A stage with nothing to add finalizes on the plan the stage before ended on. Counted across
-    stages, four such ends made the loop guard stop runs as ``loop_detected`` (16% of the offline
+    stages, four such ends made the loop guard stop runs as ``loop_detected`` (12% of the offline
     navigator's benchmark runs); the loop window starts afresh with each stage."""
     five = "\n".join(f"STAGE {i}: Inspect area {i}\n- area {i} is shown\nMAX_ITERATIONS: 2" for i in range(1, 6))
     texts = {

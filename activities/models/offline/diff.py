@@ -166,9 +166,9 @@ def fill_move(
     added = room - remaining
     if used >= cfg.finalize_budget_use and added < cfg.fill_min_share * meta.token_budget:
         return None
-    room = f"{free} tokens free for the plan's files" + (
+    room_note = f"{free} tokens free for the plan's files" + (
         " (the engine's auto-level filler gives way)" if free > meta.token_budget - meta.tokens_used else "")
-    return FlightPlanUpdate(set_rules=rules), f"fill (map at {used:.0%} of the budget, {room}): zoom in " + "; ".join(notes)
+    return FlightPlanUpdate(set_rules=rules), f"fill (map at {used:.0%} of the budget, {room_note}): zoom in " + "; ".join(notes)
 
 
 def _ruled_tokens(current: dict[str, Level], ranked: list[Any], meta: MapMetadata) -> int:
