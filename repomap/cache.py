@@ -47,7 +47,7 @@ log = logging.getLogger("durable_navigator.repomap.cache")
 CACHE_ENV = "NAVIGATOR_CACHE_DIR"
 #: bump when a table's layout or a value's encoding changes (record and bag layouts are
 #: versioned by PARSER_VERSION in their keys, the structure file by its own format tag)
-SCHEMA = "v3"
+SCHEMA = "v4"
 _DB_NAME = f"repomap-{SCHEMA}.sqlite3"
 _STRUCTURES = f"structures-{SCHEMA}"
 _SQL_PARAM_CHUNK = 500

@@ -17,6 +17,7 @@ and name it in the header, ``read_lines`` reads it as empty, and
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import threading
@@ -33,12 +34,12 @@ from durable_navigator.repomap.cache import IndexCache, default_cache_dir
 from durable_navigator.repomap.config import EngineConfig
 from durable_navigator.repomap.discover import Discovery, check_root, discover, git_commit
 from durable_navigator.repomap.engine_query import QueryMixin
-from durable_navigator.repomap.index import BAG, with_path_terms
+from durable_navigator.repomap.index import BAG, full_bounds, with_path_terms
 from durable_navigator.repomap.rank import STRUCTURE_FORMAT, RankStructure
-from durable_navigator.repomap.render import RenderInput, metadata, read_current, render_plan, summaries
+from durable_navigator.repomap.render import RenderInput, metadata, price_full, read_current, render_plan, summaries
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.symsearch import ChunkCache
-from durable_navigator.repomap.types import RankedFile, RenderResult
+from durable_navigator.repomap.types import LevelTokens, RankedFile, RenderResult
 
 if TYPE_CHECKING:  # a pydantic model: the engine reads its fields, never builds one
     from durable_navigator.navtypes.flightplan import FlightPlan
@@ -240,9 +241,17 @@ class RepoMap(QueryMixin):
             c2, c3, c4 = self._built.records[p][6]
             line = int(base[i])
             sig = {k: round(float(v[i]), 6) for k, v in ctx.signals.items() if v[i] > 0}
-            out.append(RankedFile(p, float(ctx.score[i]), sig, bool(ctx.focused[i]),
-                                  (0, line, line + c2, line + c3, line + c4)))
+            low = (0, line, line + c2, line + c3)
+            levels = ((*low, line + c4) if c4 >= 0
+                      else LevelTokens(low, functools.partial(self._full_cost, p, line)))
+            out.append(RankedFile(p, float(ctx.score[i]), sig, bool(ctx.focused[i]), levels))
         return out
+
+    def _full_cost(self, path: str, line: int) -> int:
+        """Level-4 cost of ``path`` (path line ``line`` + its text, counted now if the index has
+        only a bound); the bound when the file cannot be read now."""
+        c4, _ = price_full(self.root, self._built.records, path, self.config.discover.binary_sniff_bytes)
+        return line + (c4 if c4 is not None else full_bounds(self._built.records[path])[0])
 
     def render(self, plan: FlightPlan, include_timings: bool = False) -> RenderResult:
         """Render ``plan``; the text never exceeds ``plan.token_budget`` (exact counter).
