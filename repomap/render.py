@@ -21,6 +21,7 @@ budget is fitted again without it: a tree changing under a render never fails it
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -69,6 +70,9 @@ class RenderInput:
     binary_sniff_bytes: int = 8192
     #: files without symbol support (computed on first use)
     no_symbols: int | None = None
+    #: exact level-4 costs of paths whose records hold only a bound (``path -> (cost, "")``
+    #: or ``(None, reason)`` when unreadable now); None: :func:`price_full` each
+    price: Callable[[list[str]], dict[str, tuple[int | None, str]]] | None = None
 
 
 @dataclass
@@ -215,6 +219,14 @@ def price_full(root: Path, records: dict[str, tuple], path: str, binary_sniff_by
     return c4, ""
 
 
+def _price(inp: RenderInput, paths: list[str]) -> dict[str, tuple[int | None, str]]:
+    if not paths:
+        return {}
+    if inp.price is not None:
+        return inp.price(paths)
+    return {p: price_full(inp.root, inp.records, p, inp.binary_sniff_bytes) for p in paths}
+
+
 def _expanded_cost(inp: RenderInput, path: str, ks: list[int]) -> int:
     """Exact cost of showing symbols ``ks`` of ``path`` in full (their lines of the file as it is now).
 
@@ -328,9 +340,9 @@ def render_plan(inp: RenderInput, plan: FlightPlan) -> Rendered:
     target = budget - count_tokens(head0)
     skipped: dict[str, str] = {}
 
-    def price(i: int) -> int | None:
+    def priced(i: int, got: tuple[int | None, str]) -> int | None:
         """File i's exact level-4 cost; None (and named as skipped) when it cannot be read now."""
-        c4, reason = price_full(inp.root, inp.records, inp.paths[i], inp.binary_sniff_bytes)
+        c4, reason = got
         if c4 is None:
             skipped[inp.paths[i]] = reason
             req[i] = 0  # hidden, and named as skipped rather than counted as degraded
@@ -342,15 +354,18 @@ def render_plan(inp: RenderInput, plan: FlightPlan) -> Rendered:
         if f.requested == 4 and inp.records[inp.paths[i]][REC["costs"]][2] < 0:
             lo, hi = full_bounds(inp.records[inp.paths[i]])
             unpriced[i] = (line_costs[i] + lo, line_costs[i] + hi)
-    for i in sorted(must_price(ladders, unpriced, max(target, 0))):
+    must = sorted(must_price(ladders, unpriced, max(target, 0)))
+    got = _price(inp, [inp.paths[i] for i in must])
+    for i in must:
         del unpriced[i]
-        c = price(i)
+        c = priced(i, got[inp.paths[i]])
         if c is None:
             ladders[i] = FileCosts(cost=[0, None, None, None, None], value=ladders[i].value, tier=ladders[i].tier,
                                    requested=0)
         else:
             ladders[i].cost[4] = c
-    fitter = Fitter(ladders, {i: lo for i, (lo, _hi) in unpriced.items()}, price)
+    fitter = Fitter(ladders, {i: lo for i, (lo, _hi) in unpriced.items()},
+                    lambda i: priced(i, _price(inp, [inp.paths[i]])[inp.paths[i]]))
     cache: dict[str, list[str]] = {}
     present: set[str] = set()
     index = {p: i for i, p in enumerate(inp.paths)}
