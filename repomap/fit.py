@@ -234,12 +234,12 @@ def must_price(files: list[FileCosts], bounds: dict[int, tuple[int, int]], targe
             paths.append(seq)
         info[i] = (khi, paths)
         total += lo
+        # the cheapest of the paths at each key: every path starts at klo and only gets cheaper
         here = lo
-        for key in sorted({k for seq in paths for k, _c, _lv in seq}):
-            cheapest = min(c for seq in paths for k, c, _lv in seq if k <= key)
-            if cheapest < here:
-                events.append((key, cheapest - here))
-                here = cheapest
+        for key, _j, c in sorted([(k, j, c) for j, seq in enumerate(paths) for k, c, _lv in seq]):
+            if c < here:
+                events.append((key, c - here))
+                here = c
     k_lo: tuple = _NEVER
     if total <= target:
         return set(bounds)  # nothing is degraded at all

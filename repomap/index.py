@@ -180,11 +180,11 @@ def full_bounds(rec: tuple) -> tuple[int, int]:
     fence and ``hi`` counts one token per byte of the decoded text's UTF-8 (a token is at
     least one byte; a replacement character is three bytes for one of the file).
     """
-    c4 = rec[REC["costs"]][2]
+    c4 = rec[6][2]  # REC["costs"]: a render asks for every unpriced file's bounds
     if c4 >= 0:
         return c4, c4
-    size = rec[REC["size"]] * (3 if rec[REC["replaced"]] else 1)
-    return -1 - c4 + _fence_cost(), size + _fence_cost()
+    fence = _fence_cost()
+    return -1 - c4 + fence, rec[2] * (3 if rec[4] else 1) + fence  # REC size, replaced
 
 
 def _full_lower_bound(raw: bytes) -> int:

@@ -169,7 +169,10 @@ def _line_costs(inp: RenderInput, req: list[int]) -> list[int]:
     return out
 
 
-def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs: list[int]) -> list[FileCosts]:
+def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs: list[int],
+             unpriced: dict[int, tuple[int, int]] | None = None) -> list[FileCosts]:
+    """Every file's ladder; ``unpriced`` gets ``(lo, hi)`` of the level-4 cost of each file requested
+    at level 4 whose record holds only bounds of it (its ladder holds ``lo``)."""
     cfg = inp.cfg
     records, expand = inp.records, inp.expand
     i_costs, i_lang, i_err = REC["costs"], REC["lang"], REC["error"]
@@ -180,11 +183,14 @@ def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs:
     for i, p in enumerate(inp.paths):
         rec = records[p]
         c2, c3, c4 = rec[i_costs]
+        line = line_costs[i]
         if c4 < 0:  # not priced yet: its lower bound stands in (render_plan prices it if that matters)
-            c4 = full_bounds(rec)[0]
+            lo, hi = full_bounds(rec)
+            c4 = lo
+            if unpriced is not None and req[i] >= 4:
+                unpriced[i] = (line + lo, line + hi)
         ks = expand.get(p)
         extra = _expanded_cost(inp, p, ks) if ks else 0
-        line = line_costs[i]
         cost: list[int | None] = [0, line, line + c2 + extra, line + c3 + extra, line + c4]
         if not (rec[i_lang] and not rec[i_err]):  # has_symbol_support
             cost[2] = cost[3] = None
@@ -332,7 +338,8 @@ def render_plan(inp: RenderInput, plan: FlightPlan) -> Rendered:
             f"(a minimal header); set token_budget to at least {MIN_TOKEN_BUDGET}")
     req, explicit = requested_levels(plan, inp.paths)
     line_costs = _line_costs(inp, req)
-    ladders = _ladders(inp, req, explicit, line_costs)
+    unpriced: dict[int, tuple[int, int]] = {}
+    ladders = _ladders(inp, req, explicit, line_costs, unpriced)
     # a level the file cannot have (outline of a file without symbol support) is not a
     # budget degradation: it is counted as "no_symbols" instead
     req = [f.requested for f in ladders]
@@ -349,11 +356,8 @@ def render_plan(inp: RenderInput, plan: FlightPlan) -> Rendered:
             return None
         return line_costs[i] + c4
 
-    unpriced = {}
-    for i, f in enumerate(ladders):
-        if f.requested == 4 and inp.records[inp.paths[i]][REC["costs"]][2] < 0:
-            lo, hi = full_bounds(inp.records[inp.paths[i]])
-            unpriced[i] = (line_costs[i] + lo, line_costs[i] + hi)
+    for i in [i for i in unpriced if ladders[i].requested != 4]:
+        del unpriced[i]  # requested at 4, but level 4 is not allowed for it
     must = sorted(must_price(ladders, unpriced, max(target, 0)))
     got = _price(inp, [inp.paths[i] for i in must])
     for i in must:
