@@ -102,6 +102,11 @@ class LevelTokens(Sequence[int]):
     def __repr__(self) -> str:
         return repr(self._get())
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled or copied (dataclasses.asdict deep-copies) as the plain tuple, never with
+        # the engine its count would call
+        return (tuple, (self._get(),))
+
 
 @dataclass(frozen=True, slots=True)
 class RankedFile:

@@ -202,6 +202,14 @@ def test_rank_counts_level_4_lazily_and_exactly(tmp_path: Path, monkeypatch: pyt
         assert a.level_tokens[Level.FULL] == b.level_tokens[4]
         assert tuple(a.level_tokens) == tuple(b.level_tokens) and a.level_tokens == b.level_tokens
         assert len(a.level_tokens) == 5 and list(a.level_tokens)[:4] == list(b.level_tokens)[:4]
+    import copy
+    import dataclasses
+    import pickle
+
+    lazy = RepoMap.open(root, cache_dir=tmp_path / "c3", jobs=1).rank(FlightPlan(goal=GOAL))
+    assert pickle.loads(pickle.dumps(lazy[0].level_tokens)) == tuple(eager[0].level_tokens)
+    assert copy.deepcopy(lazy[1]).level_tokens == tuple(eager[1].level_tokens)
+    assert dataclasses.asdict(lazy[2])["level_tokens"] == tuple(eager[2].level_tokens)
 
 
 def test_a_file_changed_or_vanished_before_the_render_is_priced_now_or_hidden(
