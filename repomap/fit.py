@@ -178,6 +178,59 @@ def _chain(f: FileCosts, lv: int, i: int) -> list[tuple[_Key, int, int]]:
         out.append(((f.tier, step[0], i), costs[lv] or 0, lv))
 
 
+def _exits(costs: list[int | None], values: list[float], lo: int, hi: int) -> list[int]:
+    """The levels a file can leave L4 for when its L4 cost is an integer in ``[lo, hi]``.
+
+    ``_step`` picks the level of least ``loss_l / (cost - c_l)``; two such ratios, as real
+    functions of the cost, are equal at one cost at most (``cross``), so the choice changes only
+    there. It is evaluated at ``lo``, ``hi`` and the integers next to every crossing inside:
+    each stretch between crossings holds one of those points. Rounding can flip a comparison
+    only where the two ratios are within a few units in the last place, i.e. within a tiny
+    fraction of a token of the crossing while the losses differ by more than a millionth; when
+    they do not (or a loss is 0, or a level becomes allowed inside the range), every allowed
+    level is returned.
+    """
+    levels = [l for l in range(_FULL) if costs[l] is not None and costs[l] < hi]  # noqa: E741
+    if any(costs[l] >= lo for l in levels):  # type: ignore[operator]
+        return levels
+    loss = [values[_FULL] - values[l] for l in levels]
+    if min(loss) <= 0.0:
+        return levels
+    cost = [costs[l] for l in levels]
+    at = [[a / (c - cl) for a, cl in zip(loss, cost)] for c in (lo, hi)]  # type: ignore[operator]
+    # the common case: one level is clearly cheapest at both ends, so it is cheaper than each
+    # other one at both ends, no pair with it crosses in between, and it wins everywhere
+    ends = []
+    for r in at:
+        order = sorted(range(len(r)), key=r.__getitem__)
+        if len(order) > 1 and not r[order[0]] < r[order[1]] * (1.0 - 1e-9):
+            break
+        ends.append(order[0])
+    else:
+        if ends[0] == ends[1]:
+            return [levels[ends[0]]]
+    probes = {lo, hi}
+    n = len(levels)
+    for j in range(n):
+        for k in range(j + 1, n):
+            a_j, a_k = loss[j], loss[k]
+            if abs(a_j - a_k) <= 1e-6 * max(a_j, a_k):
+                return levels
+            if all(min(r[j], r[k]) < max(r[j], r[k]) * (1.0 - 1e-9) for r in at) and \
+                    (at[0][j] < at[0][k]) == (at[1][j] < at[1][k]):
+                continue  # the same one clearly cheaper at both ends: no crossing in between
+            cross = (a_j * cost[k] - a_k * cost[j]) / (a_j - a_k)  # type: ignore[operator]
+            if lo - 2 <= cross <= hi + 2:
+                base = int(cross)
+                probes.update(c for c in range(base - 2, base + 4) if lo <= c <= hi)
+    out = set()
+    for c in probes:
+        step = _step(costs, values, _FULL, c)
+        if step is not None:
+            out.add(step[1])
+    return sorted(out)
+
+
 def must_price(files: list[FileCosts], bounds: dict[int, tuple[int, int]], target: int) -> set[int]:
     """The files of ``bounds`` whose exact L4 cost can change what ``Fitter(files).fit(target)`` does.
 
@@ -192,13 +245,14 @@ def must_price(files: list[FileCosts], bounds: dict[int, tuple[int, int]], targe
     ``<= K``. Below, ``T_low(K) <= T(K)`` for every L4 cost the bounds allow, so the first key
     ``K_lo`` where ``T_low`` reaches ``target`` is ``<= K*`` whatever the costs are. A file
     leaves L4 with key ``<= khi`` (its ratio with the cost at ``lo``: ratios fall as the cost
-    grows), to some level ``d`` below ``hi``. If ``khi < K_lo`` and every such ``d`` leads,
+    grows), to some level ``d`` below ``hi`` (one of :func:`_exits`). If ``khi < K_lo`` and every such ``d`` leads,
     through the steps of keys below ``K_lo`` (which do not depend on the L4 cost), to the same
     level, then at ``K_lo`` the file is at that level whatever its L4 cost, it takes the same
     steps after it, ``T(K)`` is the same for ``K >= K_lo``, and so is ``K*`` and the outcome.
     ``T_low`` counts a file of ``bounds`` as ``lo`` until the smallest key it can leave L4 with
     (its ratio at ``hi``), and after that as the cheapest level any of its ``d`` can have
-    reached by then.
+    reached by then (over every level below ``hi``: a looser bound, cheaper than ``_exits``
+    for every file).
     """
     if not bounds:
         return set()
@@ -222,7 +276,9 @@ def must_price(files: list[FileCosts], bounds: dict[int, tuple[int, int]], targe
         if low is None or high is None:
             continue  # no step below it (not reached: level 0 costs 0 < lo); priced by the caller
         klo, khi = (f.tier, low[0], i), (f.tier, high[0], i)
-        # every level it can leave L4 for, each with its steps (effective keys from klo on)
+        # every level it is allowed to leave L4 for, each with its steps (effective keys from
+        # klo on); the ones it can actually pick (``_exits``) are sorted out only for a file
+        # whose allowed levels lead to different places
         paths = []
         for d in range(_FULL):
             if costs[d] is None or costs[d] >= hi:
@@ -232,7 +288,7 @@ def must_price(files: list[FileCosts], bounds: dict[int, tuple[int, int]], targe
                 top = key if key > top else top
                 seq.append((top, after, lv))
             paths.append(seq)
-        info[i] = (khi, paths)
+        info[i] = (khi, paths, b)
         total += lo
         # the cheapest of the paths at each key: every path starts at klo and only gets cheaper
         here = lo
@@ -250,18 +306,24 @@ def must_price(files: list[FileCosts], bounds: dict[int, tuple[int, int]], targe
             k_lo = key
             break
     out = set(bounds) - set(info)
-    for i, (khi, paths) in info.items():
+    for i, (khi, paths, (lo, hi)) in info.items():
         if not khi < k_lo:
             out.add(i)
-            continue
-        ends = set()
-        for seq in paths:
-            lv = seq[0][2]
-            for key, _c, after in seq[1:]:
-                if not key < k_lo:
-                    break
-                lv = after
-            ends.add(lv)
-        if len(ends) > 1:
-            out.add(i)
+        elif len(_ends(paths, k_lo)) > 1:
+            exits = _exits(files[i].cost, files[i].value, lo, hi)
+            if len(_ends([seq for seq in paths if seq[0][2] in exits], k_lo)) > 1:
+                out.add(i)
     return out
+
+
+def _ends(paths: list[list[tuple[_Key, int, int]]], k_lo: tuple) -> set[int]:
+    """The levels the paths are at after their steps of keys below ``k_lo``."""
+    ends = set()
+    for seq in paths:
+        lv = seq[0][2]
+        for key, _c, after in seq[1:]:
+            if not key < k_lo:
+                break
+            lv = after
+        ends.add(lv)
+    return ends

@@ -118,7 +118,7 @@ def _ladder(rng: random.Random, req: int) -> tuple[FileCosts, tuple[int, int]]:
                      tier=rng.choice([0, 0, 0, 1, 2]), requested=req), (lo, hi)
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", range(150))
 def test_must_price_leaves_out_only_files_whose_cost_cannot_change_the_fit(seed: int) -> None:
     """Fit with the exact costs, then with every file must_price leaves out set to its lower
     bound, its upper bound and random values between: the same levels, the same total."""
@@ -246,3 +246,19 @@ def test_a_file_changed_or_vanished_before_the_render_is_priced_now_or_hidden(
 
 def test_schema_is_bumped_for_records_without_a_whole_file_count() -> None:
     assert SCHEMA == "v4"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_exits_hold_every_level_the_fitter_can_pick_in_the_range(seed: int) -> None:
+    """Brute force: _step at every integer L4 cost of the range picks a level _exits names."""
+    from durable_navigator.repomap.fit import _exits, _step
+
+    rng = random.Random(seed)
+    for _ in range(25):
+        f, _b = _ladder(rng, 4)
+        line = f.cost[1] or 0
+        lo = max(line + 1, (f.cost[3] or line) // rng.choice([1, 2, 3])) + rng.randint(1, 50)
+        hi = lo + rng.randint(0, 3000)
+        exits = set(_exits(f.cost, f.value, lo, hi))
+        picked = {_step(f.cost, f.value, 4, c)[1] for c in range(lo, hi + 1)}
+        assert picked <= exits, (seed, f.cost, lo, hi)
