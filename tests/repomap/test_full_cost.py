@@ -262,3 +262,26 @@ def test_exits_hold_every_level_the_fitter_can_pick_in_the_range(seed: int) -> N
         exits = set(_exits(f.cost, f.value, lo, hi))
         picked = {_step(f.cost, f.value, 4, c)[1] for c in range(lo, hi + 1)}
         assert picked <= exits, (seed, f.cost, lo, hi)
+
+
+def test_storing_counts_never_waits_for_a_locked_cache(tmp_path: Path) -> None:
+    """Another process holding the write lock: the counts are not stored (counted again next
+    time), the render neither waits the busy timeout nor fails; reads still work."""
+    import time
+
+    from durable_navigator.repomap.cache import IndexCache
+
+    cache = IndexCache(tmp_path / "c")
+    cache.put_full_costs([("k1", 10)])
+    other = sqlite3.connect(cache.path, timeout=0)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        t = time.perf_counter()
+        cache.put_full_costs([("k2", 20)])
+        assert time.perf_counter() - t < 5
+        assert cache.get_full_costs(["k1", "k2"]) == {"k1": 10}
+    finally:
+        other.rollback()
+        other.close()
+    cache.put_full_costs([("k2", 20)])
+    assert cache.get_full_costs(["k1", "k2", "k3"]) == {"k1": 10, "k2": 20}
