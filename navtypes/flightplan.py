@@ -90,11 +90,16 @@ class FocusPath(_Strict):
 
 
 class FocusSymbol(_Strict):
-    """A symbol to emphasise: a qualified id ``path::Class.method`` or a bare name."""
+    """A symbol to emphasise: a qualified id ``path::Class.method`` or a bare name.
+
+    ``path::`` (nothing after the colons) is the file's module-level code: the lines
+    no definition spans (imports, constants, top-level statements).
+    """
 
     symbol: Annotated[str, Field(min_length=1, max_length=512)]
     weight: Weight = 1.0
-    #: show this symbol's full source even when its file renders at level 2 or 3
+    #: show this symbol's full source even when its file renders at level 1, 2 or 3 (at level 1
+    #: the file shows only its expanded symbols, each after the definitions enclosing it)
     expand: bool = True
 
 

@@ -23,7 +23,7 @@ class Level(IntEnum):
     """Verbosity of one file in the rendered map."""
 
     HIDDEN = 0  #: not shown
-    PATH = 1  #: path (+ size)
+    PATH = 1  #: path (+ size); plus each expanded focus symbol after the definitions enclosing it
     OUTLINE = 2  #: symbol outline: signatures with line numbers
     DOCS = 3  #: outline + docstrings
     FULL = 4  #: full source

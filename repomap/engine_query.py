@@ -24,6 +24,7 @@ from durable_navigator.repomap.rank import (
     name_index,
     personalized_rank,
 )
+from durable_navigator.repomap.render import MODULE, module_ranges
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.symsearch import ChunkCache, search_symbols
 from durable_navigator.repomap.types import SearchHit, Symbol, SymbolRef
@@ -160,7 +161,7 @@ class QueryMixin:
                     focus[i] += cfg.focus_path_weight * fp.weight
         expand: dict[str, list[int]] = {}
         for fs in plan.focus_symbols:
-            for path, k in self._resolve_symbol(fs.symbol):
+            for path, k in self._module_or_symbol(fs.symbol):
                 focus[index[path]] += cfg.focus_symbol_weight * fs.weight
                 if fs.expand and k not in expand.setdefault(path, []):
                     expand[path].append(k)
@@ -191,6 +192,13 @@ class QueryMixin:
                     out.append((p, k))
         return out
 
+    def _module_or_symbol(self, ref: str) -> list[tuple[str, int]]:
+        """Like :meth:`_resolve_symbol`, and ``path::`` is the module-level code of a file with symbols."""
+        if ref.endswith("::"):
+            rec = self._built.records.get(ref[:-2])
+            return [(ref[:-2], MODULE)] if rec is not None and rec[REC["symbols"]] else []
+        return self._resolve_symbol(ref)
+
     def _resolve_symbol(self, ref: str) -> list[tuple[str, int]]:
         """``path::Qual`` or a bare (qualified) name -> (path, symbol index) pairs."""
         if "::" in ref:
@@ -213,6 +221,16 @@ class QueryMixin:
             resolve_inside(self.root, path)  # escapes raise PathEscapeError
             raise PathEscapeError(f"{path!r} is not an indexed file; pass a path listed in RepoMap.files")
         return [self._symbol(path, k) for k in range(len(self._built.records[path][REC["symbols"]]))]
+
+    def module_ranges(self, path: str) -> list[tuple[int, int]]:
+        """Line runs of ``path`` no definition spans (its module-level code; focus symbol ``path::``).
+
+        Empty for a file without symbols (it has no outline to show them in).
+        """
+        syms = self._built.records[path][REC["symbols"]] if path in self._built.records else ()
+        if not syms:
+            return []
+        return module_ranges(syms, self._built.records[path][REC["lines"]])
 
     def terms_in(self, terms: list[str], paths: list[str] | None = None) -> set[str]:
         """Which of ``terms`` (lower-case words / identifier parts) occur in the files of ``paths``.

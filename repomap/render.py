@@ -43,9 +43,13 @@ if TYPE_CHECKING:  # pydantic models: imported by summaries() / metadata() only 
     from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
 
 __all__ = ["RenderInput", "Rendered", "requested_levels", "render_plan", "has_symbol_support", "summaries",
-           "metadata", "read_current", "price_full"]
+           "metadata", "read_current", "module_ranges", "MODULE", "price_full"]
 
 _HEADER_FIXPOINT_PASSES = 4
+#: the ``expand`` index of a file's module-level code (focus symbol ``path::``)
+MODULE = -1
+#: what an expanded piece of module-level code shows in place of a signature
+MODULE_LABEL = "(module code)"
 
 
 @dataclass
@@ -191,7 +195,9 @@ def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs:
                 unpriced[i] = (line + lo, line + hi)
         ks = expand.get(p)
         extra = _expanded_cost(inp, p, ks) if ks else 0
-        cost: list[int | None] = [0, line, line + c2 + extra, line + c3 + extra, line + c4]
+        # level 1 of a file with expanded symbols shows them (and the definitions around them)
+        focused_l1 = extra + _trail_cost(rec[REC["symbols"]], ks) if ks else 0
+        cost: list[int | None] = [0, line + focused_l1, line + c2 + extra, line + c3 + extra, line + c4]
         if not (rec[i_lang] and not rec[i_err]):  # has_symbol_support
             cost[2] = cost[3] = None
         for lv in range(req[i] + 1, 5):
@@ -242,8 +248,82 @@ def _expanded_cost(inp: RenderInput, path: str, ks: list[int]) -> int:
     data, _ = read_current(resolve_inside(inp.root, path), inp.binary_sniff_bytes)
     if data is None:
         return 0
-    syms = inp.records[path][REC["symbols"]]
-    return sum(body_costs(data, [(syms[k][SYM["start"]], syms[k][SYM["end"]]) for k in ks]))
+    rec = inp.records[path]
+    syms = rec[REC["symbols"]]
+    spans = [(syms[k][SYM["start"]], syms[k][SYM["end"]]) for k in ks if k != MODULE]
+    labels = 0
+    if MODULE in ks:
+        mods = module_ranges(syms, rec[REC["lines"]])
+        spans += mods
+        labels = count_tokens("".join(outline_line(a, 0, MODULE_LABEL) for a, _ in mods))
+    return sum(body_costs(data, spans)) + labels
+
+
+def module_ranges(symbols: list[tuple] | tuple, n_lines: int) -> list[tuple[int, int]]:
+    """The runs of lines no definition spans (a file's module-level code), 1-based, inclusive."""
+    covered = bytearray(n_lines + 2)
+    i_start, i_end = SYM["start"], SYM["end"]
+    for sym in symbols:
+        a, b = max(1, sym[i_start]), min(n_lines, sym[i_end])
+        if a <= b:
+            covered[a:b + 1] = b"\x01" * (b - a + 1)
+    out, start = [], None
+    for ln in range(1, n_lines + 2):
+        if ln <= n_lines and not covered[ln]:
+            start = ln if start is None else start
+        elif start is not None:
+            out.append((start, ln - 1))
+            start = None
+    return out
+
+
+def _module_piece(lines: list[str], a: int, b: int) -> str:
+    """One run of module-level code: its first non-blank line's number, the label, the source."""
+    while a <= b and a <= len(lines) and not lines[a - 1].strip():
+        a += 1
+    while b >= a and (b > len(lines) or not lines[b - 1].strip()):
+        b -= 1
+    if a > b:
+        return ""
+    return outline_line(a, 0, MODULE_LABEL) + source_block("\n".join(lines[a - 1:b]))
+
+
+def _trail(symbols: list[tuple], ks: list[int]) -> list[int]:
+    """Symbols a level-1 view of expanded symbols ``ks`` shows: each one after the definitions enclosing it.
+
+    In file order; a symbol inside an expanded one's body is not repeated (its body shows it).
+    """
+    shown: list[int] = []
+    taken: set[int] = set()
+    i_start, i_end, i_depth = SYM["start"], SYM["end"], SYM["depth"]
+    hidden_until = 0
+    for k in sorted(k for k in ks if k != MODULE):
+        s = symbols[k]
+        if s[i_start] <= hidden_until:
+            continue
+        chain, depth = [], s[i_depth]
+        for j in range(k - 1, -1, -1):
+            if depth == 0:
+                break
+            a = symbols[j]
+            if a[i_depth] < depth and a[i_start] <= s[i_start] and a[i_end] >= s[i_end]:
+                chain.append(j)
+                depth = a[i_depth]
+        for j in reversed(chain):
+            if j not in taken:
+                taken.add(j)
+                shown.append(j)
+        taken.add(k)
+        shown.append(k)
+        hidden_until = s[i_end]
+    return shown
+
+
+def _trail_cost(symbols: list[tuple], ks: list[int]) -> int:
+    """Tokens of the outline lines :func:`_trail` shows (the bodies are priced apart)."""
+    i_start, i_depth, i_sig = SYM["start"], SYM["depth"], SYM["sig"]
+    return count_tokens("".join(outline_line(symbols[k][i_start], symbols[k][i_depth], symbols[k][i_sig])
+                                for k in _trail(symbols, ks)))
 
 
 def _file_text(inp: RenderInput, i: int, level: int, cache: dict[str, list[str]], present: set[str]) -> str:
@@ -255,13 +335,19 @@ def _file_text(inp: RenderInput, i: int, level: int, cache: dict[str, list[str]]
             raise _Unreadable(p, "vanished")
         present.add(p)  # checked once per render, not once per fit pass
     if level <= 1:
+        ks = inp.expand.get(p)
+        if level == 1 and ks:
+            return head + _focused_text(inp, p, rec[REC["symbols"]], ks, cache)
         return head
     if level == 4:
         return head + source_block("\n".join(_lines(inp, p, cache)))
     parts = [head]
     expand = set(inp.expand.get(p, ()))
+    mods = module_ranges(rec[REC["symbols"]], rec[REC["lines"]]) if MODULE in expand else []
     hidden_until = 0
     for k, s in enumerate(rec[REC["symbols"]]):
+        while mods and mods[0][0] < s[SYM["start"]]:
+            parts.append(_module_piece(_lines(inp, p, cache), *mods.pop(0)))
         if s[SYM["start"]] <= hidden_until:
             continue  # inside an expanded symbol already shown in full
         parts.append(outline_line(s[SYM["start"]], s[SYM["depth"]], s[SYM["sig"]]))
@@ -271,6 +357,25 @@ def _file_text(inp: RenderInput, i: int, level: int, cache: dict[str, list[str]]
             lines = _lines(inp, p, cache)
             parts.append(source_block("\n".join(lines[s[SYM["start"]] - 1:s[SYM["end"]]])))
             hidden_until = s[SYM["end"]]
+    parts += [_module_piece(_lines(inp, p, cache), a, b) for a, b in mods]
+    return "".join(parts)
+
+
+def _focused_text(inp: RenderInput, path: str, symbols: list[tuple], ks: list[int],
+                  cache: dict[str, list[str]]) -> str:
+    """Level 1 of a file with expanded symbols: each one's enclosing definitions, its line, its source."""
+    expand = set(ks)
+    mods = module_ranges(symbols, inp.records[path][REC["lines"]]) if MODULE in expand else []
+    parts = []
+    for k in _trail(symbols, ks):
+        s = symbols[k]
+        while mods and mods[0][0] < s[SYM["start"]]:
+            parts.append(_module_piece(_lines(inp, path, cache), *mods.pop(0)))
+        parts.append(outline_line(s[SYM["start"]], s[SYM["depth"]], s[SYM["sig"]]))
+        if k in expand:
+            lines = _lines(inp, path, cache)
+            parts.append(source_block("\n".join(lines[s[SYM["start"]] - 1:s[SYM["end"]]])))
+    parts += [_module_piece(_lines(inp, path, cache), a, b) for a, b in mods]
     return "".join(parts)
 
 

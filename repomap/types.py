@@ -81,7 +81,7 @@ class LevelTokens(Sequence[int]):
         return self._all
 
     def __getitem__(self, i: Any) -> Any:
-        if type(i) is int and 0 <= i < 4:
+        if isinstance(i, int) and 0 <= i < 4:  # an int or a Level (IntEnum): no count needed
             return self._low[i]
         return self._get()[i]
 

@@ -206,7 +206,13 @@ def test_rank_counts_level_4_lazily_and_exactly(tmp_path: Path, monkeypatch: pyt
     import dataclasses
     import pickle
 
+    calls = []
+    real = index_mod.full_cost
+    monkeypatch.setattr("durable_navigator.repomap.engine.full_cost", lambda d: calls.append(1) or real(d))
     lazy = RepoMap.open(root, cache_dir=tmp_path / "c3", jobs=1).rank(FlightPlan(goal=GOAL))
+    assert [r.level_tokens[Level.OUTLINE] for r in lazy] == [r.level_tokens[2] for r in eager]
+    assert not calls  # levels below 4 (an int or a Level) count nothing
+    assert lazy[0].level_tokens[Level.FULL] == eager[0].level_tokens[4] and len(calls) <= 1
     assert pickle.loads(pickle.dumps(lazy[0].level_tokens)) == tuple(eager[0].level_tokens)
     assert copy.deepcopy(lazy[1]).level_tokens == tuple(eager[1].level_tokens)
     assert dataclasses.asdict(lazy[2])["level_tokens"] == tuple(eager[2].level_tokens)

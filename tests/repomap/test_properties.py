@@ -102,3 +102,58 @@ def test_goal_ranks_the_relevant_file_first(multi_engine: RepoMap) -> None:
 def test_exclude_beats_rules(multi_engine: RepoMap) -> None:
     plan = FlightPlan(token_budget=5000, rules=[VerbosityRule(glob="go", level=Level.FULL)], exclude=["go"])
     assert not any(f.path.startswith("go/") for f in multi_engine.render(plan).files)
+
+
+def test_a_path_level_file_shows_its_expanded_symbols_in_their_class(multi_engine: RepoMap) -> None:
+    """L1 with expanded focus symbols: the path line, each symbol after the definitions enclosing
+    it, its source -- and none of the file's other definitions (the "focused outline")."""
+    plan = FlightPlan(token_budget=3000, rules=[VerbosityRule(glob="python/pkg/budget.py", level=Level.PATH)],
+                      focus_symbols=[FocusSymbol(symbol="python/pkg/budget.py::Budget.remaining")])
+    res = multi_engine.render(plan)
+    section = res.text.split("python/pkg/budget.py [L1", 1)[1].split("\n", 1)[1]
+    section = section.split("\npython/", 1)[0]
+    assert "10: @dataclass class Budget:" in section  # the enclosing class
+    assert "def remaining(self) -> int:" in section and "self.limit - self.spent" in section  # the body
+    assert "charge" not in section and "exhausted" not in section and "limit: int" not in section.split("```")[0]
+    entry = next(f for f in res.files if f.path == "python/pkg/budget.py")
+    assert entry.level == Level.PATH and entry.tokens == count_tokens(
+        "python/pkg/budget.py [L1" + res.text.split("python/pkg/budget.py [L1", 1)[1].split("\npython/", 1)[0] + "\n")
+    # without the focus symbol the same rule shows the path alone
+    bare = multi_engine.render(plan.model_copy(update={"focus_symbols": []})).text
+    assert "self.limit - self.spent" not in bare
+
+
+def test_a_focused_path_level_file_degrades_to_hidden_not_over_budget(multi_engine: RepoMap) -> None:
+    plan = FlightPlan(token_budget=3000, rules=[VerbosityRule(glob="python/pkg/budget.py", level=Level.PATH)],
+                      focus_symbols=[FocusSymbol(symbol="python/pkg/budget.py::Budget.remaining")])
+    full = multi_engine.render(plan)
+    needed = next(f.tokens for f in full.files if f.path == "python/pkg/budget.py")
+    for budget in range(60, full.metadata.tokens_used + 1, 7):
+        res = multi_engine.render(plan.model_copy(update={"token_budget": budget}))
+        assert count_tokens(res.text) <= budget
+        shown = {f.path: f for f in res.files}
+        if "python/pkg/budget.py" in shown:
+            assert "self.limit - self.spent" in res.text and shown["python/pkg/budget.py"].tokens >= needed - 2
+
+
+def test_a_files_module_code_expands_as_path_colons(multi_engine: RepoMap, multi_repo: Path) -> None:
+    """``path::`` expands the lines no definition spans (imports, constants, top-level code), each
+    run at its place among the outline's entries, labelled with its first line's number."""
+    src = (multi_repo / "python/pkg/budget.py").read_text().splitlines()
+    runs = multi_engine.module_ranges("python/pkg/budget.py")
+    assert runs and runs[0][0] == 1
+    code = [ln for a, b in runs for ln in src[a - 1:b] if ln.strip()]
+    assert any(ln.startswith(("import", "from")) for ln in code)
+    syms = multi_engine.symbols("python/pkg/budget.py")
+    assert not any(s.start_line <= a <= s.end_line for a, _ in runs for s in syms)
+    for level in (Level.PATH, Level.OUTLINE):
+        plan = FlightPlan(token_budget=3000, rules=[VerbosityRule(glob="python/pkg/budget.py", level=level)],
+                          focus_symbols=[FocusSymbol(symbol="python/pkg/budget.py::")])
+        res = multi_engine.render(plan)
+        section = res.text.split("python/pkg/budget.py [L", 1)[1].split("\npython/", 1)[0]
+        assert all(ln in section for ln in code), level
+        assert "(module code)" in section and "self.limit - self.spent" not in section
+        assert (level == Level.OUTLINE) == ("def charge(" in section)  # the outline only at L2
+        assert count_tokens(res.text) == res.metadata.tokens_used <= 3000
+    plain = next(p for p in multi_engine.files if not multi_engine.symbols(p))
+    assert multi_engine.module_ranges(plain) == []  # no outline to show module code in

@@ -61,6 +61,11 @@ class OfflinePolicyConfig(BaseModel):
     lexical_signals: tuple[str, ...] = ("bm25", "name", "ident", "path", "trace")
     #: a file's outline gets docstrings (L3) when that costs at most this share
     docs_level_share: float = 0.10
+    #: a file whose outline (L2) would take more than this share of the budget is not outlined
+    #: whole: its expanded symbols show at L1 (path, each symbol after its enclosing definitions);
+    #: fills raise it when the map has room. None: always outline (dev split, 8k: None 0.664,
+    #: 0.05 0.681, 0.1 0.668, 0.15 0.676, 0.2 0.682, 0.25 0.671, 0.3 0.671)
+    focused_outline_share: float | None = 0.2
     survey_files: int = 8
     survey_dirs: int = 0
     #: a directory is focused only if it holds at least this share of the top files' score

@@ -92,7 +92,7 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
     rules, cost, cap = [], 0, plan.token_budget * cfg.explicit_share
     for i, r in enumerate(top):
         level = Level.DOCS if i < 3 and r.level_tokens[3] <= cfg.docs_level_share * plan.token_budget else Level.OUTLINE
-        if not has_outline(r) or cost + r.level_tokens[level] > cap:
+        if not has_outline(r) or cost + r.level_tokens[level] > cap or _too_big_to_outline(r, plan.token_budget, cfg):
             continue
         cost += r.level_tokens[level]
         rules.append(VerbosityRule(glob=r.path, level=level))
@@ -143,6 +143,17 @@ def _outline(r: Any, budget: int, cfg: OfflinePolicyConfig) -> Level:
     return Level.DOCS if r.level_tokens[Level.DOCS] <= cfg.docs_level_share * budget else Level.OUTLINE
 
 
+def _too_big_to_outline(r: Any, budget: int, cfg: OfflinePolicyConfig) -> bool:
+    """True when the file's whole outline would take more than ``focused_outline_share`` of the budget."""
+    share = cfg.focused_outline_share
+    return share is not None and r.level_tokens[Level.OUTLINE] > share * budget
+
+
+def _host_level(r: Any, budget: int, cfg: OfflinePolicyConfig) -> Level:
+    """The level a file gets for showing an expanded symbol: its outline, or L1 when that is too big."""
+    return Level.PATH if _too_big_to_outline(r, budget, cfg) else _outline(r, budget, cfg)
+
+
 def _contains(a: ScoredSymbol, b: ScoredSymbol) -> bool:
     return a.path == b.path and a.start_line <= b.start_line and b.end_line <= a.end_line
 
@@ -158,15 +169,16 @@ def _pick_symbols(symbols: list[ScoredSymbol], by_path: dict[str, Any], budget: 
         extra = s.tokens
         r = by_path.get(s.path)
         if s.path not in alloc.levels and r is not None:
-            extra += r.level_tokens[_outline(r, budget, cfg)]
+            extra += r.level_tokens[_host_level(r, budget, cfg)]
         if alloc.cost + extra > cap:
             continue
         if s.path not in alloc.levels and r is not None:
-            alloc.levels[s.path] = _outline(r, budget, cfg)
+            alloc.levels[s.path] = _host_level(r, budget, cfg)
         alloc.cost += extra
         alloc.expand.append(s)
+        what = f"{s.symbol_id} (the module-level code of {s.path}; " if s.kind == "module" else f"{s.symbol_id} ("
         alloc.notes.append(
-            f"expand {s.symbol_id} (symbol score {s.score:.3g}; matches {', '.join(s.matched) or 'name'}; {s.tokens} tokens)"
+            f"expand {what}symbol score {s.score:.3g}; matches {', '.join(s.matched) or 'name'}; {s.tokens} tokens)"
         )
 
 
@@ -195,16 +207,19 @@ def allocate(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
     cap = budget * cfg.explicit_share
     alloc = Allocation()
     _pick_full_files(ranked, budget, cfg, alloc, cap)
-    _pick_callers(engine, alloc, cfg, plan.exclude, cap, estimate, by_path)
+    _pick_callers(engine, alloc, cfg, plan.exclude, cap, estimate, by_path, budget)
     head = ranked[: cfg.symbol_files]
     symbols = score_symbols(engine, [(r.path, r.score) for r in head], goal, estimate, cfg.symbols)
     for r in head[:3]:
+        if _too_big_to_outline(r, budget, cfg):
+            continue  # its expanded symbols show it (at L1); a fill outlines it when there is room
         if r.path not in alloc.levels and has_outline(r) and alloc.cost + r.level_tokens[_outline(r, budget, cfg)] <= cap:
             alloc.levels[r.path] = _outline(r, budget, cfg)
             alloc.cost += r.level_tokens[alloc.levels[r.path]]
     _pick_symbols(symbols, by_path, budget, cfg, alloc, cap)
     for i, r in enumerate(ranked[: cfg.survey_files]):
-        if r.path not in alloc.levels and has_outline(r) and alloc.cost + r.level_tokens[Level.OUTLINE] <= cap:
+        if r.path not in alloc.levels and has_outline(r) and alloc.cost + r.level_tokens[Level.OUTLINE] <= cap \
+                and not _too_big_to_outline(r, budget, cfg):
             alloc.levels[r.path] = Level.OUTLINE
             alloc.cost += r.level_tokens[Level.OUTLINE]
             alloc.notes.append(f"L2: {r.path} ranks #{i + 1} ({why(r)})")
@@ -213,7 +228,7 @@ def allocate(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
 
 
 def _pick_callers(engine: Any, alloc: Allocation, cfg: OfflinePolicyConfig, exclude: list[str], cap: float,
-                  estimate: Any, by_path: dict[str, Any]) -> None:
+                  estimate: Any, by_path: dict[str, Any], budget: int) -> None:
     """Expand the functions elsewhere that call the definitions of the first file shown in full.
 
     The file in full answers "what is it"; its call sites answer "where is it enforced / used".
@@ -244,12 +259,13 @@ def _pick_callers(engine: Any, alloc: Allocation, cfg: OfflinePolicyConfig, excl
         tokens = estimate(engine.read_lines(s.path, s.start_line, s.end_line))
         r = by_path.get(s.path)
         # an expansion shows inside its file's outline: the outline is part of the price
-        extra = tokens + (r.level_tokens[Level.OUTLINE] if r is not None and s.path not in alloc.levels else 0)
+        host = _host_level(r, budget, cfg) if r is not None else Level.OUTLINE
+        extra = tokens + (r.level_tokens[host] if r is not None and s.path not in alloc.levels else 0)
         if (r is None or tokens > cfg.caller_max_tokens or alloc.cost + extra > cap
                 or any(e.symbol_id == s.id for e in alloc.expand)):
             continue
         if s.path not in alloc.levels:
-            alloc.levels[s.path] = Level.OUTLINE
+            alloc.levels[s.path] = host
         alloc.cost += extra
         alloc.expand.append(ScoredSymbol(symbol_id=s.id, name=s.name, kind=s.kind, path=s.path,
                                          start_line=s.start_line, end_line=s.end_line, score=0.0,

@@ -35,6 +35,9 @@ class SymbolScoreConfig(BaseModel):
     file_weight: float = 0.5
     #: symbols longer than this are read only up to it (bounds the cost on huge files)
     max_lines: int = 400
+    #: a file's module-level code (imports, constants, top-level statements: focus symbol
+    #: ``path::``) competes like a definition (dev split, 8k: 0.682 -> 0.694)
+    module_code: bool = True
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,22 @@ class ScoredSymbol:
     #: goal terms found in the body, best first (for the human-readable reason)
     matched: tuple[str, ...]
     tokens: int
+
+
+@dataclass(frozen=True)
+class _ModuleCode:
+    """A file's module-level code as a symbol-like candidate (id ``path::``, lines 0-0: it
+    contains no definition and no definition contains it)."""
+
+    path: str
+    name: str = ""
+    kind: str = "module"
+    start_line: int = 0
+    end_line: int = 0
+
+    @property
+    def id(self) -> str:
+        return f"{self.path}::"
 
 
 def _bag(text: str) -> Counter[str]:
@@ -82,6 +101,14 @@ def score_symbols(
             end = min(sym.end_line, sym.start_line + config.max_lines)
             text = engine.read_lines(path, sym.start_line, end)
             docs.append((sym, file_score / top_file, _bag(text), estimate_tokens(text)))
+        runs = engine.module_ranges(path) if config.module_code else []
+        if runs:
+            lines = engine.read_lines(path, 1, runs[-1][1]).split("\n")
+            text = "\n".join("\n".join(lines[a - 1:b]) for a, b in runs)
+            if text.strip():
+                # each run opens with a "N: (module code)" line: ~6 tokens
+                docs.append((_ModuleCode(path), file_score / top_file, _bag(text),
+                             estimate_tokens(text) + 6 * len(runs)))
     if not docs:
         return []
     avg_len = sum(sum(bag.values()) for _, _, bag, _ in docs) / len(docs) or 1.0

@@ -13,7 +13,7 @@ from durable_navigator.activities.models.offline.config import glob_matches
 from durable_navigator.activities.models.offline.terms import goal_terms, parse_feedback
 from durable_navigator.navcore.decision import ModelDecision
 from durable_navigator.navtypes.errors import ModelError
-from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level, VerbosityRule
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, FocusSymbol, Level, VerbosityRule
 
 from durable_navigator import repomap  # noqa: E402  (the real engine; no fake)
 from tests.support.models import decide_request
@@ -422,3 +422,91 @@ def test_a_fill_never_sets_more_rules_than_an_update_or_a_plan_holds(engine) -> 
     move = fill_move(full, ranked, meta, cfg)
     assert move is not None and len(move[0].set_rules) == 3
     assert len(full.apply(move[0]).rules) == MAX_PLAN_RULES
+
+
+def test_a_file_too_big_to_outline_shows_only_its_expanded_symbols(tmp_path: Path) -> None:
+    """A large central file's whole outline can eat most of a small budget (attrs ``_make.py``
+    at L2: ~4,800 of 8,192 tokens) while function-level search spends the same tokens on the
+    bodies that match. Past ``focused_outline_share`` the policy puts such a file at L1 with its
+    best symbols expanded: the map shows those bodies (inside their class), not 60 signatures."""
+    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, allocate
+    from durable_navigator.repomap.tokens import count_tokens
+
+    methods = "\n".join(
+        f"    def handler_{i}(self, request: dict, retries: int = 3) -> dict:\n"
+        f"        return dict(request, handled_by={i})\n" for i in range(60))
+    ledger = textwrap.dedent('''
+        class Ledger:
+            """Keeps token counts per model."""
+
+            def record_usage(self, model: str, tokens: int) -> None:
+                """Record tokens used by one call: the ledger double-counts them."""
+                self.tokens[model] = self.tokens.get(model, 0) + tokens
+                self.tokens[model] = self.tokens.get(model, 0) + tokens
+        ''')
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "big.py").write_text(ledger + "\n\nclass Handlers:\n" + methods)
+    (tmp_path / "repo" / "small.py").write_text("def unrelated() -> int:\n    return 1\n")
+    eng = repomap.RepoMap.open(tmp_path / "repo", cache_dir=tmp_path / "cache")
+    plan = FlightPlan(token_budget=1200, goal=GOAL)
+    outline = next(r for r in eng.rank(plan) if r.path == "big.py").level_tokens[Level.OUTLINE]
+    assert outline > 0.2 * plan.token_budget  # the whole outline would take a fifth of the budget
+    cfg = OfflinePolicyConfig(focused_outline_share=0.2, max_full_files=0)
+    alloc, _ = allocate(eng, plan, GOAL, cfg, count_tokens)
+    assert alloc.levels.get("big.py") == Level.PATH
+    assert {s.symbol_id for s in alloc.expand} & {"big.py::Ledger", "big.py::Ledger.record_usage"}
+    whole, _ = allocate(eng, plan, GOAL, cfg.model_copy(update={"focused_outline_share": None}), count_tokens)
+    # the old behaviour: a symbol shows only inside its file's whole outline, which does not fit
+    assert "big.py" not in whole.levels and not whole.expand
+
+    focused = plan.model_copy(update={
+        "rules": [VerbosityRule(glob="big.py", level=Level.PATH)],
+        "focus_symbols": [FocusSymbol(symbol=s.symbol_id) for s in alloc.expand]})
+    text = eng.render(focused).text
+    assert "self.tokens[model] = self.tokens.get(model, 0) + tokens" in text
+    assert "class Ledger:" in text and "handler_7" not in text
+    assert eng.render(focused).metadata.tokens_used <= plan.token_budget
+
+
+def test_module_level_code_competes_with_definitions(tmp_path: Path) -> None:
+    """A sixth of the lines real fixes change lie outside every definition (imports, constants,
+    a module docstring; dev split: 294 of 1,876). With ``symbols.module_code`` the file's
+    module-level code is a candidate like a function, expanded as ``path::``."""
+    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, allocate
+    from durable_navigator.activities.models.offline.symbols import SymbolScoreConfig
+    from durable_navigator.repomap.tokens import count_tokens
+
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "codec.py").write_text(textwrap.dedent('''
+        """Payload codecs."""
+        try:
+            import ujson as json_backend
+        except ImportError:
+            import json as json_backend
+
+        registry.register_codec("json", json_backend.dumps, json_backend.loads)
+
+
+        def encode(payload: dict) -> str:
+            return json_backend.dumps(payload)
+
+
+        def decode(text: str) -> dict:
+            return json_backend.loads(text)
+        ''').lstrip())
+    eng = repomap.RepoMap.open(tmp_path / "repo", cache_dir=tmp_path / "cache")
+    goal = "fall back to the stdlib json backend when ujson is missing and register the codec"
+    plan = FlightPlan(token_budget=400, goal=goal)
+    on = OfflinePolicyConfig(max_full_files=0, symbols=SymbolScoreConfig(module_code=True))
+    alloc, _ = allocate(eng, plan, goal, on, count_tokens)
+    assert alloc.expand and alloc.expand[0].symbol_id == "codec.py::" and alloc.expand[0].kind == "module"
+    assert any("module-level code of codec.py" in n for n in alloc.notes)
+    off, _ = allocate(eng, plan, goal, on.model_copy(update={"symbols": SymbolScoreConfig(module_code=False)}),
+                      count_tokens)
+    assert all(s.kind != "module" for s in off.expand)
+
+    shown = plan.model_copy(update={"rules": [VerbosityRule(glob="codec.py", level=Level.PATH)],
+                                    "focus_symbols": [FocusSymbol(symbol="codec.py::")]})
+    text = eng.render(shown).text
+    assert 'registry.register_codec("json", json_backend.dumps, json_backend.loads)' in text
+    assert "import json as json_backend" in text and "return json_backend.loads(text)" not in text
