@@ -19,7 +19,10 @@ Tables (values are ``marshal`` blobs: the fastest stdlib codec for tuples):
   only stats files (see ``build.py``);
 * ``snapshots``: index hash -> every file's record *head* (the record without
   its symbols) and path-line cost: one small read loads an index; symbols are
-  read per file when a render shows its outline (``records.py``).
+  read per file when a render shows its outline (``records.py``);
+* ``full_costs``: key -> exact whole-file (level-4) cost of a file whose record
+  holds only a bound of it (``index.full_bounds``), written when a render first
+  counts it (best effort: a locked or read-only cache only skips the write).
 
 Ranking structures (sparse matrices, request-independent) are files in
 ``structures-<SCHEMA>/``, memory-mapped when read: a request touches the
@@ -47,17 +50,18 @@ log = logging.getLogger("durable_navigator.repomap.cache")
 CACHE_ENV = "NAVIGATOR_CACHE_DIR"
 #: bump when a table's layout or a value's encoding changes (record and bag layouts are
 #: versioned by PARSER_VERSION in their keys, the structure file by its own format tag)
-SCHEMA = "v3"
+SCHEMA = "v4"
 _DB_NAME = f"repomap-{SCHEMA}.sqlite3"
 _STRUCTURES = f"structures-{SCHEMA}"
 _SQL_PARAM_CHUNK = 500
 _BUSY_TIMEOUT_S = 30.0
-_TABLES = ("meta", "blobs", "manifests", "snapshots")
+_TABLES = ("meta", "blobs", "manifests", "snapshots", "full_costs")
 _SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, head BLOB NOT NULL, syms BLOB NOT NULL, bag BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS manifests (root TEXT PRIMARY KEY, blob BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS snapshots (ihash TEXT PRIMARY KEY, blob BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS full_costs (key TEXT PRIMARY KEY, cost INTEGER NOT NULL);
 """
 
 
@@ -203,6 +207,41 @@ class IndexCache:
         self._guard(run)
         return out
 
+    # ---- whole-file costs counted at render time ------------------------------------
+    def get_full_costs(self, keys: Iterable[str]) -> dict[str, int]:
+        """``key -> exact level-4 cost`` for the keys counted before (others absent)."""
+        keys = list(keys)
+        out: dict[str, int] = {}
+        if not keys:
+            return out
+
+        def run() -> None:
+            for k, c in _rows_with_keys(self._conn, "key, cost", keys, table="full_costs"):
+                if type(c) is int and c >= 0:
+                    out[k] = c
+
+        try:
+            self._guard(run)
+        except sqlite3.Error as exc:  # locked: the caller counts them itself
+            log.debug("repo-map cache %s: full costs not read (%s)", self.path, exc)
+        return out
+
+    def put_full_costs(self, rows: list[tuple[str, int]]) -> None:
+        """Store ``(key, cost)`` rows if that can be done now: a locked or read-only database
+        skips the write (the numbers are counted again next time), a render never waits or fails."""
+        if not rows:
+            return
+        with self._lock:
+            try:
+                self._conn.execute("PRAGMA busy_timeout=0")
+                try:
+                    with self._conn:
+                        self._conn.executemany("INSERT OR REPLACE INTO full_costs VALUES (?, ?)", rows)
+                finally:
+                    self._conn.execute(f"PRAGMA busy_timeout={int(_BUSY_TIMEOUT_S * 1000)}")
+            except sqlite3.Error as exc:
+                log.debug("repo-map cache %s: full costs not written (%s)", self.path, exc)
+
     # ---- whole-index snapshots --------------------------------------------------------
     def get_snapshot(self, ihash: str) -> Any:
         """The unmarshalled snapshot of an index hash (None when absent or unreadable)."""
@@ -257,8 +296,9 @@ def _manifest_entry_ok(e: Any) -> bool:
             and isinstance(e[4], str) and isinstance(e[5], bool))
 
 
-def _rows_with_keys(conn: sqlite3.Connection, columns: str, keys: list[str]) -> Iterator[tuple[Any, ...]]:
-    """``SELECT columns FROM blobs`` for ``keys``, in chunks under SQLite's parameter limit."""
+def _rows_with_keys(conn: sqlite3.Connection, columns: str, keys: list[str],
+                    table: str = "blobs") -> Iterator[tuple[Any, ...]]:
+    """``SELECT columns FROM table`` for ``keys``, in chunks under SQLite's parameter limit."""
     for i in range(0, len(keys), _SQL_PARAM_CHUNK):
         part = keys[i:i + _SQL_PARAM_CHUNK]
-        yield from conn.execute(f"SELECT {columns} FROM blobs WHERE key IN ({','.join('?' * len(part))})", part)
+        yield from conn.execute(f"SELECT {columns} FROM {table} WHERE key IN ({','.join('?' * len(part))})", part)

@@ -17,6 +17,7 @@ and name it in the header, ``read_lines`` reads it as empty, and
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import threading
@@ -33,12 +34,12 @@ from durable_navigator.repomap.cache import IndexCache, default_cache_dir
 from durable_navigator.repomap.config import EngineConfig
 from durable_navigator.repomap.discover import Discovery, check_root, discover, git_commit
 from durable_navigator.repomap.engine_query import QueryMixin
-from durable_navigator.repomap.index import BAG, with_path_terms
+from durable_navigator.repomap.index import BAG, REC, full_bounds, full_cost, with_path_terms
 from durable_navigator.repomap.rank import STRUCTURE_FORMAT, RankStructure
 from durable_navigator.repomap.render import RenderInput, metadata, read_current, render_plan, summaries
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.symsearch import ChunkCache
-from durable_navigator.repomap.types import RankedFile, RenderResult
+from durable_navigator.repomap.types import LevelTokens, RankedFile, RenderResult
 
 if TYPE_CHECKING:  # a pydantic model: the engine reads its fields, never builds one
     from durable_navigator.navtypes.flightplan import FlightPlan
@@ -240,8 +241,49 @@ class RepoMap(QueryMixin):
             c2, c3, c4 = self._built.records[p][6]
             line = int(base[i])
             sig = {k: round(float(v[i]), 6) for k, v in ctx.signals.items() if v[i] > 0}
-            out.append(RankedFile(p, float(ctx.score[i]), sig, bool(ctx.focused[i]),
-                                  (0, line, line + c2, line + c3, line + c4)))
+            low = (0, line, line + c2, line + c3)
+            levels = ((*low, line + c4) if c4 >= 0
+                      else LevelTokens(low, functools.partial(self._full_cost, p, line)))
+            out.append(RankedFile(p, float(ctx.score[i]), sig, bool(ctx.focused[i]), levels))
+        return out
+
+    def _full_cost(self, path: str, line: int) -> int:
+        """Level-4 cost of ``path`` (path line ``line`` + its text, counted now if the index has
+        only a bound); the bound when the file cannot be read now."""
+        c4, _ = self._price_full([path])[path]
+        return line + (c4 if c4 is not None else full_bounds(self._built.records[path])[0])
+
+    def _price_full(self, paths: list[str]) -> dict[str, tuple[int | None, str]]:
+        """Exact level-4 costs of indexed ``paths`` (``(cost, "")``, or ``(None, reason)`` when a
+        file is unreadable now), for records that hold only a bound of it.
+
+        Read from the cache when a render counted that content before; else counted from the
+        file as it is now, and stored for its key only when its bytes are still the ones the
+        key names (a file edited since the index is counted, not stored). Kept in the records.
+        """
+        records, keys = self._built.records, self._built.keys
+        i_costs = REC["costs"]
+        need = sorted({keys[p] for p in paths if records[p][i_costs][2] < 0})
+        stored = self._cache.get_full_costs(need) if need else {}
+        out: dict[str, tuple[int | None, str]] = {}
+        new: list[tuple[str, int]] = []
+        for p in paths:
+            rec = records[p]
+            c2, c3, c4 = rec[i_costs]
+            if c4 < 0:
+                got = stored.get(keys[p])
+                if got is None:
+                    data, reason = read_current(resolve_inside(self.root, p), self.config.discover.binary_sniff_bytes)
+                    if data is None:
+                        out[p] = (None, reason)
+                        continue
+                    got = full_cost(data)
+                    if content_hash(data) == keys[p].split(":", 1)[0]:
+                        new.append((keys[p], got))
+                c4 = got
+                records[p] = (*rec[:i_costs], (c2, c3, c4), *rec[i_costs + 1:])
+            out[p] = (c4, "")
+        self._cache.put_full_costs(new)
         return out
 
     def render(self, plan: FlightPlan, include_timings: bool = False) -> RenderResult:
@@ -277,7 +319,7 @@ class RepoMap(QueryMixin):
                           score=ctx.score, focused=ctx.focused, why=ctx.why(plan, self.config.render.why_max),
                           expand=ctx.expand, index_version=self.index_version, cfg=self.config.render,
                           line_base=self._base_line_costs(), header_timings=head_t,
-                          binary_sniff_bytes=self.config.discover.binary_sniff_bytes)
+                          binary_sniff_bytes=self.config.discover.binary_sniff_bytes, price=self._price_full)
         result = render_plan(inp, plan)
         self._noticed(result.skipped)
         return inp, result, ctx, t0, t1

@@ -14,7 +14,9 @@ from __future__ import annotations
 import marshal
 import re
 from array import array
+from collections import defaultdict
 from collections.abc import Iterable
+from itertools import count
 from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,8 +76,8 @@ class RankStructure:
         Python int per entry): a 20,000-file tree has tens of millions of them.
         """
         n = len(paths)
-        terms: dict[str, int] = {}
-        idents: dict[str, int] = {}
+        terms: dict[str, int] = _vocab()
+        idents: dict[str, int] = _vocab()
         tr, tc, tv = array("i"), array("i"), array("f")
         dr, dc = array("i"), array("i")
         rr, rc, rv = array("i"), array("i"), array("f")
@@ -200,11 +202,15 @@ def _columns(vocab: dict[str, int], keys: Iterable[str]) -> tuple[int, ...]:
     keys = tuple(keys)
     if not keys:
         return ()
-    new = [k for k in keys if k not in vocab]
-    if new:
-        vocab.update(zip(new, range(len(vocab), len(vocab) + len(new))))
+    # ``vocab`` numbers a key it lacks when it is looked up (:func:`_vocab`), so this is one C
+    # call per bag, not a Python-level membership test per key
     got = itemgetter(*keys)(vocab)
     return got if len(keys) > 1 else (got,)
+
+
+def _vocab() -> dict[str, int]:
+    """An empty vocabulary that gives each new key the next column (0, 1, 2, ...) when looked up."""
+    return defaultdict(count().__next__)
 
 
 def _sorted_vocab(vocab: dict[str, int], *cols: array) -> tuple[list[str], list[np.ndarray]]:

@@ -7,6 +7,11 @@ are in ``MapMetadata.timings_ms``). The exact counter verifies every result; if
 pieces priced separately overshoot after concatenation, the fitter degrades
 more and the map is re-assembled.
 
+The index holds the exact level-4 cost of small files only (``index.full_bounds``): a
+render counts a larger file's text when the fit depends on the number (``fit.must_price``,
+and the refill raising a file to level 4), from the file as it is now, and keeps the
+count in the records (a file that can no longer be read is hidden, as below).
+
 Level 4 and expanded symbols read the file as it is now; levels 1-3, drawn from
 the index, check that it is still there. A file that has vanished, become
 unreadable or turned binary since it was indexed is hidden and named in the header (``"skipped": {path: reason}``, present only then), and the rest of the
@@ -16,6 +21,7 @@ budget is fitted again without it: a tree changing under a render never fails it
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,9 +31,9 @@ import numpy as np
 from durable_navigator.navtypes.errors import FlightPlanError
 from durable_navigator.navtypes.levels import MIN_TOKEN_BUDGET, Level
 from durable_navigator.repomap.config import RenderConfig
-from durable_navigator.repomap.fit import FileCosts, Fitter
+from durable_navigator.repomap.fit import FileCosts, Fitter, must_price
 from durable_navigator.repomap.globs import glob_match
-from durable_navigator.repomap.index import REC, SYM, body_costs
+from durable_navigator.repomap.index import REC, SYM, body_costs, full_bounds, full_cost
 from durable_navigator.repomap.layout import doc_block, file_line, header_line, outline_line, source_block
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, count_tokens
@@ -37,7 +43,7 @@ if TYPE_CHECKING:  # pydantic models: imported by summaries() / metadata() only 
     from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
 
 __all__ = ["RenderInput", "Rendered", "requested_levels", "render_plan", "has_symbol_support", "summaries",
-           "metadata", "read_current", "module_ranges", "MODULE"]
+           "metadata", "read_current", "module_ranges", "MODULE", "price_full"]
 
 _HEADER_FIXPOINT_PASSES = 4
 #: the ``expand`` index of a file's module-level code (focus symbol ``path::``)
@@ -68,6 +74,9 @@ class RenderInput:
     binary_sniff_bytes: int = 8192
     #: files without symbol support (computed on first use)
     no_symbols: int | None = None
+    #: exact level-4 costs of paths whose records hold only a bound (``path -> (cost, "")``
+    #: or ``(None, reason)`` when unreadable now); None: :func:`price_full` each
+    price: Callable[[list[str]], dict[str, tuple[int | None, str]]] | None = None
 
 
 @dataclass
@@ -164,7 +173,10 @@ def _line_costs(inp: RenderInput, req: list[int]) -> list[int]:
     return out
 
 
-def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs: list[int]) -> list[FileCosts]:
+def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs: list[int],
+             unpriced: dict[int, tuple[int, int]] | None = None) -> list[FileCosts]:
+    """Every file's ladder; ``unpriced`` gets ``(lo, hi)`` of the level-4 cost of each file requested
+    at level 4 whose record holds only bounds of it (its ladder holds ``lo``)."""
     cfg = inp.cfg
     records, expand = inp.records, inp.expand
     i_costs, i_lang, i_err = REC["costs"], REC["lang"], REC["error"]
@@ -175,9 +187,14 @@ def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs:
     for i, p in enumerate(inp.paths):
         rec = records[p]
         c2, c3, c4 = rec[i_costs]
+        line = line_costs[i]
+        if c4 < 0:  # not priced yet: its lower bound stands in (render_plan prices it if that matters)
+            lo, hi = full_bounds(rec)
+            c4 = lo
+            if unpriced is not None and req[i] >= 4:
+                unpriced[i] = (line + lo, line + hi)
         ks = expand.get(p)
         extra = _expanded_cost(inp, p, ks) if ks else 0
-        line = line_costs[i]
         # level 1 of a file with expanded symbols shows them (and the definitions around them)
         focused_l1 = extra + _trail_cost(rec[REC["symbols"]], ks) if ks else 0
         cost: list[int | None] = [0, line + focused_l1, line + c2 + extra, line + c3 + extra, line + c4]
@@ -196,6 +213,30 @@ def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs:
             tier += 2
         out.append(FileCosts(cost=cost, value=value, tier=tier, requested=top))
     return out
+
+
+def price_full(root: Path, records: dict[str, tuple], path: str, binary_sniff_bytes: int) -> tuple[int | None, str]:
+    """``(exact level-4 content cost of path, "")`` from the file as it is now, kept in ``records``;
+    ``(None, reason)`` when it cannot be read as text now (see :func:`read_current`)."""
+    rec = records[path]
+    c2, c3, c4 = rec[REC["costs"]]
+    if c4 >= 0:
+        return c4, ""
+    data, reason = read_current(resolve_inside(root, path), binary_sniff_bytes)
+    if data is None:
+        return None, reason
+    c4 = full_cost(data)
+    i = REC["costs"]
+    records[path] = (*rec[:i], (c2, c3, c4), *rec[i + 1:])
+    return c4, ""
+
+
+def _price(inp: RenderInput, paths: list[str]) -> dict[str, tuple[int | None, str]]:
+    if not paths:
+        return {}
+    if inp.price is not None:
+        return inp.price(paths)
+    return {p: price_full(inp.root, inp.records, p, inp.binary_sniff_bytes) for p in paths}
 
 
 def _expanded_cost(inp: RenderInput, path: str, ks: list[int]) -> int:
@@ -401,16 +442,41 @@ def render_plan(inp: RenderInput, plan: FlightPlan) -> Rendered:
             f"token_budget {budget} is below the minimum map size of {MIN_TOKEN_BUDGET} tokens "
             f"(a minimal header); set token_budget to at least {MIN_TOKEN_BUDGET}")
     req, explicit = requested_levels(plan, inp.paths)
-    ladders = _ladders(inp, req, explicit, _line_costs(inp, req))
+    line_costs = _line_costs(inp, req)
+    unpriced: dict[int, tuple[int, int]] = {}
+    ladders = _ladders(inp, req, explicit, line_costs, unpriced)
     # a level the file cannot have (outline of a file without symbol support) is not a
     # budget degradation: it is counted as "no_symbols" instead
     req = [f.requested for f in ladders]
-    fitter = Fitter(ladders)
     head0, _ = _header(inp, budget, budget, [f.requested for f in ladders], req, explicit)
     target = budget - count_tokens(head0)
+    skipped: dict[str, str] = {}
+
+    def priced(i: int, got: tuple[int | None, str]) -> int | None:
+        """File i's exact level-4 cost; None (and named as skipped) when it cannot be read now."""
+        c4, reason = got
+        if c4 is None:
+            skipped[inp.paths[i]] = reason
+            req[i] = 0  # hidden, and named as skipped rather than counted as degraded
+            return None
+        return line_costs[i] + c4
+
+    for i in [i for i in unpriced if ladders[i].requested != 4]:
+        del unpriced[i]  # requested at 4, but level 4 is not allowed for it
+    must = sorted(must_price(ladders, unpriced, max(target, 0)))
+    got = _price(inp, [inp.paths[i] for i in must])
+    for i in must:
+        del unpriced[i]
+        c = priced(i, got[inp.paths[i]])
+        if c is None:
+            ladders[i] = FileCosts(cost=[0, None, None, None, None], value=ladders[i].value, tier=ladders[i].tier,
+                                   requested=0)
+        else:
+            ladders[i].cost[4] = c
+    fitter = Fitter(ladders, {i: lo for i, (lo, _hi) in unpriced.items()},
+                    lambda i: priced(i, _price(inp, [inp.paths[i]])[inp.paths[i]]))
     cache: dict[str, list[str]] = {}
     present: set[str] = set()
-    skipped: dict[str, str] = {}
     index = {p: i for i, p in enumerate(inp.paths)}
     passes = 0
     while passes < inp.cfg.max_fit_passes:

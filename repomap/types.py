@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pydantic models, built only by a render that returns metadata
     from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
 
-__all__ = ["Symbol", "SymbolRef", "SearchHit", "RankedFile", "RenderResult", "LEVEL_COUNT"]
+__all__ = ["Symbol", "SymbolRef", "SearchHit", "RankedFile", "RenderResult", "LEVEL_COUNT", "LevelTokens"]
 
 LEVEL_COUNT = 5
 
@@ -60,6 +61,53 @@ class SearchHit:
     kind: str | None = None
 
 
+class LevelTokens(Sequence[int]):
+    """A file's cost per level, read like a tuple, whose level-4 cost is counted on first use.
+
+    The index keeps the exact whole-file cost of small files only; ranking every file
+    must not read and count every other one. ``full()`` returns it (once).
+    """
+
+    __slots__ = ("_low", "_full", "_all")
+
+    def __init__(self, low: tuple[int, int, int, int], full: Callable[[], int]) -> None:
+        self._low = low
+        self._full = full
+        self._all: tuple[int, ...] | None = None
+
+    def _get(self) -> tuple[int, ...]:
+        if self._all is None:
+            self._all = (*self._low, self._full())
+        return self._all
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, int) and 0 <= i < 4:  # an int or a Level (IntEnum): no count needed
+            return self._low[i]
+        return self._get()[i]
+
+    def __len__(self) -> int:
+        return LEVEL_COUNT
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._get())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, LevelTokens):
+            other = other._get()
+        return self._get() == other if isinstance(other, tuple) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._get())
+
+    def __repr__(self) -> str:
+        return repr(self._get())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled or copied (dataclasses.asdict deep-copies) as the plain tuple, never with
+        # the engine its count would call
+        return (tuple, (self._get(),))
+
+
 @dataclass(frozen=True, slots=True)
 class RankedFile:
     """One file's ranking for a flight plan; ``level_tokens[l]`` = its cost at level ``l``."""
@@ -68,7 +116,7 @@ class RankedFile:
     score: float
     signals: dict[str, float]
     focused: bool
-    level_tokens: tuple[int, int, int, int, int]
+    level_tokens: tuple[int, int, int, int, int] | LevelTokens
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from durable_navigator.repomap.config import EngineConfig
-from durable_navigator.repomap.index import REC, SYM, body_costs, index_file
+from durable_navigator.repomap.index import REC, SYM, body_costs, full_bounds, full_cost, index_file
 from durable_navigator.repomap.tokens import count_tokens
 
 tiktoken = pytest.importorskip("tiktoken")
@@ -61,7 +61,10 @@ def test_body_costs_on_stdlib_sources() -> None:
         per_line = _line_tokens(data.decode("utf-8", "replace"))
         spans = [(s[SYM["start"]], s[SYM["end"]]) for s in rec[REC["symbols"]]]
         assert body_costs(data, spans) == [sum(per_line[a - 1:b]) + FENCE for a, b in spans], path.name
-        assert rec[REC["costs"]][2] == count_tokens(data.decode("utf-8", "replace")) + FENCE
+        exact = count_tokens(data.decode("utf-8", "replace")) + FENCE
+        assert full_cost(data) == exact
+        lo, hi = full_bounds(rec)
+        assert lo <= exact <= hi and (rec[REC["costs"]][2] == exact or len(data) >= 4096), path.name
 
 
 def test_expanded_symbol_is_priced_from_the_file_and_a_vanished_one_is_hidden(tmp_path: Path) -> None:
