@@ -37,3 +37,13 @@ def test_the_fixture_map_never_says_why_bm25_the(tmp_path: Path) -> None:
     text = engine.render(FlightPlan(goal="why are the tokens double-counted by the budget plugin?")).text
     whys = [w for line in text.splitlines() if " why=" in line for w in line.split(" why=")[1].split(",")]
     assert whys and not [w for w in whys if w.startswith("bm25:") and w[5:] in STOPWORDS]
+
+
+def test_an_acronyms_plural_is_the_acronym_not_two_fragments() -> None:
+    """``URLs`` split as ``UR`` + ``Ls`` gave the goal and every bag the junk terms ``ur``/``ls``."""
+    from durable_navigator.repomap.index import split_identifier
+
+    assert split_identifier("URLs") == ("url", "urls")
+    assert split_identifier("getHTTPSUrls") == ("get", "https", "urls", "gethttpsurls")
+    assert split_identifier("HTTPServer") == ("http", "server", "httpserver")  # no plural: as before
+    assert not {"ur", "ls"} & set(goal_terms("Simplify processing of username and password for unencoded URLs", 2))

@@ -43,7 +43,8 @@ NOISE_AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+#: camel-case parts; an acronym's plural is the acronym (``URLs`` -> ``url``; not ``ur``, ``ls``)
+_CAMEL = re.compile(r"[A-Z]{2,}(?=s(?![a-z]))|[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 
 def split_identifier(word: str) -> list[str]:

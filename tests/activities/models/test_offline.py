@@ -209,6 +209,10 @@ def test_terms_and_feedback_parsing() -> None:
     assert goal_terms("Make TimedSerializer.loads() accept return_timestamp") == [
         "timedserializer", "timed", "serializer", "loads", "accept", "return_timestamp", "return", "timestamp",
     ]
+    # an acronym's plural is the acronym: "URLs" gave the junk terms "ur" and "ls", which matched
+    # every symbol of yarl's _url.py (dev task yarl-ca9f47a319) and pushed the right one out
+    assert goal_terms("unencoded URLs, IDs and APIsTest") == ["unencoded", "urls", "url", "ids", "id",
+                                                               "apistest", "api", "test"]
     intent = parse_feedback("zoom out of docs, exclude vendor/ and focus src/app.py")
     assert intent.less and not intent.more and intent.ignores == ("vendor",)
     assert "src/app.py" in intent.mentions
