@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from durable_navigator.activities.models.offline.symbols import ScoredSymbol, SymbolScoreConfig
-from durable_navigator.activities.models.offline.terms import NOISE_AREAS, mentioned_noise
+from durable_navigator.activities.models.offline.terms import NOISE_AREAS, TEST_FILE_NAMES, mentioned_noise, wants_tests
 from durable_navigator.activities.models.offline.tools import OfflineToolConfig
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level
 from durable_navigator.navtypes.mapmeta import MapMetadata
@@ -48,8 +48,9 @@ class OfflinePolicyConfig(BaseModel):
     fill_auto_reserve: float = 0.10
     #: share of the budget the policy plans explicitly; the engine's auto levels fill the rest
     explicit_share: float = 0.80
-    #: a file is shown in full only if that costs at most this share of the budget
-    full_file_share: float = 0.7
+    #: a file is shown in full only if that costs at most this share of the budget (bounded by
+    #: ``explicit_share`` too; dev split, 8k: 0.4 0.676, 0.7 0.700, 0.75 0.708, 0.8 0.714)
+    full_file_share: float = 0.8
     #: at most this many files in full
     max_full_files: int = 2
     #: a runner-up goes full only if its score is at least this share of the top score
@@ -66,6 +67,9 @@ class OfflinePolicyConfig(BaseModel):
     #: fills raise it when the map has room. None: always outline (dev split, 8k: None 0.664,
     #: 0.05 0.681, 0.1 0.668, 0.15 0.676, 0.2 0.682, 0.25 0.671, 0.3 0.671)
     focused_outline_share: float | None = 0.2
+    #: the survey zooms out test files beside the code (``cobra_test.go``, ``tests.py``) as it does
+    #: ``tests/`` folders, unless the goal asks for tests
+    exclude_test_files: bool = True
     survey_files: int = 8
     survey_dirs: int = 0
     #: a directory is focused only if it holds at least this share of the top files' score
@@ -170,18 +174,23 @@ class OfflineTurn:
     tool_results: tuple[str, ...] = ()
 
 
-def noise_excludes(goal: str, files: Sequence[str], already: Sequence[str] = (),
+def noise_excludes(goal: str, files: Sequence[str], already: Sequence[str] = (), test_files: bool = True,
                    ) -> list[str]:
     """The noise globs a survey of ``files`` excludes for ``goal`` (the planner plans around the same).
 
     A glob the goal mentions is kept; a glob adding nothing over the chosen ones
     (``tests/**`` vs ``**/tests/**``) is skipped; a repository made only of
-    "noise" keeps it all.
+    "noise" keeps it all. With ``test_files``, test files outside a tests folder
+    (``**/*_test.go``, ``**/test_*.py``: :data:`TEST_FILE_NAMES`) are noise too
+    unless the goal asks for tests.
     """
     match = glob_matches
     wanted = mentioned_noise(goal)
+    areas = [g for g, _ in NOISE_AREAS]
+    if test_files and not wants_tests(goal):
+        areas += [f"**/{name}" for name in TEST_FILE_NAMES]
     noise: list[str] = []
-    for g, _ in NOISE_AREAS:
+    for g in areas:
         hits = [f for f in files if match(g, f)]
         if g not in wanted and g not in already and any(not any(match(n, f) for n in noise) for f in hits):
             noise.append(g)

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from durable_navigator.activities.models.offline.terms import NOISE_AREAS, goal_terms, mentioned_noise, split_identifier
+from durable_navigator.activities.models.offline.terms import NOISE_AREAS, TEST_FILE_NAMES, goal_terms, mentioned_noise, split_identifier
 from durable_navigator.navcore.model import ResearchExecuteTask, ToolCallOut
 
 __all__ = ["OfflineExecutorConfig", "Evidence", "ReadBlock", "parse_transcript", "next_calls", "step_findings",
@@ -165,9 +165,6 @@ def line_score(text: str, weights: dict[str, float]) -> float:
     return sum(weight for term, weight in weights.items() if term in words)
 
 
-#: test files outside a tests folder (by file name)
-_TEST_FILES = ("tests.py", "test_*.py", "*_test.py", "*_tests.py", "conftest.py", "*_test.go", "*.test.js",
-               "*.test.ts", "*.spec.js", "*.spec.ts", "*_spec.rb", "*_test.rb", "test_*.rb")
 
 
 def is_noise(path: str, question: str) -> bool:
@@ -178,7 +175,7 @@ def is_noise(path: str, question: str) -> bool:
     if any(fnmatch(path, glob) and glob not in wanted for glob, _ in NOISE_AREAS):
         return True
     asks_tests = any(glob.startswith(("tests", "test")) for glob in wanted)
-    return not asks_tests and any(fnmatch(path.rsplit("/", 1)[-1], name) for name in _TEST_FILES)
+    return not asks_tests and any(fnmatch(path.rsplit("/", 1)[-1], name) for name in TEST_FILE_NAMES)
 
 
 _DOC_EXT = (".md", ".rst", ".txt", ".adoc")

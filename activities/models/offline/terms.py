@@ -14,9 +14,12 @@ from durable_navigator.repomap.stopwords import STOPWORDS as ENGINE_STOPWORDS
 __all__ = [
     "STOPWORDS",
     "NOISE_AREAS",
+    "TEST_FILE_NAMES",
+    "TEST_WORDS",
     "split_identifier",
     "goal_terms",
     "mentioned_noise",
+    "wants_tests",
     "FeedbackIntent",
     "parse_feedback",
 ]
@@ -40,6 +43,19 @@ NOISE_AREAS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("third_party/**", ("third", "vendor", "vendored")),
     ("node_modules/**", ("node", "npm")),
     (".github/**", ("ci", "github", "workflow", "actions")),
+)
+
+#: words of a goal that ask for tests (they keep test folders and test files in view)
+TEST_WORDS: tuple[str, ...] = ("test", "tests", "testing", "pytest", "fixture", "fixtures", "spec", "specs")
+
+#: test files that live beside the code they test, by file name (``cobra_test.go``,
+#: ``tests.py``, ``context.test.js``): as much noise for a goal that does not ask for tests
+#: as a ``tests/`` folder. Shell-style patterns over the file name.
+TEST_FILE_NAMES: tuple[str, ...] = (
+    "tests.py", "test_*.py", "*_test.py", "*_tests.py", "conftest.py", "*_test.go", "*.test.js", "*.test.ts",
+    "*.test.jsx", "*.test.tsx", "*.test.mjs", "*.spec.js", "*.spec.ts", "*.spec.jsx", "*.spec.tsx",
+    "*_spec.rb", "*_test.rb", "test_*.rb", "*Test.java", "*Tests.java", "*_test.cc", "*_test.cpp",
+    "*_unittest.cc",
 )
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -76,6 +92,11 @@ def mentioned_noise(goal: str) -> set[str]:
     """Noise globs the goal itself asks for (e.g. "tests" in the goal keeps tests/**)."""
     words = {w.lower() for w in _WORD.findall(goal)}
     return {glob for glob, triggers in NOISE_AREAS if words.intersection(triggers)}
+
+
+def wants_tests(goal: str) -> bool:
+    """True when the goal asks for tests ("fix the flaky test", "add specs")."""
+    return any(w.lower() in TEST_WORDS for w in _WORD.findall(goal))
 
 
 _LESS = re.compile(r"\b(zoom(ed)? out|less|fewer|smaller|shorter|too (much|long|big|verbose)|coarser)\b", re.I)

@@ -514,3 +514,53 @@ def test_module_level_code_competes_with_definitions(tmp_path: Path) -> None:
     text = eng.render(shown).text
     assert 'registry.register_codec("json", json_backend.dumps, json_backend.loads)' in text
     assert "import json as json_backend" in text and "return json_backend.loads(text)" not in text
+
+
+def test_test_files_beside_the_code_are_noise_unless_the_goal_asks_for_tests(tmp_path: Path) -> None:
+    from durable_navigator.activities.models.offline.config import noise_excludes
+
+    files = ["cobra.go", "command.go", "command_test.go", "pkg/args_test.go", "lib/context.js",
+             "lib/context.test.js", "src/app.py", "src/test_app.py", "tests.py"]
+    noise = noise_excludes("use nil instead of len for the arg check", files)
+    assert noise == ["**/tests.py", "**/test_*.py", "**/*_test.go", "**/*.test.js"]
+    hidden = {f for f in files if any(glob_matches(g, f) for g in noise)}
+    assert hidden == {"command_test.go", "pkg/args_test.go", "lib/context.test.js", "src/test_app.py", "tests.py"}
+    assert noise_excludes("fix the flaky arg check test", files) == []
+    assert noise_excludes("the arg check", files, test_files=False) == []
+    # a repository of test files only keeps them
+    assert noise_excludes("arg check", ["a_test.go", "b_test.go"]) == []
+
+    # the survey zooms them out, and the engine hides them (its globs agree with the policy's)
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "args.go").write_text("package pkg\n\nfunc CheckArgs(args []string) bool {\n\treturn args != nil\n}\n")
+    (root / "pkg" / "args_test.go").write_text(
+        "package pkg\n\nfunc TestCheckArgs(t *T) {\n\tif !CheckArgs([]string{}) {\n\t\tt.Fail()\n\t}\n}\n")
+    eng = repomap.RepoMap.open(root, cache_dir=tmp_path / "cache")
+    d = offline_decision(_call(eng, FlightPlan(token_budget=2000), 1, goal="check args against nil"))
+    assert "**/*_test.go" in d.updates.add_exclude
+    shown = eng.render(FlightPlan(token_budget=2000).apply(d.updates)).text
+    assert "pkg/args.go" in shown and "args_test.go" not in shown
+
+
+def test_the_best_file_is_shown_in_full_up_to_four_fifths_of_the_budget(tmp_path: Path) -> None:
+    """The goal's one strong file in full beats its outline plus a few bodies when it fits: at a
+    share of 0.7 a file costing three quarters of the budget was outlined, and most of its
+    changed lines went unseen (dev split, 8k: 0.700 -> 0.714 at 0.8)."""
+    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, allocate
+    from durable_navigator.repomap.tokens import count_tokens
+
+    body = "\n".join(f"    def record_{i}(self, model: str, tokens: int) -> None:\n"
+                     f"        self.tokens[model] = self.tokens.get(model, 0) + tokens * {i}\n" for i in range(24))
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "ledger.py").write_text(f"class Ledger:\n    \"\"\"Records tokens.\"\"\"\n\n{body}")
+    (tmp_path / "repo" / "cart.py").write_text("def unrelated() -> int:\n    return 1\n")
+    eng = repomap.RepoMap.open(tmp_path / "repo", cache_dir=tmp_path / "cache")
+    full = next(r for r in eng.rank(FlightPlan(goal=GOAL)) if r.path == "ledger.py").level_tokens[Level.FULL]
+    plan = FlightPlan(token_budget=int(full / 0.75), goal=GOAL)
+    cfg = OfflinePolicyConfig()
+    assert cfg.full_file_share == 0.8
+    alloc, _ = allocate(eng, plan, GOAL, cfg, count_tokens)
+    assert alloc.levels.get("ledger.py") == Level.FULL
+    before, _ = allocate(eng, plan, GOAL, cfg.model_copy(update={"full_file_share": 0.7}), count_tokens)
+    assert before.levels.get("ledger.py") != Level.FULL
