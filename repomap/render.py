@@ -21,7 +21,7 @@ budget is fitted again without it: a tree changing under a render never fails it
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -341,40 +341,38 @@ def _file_text(inp: RenderInput, i: int, level: int, cache: dict[str, list[str]]
         return head
     if level == 4:
         return head + source_block("\n".join(_lines(inp, p, cache)))
-    parts = [head]
-    expand = set(inp.expand.get(p, ()))
-    mods = module_ranges(rec[REC["symbols"]], rec[REC["lines"]]) if MODULE in expand else []
-    hidden_until = 0
-    for k, s in enumerate(rec[REC["symbols"]]):
-        while mods and mods[0][0] < s[SYM["start"]]:
-            parts.append(_module_piece(_lines(inp, p, cache), *mods.pop(0)))
-        if s[SYM["start"]] <= hidden_until:
-            continue  # inside an expanded symbol already shown in full
-        parts.append(outline_line(s[SYM["start"]], s[SYM["depth"]], s[SYM["sig"]]))
-        if level == 3 and s[SYM["doc"]]:
-            parts.append(doc_block(s[SYM["depth"]], s[SYM["doc"]], inp.cfg.doc_max_lines))
-        if k in expand:
-            lines = _lines(inp, p, cache)
-            parts.append(source_block("\n".join(lines[s[SYM["start"]] - 1:s[SYM["end"]]])))
-            hidden_until = s[SYM["end"]]
-    parts += [_module_piece(_lines(inp, p, cache), a, b) for a, b in mods]
-    return "".join(parts)
+    order = range(len(rec[REC["symbols"]]))
+    return head + _entries_text(inp, p, rec[REC["symbols"]], order, set(inp.expand.get(p, ())), cache, level == 3)
 
 
 def _focused_text(inp: RenderInput, path: str, symbols: list[tuple], ks: list[int],
                   cache: dict[str, list[str]]) -> str:
     """Level 1 of a file with expanded symbols: each one's enclosing definitions, its line, its source."""
-    expand = set(ks)
+    return _entries_text(inp, path, symbols, _trail(symbols, ks), set(ks), cache, False)
+
+
+def _entries_text(inp: RenderInput, path: str, symbols: list[tuple], order: Iterable[int], expand: set[int],
+                  cache: dict[str, list[str]], docs: bool) -> str:
+    """The outline lines of ``order``'s symbols (with docstrings when ``docs``), each expanded one's
+    source after its line (what it contains is not listed again), and, when the module-level code is
+    expanded (``MODULE``), each of its runs at its place among them."""
     mods = module_ranges(symbols, inp.records[path][REC["lines"]]) if MODULE in expand else []
-    parts = []
-    for k in _trail(symbols, ks):
+    i_start, i_end, i_depth = SYM["start"], SYM["end"], SYM["depth"]
+    parts: list[str] = []
+    hidden_until = 0
+    for k in order:
         s = symbols[k]
-        while mods and mods[0][0] < s[SYM["start"]]:
+        while mods and mods[0][0] < s[i_start]:
             parts.append(_module_piece(_lines(inp, path, cache), *mods.pop(0)))
-        parts.append(outline_line(s[SYM["start"]], s[SYM["depth"]], s[SYM["sig"]]))
+        if s[i_start] <= hidden_until:
+            continue  # inside an expanded symbol already shown in full
+        parts.append(outline_line(s[i_start], s[i_depth], s[SYM["sig"]]))
+        if docs and s[SYM["doc"]]:
+            parts.append(doc_block(s[i_depth], s[SYM["doc"]], inp.cfg.doc_max_lines))
         if k in expand:
             lines = _lines(inp, path, cache)
-            parts.append(source_block("\n".join(lines[s[SYM["start"]] - 1:s[SYM["end"]]])))
+            parts.append(source_block("\n".join(lines[s[i_start] - 1:s[i_end]])))
+            hidden_until = s[i_end]
     parts += [_module_piece(_lines(inp, path, cache), a, b) for a, b in mods]
     return "".join(parts)
 
