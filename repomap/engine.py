@@ -118,6 +118,10 @@ class RepoMap(QueryMixin):
         log.debug("repo-map opened %s: %d files, %d parsed, %.0f ms", real, len(built.records), built.parsed, ms)
         return rm
 
+    def close(self) -> None:
+        """Close the cache connection (its pending log checkpointed); the engine is unusable after."""
+        self._cache.close()
+
     # ---- versions -------------------------------------------------------------------
     def refresh(self) -> "RepoMap":
         """``self`` when the tree is as this version saw it, else a new ``RepoMap`` of the tree now.
