@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import heapq
 import marshal
 import os
 import threading
@@ -195,19 +194,35 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
-def _balanced_chunks(paths: list[str], sizes: dict[str, int], n_chunks: int) -> list[list[str]]:
-    """Split into ``n_chunks`` of about equal bytes, largest chunk first (LPT scheduling).
+#: each task of a cold index takes this share of the bytes left per worker (guided self-scheduling)
+_GUIDED_SHARE = 4
 
-    Parse time grows with file size, so chunks cut by count leave one worker
-    idle while the other finishes a chunk of big files.
+
+def _guided_chunks(paths: list[str], sizes: dict[str, int], n_jobs: int, per_worker: int,
+                   max_files: int) -> list[list[str]]:
+    """Files cut into tasks that shrink as the work left does, largest files first.
+
+    Parse time grows with file size. Each task takes ``1 / (_GUIDED_SHARE * n_jobs)`` of the
+    bytes left (never less than ``1 / (_GUIDED_SHARE * per_worker)`` of a worker's share, nor
+    more than ``max_files`` files), so the tasks handed out last are small and the workers
+    finish together: with equal tasks a worker could be left alone with a whole one.
     """
-    heap = [(0, i) for i in range(n_chunks)]
-    chunks: list[list[str]] = [[] for _ in range(n_chunks)]
-    for rel in sorted(paths, key=lambda r: (-sizes.get(r, 0), r)):
-        load, i = heapq.heappop(heap)
-        chunks[i].append(rel)
-        heapq.heappush(heap, (load + sizes.get(rel, 0) + 1, i))
-    return [c for c in chunks if c]
+    order = sorted(paths, key=lambda r: (-sizes.get(r, 0), r))
+    left = sum(sizes.get(r, 0) + 1 for r in order)
+    floor = left / (_GUIDED_SHARE * per_worker * n_jobs)
+    chunks: list[list[str]] = []
+    chunk: list[str] = []
+    got = 0
+    for rel in order:
+        chunk.append(rel)
+        got += sizes.get(rel, 0) + 1
+        if got >= max(left / (_GUIDED_SHARE * n_jobs), floor) or len(chunk) >= max_files:
+            chunks.append(chunk)
+            left -= got
+            chunk, got = [], 0
+    if chunk:
+        chunks.append(chunk)
+    return chunks
 
 
 def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int | None,
@@ -308,10 +323,8 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
     ctx = _pool_context()
     if ctx.get_start_method() == "fork":
         preload()  # load the tokenizer once here; forked workers inherit it
-    # several chunks per worker even out what byte-balancing misses; the file cap keeps
-    # each result (and the parent's memory while it is written) small on huge trees
-    n_chunks = min(len(paths), max(n_jobs * cfg.chunks_per_worker, -(-len(paths) // cfg.index_chunk_files)))
-    chunks = _balanced_chunks(paths, sizes, n_chunks)
+    # the file cap keeps each result (and the parent's memory while it is written) small on huge trees
+    chunks = _guided_chunks(paths, sizes, n_jobs, cfg.chunks_per_worker, cfg.index_chunk_files)
     with ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx) as pool:
         # no list of the futures here: as_completed drops each one it yields, so a chunk's
         # result (its record blobs) is freed once taken, not kept until every chunk is done

@@ -77,3 +77,22 @@ def test_feed_order_never_shows(tmp_path: Path) -> None:
 
         feed.renumber_rows(np.asarray([row for row, _ in shuffled], dtype=np.int32))
         assert _bytes(feed.finish(rm.files, rm.config.rank)) == want, seed
+
+
+def test_guided_chunks_shrink_and_cover_every_file_once() -> None:
+    from durable_navigator.repomap.build import _guided_chunks
+
+    rng = random.Random(7)
+    paths = [f"f{i:04d}.py" for i in range(1500)]
+    sizes = {p: int(rng.paretovariate(1.2) * 2000) for p in paths}
+    chunks = _guided_chunks(paths, sizes, n_jobs=2, per_worker=16, max_files=100)
+    assert sorted(p for c in chunks for p in c) == sorted(paths)
+    assert max(map(len, chunks)) <= 100
+    total = sum(sizes.values()) + len(paths)
+    weights = [sum(sizes[p] + 1 for p in c) for c in chunks]
+    # the last tasks are small (a worker is never left alone with a big one) ...
+    assert max(weights[-4:]) <= total / 32
+    # ... and the largest files go first
+    firsts = [c[0] for c in chunks]
+    assert [sizes[p] for p in firsts] == sorted((sizes[p] for p in firsts), reverse=True)
+    assert _guided_chunks(paths[:1], sizes, 2, 16, 100) == [paths[:1]]
