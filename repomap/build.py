@@ -42,7 +42,7 @@ from durable_navigator.repomap.parse_treesitter import tags_query_version
 from durable_navigator.repomap.layout import file_line
 from durable_navigator.repomap.rank import StructureFeed
 from durable_navigator.repomap.records import HEAD_FIELDS, Records
-from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, preload
+from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, preload, token_byte_lengths
 
 if TYPE_CHECKING:
     import multiprocessing.context
@@ -329,8 +329,11 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
         # no list of the futures here: as_completed drops each one it yields, so a chunk's
         # result (its record blobs) is freed once taken, not kept until every chunk is done
         results = as_completed([pool.submit(_index_chunk, root, c, *args) for c in chunks])
-        if feeding is not None:
-            feeding[0].prepare()  # the structure's imports, while the workers parse
+        # what this process needs after the workers, loaded while they parse: the token
+        # length table (the path lines' counts) and the structure's imports
+        token_byte_lengths()
+        if feed is not None:
+            feed.prepare()
         for fut in results:
             take(fut.result())
     return fresh, parsed

@@ -1,4 +1,5 @@
-"""The ranking structure fed while the index workers run is the one a build from the cache makes."""
+"""The cold parallel index: the ranking structure fed while the workers run is the one a build from
+the cache makes; the tasks the workers get; what a worker loads."""
 
 from __future__ import annotations
 
@@ -96,3 +97,29 @@ def test_guided_chunks_shrink_and_cover_every_file_once() -> None:
     firsts = [c[0] for c in chunks]
     assert [sizes[p] for p in firsts] == sorted((sizes[p] for p in firsts), reverse=True)
     assert _guided_chunks(paths[:1], sizes, 2, 16, 100) == [paths[:1]]
+
+
+def test_an_index_worker_never_loads_the_token_length_table(tmp_path: Path) -> None:
+    """Workers count with the tokenizer only; the table (≈30 ms to load) is for splitting an
+    encode, which the parent does after them (it loads the table while they parse)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from durable_navigator.repomap import build, tokens\n"
+        "from durable_navigator.repomap.config import EngineConfig\n"
+        "from durable_navigator.repomap.cache import IndexCache\n"
+        "from durable_navigator.repomap.discover import discover\n"
+        "cfg = EngineConfig(); root = Path(sys.argv[1])\n"
+        "paths = [e.path for e in discover(root, cfg.discover).files]\n"
+        "cache = IndexCache(Path(sys.argv[2]))\n"
+        "out = build._index_chunk(str(root), paths, cfg.model_dump_json(), build.content_key_version(cfg),\n"
+        "                         str(cache.path))\n"
+        "assert sum(blobs is not None for _, _, blobs in out) > 3\n"
+        "print(tokens.token_byte_lengths.cache_info().currsize)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(_repo(tmp_path)), str(tmp_path / "cache")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "0"
