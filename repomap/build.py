@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import gc
 import hashlib
-import heapq
 import marshal
 import os
 import threading
@@ -38,11 +37,12 @@ import numpy as np
 from durable_navigator.repomap.cache import IndexCache
 from durable_navigator.repomap.config import PARSER_VERSION, EngineConfig
 from durable_navigator.repomap.discover import Discovery
-from durable_navigator.repomap.index import index_file, parser_for
+from durable_navigator.repomap.index import BAG, index_file, parser_for, with_path_terms
 from durable_navigator.repomap.parse_treesitter import tags_query_version
 from durable_navigator.repomap.layout import file_line
+from durable_navigator.repomap.rank import StructureFeed
 from durable_navigator.repomap.records import HEAD_FIELDS, Records
-from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, preload
+from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, preload, token_byte_lengths
 
 if TYPE_CHECKING:
     import multiprocessing.context
@@ -73,6 +73,12 @@ class BuiltIndex:
     all_keys: dict[str, str] = field(default_factory=dict)
     #: exact cost of each indexed file's path line without a why, in path order
     line_costs: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: the ranking structure fed with the bags indexed now, as the workers returned them
+    #: (rows: positions in ``feed_order``; the engine adds the other files' bags from the
+    #: cache and finishes it, unless the cache holds the structure); None when nothing was indexed
+    feed: StructureFeed | None = None
+    feed_order: list[str] = field(default_factory=list)
+    fed: set[str] = field(default_factory=set)
 
 
 #: a manifest entry: (size, mtime_ns, ctime_ns, inode, content key, racy)
@@ -188,19 +194,35 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("spawn")
 
 
-def _balanced_chunks(paths: list[str], sizes: dict[str, int], n_chunks: int) -> list[list[str]]:
-    """Split into ``n_chunks`` of about equal bytes, largest chunk first (LPT scheduling).
+#: each task of a cold index takes this share of the bytes left per worker (guided self-scheduling)
+_GUIDED_SHARE = 4
 
-    Parse time grows with file size, so chunks cut by count leave one worker
-    idle while the other finishes a chunk of big files.
+
+def _guided_chunks(paths: list[str], sizes: dict[str, int], n_jobs: int, per_worker: int,
+                   max_files: int) -> list[list[str]]:
+    """Files cut into tasks that shrink as the work left does, largest files first.
+
+    Parse time grows with file size. Each task takes ``1 / (_GUIDED_SHARE * n_jobs)`` of the
+    bytes left (never less than ``1 / (_GUIDED_SHARE * per_worker)`` of a worker's share, nor
+    more than ``max_files`` files), so the tasks handed out last are small and the workers
+    finish together: with equal tasks a worker could be left alone with a whole one.
     """
-    heap = [(0, i) for i in range(n_chunks)]
-    chunks: list[list[str]] = [[] for _ in range(n_chunks)]
-    for rel in sorted(paths, key=lambda r: (-sizes.get(r, 0), r)):
-        load, i = heapq.heappop(heap)
-        chunks[i].append(rel)
-        heapq.heappush(heap, (load + sizes.get(rel, 0) + 1, i))
-    return [c for c in chunks if c]
+    order = sorted(paths, key=lambda r: (-sizes.get(r, 0), r))
+    left = sum(sizes.get(r, 0) + 1 for r in order)
+    floor = left / (_GUIDED_SHARE * per_worker * n_jobs)
+    chunks: list[list[str]] = []
+    chunk: list[str] = []
+    got = 0
+    for rel in order:
+        chunk.append(rel)
+        got += sizes.get(rel, 0) + 1
+        if got >= max(left / (_GUIDED_SHARE * n_jobs), floor) or len(chunk) >= max_files:
+            chunks.append(chunk)
+            left -= got
+            chunk, got = [], 0
+    if chunk:
+        chunks.append(chunk)
+    return chunks
 
 
 def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int | None,
@@ -225,7 +247,14 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
     unreadable: list[str] = []
     t1 = time.perf_counter()
     sizes = {e.path: e.size for e in disc.files}
-    fresh, parsed = _index_stale(root, stale, sizes, cfg, version, jobs, cache, keys, unreadable, progress)
+    # Workers index: this process would only wait for them, so it builds the ranking
+    # structure from their bags meanwhile (the serial step after the index shrinks to
+    # the structure's finish). In-process indexing has nothing to overlap: no feed.
+    order = [e.path for e in disc.files]
+    feed = StructureFeed() if _parallel(len(stale), jobs, cfg) else None
+    fed: set[str] = set()
+    fresh, parsed = _index_stale(root, stale, sizes, cfg, version, jobs, cache, keys, unreadable, progress,
+                                 (feed, {p: i for i, p in enumerate(order)}, fed) if feed is not None else None)
     t2 = time.perf_counter()
     manifest = {e.path: (*e.stat_key, keys[e.path], e.racy(disc.scanned_ns)) for e in disc.files if e.path in keys}
     if manifest != old:
@@ -236,6 +265,8 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
         built.skipped_paths[rel] = "unreadable"
     built.skipped_paths = dict(sorted(built.skipped_paths.items()))
     built.parsed = parsed
+    if fed:  # nothing fed (every content was cached: a re-hash of racy files): stay lazy
+        built.feed, built.feed_order, built.fed = feed, order, fed
     built.timings_ms = {"stat": (t1 - t0) * 1e3, "parse": (t2 - t1) * 1e3,
                         "load": (time.perf_counter() - t2) * 1e3}
     return built
@@ -243,18 +274,22 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
 
 def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: EngineConfig, version: str,
                  jobs: int | None, cache: IndexCache, keys: dict[str, str],
-                 unreadable: list[str], progress: Progress | None = None) -> tuple[dict[str, tuple], int]:
+                 unreadable: list[str], progress: Progress | None = None,
+                 feeding: tuple[StructureFeed, dict[str, int], set[str]] | None = None) -> tuple[dict[str, tuple], int]:
     """Hash and (where the cache lacks the content) index ``paths``, storing results as they arrive.
 
     Returns the record heads indexed now (``key -> head``, so loading does not
     read them back; symbols and bags are not kept) and how many files were parsed.
+    ``feeding = (feed, row of each path, fed paths)``: each indexed file's bag is fed to the
+    ranking structure as it arrives (this process would only wait for the workers meanwhile).
     """
     if not paths:
         return {}, 0
     args = (cfg.model_dump_json(), version, str(cache.path))
-    n_jobs = max(1, jobs or os.cpu_count() or 1)
     fresh: dict[str, tuple] = {}
     parsed = done = 0
+    i_terms = BAG["terms"]
+    feed, row, fed = feeding if feeding is not None else (None, {}, set())
     if progress is not None:
         progress(0, len(paths))
 
@@ -268,31 +303,49 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
             keys[rel] = key
             if blobs is not None:
                 rows.append((key, *blobs))
-                fresh[key] = marshal.loads(blobs[0])
+                head = fresh[key] = marshal.loads(blobs[0])
+                if feed is not None and not head[0]:
+                    bag = marshal.loads(blobs[2])
+                    feed.add(row[rel], (*bag[:i_terms], with_path_terms(bag[i_terms], rel), *bag[i_terms + 1:]))
+                    fed.add(rel)
         parsed += len(rows)
         cache.put_blobs(rows)
         done += len(chunk)
         if progress is not None:
             progress(done, len(paths))
 
-    if n_jobs == 1 or len(paths) < cfg.parallel_min_files:
+    if not _parallel(len(paths), jobs, cfg):
         take(_index_chunk(root, paths, *args))
         return fresh, parsed
+    n_jobs = _n_jobs(jobs)
     from concurrent.futures import ProcessPoolExecutor, as_completed  # cold path only
 
     ctx = _pool_context()
     if ctx.get_start_method() == "fork":
         preload()  # load the tokenizer once here; forked workers inherit it
-    # several chunks per worker even out what byte-balancing misses; the file cap keeps
-    # each result (and the parent's memory while it is written) small on huge trees
-    n_chunks = min(len(paths), max(n_jobs * cfg.chunks_per_worker, -(-len(paths) // cfg.index_chunk_files)))
-    chunks = _balanced_chunks(paths, sizes, n_chunks)
+    # the file cap keeps each result (and the parent's memory while it is written) small on huge trees
+    chunks = _guided_chunks(paths, sizes, n_jobs, cfg.chunks_per_worker, cfg.index_chunk_files)
     with ProcessPoolExecutor(max_workers=n_jobs, mp_context=ctx) as pool:
         # no list of the futures here: as_completed drops each one it yields, so a chunk's
         # result (its record blobs) is freed once taken, not kept until every chunk is done
-        for fut in as_completed([pool.submit(_index_chunk, root, c, *args) for c in chunks]):
+        results = as_completed([pool.submit(_index_chunk, root, c, *args) for c in chunks])
+        # what this process needs after the workers, loaded while they parse: the token
+        # length table (the path lines' counts) and the structure's imports
+        token_byte_lengths()
+        if feed is not None:
+            feed.prepare()
+        for fut in results:
             take(fut.result())
     return fresh, parsed
+
+
+def _n_jobs(jobs: int | None) -> int:
+    return max(1, jobs or os.cpu_count() or 1)
+
+
+def _parallel(n_paths: int, jobs: int | None, cfg: EngineConfig) -> bool:
+    """Whether ``n_paths`` files to (re)index go to worker processes."""
+    return _n_jobs(jobs) > 1 and n_paths >= cfg.parallel_min_files and n_paths > 0
 
 
 def _load_records(keys: dict[str, str], cache: IndexCache, fresh: dict[str, tuple]) -> BuiltIndex:

@@ -112,7 +112,12 @@ def main() -> None:
 
         code = run_generate(**fast)
         sys.stdout.flush()
-        sys.exit(code)
+        sys.stderr.flush()
+        # Nothing is left to do but free memory: the engine's cache is closed, its index workers
+        # have exited, no atexit hook of ours is pending. Tearing the interpreter down would free
+        # every record, vocabulary and module one object at a time (≈0.08 s after a cold index);
+        # the kernel frees the process at once. (An exception still exits the ordinary way.)
+        os._exit(code)
     from durable_navigator.repomap.cli_app import app
 
     app()

@@ -56,10 +56,13 @@ def run_generate(path: Path, *, plan: Path | None = None, budget: int | None = N
                 raise NavigatorError(f"--format {fmt!r} is not supported; use text or json")
             fp = _plan(plan, budget, goal)
             rm = RepoMap.open(path, cache_dir=cache_dir, jobs=jobs)
-            if fmt == "text":
-                sys.stdout.write(rm.render_text(fp, include_timings=timings))
-                return 0
-            result = rm.render(fp, include_timings=timings)
+            try:
+                if fmt == "text":
+                    sys.stdout.write(rm.render_text(fp, include_timings=timings))
+                    return 0
+                result = rm.render(fp, include_timings=timings)
+            finally:
+                rm.close()  # the process may end without tearing the interpreter down (cli.main)
         except NavigatorError as exc:
             return fail(exc)
     finally:

@@ -272,7 +272,8 @@ class EngineConfig(_Cfg):
     xref: XrefConfig = XrefConfig()
     #: at most this many files per worker task in cold indexing (bounds each result's size)
     index_chunk_files: int = Field(512, gt=0)
-    #: worker tasks per worker process (byte-balanced; more = smoother finish, more overhead)
+    #: sets the smallest worker task of a cold index: 1/(4 x this) of a worker's share of the
+    #: bytes (tasks shrink with the work left; smaller = smoother finish, more overhead)
     chunks_per_worker: int = Field(16, gt=0)
     #: below this many files to parse, cold indexing stays in-process
     parallel_min_files: int = Field(48, ge=0)

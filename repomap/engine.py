@@ -2,7 +2,9 @@
 
 Opening discovers and indexes the repository (through the persistent cache);
 the ranking structure is loaded or built lazily on the first request and kept,
-so a render with another flight plan or goal never re-parses anything.
+so a render with another flight plan or goal never re-parses anything. (An open
+whose index workers parsed files builds it at once: it was fed their bags while
+they ran, and only its finish is left.)
 Thread-safe for concurrent renders (lazy state is built under a lock).
 
 One ``RepoMap`` is one *version* of the tree: its files and records never
@@ -107,9 +109,18 @@ class RepoMap(QueryMixin):
             skipped = dict(disc.skipped + built.skipped)
             raise RepoError(f"repository {shown_root!r} has no indexable files "
                             f"(skipped: {skipped or 'none'}); point at a repository with source files")
-        ms = (time.perf_counter() - t0) * 1e3
+        rm = cls(real, cfg, cache, built, disc, commit, 0.0, jobs)
+        if built.feed is not None:
+            # finish the ranking structure the index fed now, not at the first request: its
+            # buffers must not outlive an open that never ranks
+            rm._structure()
+        rm.open_ms = ms = (time.perf_counter() - t0) * 1e3
         log.debug("repo-map opened %s: %d files, %d parsed, %.0f ms", real, len(built.records), built.parsed, ms)
-        return cls(real, cfg, cache, built, disc, commit, ms, jobs)
+        return rm
+
+    def close(self) -> None:
+        """Close the cache connection (its pending log checkpointed); the engine is unusable after."""
+        self._cache.close()
 
     # ---- versions -------------------------------------------------------------------
     def refresh(self) -> "RepoMap":
@@ -198,6 +209,9 @@ class RepoMap(QueryMixin):
         key = hashlib.blake2b(
             (STRUCTURE_FORMAT + self._built.index_hash + self.config.rank.model_dump_json()).encode(),
             digest_size=16).hexdigest()
+        built = self._built
+        feed, fed, order = built.feed, built.fed, built.feed_order
+        built.feed, built.fed, built.feed_order = None, set(), []
         mapped = self._cache.map_structure(key)
         if mapped is not None:
             try:
@@ -206,22 +220,34 @@ class RepoMap(QueryMixin):
                     return rs
             except ValueError as exc:  # a torn write or another layout: build it again
                 log.warning("repo-map structure %s unusable (%s); rebuilding", key, exc)
-        rs = RankStructure.build(self.files, self._stream_bags(), self.config.rank)
+        if feed is None:
+            rs = RankStructure.build(self.files, self._stream_bags(), self.config.rank)
+        else:
+            # bags fed as the index workers returned them (rows: positions in the discovery);
+            # the files not indexed now (cached content, duplicates) are read from the cache
+            pos = {p: i for i, p in enumerate(self.files)}
+            feed.renumber_rows(np.asarray([pos.get(p, -1) for p in order], dtype=np.int32))
+            del pos, order
+            for row, bag in self._stream_bags(fed):
+                feed.add(row, bag)
+            rs = feed.finish(self.files, self.config.rank)
         self._cache.put_structure(key, rs.to_buffers())
         return rs
 
-    def _stream_bags(self) -> Iterator[tuple[int, tuple]]:
-        """``(row, bag)`` for every file, read in chunks so all bags are never in memory.
+    def _stream_bags(self, skip: set[str] | None = None) -> Iterator[tuple[int, tuple]]:
+        """``(row, bag)`` for every file (but ``skip``), read in chunks so all bags are never in memory.
 
         A cached bag stands for every file with its bytes; the terms of the
         file's own path are added here.
         """
         keys = self._built.keys
         terms = BAG["terms"]
-        for lo in range(0, len(self.files), _BAG_CHUNK):
-            part = self.files[lo:lo + _BAG_CHUNK]
+        files = self.files
+        rows = range(len(files)) if not skip else [i for i, p in enumerate(files) if p not in skip]
+        for lo in range(0, len(rows), _BAG_CHUNK):
+            part = [files[i] for i in rows[lo:lo + _BAG_CHUNK]]
             bags = self._cache.get_column("bag", sorted({keys[p] for p in part}))
-            for row, p in enumerate(part, lo):
+            for row, p in zip(rows[lo:lo + _BAG_CHUNK], part):
                 bag = bags.get(keys[p])
                 if bag is not None:
                     yield row, (*bag[:terms], with_path_terms(bag[terms], p), *bag[terms + 1:])

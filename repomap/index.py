@@ -24,11 +24,11 @@ from collections import Counter
 import numpy as np
 
 from durable_navigator.repomap.config import DiscoverConfig, RenderConfig
-from durable_navigator.repomap.layout import doc_block, outline_line
+from durable_navigator.repomap.layout import FENCE_CLOSE, FENCE_OPEN, doc_block, outline_line
 from durable_navigator.repomap.parse_python import parse_python
 from durable_navigator.repomap.parse_treesitter import language_for, parse_treesitter
 from durable_navigator.repomap.parsed import ParsedFile
-from durable_navigator.repomap.tokens import count_many, count_tokens, tokens_per_line
+from durable_navigator.repomap.tokens import count_tokens, tokens_per_line
 
 __all__ = ["index_file", "body_costs", "full_cost", "full_bounds", "full_priced", "parser_for", "split_identifier", "path_terms", "with_path_terms", "REC", "SYM",
            "BAG"]
@@ -214,7 +214,9 @@ def _parse(path: str, text: str, data: bytes, lines: list[str]) -> tuple[str, Pa
 
 @functools.cache
 def _fence_cost() -> int:
-    return sum(count_many(["```\n", "```\n"]))
+    # one by one, not ``count_many`` (whose counts are the same): its join needs the token
+    # length table, which an index worker would load for this alone
+    return count_tokens(FENCE_OPEN) + count_tokens(FENCE_CLOSE)
 
 
 def _price_symbols(parsed: ParsedFile, rcfg: RenderConfig) -> tuple[list[tuple], int, int]:

@@ -29,7 +29,7 @@ from durable_navigator.repomap.sparse import Compressed
 from durable_navigator.repomap.stopwords import is_stopword
 from durable_navigator.repomap.vocab import Vocabulary
 
-__all__ = ["RankStructure", "Personalization", "RankOutput", "goal_terms", "goal_mentions", "personalized_rank"]
+__all__ = ["RankStructure", "StructureFeed", "Personalization", "RankOutput", "goal_terms", "goal_mentions", "personalized_rank"]
 
 _TRACE = re.compile(r"""([\w./\\-]+\.[A-Za-z][\w]*)(?:", line |:)(\d+)""")
 _PATHLIKE = re.compile(r"[\w\-./]+/[\w\-.]+|[\w\-]+\.[A-Za-z]{1,5}\b")
@@ -70,57 +70,11 @@ class RankStructure:
 
     @classmethod
     def build(cls, paths: list[str], bags: Iterable[tuple[int, tuple]], cfg: RankConfig) -> "RankStructure":
-        """Build from ``(row, bag)`` pairs streamed in any order (``paths`` sorted).
-
-        Triplets go into compact ``array`` buffers (4 bytes per entry, not a
-        Python int per entry): a 20,000-file tree has tens of millions of them.
-        """
-        n = len(paths)
-        terms: dict[str, int] = _vocab()
-        idents: dict[str, int] = _vocab()
-        tr, tc, tv = array("i"), array("i"), array("f")
-        dr, dc = array("i"), array("i")
-        rr, rc, rv = array("i"), array("i"), array("f")
+        """Build from ``(row, bag)`` pairs streamed in any order (``paths`` sorted)."""
+        feed = StructureFeed()
         for i, bag in bags:
-            bag_terms, bag_refs, bag_defs = bag[BAG["terms"]], bag[BAG["refs"]], bag[BAG["defs"]]
-            tc.extend(_columns(terms, bag_terms))
-            tv.extend(bag_terms.values())
-            tr.extend(array("i", [i]) * len(bag_terms))
-            dc.extend(_columns(idents, bag_defs))
-            dr.extend(array("i", [i]) * len(bag_defs))
-            rc.extend(_columns(idents, bag_refs))
-            rv.extend(bag_refs.values())
-            rr.extend(array("i", [i]) * len(bag_refs))
-        # Each intermediate is dropped as soon as the next step no longer needs it (the
-        # vocabulary dicts, the triplet buffers, the CSR forms): on the 20,000-file tree the
-        # build's peak set the process's peak RSS. Same operations in the same order.
-        n_terms, n_idents = len(terms), len(idents)
-        term_list, (tcol,) = _sorted_vocab(terms, tc)
-        del terms, tc
-        term_vocab = Vocabulary.from_sorted(term_list)
-        del term_list
-        bm25 = _bm25_matrix(n, n_terms, np.frombuffer(tr, dtype=np.int32), tcol,
-                            np.frombuffer(tv, dtype=np.float32), cfg)
-        del tr, tv, tcol
-        bm25_csc = Compressed.from_scipy(bm25.tocsc())
-        del bm25
-        ident_list, (dcol, rcol) = _sorted_vocab(idents, dc, rc)
-        del idents, dc, rc
-        ident_vocab = Vocabulary.from_sorted(ident_list)
-        del ident_list
-        defs = sp.csr_matrix((np.ones(len(dr), dtype=np.float32), (np.frombuffer(dr, dtype=np.int32), dcol)),
-                             shape=(n, n_idents))
-        del dr, dcol
-        defs.sum_duplicates()
-        defs.data[:] = 1.0
-        refs = sp.csr_matrix((np.sqrt(np.frombuffer(rv, dtype=np.float32)), (np.frombuffer(rr, dtype=np.int32), rcol)),
-                             shape=(n, n_idents))
-        del rr, rv, rcol
-        trans_t, dangling = _transition(defs, refs, cfg)
-        defs_csc = Compressed.from_scipy(defs.tocsc())
-        del defs
-        return cls(paths, term_vocab, bm25_csc, ident_vocab, defs_csc,
-                   Compressed.from_scipy(trans_t), dangling, Compressed.from_scipy(refs.tocsc()))
+            feed.add(i, bag)
+        return feed.finish(paths, cfg)
 
     def to_buffers(self) -> list[bytes | memoryview]:
         """The structure as one file's consecutive parts (see :meth:`from_buffer`).
@@ -194,6 +148,89 @@ class RankStructure:
     def ident_col(self, name: str) -> int | None:
         """Column of identifier ``name`` in ``defs`` / ``refs``."""
         return self.idents.find(name)
+
+
+class StructureFeed:
+    """A :class:`RankStructure` being built: bags fed one at a time, in any row order.
+
+    Triplets go into compact ``array`` buffers (4 bytes per entry, not a
+    Python int per entry): a 20,000-file tree has tens of millions of them. The
+    order bags arrive in never shows: the vocabularies are renumbered in sorted
+    order and every matrix is built in canonical form (scipy sorts each row's
+    columns when it converts the triplets), so a cold index can feed bags as its
+    workers return them and get the structure a build from the cache would.
+    """
+
+    def __init__(self) -> None:
+        self.terms: dict[str, int] = _vocab()
+        self.idents: dict[str, int] = _vocab()
+        self.tr, self.tc, self.tv = array("i"), array("i"), array("f")
+        self.dr, self.dc = array("i"), array("i")
+        self.rr, self.rc, self.rv = array("i"), array("i"), array("f")
+
+    @staticmethod
+    def prepare() -> None:
+        """Import what :meth:`finish` needs (scipy), e.g. while other processes work."""
+        import scipy.sparse  # noqa: F401  (``sp`` imports it on first use otherwise)
+
+    def add(self, i: int, bag: tuple) -> None:
+        """Feed row ``i``'s bag (its terms with the path's terms already added)."""
+        bag_terms, bag_refs, bag_defs = bag[BAG["terms"]], bag[BAG["refs"]], bag[BAG["defs"]]
+        terms, idents = self.terms, self.idents
+        self.tc.extend(_columns(terms, bag_terms))
+        self.tv.extend(bag_terms.values())
+        self.tr.extend(array("i", [i]) * len(bag_terms))
+        self.dc.extend(_columns(idents, bag_defs))
+        self.dr.extend(array("i", [i]) * len(bag_defs))
+        self.rc.extend(_columns(idents, bag_refs))
+        self.rv.extend(bag_refs.values())
+        self.rr.extend(array("i", [i]) * len(bag_refs))
+
+    def renumber_rows(self, new_row: np.ndarray) -> None:
+        """Replace every row ``r`` fed so far by ``new_row[r]``."""
+        for name in ("tr", "dr", "rr"):
+            old = getattr(self, name)
+            if len(old):
+                out = array("i")
+                out.frombytes(new_row[np.frombuffer(old, dtype=np.int32)].astype(np.int32).tobytes())
+                setattr(self, name, out)
+
+    def finish(self, paths: list[str], cfg: RankConfig) -> RankStructure:
+        """The structure over ``paths`` (rows fed index them); the feed is empty afterwards."""
+        n = len(paths)
+        terms, idents = self.terms, self.idents
+        tr, tc, tv, dr, dc, rr, rc, rv = self.tr, self.tc, self.tv, self.dr, self.dc, self.rr, self.rc, self.rv
+        self.__init__()  # type: ignore[misc]
+        # Each intermediate is dropped as soon as the next step no longer needs it (the
+        # vocabulary dicts, the triplet buffers, the CSR forms): on the 20,000-file tree the
+        # build's peak set the process's peak RSS. Same operations in the same order.
+        n_terms, n_idents = len(terms), len(idents)
+        term_list, (tcol,) = _sorted_vocab(terms, tc)
+        del terms, tc
+        term_vocab = Vocabulary.from_sorted(term_list)
+        del term_list
+        bm25 = _bm25_matrix(n, n_terms, np.frombuffer(tr, dtype=np.int32), tcol,
+                            np.frombuffer(tv, dtype=np.float32), cfg)
+        del tr, tv, tcol
+        bm25_csc = Compressed.from_scipy(bm25.tocsc())
+        del bm25
+        ident_list, (dcol, rcol) = _sorted_vocab(idents, dc, rc)
+        del idents, dc, rc
+        ident_vocab = Vocabulary.from_sorted(ident_list)
+        del ident_list
+        defs = sp.csr_matrix((np.ones(len(dr), dtype=np.float32), (np.frombuffer(dr, dtype=np.int32), dcol)),
+                             shape=(n, n_idents))
+        del dr, dcol
+        defs.sum_duplicates()
+        defs.data[:] = 1.0
+        refs = sp.csr_matrix((np.sqrt(np.frombuffer(rv, dtype=np.float32)), (np.frombuffer(rr, dtype=np.int32), rcol)),
+                             shape=(n, n_idents))
+        del rr, rv, rcol
+        trans_t, dangling = _transition(defs, refs, cfg)
+        defs_csc = Compressed.from_scipy(defs.tocsc())
+        del defs
+        return RankStructure(paths, term_vocab, bm25_csc, ident_vocab, defs_csc,
+                             Compressed.from_scipy(trans_t), dangling, Compressed.from_scipy(refs.tocsc()))
 
 
 def _columns(vocab: dict[str, int], keys: Iterable[str]) -> tuple[int, ...]:

@@ -128,9 +128,12 @@ def _vocabulary_file() -> bytes:
 
 
 def preload() -> None:
-    """Load the tokenizer and the token length table now (before forking index workers)."""
+    """Load the tokenizer now (before forking index workers, which count with it).
+
+    Not the token length table (:func:`token_byte_lengths`): index workers never split an
+    encode, and the process that forks them loads it while they parse.
+    """
     _tokenizer()
-    token_byte_lengths()
 
 
 def encode(text: str) -> list[int]:

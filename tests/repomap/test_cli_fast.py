@@ -13,11 +13,17 @@ from typer.testing import CliRunner
 from durable_navigator.repomap.cli import app, fast_generate_args
 from tests.support.repomap import copy_fixture
 
-_MAIN = ("import json, sys\n"
+# the fast path ends with ``os._exit`` (no interpreter teardown): the module list is written then
+_MAIN = ("import json, os, sys\n"
          "from durable_navigator.repomap.cli import main\n"
          "sys.argv = ['repo-map', *sys.argv[1:]]\n"
+         "def report():\n"
+         "    sys.stderr.write('\\nMODULES ' + json.dumps(sorted(sys.modules)) + '\\n')\n"
+         "    sys.stderr.flush()\n"
+         "_exit = os._exit\n"
+         "os._exit = lambda code: (report(), _exit(code))\n"
          "try:\n    main()\n"
-         "finally:\n    sys.stderr.write('\\nMODULES ' + json.dumps(sorted(sys.modules)) + '\\n')\n")
+         "finally:\n    report()\n")
 
 
 def _fast(args: list[str], env: dict[str, str]) -> tuple[int, str, str, set[str]]:
@@ -50,6 +56,21 @@ def test_fast_path_prints_what_typer_prints(tmp_path: Path, extra: list[str]) ->
     assert (code, out) == (typed.exit_code, typed_out), err
     assert err.strip() == typed.stderr.strip()
     assert not any(m == "typer" or m.startswith("typer.") for m in modules)
+
+
+def test_fast_path_exits_without_teardown_and_leaves_a_closed_cache(tmp_path: Path) -> None:
+    """The fast path ends the process with ``os._exit`` after closing the cache: its write-ahead
+    log is checkpointed and removed as on an ordinary exit, and the next run reads the cache warm."""
+    root = copy_fixture("python", tmp_path)
+    cache = tmp_path / "cache"
+    args = [sys.executable, "-m", "durable_navigator.repomap.cli", "generate", str(root), "--budget", "300",
+            "--cache-dir", str(cache)]
+    first = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0 and first.stdout.startswith("# repo-map "), first.stderr
+    db = next(cache.glob("repomap-*.sqlite3"))
+    assert not Path(f"{db}-wal").exists()
+    again = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert (again.returncode, again.stdout) == (0, first.stdout), again.stderr
 
 
 def test_fast_path_with_a_plan_file(tmp_path: Path) -> None:
