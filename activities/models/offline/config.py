@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from durable_navigator.activities.models.offline.symbols import ScoredSymbol, SymbolScoreConfig
-from durable_navigator.activities.models.offline.terms import NOISE_AREAS, TEST_FILE_NAMES, mentioned_noise, wants_tests
+from durable_navigator.activities.models.offline.terms import META_FILE_NAMES, NOISE_AREAS, TEST_FILE_NAMES, mentioned_noise, wants_tests
 from durable_navigator.activities.models.offline.tools import OfflineToolConfig
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level
 from durable_navigator.navtypes.mapmeta import MapMetadata
@@ -70,6 +70,9 @@ class OfflinePolicyConfig(BaseModel):
     #: the survey zooms out test files beside the code (``cobra_test.go``, ``tests.py``) as it does
     #: ``tests/`` folders, unless the goal asks for tests
     exclude_test_files: bool = True
+    #: ...and project bookkeeping (licences, changelogs, VCS and CI settings: ``META_FILE_NAMES``)
+    #: unless the goal names it
+    exclude_meta_files: bool = True
     survey_files: int = 8
     survey_dirs: int = 0
     #: a directory is focused only if it holds at least this share of the top files' score
@@ -175,20 +178,26 @@ class OfflineTurn:
 
 
 def noise_excludes(goal: str, files: Sequence[str], already: Sequence[str] = (), test_files: bool = True,
-                   ) -> list[str]:
+                   meta_files: bool = True) -> list[str]:
     """The noise globs a survey of ``files`` excludes for ``goal`` (the planner plans around the same).
 
     A glob the goal mentions is kept; a glob adding nothing over the chosen ones
     (``tests/**`` vs ``**/tests/**``) is skipped; a repository made only of
     "noise" keeps it all. With ``test_files``, test files outside a tests folder
     (``**/*_test.go``, ``**/test_*.py``: :data:`TEST_FILE_NAMES`) are noise too
-    unless the goal asks for tests.
+    unless the goal asks for tests; with ``meta_files``, so are licences, changelogs and
+    release-note fragments, VCS and CI settings (:data:`META_FILE_NAMES`) unless the goal names them.
     """
     match = glob_matches
     wanted = mentioned_noise(goal)
     areas = [g for g, _ in NOISE_AREAS]
     if test_files and not wants_tests(goal):
         areas += [f"**/{name}" for name in TEST_FILE_NAMES]
+    if meta_files:
+        words = {w.lower() for w in re.findall(r"[A-Za-z]+", goal)}
+        areas += [f"**/{name}" for name, keep in META_FILE_NAMES if not words.intersection(keep)]
+        if "changelog" not in words and "news" not in words:
+            areas += ["changelog.d/**", "changes/**", "newsfragments/**"]
     noise: list[str] = []
     for g in areas:
         hits = [f for f in files if match(g, f)]

@@ -67,7 +67,8 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
     symbols the tools pointed at are focused too.
     """
     files = engine.files
-    noise = noise_excludes(goal, files, plan.exclude, test_files=cfg.exclude_test_files)
+    noise = noise_excludes(goal, files, plan.exclude, test_files=cfg.exclude_test_files,
+                           meta_files=cfg.exclude_meta_files)
     draft = plan.apply(FlightPlanUpdate(goal=goal, add_exclude=noise))
     ranked = ranked_for(engine, draft)
     notes = [f"goal terms: {', '.join(goal_terms(goal)[:8]) or '(none)'}"]

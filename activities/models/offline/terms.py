@@ -16,6 +16,7 @@ __all__ = [
     "NOISE_AREAS",
     "TEST_FILE_NAMES",
     "TEST_WORDS",
+    "META_FILE_NAMES",
     "split_identifier",
     "goal_terms",
     "mentioned_noise",
@@ -56,6 +57,22 @@ TEST_FILE_NAMES: tuple[str, ...] = (
     "*.test.jsx", "*.test.tsx", "*.test.mjs", "*.spec.js", "*.spec.ts", "*.spec.jsx", "*.spec.tsx",
     "*_spec.rb", "*_test.rb", "test_*.rb", "*Test.java", "*Tests.java", "*_test.cc", "*_test.cpp",
     "*_unittest.cc",
+)
+
+#: project bookkeeping a code goal rarely wants, by file name: licences, changelogs and release
+#: notes (they repeat a commit's words without its code), VCS and CI settings; (pattern, words
+#: of a goal that keep it)
+META_FILE_NAMES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("LICENSE*", ("license", "licence", "licensing", "copyright")),
+    ("LICENCE*", ("license", "licence", "licensing", "copyright")),
+    ("COPYING*", ("license", "licence", "copying", "copyright")),
+    ("CHANGES*", ("changelog", "changes", "release", "releases", "news")),
+    ("CHANGELOG*", ("changelog", "changes", "release", "releases", "news")),
+    ("HISTORY*", ("changelog", "history", "release", "releases", "news")),
+    ("NEWS*", ("changelog", "news", "release", "releases")),
+    (".gitignore", ("gitignore", "ignore", "ignored", "git")),
+    (".mailmap", ("mailmap", "authors")),
+    (".travis.yml", ("travis", "ci")),
 )
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -523,6 +523,8 @@ def test_test_files_beside_the_code_are_noise_unless_the_goal_asks_for_tests(tmp
              "lib/context.test.js", "src/app.py", "src/test_app.py", "tests.py"]
     noise = noise_excludes("use nil instead of len for the arg check", files)
     assert noise == ["**/tests.py", "**/test_*.py", "**/*_test.go", "**/*.test.js"]
+    assert noise_excludes("use nil instead of len for the arg check", [*files, "LICENSE"], test_files=False) \
+        == ["**/LICENSE*"]
     hidden = {f for f in files if any(glob_matches(g, f) for g in noise)}
     assert hidden == {"command_test.go", "pkg/args_test.go", "lib/context.test.js", "src/test_app.py", "tests.py"}
     assert noise_excludes("fix the flaky arg check test", files) == []
@@ -564,3 +566,19 @@ def test_the_best_file_is_shown_in_full_up_to_four_fifths_of_the_budget(tmp_path
     assert alloc.levels.get("ledger.py") == Level.FULL
     before, _ = allocate(eng, plan, GOAL, cfg.model_copy(update={"full_file_share": 0.7}), count_tokens)
     assert before.levels.get("ledger.py") != Level.FULL
+
+
+def test_licences_and_changelogs_are_noise_unless_the_goal_names_them() -> None:
+    """A changelog repeats a commit's words without its code ("fix the arg check" is its entry), a
+    licence and the VCS/CI settings match nothing a code goal needs: they used to win fills to L4."""
+    from durable_navigator.activities.models.offline.config import noise_excludes
+
+    files = ["src/app.py", "LICENSE", "CHANGES.rst", "HISTORY.md", "changelog.d/123.bugfix.rst", ".gitignore",
+             ".travis.yml", "docs/index.md"]
+    noise = noise_excludes("fix the arg check", files)
+    assert noise == ["docs/**", "**/LICENSE*", "**/CHANGES*", "**/HISTORY*", "**/.gitignore", "**/.travis.yml",
+                     "changelog.d/**"]
+    assert not any(glob_matches(g, "src/app.py") for g in noise)
+    kept = noise_excludes("add a changelog entry and update the license year", files)
+    assert not {"**/LICENSE*", "**/CHANGES*", "changelog.d/**"} & set(kept) and "**/.gitignore" in kept
+    assert noise_excludes("fix the arg check", files, meta_files=False) == ["docs/**"]
