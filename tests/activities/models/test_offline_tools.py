@@ -147,3 +147,26 @@ def test_the_best_search_hit_is_expanded_whatever_its_name() -> None:
     assert [f.glob for f in update.add_focus_paths] == ["src/a.py", "src/b.py"]
     assert [(f.symbol, f.expand) for f in update.add_focus_symbols] == [("src/a.py::parse_header", True)]
     assert "expand src/a.py::parse_header (best search hit)" in notes
+
+
+def test_the_survey_focuses_the_files_of_the_three_best_search_hits() -> None:
+    """Each file once, best first, the fourth file left to the ranking; a zoomed-out hit is not
+    focused (and still counts as one of the three: the survey tunes on what search ranked)."""
+    from durable_navigator.activities.models.offline.tools import hint_update
+    from durable_navigator.navtypes.flightplan import FlightPlanUpdate
+
+    hints = parse_tool_results(["### search\n"
+                                "src/a.py:3-9  score=5.000  src/a.py::parse_header\n"
+                                "src/a.py:12-20  score=4.000  src/a.py::parse_body\n"
+                                "docs/x.md  score=3.500\n"
+                                "src/b.py:1-4  score=3.000  src/b.py::other\n"
+                                "src/c.py:1-4  score=2.000  src/c.py::third\n"
+                                "src/d.py:1-4  score=1.000  src/d.py::fourth"])
+    update, notes = hint_update(FlightPlanUpdate(), hints, "why is the header payload not a dict?", ["docs/**"],
+                                OfflineToolConfig(), lambda ex, p: p.startswith("docs/"))
+    assert [f.glob for f in update.add_focus_paths] == ["src/a.py", "src/b.py"]
+    assert [n for n in notes if n.startswith("focus")] == ["focus src/a.py (top search hit)",
+                                                           "focus src/b.py (top search hit)"]
+    update, _ = hint_update(FlightPlanUpdate(), hints, "why is the header payload not a dict?", [],
+                            OfflineToolConfig(), lambda ex, p: False)
+    assert [f.glob for f in update.add_focus_paths] == ["src/a.py", "docs/x.md", "src/b.py"]
