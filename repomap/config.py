@@ -15,7 +15,7 @@ __all__ = ["DiscoverConfig", "RankConfig", "RenderConfig", "SearchConfig", "Xref
            "ConfigError"]
 
 #: bump when parsing, queries or the per-file record layout change: it keys the cache
-PARSER_VERSION = "rm-8"
+PARSER_VERSION = "rm-9"
 
 
 class ConfigError(ValueError):

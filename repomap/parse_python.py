@@ -1,4 +1,9 @@
-"""Python front end: stdlib ``ast`` gives exact signatures, decorators and docstrings."""
+"""Python front end: stdlib ``ast`` gives exact signatures, decorators and docstrings.
+
+The parser reads the file's skeleton (:mod:`repomap.py_skeleton`: the function bodies the
+walk below never reads cut, line numbers kept) when it has one; a skeleton it refuses is
+never used, the whole file is parsed instead.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +11,35 @@ import ast
 import warnings
 
 from durable_navigator.repomap.parsed import ParsedFile, SymbolDraft
+from durable_navigator.repomap.py_skeleton import skeleton
 
 __all__ = ["parse_python"]
 
 _MAX_VALUE_SIG_CHARS = 120
 
 
-def parse_python(text: str, lines: list[str] | None = None) -> ParsedFile:
-    """Parse Python source; a syntax error yields an empty outline with ``error`` set.
+def parse_python(text: str, lines: list[str] | None = None, whole: bool = False) -> ParsedFile:
+    """Parse Python source; a syntax error yields an empty outline with ``error`` set (except
+    one inside a function body the skeleton cuts: the walk never reads those).
 
-    ``lines`` is ``text.splitlines()`` when the caller already has it.
+    ``lines`` is ``text.splitlines()`` when the caller already has it. ``whole`` parses the
+    whole file, never its skeleton (what the skeleton's parse is checked against).
     """
-    try:
-        with warnings.catch_warnings():
-            # stdlib/test sources contain invalid escape sequences on purpose
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        return ParsedFile(error=f"python syntax error: {type(exc).__name__}")
+    with warnings.catch_warnings():
+        # stdlib/test sources contain invalid escape sequences on purpose
+        warnings.simplefilter("ignore")
+        cut = None if whole else skeleton(text)
+        tree = None
+        if cut is not None:
+            try:
+                tree = ast.parse(cut)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None  # the whole file decides
+        if tree is None:
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+                return ParsedFile(error=f"python syntax error: {type(exc).__name__}")
     out = ParsedFile()
     lines = text.splitlines() if lines is None else lines
     _walk_body(tree.body, "", 0, out, lines)
