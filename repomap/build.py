@@ -37,7 +37,7 @@ import numpy as np
 from durable_navigator.repomap.cache import IndexCache
 from durable_navigator.repomap.config import PARSER_VERSION, EngineConfig
 from durable_navigator.repomap.discover import Discovery
-from durable_navigator.repomap.index import BAG, index_file, parser_for, with_path_terms
+from durable_navigator.repomap.index import index_file, parser_for
 from durable_navigator.repomap.parse_treesitter import tags_query_version
 from durable_navigator.repomap.layout import file_line
 from durable_navigator.repomap.rank import StructureFeed
@@ -288,7 +288,6 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
     args = (cfg.model_dump_json(), version, str(cache.path))
     fresh: dict[str, tuple] = {}
     parsed = done = 0
-    i_terms = BAG["terms"]
     feed, row, fed = feeding if feeding is not None else (None, {}, set())
     if progress is not None:
         progress(0, len(paths))
@@ -305,10 +304,11 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
                 rows.append((key, *blobs))
                 head = fresh[key] = marshal.loads(blobs[0])
                 if feed is not None and not head[0]:
-                    bag = marshal.loads(blobs[2])
-                    feed.add(row[rel], (*bag[:i_terms], with_path_terms(bag[i_terms], rel), *bag[i_terms + 1:]))
+                    feed.add(row[rel], rel, marshal.loads(blobs[2]))
                     fed.add(rel)
         parsed += len(rows)
+        if feed is not None:
+            feed.split_new()
         cache.put_blobs(rows)
         done += len(chunk)
         if progress is not None:

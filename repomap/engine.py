@@ -36,7 +36,7 @@ from durable_navigator.repomap.cache import IndexCache, default_cache_dir
 from durable_navigator.repomap.config import EngineConfig
 from durable_navigator.repomap.discover import Discovery, check_root, discover, git_commit
 from durable_navigator.repomap.engine_query import QueryMixin
-from durable_navigator.repomap.index import BAG, REC, full_bounds, full_cost, with_path_terms
+from durable_navigator.repomap.index import REC, full_bounds, full_cost
 from durable_navigator.repomap.rank import STRUCTURE_FORMAT, RankStructure
 from durable_navigator.repomap.render import RenderInput, metadata, read_current, render_plan, summaries
 from durable_navigator.repomap.safepath import resolve_inside
@@ -228,8 +228,9 @@ class RepoMap(QueryMixin):
             pos = {p: i for i, p in enumerate(self.files)}
             feed.renumber_rows(np.asarray([pos.get(p, -1) for p in order], dtype=np.int32))
             del pos, order
+            files = self.files
             for row, bag in self._stream_bags(fed):
-                feed.add(row, bag)
+                feed.add(row, files[row], bag)
             rs = feed.finish(self.files, self.config.rank)
         self._cache.put_structure(key, rs.to_buffers())
         return rs
@@ -237,11 +238,10 @@ class RepoMap(QueryMixin):
     def _stream_bags(self, skip: set[str] | None = None) -> Iterator[tuple[int, tuple]]:
         """``(row, bag)`` for every file (but ``skip``), read in chunks so all bags are never in memory.
 
-        A cached bag stands for every file with its bytes; the terms of the
-        file's own path are added here.
+        A cached bag stands for every file with its bytes (the structure adds the terms of
+        each file's own path).
         """
         keys = self._built.keys
-        terms = BAG["terms"]
         files = self.files
         rows = range(len(files)) if not skip else [i for i, p in enumerate(files) if p not in skip]
         for lo in range(0, len(rows), _BAG_CHUNK):
@@ -250,7 +250,7 @@ class RepoMap(QueryMixin):
             for row, p in zip(rows[lo:lo + _BAG_CHUNK], part):
                 bag = bags.get(keys[p])
                 if bag is not None:
-                    yield row, (*bag[:terms], with_path_terms(bag[terms], p), *bag[terms + 1:])
+                    yield row, bag
 
     def _base_line_costs(self) -> np.ndarray:
         """Cost of each file's path line without a why (for ``RankedFile.level_tokens``)."""

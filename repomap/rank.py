@@ -16,7 +16,7 @@ import re
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable
-from itertools import count
+from itertools import count, islice
 from operator import itemgetter
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from durable_navigator.repomap.config import RankConfig
-from durable_navigator.repomap.index import BAG, split_identifier
+from durable_navigator.repomap.index import BAG, MIN_REF, path_terms, split_identifier, split_identifiers
 from durable_navigator.repomap.sparse import Compressed
 from durable_navigator.repomap.stopwords import is_stopword
 from durable_navigator.repomap.vocab import Vocabulary
@@ -73,7 +73,7 @@ class RankStructure:
         """Build from ``(row, bag)`` pairs streamed in any order (``paths`` sorted)."""
         feed = StructureFeed()
         for i, bag in bags:
-            feed.add(i, bag)
+            feed.add(i, paths[i], bag)
         return feed.finish(paths, cfg)
 
     def to_buffers(self) -> list[bytes | memoryview]:
@@ -153,6 +153,13 @@ class RankStructure:
 class StructureFeed:
     """A :class:`RankStructure` being built: bags fed one at a time, in any row order.
 
+    A bag holds a file's identifier counts and defined names; the terms and references are
+    derived here, for the whole repository at once (:meth:`finish`): each distinct
+    identifier is split into its terms once, the file x term counts are the file x
+    identifier counts times the identifier x term split (plus the terms of each file's
+    path), and a file's references are its identifiers of ``MIN_REF`` characters or more,
+    one occurrence fewer for each name it defines.
+
     Triplets go into compact ``array`` buffers (4 bytes per entry, not a
     Python int per entry): a 20,000-file tree has tens of millions of them. The
     order bags arrive in never shows: the vocabularies are renumbered in sorted
@@ -162,33 +169,48 @@ class StructureFeed:
     """
 
     def __init__(self) -> None:
+        self.names: dict[str, int] = _vocab()  # every identifier and defined name
         self.terms: dict[str, int] = _vocab()
-        self.idents: dict[str, int] = _vocab()
-        self.tr, self.tc, self.tv = array("i"), array("i"), array("f")
-        self.dr, self.dc = array("i"), array("i")
-        self.rr, self.rc, self.rv = array("i"), array("i"), array("f")
+        self.cr, self.cc, self.cv = array("i"), array("i"), array("f")  # identifier counts
+        self.dr, self.dc = array("i"), array("i")  # defined names
+        self.pr, self.pc = array("i"), array("i")  # path terms
+        self.sr, self.sc = array("i"), array("i")  # identifier x term split of the names split so far
+        self.split_names = 0
 
     @staticmethod
     def prepare() -> None:
         """Import what :meth:`finish` needs (scipy), e.g. while other processes work."""
         import scipy.sparse  # noqa: F401  (``sp`` imports it on first use otherwise)
 
-    def add(self, i: int, bag: tuple) -> None:
-        """Feed row ``i``'s bag (its terms with the path's terms already added)."""
-        bag_terms, bag_refs, bag_defs = bag[BAG["terms"]], bag[BAG["refs"]], bag[BAG["defs"]]
-        terms, idents = self.terms, self.idents
-        self.tc.extend(_columns(terms, bag_terms))
-        self.tv.extend(bag_terms.values())
-        self.tr.extend(array("i", [i]) * len(bag_terms))
-        self.dc.extend(_columns(idents, bag_defs))
-        self.dr.extend(array("i", [i]) * len(bag_defs))
-        self.rc.extend(_columns(idents, bag_refs))
-        self.rv.extend(bag_refs.values())
-        self.rr.extend(array("i", [i]) * len(bag_refs))
+    def add(self, i: int, path: str, bag: tuple) -> None:
+        """Feed row ``i``: the bag of the file at ``path``."""
+        idents, defs = bag[BAG["idents"]], bag[BAG["defs"]]
+        names = self.names
+        self.cc.extend(_columns(names, idents))
+        self.cv.extend(idents.values())
+        self.cr.extend(array("i", [i]) * len(idents))
+        self.dc.extend(_columns(names, defs))
+        self.dr.extend(array("i", [i]) * len(defs))
+        parts = path_terms(path)
+        self.pc.extend(_columns(self.terms, parts))
+        self.pr.extend(array("i", [i]) * len(parts))
+
+    def split_new(self) -> None:
+        """Split the names fed since the last call into their terms (a cold index calls this as
+        chunks of bags arrive, so little is left for :meth:`finish`)."""
+        new = len(self.names) - self.split_names
+        if new <= 0:
+            return
+        batch = list(islice(reversed(self.names), new))  # the newest names: a vocabulary keeps key order
+        batch.reverse()
+        owner, parts = split_identifiers(batch)
+        self.sr.frombytes((owner + self.split_names).astype(np.int32).tobytes())
+        self.sc.extend(_columns(self.terms, parts))
+        self.split_names += new
 
     def renumber_rows(self, new_row: np.ndarray) -> None:
         """Replace every row ``r`` fed so far by ``new_row[r]``."""
-        for name in ("tr", "dr", "rr"):
+        for name in ("cr", "dr", "pr"):
             old = getattr(self, name)
             if len(old):
                 out = array("i")
@@ -198,39 +220,76 @@ class StructureFeed:
     def finish(self, paths: list[str], cfg: RankConfig) -> RankStructure:
         """The structure over ``paths`` (rows fed index them); the feed is empty afterwards."""
         n = len(paths)
-        terms, idents = self.terms, self.idents
-        tr, tc, tv, dr, dc, rr, rc, rv = self.tr, self.tc, self.tv, self.dr, self.dc, self.rr, self.rc, self.rv
+        self.split_new()
+        names, terms = self.names, self.terms
+        cr, cc, cv, dr, dc, pr, pc = self.cr, self.cc, self.cv, self.dr, self.dc, self.pr, self.pc
+        split = self.sr, self.sc
         self.__init__()  # type: ignore[misc]
         # Each intermediate is dropped as soon as the next step no longer needs it (the
         # vocabulary dicts, the triplet buffers, the CSR forms): on the 20,000-file tree the
-        # build's peak set the process's peak RSS. Same operations in the same order.
-        n_terms, n_idents = len(terms), len(idents)
-        term_list, (tcol,) = _sorted_vocab(terms, tc)
-        del terms, tc
-        term_vocab = Vocabulary.from_sorted(term_list)
-        del term_list
-        bm25 = _bm25_matrix(n, n_terms, np.frombuffer(tr, dtype=np.int32), tcol,
-                            np.frombuffer(tv, dtype=np.float32), cfg)
-        del tr, tv, tcol
-        bm25_csc = Compressed.from_scipy(bm25.tocsc())
-        del bm25
-        ident_list, (dcol, rcol) = _sorted_vocab(idents, dc, rc)
-        del idents, dc, rc
-        ident_vocab = Vocabulary.from_sorted(ident_list)
-        del ident_list
-        defs = sp.csr_matrix((np.ones(len(dr), dtype=np.float32), (np.frombuffer(dr, dtype=np.int32), dcol)),
-                             shape=(n, n_idents))
-        del dr, dcol
-        defs.sum_duplicates()
-        defs.data[:] = 1.0
-        refs = sp.csr_matrix((np.sqrt(np.frombuffer(rv, dtype=np.float32)), (np.frombuffer(rr, dtype=np.int32), rcol)),
-                             shape=(n, n_idents))
-        del rr, rv, rcol
+        # build's peak set the process's peak RSS.
+        name_list = list(names)  # in column order (a vocabulary numbers keys as they come)
+        del names
+        rows, cols, vals = np.frombuffer(cr, dtype=np.int32), np.frombuffer(cc, dtype=np.int32), \
+            np.frombuffer(cv, dtype=np.float32)
+        bm25, term_vocab = _bm25(n, len(name_list), terms, (rows, cols, vals), split, (pr, pc), cfg)
+        del terms, pr, pc, split
+        ident_vocab, defs, refs = _definitions(n, name_list, (rows, cols, vals), (dr, dc))
+        del name_list, rows, cols, vals, cr, cc, cv, dr, dc
         trans_t, dangling = _transition(defs, refs, cfg)
         defs_csc = Compressed.from_scipy(defs.tocsc())
         del defs
-        return RankStructure(paths, term_vocab, bm25_csc, ident_vocab, defs_csc,
+        return RankStructure(paths, term_vocab, bm25, ident_vocab, defs_csc,
                              Compressed.from_scipy(trans_t), dangling, Compressed.from_scipy(refs.tocsc()))
+
+
+def _bm25(n: int, n_names: int, terms: dict[str, int], counts: tuple[np.ndarray, np.ndarray, np.ndarray],
+          split_names: tuple[array, array], from_paths: tuple[array, array],
+          cfg: RankConfig) -> tuple[Compressed, Vocabulary]:
+    """The BM25-weighted file x term matrix (CSC) and its sorted term vocabulary: term counts
+    are identifier counts times the identifier x term split, plus the path terms."""
+    n_terms = len(terms)
+    term_list, (split_cols, path_cols) = _sorted_vocab(terms, split_names[1], from_paths[1])
+    del terms
+    term_vocab = Vocabulary.from_sorted(term_list)
+    del term_list
+    rows, cols, vals = counts
+    ident_counts = sp.csr_matrix((vals, (rows, cols)), shape=(n, n_names))
+    split = sp.csr_matrix((np.ones(len(split_cols), dtype=np.float32),
+                           (np.frombuffer(split_names[0], dtype=np.int32), split_cols)), shape=(n_names, n_terms))
+    del split_cols
+    tf = ident_counts @ split  # a name split into the same term twice (``foo_foo``) counts it twice
+    del ident_counts, split
+    tf = tf + sp.csr_matrix((np.ones(len(path_cols), dtype=np.float32),
+                             (np.frombuffer(from_paths[0], dtype=np.int32), path_cols)), shape=(n, n_terms))
+    tf = sp.csr_matrix(tf, dtype=np.float32)
+    tf.sum_duplicates()
+    return Compressed.from_scipy(_bm25_weights(tf, cfg).tocsc()), term_vocab
+
+
+def _definitions(n: int, name_list: list[str], counts: tuple[np.ndarray, np.ndarray, np.ndarray],
+                 defined: tuple[array, array]) -> tuple[Vocabulary, sp.csr_matrix, sp.csr_matrix]:
+    """The sorted vocabulary of defined or referenced names, the file x name definition matrix
+    (1 where the file defines it) and the reference matrix (sqrt of the reference count)."""
+    rows, cols, vals = counts
+    drows, dcols = np.frombuffer(defined[0], dtype=np.int32), np.frombuffer(defined[1], dtype=np.int32)
+    width = np.int64(max(len(name_list), 1))
+    # a definition is not a reference to itself: one occurrence fewer of each defined name
+    own = np.isin(rows.astype(np.int64) * width + cols, drows.astype(np.int64) * width + dcols)
+    refs = vals - own.astype(np.float32)
+    long_name = np.fromiter(map(len, name_list), dtype=np.int64, count=len(name_list)) >= MIN_REF
+    keep = (refs > 0) & long_name[cols]
+    rrows, rcols, refs = rows[keep], cols[keep], refs[keep]
+    used = np.flatnonzero(np.bincount(dcols, minlength=width) + np.bincount(rcols, minlength=width))
+    order = sorted(used.tolist(), key=name_list.__getitem__)
+    remap = np.full(len(name_list), -1, dtype=np.int32)
+    remap[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int32)
+    ident_vocab = Vocabulary.from_sorted([name_list[c] for c in order])
+    defs = sp.csr_matrix((np.ones(len(drows), dtype=np.float32), (drows, remap[dcols])), shape=(n, len(order)))
+    defs.sum_duplicates()
+    defs.data[:] = 1.0
+    refs_m = sp.csr_matrix((np.sqrt(refs), (rrows, remap[rcols])), shape=(n, len(order)))
+    return ident_vocab, defs, refs_m
 
 
 def _columns(vocab: dict[str, int], keys: Iterable[str]) -> tuple[int, ...]:
@@ -260,12 +319,12 @@ def _sorted_vocab(vocab: dict[str, int], *cols: array) -> tuple[list[str], list[
                    for c in cols]
 
 
-def _bm25_matrix(n: int, n_terms: int, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
-                 cfg: RankConfig) -> sp.csr_matrix:
-    tf = sp.csr_matrix((vals, (rows, cols)), shape=(n, n_terms))
+def _bm25_weights(tf: sp.csr_matrix, cfg: RankConfig) -> sp.csr_matrix:
+    """``tf`` (file x term counts, canonical CSR) turned into BM25 weights in place."""
+    n, n_terms = tf.shape
     dl = np.asarray(tf.sum(axis=1)).ravel()
     avg = float(dl.mean()) if n else 1.0
-    df = np.bincount(cols, minlength=n_terms) if len(cols) else np.zeros(n_terms)
+    df = np.bincount(tf.indices, minlength=n_terms) if tf.nnz else np.zeros(n_terms)
     idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5)).astype(np.float32)
     norm = cfg.bm25_k1 * (1.0 - cfg.bm25_b + cfg.bm25_b * dl / max(avg, 1e-9))
     row_of = np.repeat(np.arange(n), np.diff(tf.indptr))

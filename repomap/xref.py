@@ -52,7 +52,7 @@ _PY_IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w. \t,]+)", re.M)
 _BUILTIN_ATTRS = frozenset(a for t in (str, bytes, bytearray, dict, list, set, frozenset, tuple, int, float,
                                        complex, object, type, memoryview, range, slice, BaseException)
                            for a in dir(t))
-#: names shorter than this are not in the reference matrix (``index._MIN_REF``)
+#: names shorter than this are not in the reference matrix (``index.MIN_REF``)
 _MIN_INDEXED = 3
 
 

@@ -72,8 +72,10 @@ def test_feed_order_never_shows(tmp_path: Path) -> None:
         random.Random(seed).shuffle(shuffled)
         feed = StructureFeed()
         # feed under temporary row numbers (the arrival order), then map them to the real rows
-        for tmp_row, (_row, bag) in enumerate(shuffled):
-            feed.add(tmp_row, bag)
+        for tmp_row, (row, bag) in enumerate(shuffled):
+            feed.add(tmp_row, rm.files[row], bag)
+            if tmp_row % 3 == 0:
+                feed.split_new()  # names split in batches, as a cold index does
         import numpy as np
 
         feed.renumber_rows(np.asarray([row for row, _ in shuffled], dtype=np.int32))
@@ -123,3 +125,24 @@ def test_an_index_worker_never_loads_the_token_length_table(tmp_path: Path) -> N
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "0"
+
+
+def test_names_split_at_once_equal_one_by_one() -> None:
+    """The structure splits every distinct identifier of a repository in one pass
+    (``split_identifiers``); each name gets exactly the terms ``split_identifier`` gives it."""
+    from collections import Counter
+
+    from durable_navigator.repomap.index import split_identifier, split_identifiers
+
+    names = ["x", "_", "__init__", "foo_", "foo_foo", "a1", "x_y", "utf8", "utf16_codec", "HTTPServer", "URLs",
+             "getURLsFor", "HTTP", "IOError", "_private", "CamelCase2D", "ALL_CAPS_9", "größe", "naïveCount",
+             "s", "ss", "Ss", "sS", "ABCs", "ABCsx", "x2to3", "__", "a_b_c", "MAX_URLs_SIZE", "iOS", "CSSs"]
+    rng = random.Random(3)
+    alphabet = "abcXYZs_019é"
+    names += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 9))) for _ in range(3000)]
+    owner, terms = split_identifiers(names)
+    got = [Counter() for _ in names]
+    for o, t in zip(owner.tolist(), terms):
+        got[o][t] += 1
+    assert got == [Counter(split_identifier(n)) for n in names]
+    assert split_identifiers([])[1] == []
