@@ -12,7 +12,7 @@ and the load average before it:
 * ours: ``repo-map generate ROOT --goal GOAL --cache-dir <new empty dir>`` (default jobs),
   i.e. discovery, the parallel cold index, the ranking structure and the first map;
 * aider: ``bench/aider_harness.py --mode cold`` in aider's venv (its tags cache, written into
-  ROOT, deleted first): the whole process, and aider's own ``start_to_first_map_s``
+  ROOT, deleted before and after): the whole process, and aider's own ``start_to_first_map_s``
   (constructor + first map, imports excluded) and first-map CPU as the harness reports them.
 
 ROOT must be a copy aider may write into (``repomap_bench.py`` makes ``<data>/stdlib``).
@@ -71,6 +71,9 @@ def _aider(python: Path, root: Path, work: Path, n: int) -> dict[str, Any]:
     out = work / f"aider-{n}.json"
     got = _timed([str(python), str(REPO / "bench" / "aider_harness.py"), "--root", str(root), "--mode", "cold",
                   "--requests", str(reqs), "--max-requests", "0", "--out", str(out)])
+    # aider writes its cache into ROOT; remove it so every contender indexes the same tree
+    # (left there, the next cold ``repo-map generate`` would read and hash its 8 MB too)
+    shutil.rmtree(root / AIDER_CACHE_DIR, ignore_errors=True)
     doc = json.loads(out.read_text())
     got["aider_start_to_first_map_s"] = doc["start_to_first_map_s"]
     got["aider_first_map_cpu_s"] = doc["first"]["cpu_s"]

@@ -172,6 +172,7 @@ class StructureFeed:
         self.names: dict[str, int] = _vocab()  # every identifier and defined name
         self.terms: dict[str, int] = _vocab()
         self.cr, self.cc, self.cv = array("i"), array("i"), array("f")  # identifier counts
+        self.own = array("b")  # per count: 1 when the file defines that name
         self.dr, self.dc = array("i"), array("i")  # defined names
         self.pr, self.pc = array("i"), array("i")  # path terms
         self.sr, self.sc = array("i"), array("i")  # identifier x term split of the names split so far
@@ -189,6 +190,7 @@ class StructureFeed:
         self.cc.extend(_columns(names, idents))
         self.cv.extend(idents.values())
         self.cr.extend(array("i", [i]) * len(idents))
+        self.own.extend(map(frozenset(defs).__contains__, idents))
         self.dc.extend(_columns(names, defs))
         self.dr.extend(array("i", [i]) * len(defs))
         parts = path_terms(path)
@@ -223,7 +225,7 @@ class StructureFeed:
         self.split_new()
         names, terms = self.names, self.terms
         cr, cc, cv, dr, dc, pr, pc = self.cr, self.cc, self.cv, self.dr, self.dc, self.pr, self.pc
-        split = self.sr, self.sc
+        own, split = self.own, (self.sr, self.sc)
         self.__init__()  # type: ignore[misc]
         # Each intermediate is dropped as soon as the next step no longer needs it (the
         # vocabulary dicts, the triplet buffers, the CSR forms): on the 20,000-file tree the
@@ -234,8 +236,8 @@ class StructureFeed:
             np.frombuffer(cv, dtype=np.float32)
         bm25, term_vocab = _bm25(n, len(name_list), terms, (rows, cols, vals), split, (pr, pc), cfg)
         del terms, pr, pc, split
-        ident_vocab, defs, refs = _definitions(n, name_list, (rows, cols, vals), (dr, dc))
-        del name_list, rows, cols, vals, cr, cc, cv, dr, dc
+        ident_vocab, defs, refs = _definitions(n, name_list, (rows, cols, vals), own, (dr, dc))
+        del name_list, rows, cols, vals, cr, cc, cv, own, dr, dc
         trans_t, dangling = _transition(defs, refs, cfg)
         defs_csc = Compressed.from_scipy(defs.tocsc())
         del defs
@@ -267,16 +269,15 @@ def _bm25(n: int, n_names: int, terms: dict[str, int], counts: tuple[np.ndarray,
     return Compressed.from_scipy(_bm25_weights(tf, cfg).tocsc()), term_vocab
 
 
-def _definitions(n: int, name_list: list[str], counts: tuple[np.ndarray, np.ndarray, np.ndarray],
+def _definitions(n: int, name_list: list[str], counts: tuple[np.ndarray, np.ndarray, np.ndarray], own: array,
                  defined: tuple[array, array]) -> tuple[Vocabulary, sp.csr_matrix, sp.csr_matrix]:
     """The sorted vocabulary of defined or referenced names, the file x name definition matrix
     (1 where the file defines it) and the reference matrix (sqrt of the reference count)."""
     rows, cols, vals = counts
     drows, dcols = np.frombuffer(defined[0], dtype=np.int32), np.frombuffer(defined[1], dtype=np.int32)
-    width = np.int64(max(len(name_list), 1))
+    width = len(name_list)
     # a definition is not a reference to itself: one occurrence fewer of each defined name
-    own = np.isin(rows.astype(np.int64) * width + cols, drows.astype(np.int64) * width + dcols)
-    refs = vals - own.astype(np.float32)
+    refs = vals - np.frombuffer(own, dtype=np.int8)
     long_name = np.fromiter(map(len, name_list), dtype=np.int64, count=len(name_list)) >= MIN_REF
     keep = (refs > 0) & long_name[cols]
     rrows, rcols, refs = rows[keep], cols[keep], refs[keep]
