@@ -16,6 +16,8 @@ from durable_navigator.repomap.py_skeleton import skeleton
 __all__ = ["parse_python"]
 
 _MAX_VALUE_SIG_CHARS = 120
+#: what ``ast.parse`` raises for source it cannot take
+_PARSE_ERRORS = (SyntaxError, ValueError, RecursionError, MemoryError)
 
 
 def parse_python(text: str, lines: list[str] | None = None, whole: bool = False) -> ParsedFile:
@@ -33,12 +35,12 @@ def parse_python(text: str, lines: list[str] | None = None, whole: bool = False)
         if cut is not None:
             try:
                 tree = ast.parse(cut)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                tree = None  # the whole file decides
+            except _PARSE_ERRORS:
+                tree = None  # a refused skeleton is never used: the whole file decides
         if tree is None:
             try:
                 tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            except _PARSE_ERRORS as exc:
                 return ParsedFile(error=f"python syntax error: {type(exc).__name__}")
     out = ParsedFile()
     lines = text.splitlines() if lines is None else lines

@@ -33,6 +33,8 @@ from __future__ import annotations
 import bisect
 import re
 import sys
+from collections.abc import Iterator
+from itertools import islice
 
 import numpy as np
 
@@ -189,31 +191,31 @@ def _cuts(lines: _Lines) -> list[Cut]:
         statements = _statements(lines, j + 1, end_j)
         if k >= 0 and is_head[less[k]]:
             # a method or a function in a function: the walk reads its first statement only
-            new = [(logical[statements[1]], last, indent[j + 1])] if len(statements) > 1 else []
+            second = next(islice(statements, 1, None), None)
+            new = [(logical[second], last, indent[j + 1])] if second is not None else []
         else:
             # module level (or under a module-level if/try): the walk reads the definitions
             # and annotated names of its body too
-            new = _top_level_cuts(lines, statements, last)
+            new = _top_level_cuts(lines, list(statements), last)
         for cut in new:  # (a cut inside a kept statement lies before the cuts around it)
             bisect.insort(cuts, cut)
     return cuts
 
 
-def _statements(lines: _Lines, lo: int, hi: int) -> list[int]:
+def _statements(lines: _Lines, lo: int, hi: int) -> Iterator[int]:
     """The logical lines in ``lo..hi-1`` that start a statement of the body starting at ``lo``:
     indented as ``lo``, not a clause of the statement before (``else``, ``except`` ...), not
     the definition a decorator line before it decorates."""
     indent, is_clause, is_deco = lines.indent, lines.is_clause, lines.is_decorator
     level = indent[lo]
-    out = [lo]
+    yield lo
     prev = lo
     for i in range(lo + 1, hi):
         if indent[i] != level:
             continue
         if not is_clause[i] and not is_deco[prev]:
-            out.append(i)
+            yield i
         prev = i
-    return out
 
 
 #: an annotated name (``x: int = 0``): the walk makes it a field when it is in a function body

@@ -264,7 +264,6 @@ def _bm25(n: int, n_names: int, terms: dict[str, int], counts: tuple[np.ndarray,
     del ident_counts, split
     tf = tf + sp.csr_matrix((np.ones(len(path_cols), dtype=np.float32),
                              (np.frombuffer(from_paths[0], dtype=np.int32), path_cols)), shape=(n, n_terms))
-    tf = sp.csr_matrix(tf, dtype=np.float32)
     tf.sum_duplicates()
     return Compressed.from_scipy(_bm25_weights(tf, cfg).tocsc()), term_vocab
 
