@@ -91,6 +91,7 @@ _HINTS = {
 
 #: hints for one field's error type, where the generic one would not say what to do
 _FIELD_HINTS = {
+    ("goal", "string_too_short"): "say what the job is for, e.g. goal: \"how is the budget enforced?\"",
     ("token_budget", "greater_than_equal"): (
         f"use at least {MIN_TOKEN_BUDGET}: the repo map's header alone needs that many tokens"
     ),
@@ -133,16 +134,45 @@ def _compose(text: str, origin: str) -> tuple[yaml.Node, Any]:
         data = {"jobs": data}
         node = yaml.MappingNode("tag:yaml.org,2002:map", [(yaml.ScalarNode("tag:yaml.org,2002:str", "jobs"), node)])
     if not isinstance(data, dict):
-        raise JobsFileError(origin, ["expected a mapping with 'jobs' (and optional 'defaults'); see bench/SOAK.md"])
+        shown = "the file is empty" if data is None else f"got a {type(data).__name__}"
+        raise JobsFileError(origin, [f"expected a mapping with 'jobs' (a list of jobs, each with 'repo' and 'goal'; "
+                                     f"optional 'defaults'), {shown}; e.g. "
+                                     "'jobs: [{repo: ./repo, goal: \"how is the budget enforced?\"}]' "
+                                     "(README.md, section Batch)"])
     return node, data
 
 
-def _valid_jobs(data: dict[str, Any], spec: JobsFile | None, base: Path | None) -> list[BatchJob]:
-    """Every job that passes the schema on its own, resolved (even when others do not).
+#: stand-ins for a job's broken or missing required fields, so its other fields still get checked
+_STAND_INS = {"repo": ".", "goal": "(stand-in)"}
 
-    A job whose own entry is valid gets its per-job checks in the same round as the
-    schema errors of the rest; broken ``defaults`` fall back to the built-in ones
-    (their own errors are already reported).
+
+def _partial_spec(entry: Any) -> tuple[JobSpec | None, frozenset[str]]:
+    """The job of ``entry`` with its invalid fields left out (required ones stood in for), and the
+    fields left out; ``(None, …)`` when nothing of it can be read as a job."""
+    try:
+        return JobSpec.model_validate(entry), frozenset()
+    except ValidationError as exc:
+        if not isinstance(entry, dict):
+            return None, frozenset()
+        bad = frozenset(str(err["loc"][0]) for err in exc.errors() if err["loc"])
+    kept = {k: v for k, v in entry.items() if k not in bad}
+    stood_in = frozenset(k for k in _STAND_INS if k not in kept)
+    try:
+        return JobSpec.model_validate({**{k: _STAND_INS[k] for k in stood_in}, **kept}), bad | stood_in
+    except ValidationError:
+        return None, frozenset()
+
+
+def _valid_jobs(
+    data: dict[str, Any], spec: JobsFile | None, base: Path | None
+) -> list[tuple[BatchJob, frozenset[str]]]:
+    """Every job resolved, with the fields its per-job checks must skip (even when others fail).
+
+    A job with a schema error is still resolved from its valid fields, so its per-job checks
+    (the model, the repository) come in the same round as the schema errors — a file with
+    ``goal: ""`` and ``model: nonsense`` hears of both; the fields the schema refused (or that
+    were missing and stood in for) are not checked again. Broken ``defaults`` fall back to the
+    built-in ones (their own errors are already reported).
     """
     if spec is None:
         try:
@@ -150,35 +180,32 @@ def _valid_jobs(data: dict[str, Any], spec: JobsFile | None, base: Path | None) 
         except ValidationError:
             defaults = JobDefaults()
         entries = data.get("jobs") if isinstance(data.get("jobs"), list) else []
-        specs: list[JobSpec | None] = []
-        for entry in entries:
-            try:
-                specs.append(JobSpec.model_validate(entry))
-            except ValidationError:
-                specs.append(None)
+        specs = [_partial_spec(entry) for entry in entries]
     else:
-        defaults, specs = spec.defaults, list(spec.jobs)
+        defaults, specs = spec.defaults, [(job, frozenset()) for job in spec.jobs]
     jobs = []
-    for index, job in enumerate(specs):
+    for index, (job, skip) in enumerate(specs):
         if job is None:
             continue
-        if base is not None:
+        if base is not None and "repo" not in skip:
             job = job.model_copy(update={"repo": str((base / Path(job.repo).expanduser()).resolve())})
         one = JobsFile(defaults=defaults, jobs=[job])
-        jobs.append(resolve_jobs(one)[0].model_copy(update={"index": index}))
+        jobs.append((resolve_jobs(one)[0].model_copy(update={"index": index}), skip))
     return jobs
 
 
 def _job_problems(
-    data: dict[str, Any], node: yaml.Node, jobs: list[BatchJob], check: JobCheck
+    data: dict[str, Any], node: yaml.Node, jobs: list[tuple[BatchJob, frozenset[str]]], check: JobCheck
 ) -> list[tuple[tuple[int, int, int], str]]:
     """Run ``check`` on every job; a value inherited from ``defaults`` is reported once, there."""
     found: dict[str, tuple[tuple[int, int, int], str]] = {}
     entries = data.get("jobs") or []
-    for job in jobs:
+    for job, skip in jobs:
         own = entries[job.index] if isinstance(entries[job.index], dict) else {}
         for field, problem in check(job):
-            if field in own or field == "repo":
+            if field in skip:
+                continue
+            if field in own or field in ("repo", "goal"):
                 line = _line_of(node, ("jobs", job.index, field))
                 text = f"job {job.index}{f' (line {line})' if line else ''} field '{field}': {problem}"
                 found.setdefault(text, (_sort_key(("jobs", job.index), line), text))
@@ -215,7 +242,7 @@ def parse_jobs_text(
         raise JobsFileError(origin, [text for _, text in sorted(problems, key=lambda p: p[0])])
     assert spec is not None
     return spec.model_copy(update={"jobs": [spec.jobs[j.index].model_copy(update={"repo": j.repo_path})
-                                            for j in jobs]})
+                                            for j, _ in jobs]})
 
 
 def load_jobs_file(path: Path | str, *, check_job: JobCheck | None = None) -> JobsFile:

@@ -11,7 +11,7 @@ imports at the top must stay standard library + typer.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -51,10 +51,37 @@ COMMANDS: dict[str, LazyCommand] = {
 }
 
 
+#: the free-text argument of a command, for the hint on an unknown option (a goal starting with '-')
+_TEXT_ARGUMENTS = {"goal": "GOAL", "question": "QUESTION"}
+
+
 class NavigatorGroup(LazyGroup):
     """The root group: :data:`COMMANDS`, imported on use."""
 
     lazy_commands = COMMANDS
+
+    def invoke(self, ctx: typer.Context) -> object:
+        """Run the command; an unknown option of a command taking free text says how to pass text
+        that starts with ``-`` (the parser reads ``"-w flag …"`` as the option ``-w``)."""
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            # typer vendors click (``typer._click``) without exporting its exceptions: match by name
+            if type(exc).__name__ == "NoSuchOption":
+                _hint_text_argument(exc)
+            raise
+
+
+def _hint_text_argument(exc: Any) -> None:
+    """Append the ``--`` hint to a no-such-option error of a command with a GOAL / QUESTION argument."""
+    command = exc.ctx.command if getattr(exc, "ctx", None) is not None else None
+    names = [p.name for p in getattr(command, "params", []) if getattr(p, "param_type_name", "") == "argument"]
+    text = next((_TEXT_ARGUMENTS[n] for n in names if n in _TEXT_ARGUMENTS), None)
+    if text is None or command is None:
+        return
+    before = " ".join(n.upper() for n in names if n not in _TEXT_ARGUMENTS)
+    exc.message = (f"{exc.message}. If the {text} starts with '-', put -- before it: "
+                   f"navigator {command.name} {before} -- \"{exc.option_name} …\"")
 
 
 app = command_group(

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import typer
-from pydantic import ValidationError
 from temporalio.client import WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
@@ -25,11 +23,12 @@ from durable_navigator.cli.explore import (
 from durable_navigator.cli.follow import follow_to_result
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, refuse_unservable_on_workers
 from durable_navigator.cli.reads import exit_code_for_result
+from durable_navigator.cli.runinput import budget_or_default, check_repository, check_text, validated
 from durable_navigator.navcore.report import run_details_markdown, run_summary
 from durable_navigator.navcore.requests import ApprovalConfig
 from durable_navigator.navcore.research import ResearchRequest, ResearchResult
 from durable_navigator.navcore.state import ExecutionMode
-from durable_navigator.navtypes.errors import BudgetError, ConfigError, RepoError
+from durable_navigator.navtypes.errors import ConfigError
 
 __all__ = ["run_ask", "build_research_request", "RESEARCH_WORKFLOW_TYPE", "new_research_id"]
 
@@ -61,19 +60,9 @@ def build_research_request(
     """Validate the inputs and build the workflow input (no credentials in it, ever)."""
     from durable_navigator.activities.profiles import load_agent_profiles
 
-    root = repo.expanduser()
-    if not root.exists():
-        raise RepoError(f"repository {repo} does not exist; pass the path of a checked-out repository")
-    if not root.is_dir():
-        raise RepoError(f"{repo} is not a directory; pass the repository's root folder")
-    if not question.strip():
-        raise CliError("QUESTION is empty; ask something about the code, e.g. \"how is the budget enforced?\"")
-    try:
-        budget = Decimal(budget_usd) if budget_usd is not None else Decimal(str(config.defaults.budget_usd))
-    except InvalidOperation:
-        raise BudgetError(f"--budget-usd must be a number of dollars such as 0.50, got {budget_usd!r}") from None
-    if not budget.is_finite() or budget <= 0:
-        raise BudgetError("--budget-usd must be above 0; a run cannot spend nothing")
+    root = check_repository(repo)
+    question = check_text(question, "QUESTION", '"how is the budget enforced?"')
+    budget = budget_or_default(budget_usd, config.defaults.budget_usd, config.source)
     if profiles_file is not None and not profiles_file.is_file():
         raise CliError(f"--profiles {profiles_file} does not exist; pass an agent-profiles YAML file")
     profiles = load_agent_profiles(profiles_file)
@@ -84,23 +73,19 @@ def build_research_request(
         research = sorted(n for n, p in profiles.items() if p.kind == "research")
         raise ConfigError(f"--profile {profile!r} is a {own.kind} profile; ask runs a research profile: "
                           f"{', '.join(research)}")
-    try:
-        return ResearchRequest(
-            repo_path=str(root.resolve()),
-            question=question.strip(),
-            mode=ExecutionMode.INTERACTIVE if interactive else ExecutionMode.AUTONOMOUS,
-            budget_usd=budget,
-            model=(model or config.model).strip(),
-            out_dir=str((out or config.defaults.out_dir).expanduser().resolve()),
-            approval=ApprovalConfig(timeout_s=config.defaults.approval_timeout_s),
-            profile=own,
-            profiles=profiles,
-            planning="direct" if own.planning == "direct" else "auto",
-        )
-    except ValidationError as exc:
-        first = exc.errors(include_input=False)[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise CliError(f"invalid {field}: {first['msg']}") from None
+    return validated(
+        ResearchRequest,
+        repo_path=str(root),
+        question=question,
+        mode=ExecutionMode.INTERACTIVE if interactive else ExecutionMode.AUTONOMOUS,
+        budget_usd=budget,
+        model=(model or config.model).strip(),
+        out_dir=str((out or config.defaults.out_dir).expanduser().resolve()),
+        approval=ApprovalConfig(timeout_s=config.defaults.approval_timeout_s),
+        profile=own,
+        profiles=profiles,
+        planning="direct" if own.planning == "direct" else "auto",
+    )
 
 
 @handles_errors

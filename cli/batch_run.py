@@ -8,11 +8,10 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 
 import typer
-from pydantic import ValidationError
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
@@ -24,10 +23,11 @@ from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, han
 from durable_navigator.cli.explore import say_after, say_server, validate_model, stream_guard
 from durable_navigator.cli.handles import describe_run, query_run, signal_run, status_name
 from durable_navigator.cli.preflight import problems_here, problems_on_workers
+from durable_navigator.cli.runinput import check_repository, parse_usd, text_problem, validated
 from durable_navigator.navcore.requests import ModelCallConfig
 from durable_navigator.navcore.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
 from durable_navigator.navcore.report import markdown_text
-from durable_navigator.navtypes.errors import BudgetError, ModelError, NavigatorError
+from durable_navigator.navtypes.errors import BudgetError, ModelError, NavigatorError, RepoError
 
 __all__ = ["build_batch_request", "new_batch_id"]
 
@@ -45,15 +45,7 @@ def new_batch_id(jobs_file: Path) -> str:
 
 
 def _usd(text: str | None, name: str) -> Decimal | None:
-    if text is None:
-        return None
-    try:
-        value = Decimal(text)
-    except InvalidOperation:
-        raise BudgetError(f"{name} must be a number of dollars such as 5.00, got {text!r}") from None
-    if value <= 0:
-        raise BudgetError(f"{name} must be above 0; a batch cannot spend nothing")
-    return value
+    return parse_usd(text, name) if text is not None else None
 
 
 def _job_checker(config: NavigatorConfig, check_repos: bool, local_worker: bool) -> JobCheck:
@@ -75,10 +67,14 @@ def _job_checker(config: NavigatorConfig, check_repos: bool, local_worker: bool)
         problem = model_problem(job.model)
         if problem:
             problems.append(("model", problem))
-        repo = Path(job.repo_path)
-        if check_repos and not repo.is_dir():
-            problems.append(("repo", f"{repo} is not a directory; fix the path "
-                                     "(or pass --no-check-repos when workers see other paths)"))
+        text = text_problem(job.goal, "the goal")
+        if text:
+            problems.append(("goal", f"{text}; say what the job is for in plain text"))
+        if check_repos:
+            try:
+                check_repository(job.repo_path)
+            except RepoError as exc:
+                problems.append(("repo", f"{exc} (or pass --no-check-repos when workers see other paths)"))
         return problems
 
     return check
@@ -107,20 +103,16 @@ def build_batch_request(
     total = _usd(budget_usd, "--budget-usd") or spec.total_budget_usd
     if total is None:
         raise BudgetError("the batch has no budget; pass --budget-usd or set total_budget_usd in the jobs file")
-    try:
-        return BatchRequest(
-            batch_id=batch_id or new_batch_id(jobs_file),
-            jobs=jobs,
-            total_budget_usd=total,
-            max_concurrency=concurrency or spec.max_concurrency or 4,
-            out_dir=str((out or config.defaults.out_dir).expanduser().resolve()),
-            task_queue=config.temporal.task_queue,
-            model_call=ModelCallConfig(stream=stream_guard(config, None)),
-        )
-    except ValidationError as exc:
-        first = exc.errors(include_input=False)[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise CliError(f"invalid {field}: {first['msg']}") from None
+    return validated(
+        BatchRequest,
+        batch_id=batch_id or new_batch_id(jobs_file),
+        jobs=jobs,
+        total_budget_usd=total,
+        max_concurrency=concurrency or spec.max_concurrency or 4,
+        out_dir=str((out or config.defaults.out_dir).expanduser().resolve()),
+        task_queue=config.temporal.task_queue,
+        model_call=ModelCallConfig(stream=stream_guard(config, None)),
+    )
 
 
 @handles_errors

@@ -5,11 +5,9 @@ from __future__ import annotations
 import asyncio
 import re
 import uuid
-from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 import typer
-from pydantic import ValidationError
 from temporalio.client import WorkflowHandle
 from temporalio.service import RPCError
 
@@ -37,7 +35,8 @@ from durable_navigator.cli.preflight import (
     refuse_unservable_on_workers,
 )
 from durable_navigator.cli.reads import exit_code_for_result
-from durable_navigator.navtypes.errors import BudgetError, ModelError, RepoError
+from durable_navigator.cli.runinput import budget_or_default, check_repository, check_text, validated
+from durable_navigator.navtypes.errors import BudgetError, ModelError
 from durable_navigator.navtypes.levels import MIN_TOKEN_BUDGET
 from durable_navigator.navcore.messages import QUERY_STATUS
 from durable_navigator.navcore.report import TurnReport, run_details_markdown, run_summary
@@ -109,19 +108,9 @@ def build_request(
     review: bool = False,
 ) -> ExplorationRequest:
     """Validate the inputs and build the workflow input (no credentials in it, ever)."""
-    root = repo.expanduser()
-    if not root.exists():
-        raise RepoError(f"repository {repo} does not exist; pass the path of a checked-out repository")
-    if not root.is_dir():
-        raise RepoError(f"{repo} is not a directory; pass the repository's root folder")
-    if not goal.strip():
-        raise CliError("GOAL is empty; say what the context is for, e.g. \"how is the budget enforced?\"")
-    try:
-        budget = Decimal(budget_usd) if budget_usd is not None else Decimal(str(config.defaults.budget_usd))
-    except InvalidOperation:
-        raise BudgetError(f"--budget-usd must be a number of dollars such as 0.50, got {budget_usd!r}") from None
-    if budget <= 0:
-        raise BudgetError("--budget-usd must be above 0; a run cannot spend nothing")
+    root = check_repository(repo)
+    goal = check_text(goal, "GOAL", '"how is the budget enforced?"')
+    budget = budget_or_default(budget_usd, config.defaults.budget_usd, config.source)
     if tokens is not None:
         check_token_budget(tokens, f"--tokens {tokens}")
     else:
@@ -134,29 +123,22 @@ def build_request(
         if not profile.is_file():
             raise CliError(f"--profile {profile} does not exist; pass a run-profile YAML file")
         run_profile = load_run_profile(profile)
-    try:
-        return ExplorationRequest(
-            repo_path=str(root.resolve()),
-            goal=goal.strip(),
-            mode=ExecutionMode.INTERACTIVE if interactive else ExecutionMode.AUTONOMOUS,
-            budget_usd=budget,
-            token_budget=tokens or config.defaults.token_budget,
-            model=(model or config.model).strip(),
-            max_iterations=max_iterations or config.defaults.max_iterations,
-            out_dir=str((out or config.defaults.out_dir).expanduser().resolve()),
-            approval=ApprovalConfig(timeout_s=config.defaults.approval_timeout_s),
-            profile=run_profile,
-            planning=planning,
-            review=review,
-            model_call=ModelCallConfig(stream=stream_guard(config, run_profile)),
-        )
-    except ValidationError as exc:
-        first = exc.errors(include_input=False)[0]
-        field = ".".join(str(p) for p in first["loc"])
-        raise CliError(f"invalid {field}: {first['msg']}") from None
-
-
-
+    return validated(
+        ExplorationRequest,
+        repo_path=str(root),
+        goal=goal,
+        mode=ExecutionMode.INTERACTIVE if interactive else ExecutionMode.AUTONOMOUS,
+        budget_usd=budget,
+        token_budget=tokens if tokens is not None else config.defaults.token_budget,
+        model=(model or config.model).strip(),
+        max_iterations=max_iterations if max_iterations is not None else config.defaults.max_iterations,
+        out_dir=str((out or config.defaults.out_dir).expanduser().resolve()),
+        approval=ApprovalConfig(timeout_s=config.defaults.approval_timeout_s),
+        profile=run_profile,
+        planning=planning,
+        review=review,
+        model_call=ModelCallConfig(stream=stream_guard(config, run_profile)),
+    )
 
 
 @handles_errors

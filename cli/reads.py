@@ -424,4 +424,11 @@ def run_ui(
     if base is None:
         raise CliError("the Web UI address of this server is unknown; set TEMPORAL_UI_URL or temporal.ui_url")
     url = workflow_ui_url(base, config.temporal.namespace, workflow_id)
+
+    async def exists() -> None:
+        # a link to a run that does not exist is a dead end: exit 4, as every command that names a run
+        async with open_session(config) as session:
+            await describe_run(session.client, workflow_id)
+
+    run_async(exists())
     print_json({"workflow_id": workflow_id, "url": url}) if json_out else typer.echo(url)

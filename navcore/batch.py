@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_micros
+from durable_navigator.navcore.budget import RunUsd, format_usd, micros_to_usd, usd_to_micros
 from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navtypes.flightplan import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
 from durable_navigator.navcore.report import markdown_text
@@ -50,7 +50,7 @@ __all__ = [
     "RecoverChildOutput",
 ]
 
-Usd = Annotated[Decimal, Field(gt=0, le=100_000)]
+Usd = RunUsd
 #: what a job runs: an exploration (context pack) or a research question (cited answer)
 JobKind = Literal["explore", "ask", "investigate"]
 Text = Annotated[str, Field(min_length=1, max_length=8000)]

@@ -13,6 +13,7 @@ released. :meth:`BudgetLedger.release` drops a reservation that was never used.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +22,9 @@ from durable_navigator.navtypes.errors import BudgetError
 
 __all__ = [
     "MICROS_PER_USD",
+    "MIN_RUN_USD",
+    "MAX_RUN_USD",
+    "RunUsd",
     "usd_to_micros",
     "micros_to_usd",
     "format_usd",
@@ -30,6 +34,15 @@ __all__ = [
 ]
 
 MICROS_PER_USD = 1_000_000
+#: the smallest budget a run, job or batch takes: one micro-dollar, the ledger's unit (anything
+#: smaller rounds to a zero-dollar ledger, which no run can use)
+MIN_RUN_USD = Decimal("0.000001")
+#: the largest: far above any real run, low enough that a typo (1e9) is caught
+MAX_RUN_USD = Decimal(100_000)
+#: a USD budget as every request model takes it (exploration, research, investigation, batch, jobs
+#: file): finite, at least one micro-dollar, at most :data:`MAX_RUN_USD` — so the CLI, MCP, batch
+#: and the workflows validate budgets with one type and cannot disagree
+RunUsd = Annotated[Decimal, Field(ge=MIN_RUN_USD, le=MAX_RUN_USD, allow_inf_nan=False)]
 
 
 def usd_to_micros(usd: Decimal | str | int | float) -> int:

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.budget import RunUsd
 from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navtypes.flightplan import MAX_TOKEN_BUDGET, FlightPlan
 from durable_navigator.navcore.guardrails import RunProfile, SafetyConfig
@@ -65,7 +66,7 @@ class ExplorationRequest(BaseModel):
     repo_path: Annotated[str, Field(min_length=1, max_length=4096)]
     goal: Annotated[str, Field(min_length=1, max_length=8000)]
     mode: ExecutionMode = ExecutionMode.AUTONOMOUS
-    budget_usd: Annotated[Decimal, Field(gt=0, le=100_000)] = Decimal("0.50")
+    budget_usd: RunUsd = Decimal("0.50")
     token_budget: Annotated[int, Field(gt=0, le=MAX_TOKEN_BUDGET)] = 4096
     model: Annotated[str, Field(min_length=1, max_length=200)] = "offline"
     max_iterations: Annotated[int, Field(ge=1, le=10_000)] = 12

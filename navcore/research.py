@@ -24,7 +24,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.budget import BudgetLedger, usd_to_micros
+from durable_navigator.navcore.budget import BudgetLedger, RunUsd, usd_to_micros
 from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navcore.findings import FALLBACK_STEP, Finding, FindingsDoc, PlannedStep
 from durable_navigator.navcore.guardrails import GuardrailState, RunProfile, SafetyConfig
@@ -136,7 +136,7 @@ class ResearchRequest(BaseModel):
     repo_path: Annotated[str, Field(min_length=1, max_length=4096)]
     question: Annotated[str, Field(min_length=1, max_length=8000)]
     mode: ExecutionMode = ExecutionMode.AUTONOMOUS
-    budget_usd: Annotated[Decimal, Field(gt=0, le=100_000)] = Decimal("0.50")
+    budget_usd: RunUsd = Decimal("0.50")
     model: Annotated[str, Field(min_length=1, max_length=200)] = "offline"
     out_dir: Annotated[str, Field(min_length=1, max_length=4096)] = "navigator-out"
     approval: ApprovalConfig = ApprovalConfig()

@@ -35,6 +35,7 @@ from durable_navigator.repomap.build import BuiltIndex, Progress, build_index, c
 from durable_navigator.repomap.cache import IndexCache, default_cache_dir
 from durable_navigator.repomap.config import EngineConfig
 from durable_navigator.repomap.discover import Discovery, check_root, discover, git_commit
+from durable_navigator.repomap.presence import no_files_error
 from durable_navigator.repomap.engine_query import QueryMixin
 from durable_navigator.repomap.index import REC, full_bounds, full_cost
 from durable_navigator.repomap.rank import STRUCTURE_FORMAT, RankStructure
@@ -106,9 +107,7 @@ class RepoMap(QueryMixin):
     def _make(cls, real: Path, cfg: EngineConfig, cache: IndexCache, disc: Discovery, built: BuiltIndex,
               commit: str | None, jobs: int | None, t0: float, shown_root: str) -> "RepoMap":
         if not built.records:
-            skipped = dict(disc.skipped + built.skipped)
-            raise RepoError(f"repository {shown_root!r} has no indexable files "
-                            f"(skipped: {skipped or 'none'}); point at a repository with source files")
+            raise no_files_error(shown_root, dict(disc.skipped + built.skipped))
         rm = cls(real, cfg, cache, built, disc, commit, 0.0, jobs)
         if built.feed is not None:
             # finish the ranking structure the index fed now, not at the first request: its

@@ -34,6 +34,7 @@ from durable_navigator.workflows.branches import ExploreBranchesWorkflow
 from durable_navigator.workflows.investigation import InvestigationWorkflow
 from durable_navigator.workflows.research import ResearchWorkflow
 from durable_navigator.workers.converter import DATA_CONVERTER
+from durable_navigator.workers.failures import WORKFLOW_FAILURE_EXCEPTION_TYPES
 from durable_navigator.workers.runlog import RunLogInterceptor
 
 __all__ = [
@@ -51,8 +52,6 @@ WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow, PreflightWorkflow, Re
                          ExploreBranchesWorkflow]
 #: the longest a heartbeat waits before it is sent (and a cancel request comes back)
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
-#: raised from workflow code these can never succeed on a task retry: fail the workflow
-WORKFLOW_FAILURE_EXCEPTION_TYPES: list[type[BaseException]] = [NavigatorError]
 
 
 def build_activities(

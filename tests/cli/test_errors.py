@@ -7,7 +7,9 @@ from pathlib import Path
 
 from tests.support.cli import FIXTURE_REPO, invoke, json_of
 
-from durable_navigator.workers.devserver import free_port
+from durable_navigator.cli.config import load_config
+from durable_navigator.cli.connect import ui_base_for
+from durable_navigator.workers.devserver import free_port, workflow_ui_url
 
 
 def test_help_lists_every_command() -> None:
@@ -91,17 +93,20 @@ def test_usage_errors_exit_2(isolated_config: Callable[..., dict[str, str]]) -> 
     assert invoke(["explore"], env).exit_code == 2
 
 
-def test_ui_link_needs_no_server(isolated_config: Callable[..., dict[str, str]]) -> None:
+def test_ui_link_of_a_run_needs_its_server(isolated_config: Callable[..., dict[str, str]]) -> None:
+    """A link is printed only for a run that exists (exit 4 otherwise, tests/cli/test_servers.py); with no
+    server there is neither the run nor its Web UI: exit 3."""
     env = isolated_config()
     result = invoke(["ui", "nav-abc"], env)
-    assert result.exit_code == 0
-    assert result.stdout.strip().endswith("/namespaces/default/workflows/nav-abc")
-    data = json_of(invoke(["ui", "nav-abc", "--json"], env))
-    assert set(data) == {"workflow_id", "url"} and data["url"].startswith("http://127.0.0.1:")
+    assert result.exit_code == 3, result.stderr
+    assert result.stdout == "" and "nothing listens on 127.0.0.1:" in result.stderr
     remote = invoke(["ui", "nav-abc"], {**env, "TEMPORAL_ADDRESS": "temporal.internal:7233"})
     assert remote.exit_code == 2 and "TEMPORAL_UI_URL" in remote.stderr
-    cloud = invoke(["ui", "nav-abc"], {**env, "TEMPORAL_ADDRESS": "ns.acct.tmprl.cloud:7233", "TEMPORAL_NAMESPACE": "ns.acct"})
-    assert cloud.stdout.strip() == "https://cloud.temporal.io/namespaces/ns.acct/workflows/nav-abc"
+    cloud = load_config(cwd=Path("/"), env={"TEMPORAL_ADDRESS": "ns.acct.tmprl.cloud:7233", "TEMPORAL_NAMESPACE": "ns.acct"})
+    base = ui_base_for(cloud)
+    assert base is not None
+    assert workflow_ui_url(base, cloud.temporal.namespace, "nav-abc") == \
+        "https://cloud.temporal.io/namespaces/ns.acct/workflows/nav-abc"
 
 
 def test_config_show_never_prints_credentials(isolated_config: Callable[..., dict[str, str]]) -> None:

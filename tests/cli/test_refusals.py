@@ -145,7 +145,7 @@ async def test_batch_schema_and_job_problems_arrive_in_one_round(served: dict[st
     assert lines[0] == "Error: 5 configuration problem(s):", lines
     body = "\n".join(lines[1:])
     assert "'defaults.max_iterations' (line 2)" in lines[1]  # top level first, then job by job
-    assert f"job 1 (line 6) field 'repo': {tmp_path / 'missing'} is not a directory" in body
+    assert f"job 1 (line 6) field 'repo': repository {tmp_path / 'missing'} does not exist" in body
     assert "job 2 (line 8) field 'goal': Field required" in body
     assert "job 2 (line 9) field 'colour'" in body
     assert "job 3 (line 12) field 'model': unknown model 'gpt-5'" in body

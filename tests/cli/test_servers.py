@@ -166,14 +166,16 @@ def test_a_foreground_server_on_other_ports_is_found_by_other_terminals(tmp_path
         assert f"export TEMPORAL_ADDRESS=127.0.0.1:{port} TEMPORAL_UI_URL=http://127.0.0.1:{ui_port}" in shown
         # the configured port is another one: commands still find the server of this database
         assert _run(box, "ls", env=env, timeout=60).returncode == 0
-        ui = _run(box, "ui", "nav-some-run", env=env, timeout=60)
-        assert ui.stdout.strip() == f"http://127.0.0.1:{ui_port}/namespaces/default/workflows/nav-some-run"
+        missing = _run(box, "ui", "nav-some-run", env=env, timeout=60)
+        assert missing.returncode == 4 and "no run with id nav-some-run" in missing.stderr, missing.stderr
         detached = _run(box, "explore", str(FIXTURE_REPO), GOAL, "--detach", "--json", "--id", "nav-detached-1",
                         "--out", str(tmp_path / "out"), env=env, timeout=120)
         assert detached.returncode == 0, detached.stderr
         assert json.loads(detached.stdout)["ui_url"] == \
             f"http://127.0.0.1:{ui_port}/namespaces/default/workflows/nav-detached-1"
         assert f"Web UI: http://127.0.0.1:{ui_port}/namespaces/default/workflows/nav-detached-1" in detached.stderr
+        ui = _run(box, "ui", "nav-detached-1", env=env, timeout=60)
+        assert ui.stdout.strip() == f"http://127.0.0.1:{ui_port}/namespaces/default/workflows/nav-detached-1"
         twice = _run(box, "server", env=env, timeout=60)
         assert twice.returncode == 2 and "a navigator server already serves" in twice.stderr
     finally:

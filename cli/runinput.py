@@ -1,0 +1,114 @@
+"""The one validation of what starts a run: repository, goal text, USD budget, the request model.
+
+``navigator explore|ask|investigate``, the MCP tools and a batch's per-job check all go
+through these functions, and the request is built by validating the very pydantic model the
+workflow takes (:func:`validated`), so no surface accepts what another refuses and nothing
+reaches a workflow that its own input model would reject there. Every refusal is a
+:class:`~navtypes.errors.NavigatorError` (one line, what to do; exit code 2), raised before
+anything starts: never a traceback, never a failed run left behind.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from durable_navigator.navcore.budget import MAX_RUN_USD, MIN_RUN_USD, RunUsd
+from durable_navigator.navtypes.errors import BudgetError, ConfigError, RepoError
+from durable_navigator.repomap.presence import require_files
+
+__all__ = ["parse_usd", "budget_or_default", "check_text", "text_problem", "check_repository", "validated",
+           "USD_RANGE"]
+
+M = TypeVar("M", bound=BaseModel)
+
+#: how a refusal names the accepted range
+USD_RANGE = f"between {MIN_RUN_USD:f} and {MAX_RUN_USD:,.0f} dollars"
+_USD = TypeAdapter(RunUsd)
+#: characters a goal may hold besides printable ones
+_ALLOWED_CONTROLS = frozenset("\t\n\r")
+#: how much of a refused value a message repeats
+_SHOWN_CHARS = 40
+
+
+def parse_usd(text: str | Decimal | float | int, name: str = "--budget-usd") -> Decimal:
+    """A USD budget as every run takes it (:data:`navcore.budget.RunUsd`), or a ``BudgetError``.
+
+    Refused: anything that is not a number (``abc``, ``nan``, ``inf``), zero, negative, an amount
+    that rounds to no micro-dollar at all (``1e-7``: the ledger counts whole micro-dollars, so the
+    run could not spend anything), and more than :data:`navcore.budget.MAX_RUN_USD`.
+    """
+    shown = repr(str(text)[:_SHOWN_CHARS])
+    try:
+        value = text if isinstance(text, Decimal) else Decimal(str(text).strip())
+    except (InvalidOperation, ValueError):
+        raise BudgetError(f"{name} must be a number of dollars such as 0.50, got {shown}") from None
+    if not value.is_finite():
+        raise BudgetError(f"{name} must be a finite number of dollars such as 0.50, got {shown}")
+    if value <= 0:
+        raise BudgetError(f"{name} must be above 0 (got {shown}); a run cannot spend nothing")
+    try:
+        return _USD.validate_python(value)
+    except ValidationError:
+        if value < MIN_RUN_USD:
+            raise BudgetError(f"{name} {shown} is below one micro-dollar, the budget ledger's unit, so the run "
+                              f"could spend nothing; pass at least {MIN_RUN_USD:f}") from None
+        raise BudgetError(f"{name} {shown} is out of range; pass an amount {USD_RANGE}") from None
+
+
+def budget_or_default(given: str | None, default: float | Decimal, source: str | None) -> Decimal:
+    """``--budget-usd`` when given, else the configured default (named with its file when refused)."""
+    if given is not None:
+        return parse_usd(given)
+    return parse_usd(str(default), f"defaults.budget_usd{f' in {source}' if source else ''}")
+
+
+def text_problem(text: str, what: str) -> str | None:
+    """Why ``text`` cannot be a goal or question (``what`` names it), or ``None`` when it can."""
+    if not text.strip():
+        return f"{what} is empty"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{what} is not valid text (it holds bytes that are not UTF-8)"
+    bad = sorted({c for c in text if unicodedata.category(c) == "Cc" and c not in _ALLOWED_CONTROLS})
+    if bad:
+        return f"{what} holds control characters ({', '.join(repr(c) for c in bad[:3])})"
+    return None
+
+
+def check_text(text: str, what: str, example: str) -> str:
+    """``text`` stripped, or a ``ConfigError`` saying what is wrong and showing ``example``."""
+    problem = text_problem(text, what)
+    if problem is not None:
+        raise ConfigError(f"{problem}; write it as plain text, e.g. {example}")
+    return text.strip()
+
+
+def check_repository(repo: Path | str) -> Path:
+    """The resolved repository root; ``RepoError`` when it is missing, not a folder, or has nothing to map."""
+    root = Path(repo).expanduser()
+    if not root.exists():
+        raise RepoError(f"repository {repo} does not exist; pass the path of a checked-out repository")
+    if not root.is_dir():
+        raise RepoError(f"{repo} is not a directory; pass the repository's root folder")
+    return require_files(root)
+
+
+def validated(model_class: type[M], /, **fields: Any) -> M:
+    """``model_class(**fields)``, every problem on one line (``invalid goal: …; invalid budget_usd: …``) when it fails.
+
+    The model is the workflow's own input model, so what passes here passes there.
+    """
+    try:
+        return model_class(**fields)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_input=False, include_url=False):
+            field = ".".join(str(p) for p in err["loc"]) or model_class.__name__
+            problems.append(f"invalid {field}: {err['msg']}")
+        raise ConfigError("; ".join(problems)) from None
