@@ -37,6 +37,7 @@ from durable_navigator.cli.handles import query_run, signal_run, update_run, wit
 from durable_navigator.cli.planfile import PLAN_FILE_HELP, dump_stage_plan, load_stage_plan, send_plan_edit
 from durable_navigator.cli.progress import IndexProgressBar
 from durable_navigator.cli.signals import default_sender, send_verdict
+from durable_navigator.cli.stuck import STUCK_CHECK_EVERY_S, RunStuckError, stuck_message, stuck_reason
 from durable_navigator.navcore.activity_io import IndexProgress
 from durable_navigator.navcore.investigation import InvestigationState
 from durable_navigator.navtypes.errors import validation_lines
@@ -395,8 +396,16 @@ async def follow_run(
             stderr.print(f"waiting for a worker on task queue {session.task_queue!r}: {why}", markup=False)
             warned_no_worker = True
 
+    loop = asyncio.get_running_loop()
+    checked_at = loop.time()
     try:
         while not closed.done():
+            if loop.time() - checked_at >= STUCK_CHECK_EVERY_S:
+                # a run whose workflow task keeps failing answers no query and never closes: say why, stop waiting
+                checked_at = loop.time()
+                why = await stuck_reason(session.client, handle.id)
+                if why is not None:
+                    raise RunStuckError(stuck_message(handle.id, why))
             try:
                 report = await _poll_status(handle, closed, lambda: None if report_seen else waiting(
                     f"no answer to the status query within {FOLLOW_QUERY_TIMEOUT.total_seconds():.0f}s"))

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
-from durable_navigator.cli.common import config_of, print_json, run_async, stdout
+from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.connect import TemporalSession, open_session, ui_base_for
 from durable_navigator.cli.display import (
     WIDE_COLUMNS,
@@ -34,7 +34,8 @@ from durable_navigator.cli.display import (
     turn_panel,
 )
 from durable_navigator.cli.options import EXECUTION_STATUSES, NAVIGATOR_STATUSES
-from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors
+from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors, stderr
+from durable_navigator.cli.stuck import STUCK_CHECK_EVERY_S, RunStuckError, stuck_message, stuck_reason
 from durable_navigator.cli.handles import (
     WORKFLOW_TYPE,
     describe_run,
@@ -121,12 +122,31 @@ async def fetch_status(session: TemporalSession, workflow_id: str) -> dict[str, 
     row["ui_url"] = session.ui_link(workflow_id)
     row["report"] = None
     row["result"] = None
+    row["error"] = None
     if is_running(desc):
+        stuck = await stuck_reason(session.client, workflow_id)
+        if stuck is not None:
+            row["error"] = stuck_message(workflow_id, stuck)  # it answers no query: say why instead
+            return row
         report = await query_run(handle, QUERY_STATUS, TurnReport)
         row["report"] = with_full_reasoning(report).model_dump(mode="json")
     elif row["status"] == "completed" and desc.workflow_type in _RESULT_TYPES:
         row["result"] = (await handle.result()).model_dump(mode="json")
+    elif row["status"] != "completed":
+        row["error"] = await _closed_error(handle)
     return row
+
+
+async def _closed_error(handle: Any) -> str:
+    """Why a run that did not complete ended (failed, terminated, timed out, cancelled), from its history."""
+    try:
+        await handle.result()
+    except WorkflowFailureError as exc:
+        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
+        return f"run {handle.id} did not finish: {' '.join(cause.split())}"
+    except RPCError as exc:
+        return f"run {handle.id} did not finish; its outcome is unreadable: {exc.message[:200]}"
+    return f"run {handle.id} did not finish"
 
 
 def _print_status(row: dict[str, Any]) -> None:
@@ -179,6 +199,8 @@ def _print_status(row: dict[str, Any]) -> None:
         print_block(stdout, result_panel(ExplorationResult.model_validate(row["result"])))
     if row.get("ui_url"):
         stdout.print(f"Web UI: {row['ui_url']}", markup=False, soft_wrap=True)
+    if row.get("error"):
+        stderr.print(f"Error: {row['error']}", markup=False, soft_wrap=True)
 
 
 @handles_errors
@@ -189,15 +211,17 @@ def run_status(
     json_out: bool,
 ) -> None:
     """The ``navigator status`` command (its options and help: :mod:`cli.signatures`)."""
-    run_async(_status(ctx, workflow_id, watch, json_out))
+    row = run_async(_status(ctx, workflow_id, watch, json_out))
+    # a failed, terminated or stuck run: its error is printed above; exit 1 as `result` does
+    raise typer.Exit(int(ExitCode.RUN_FAILED if row.get("error") else ExitCode.OK))
 
 
-async def _status(ctx: typer.Context, workflow_id: str, watch: bool, json_out: bool) -> None:
+async def _status(ctx: typer.Context, workflow_id: str, watch: bool, json_out: bool) -> dict[str, Any]:
     async with open_session(config_of(ctx)) as session:
         row = await fetch_status(session, workflow_id)
         if not watch:
             print_json(row) if json_out else _print_status(row)
-            return
+            return row
         if json_out:
             # one JSON object per line whenever something changes (ndjson)
             last = None
@@ -206,19 +230,19 @@ async def _status(ctx: typer.Context, workflow_id: str, watch: bool, json_out: b
                 if line != last:
                     typer.echo(line)
                     last = line
-                if row["status"] != "running":
-                    return
+                if row["status"] != "running" or row["error"]:
+                    return row
                 await asyncio.sleep(WATCH_INTERVAL_S)
                 row = await fetch_status(session, workflow_id)
-        await _watch_human(session, workflow_id, row)
+        return await _watch_human(session, workflow_id, row)
 
 
-async def _watch_human(session: TemporalSession, workflow_id: str, row: dict[str, Any]) -> None:
+async def _watch_human(session: TemporalSession, workflow_id: str, row: dict[str, Any]) -> dict[str, Any]:
     """A live line on a terminal; one line per new step when piped."""
     live = Live(console=stdout, auto_refresh=False, transient=True) if stdout.is_terminal else None
     last_step = None
     try:
-        while row["status"] == "running":
+        while row["status"] == "running" and not row["error"]:
             if row["report"]:
                 report = TurnReport.model_validate(row["report"])
                 if live is not None:
@@ -233,6 +257,7 @@ async def _watch_human(session: TemporalSession, workflow_id: str, row: dict[str
         if live is not None:
             live.stop()
     _print_status(row)
+    return row
 
 
 def _log_from_report(res: ExplorationResult | ResearchResult) -> DecisionLogView | None:
@@ -282,6 +307,21 @@ def run_log(
                      )
 
 
+async def _result_unless_stuck(session: TemporalSession, handle: Any) -> Any:
+    """The run's result; a run whose workflow task keeps failing never closes: ``RunStuckError`` says why."""
+    closed = asyncio.ensure_future(handle.result())
+    try:
+        while not closed.done():
+            await asyncio.wait({closed}, timeout=STUCK_CHECK_EVERY_S)
+            if not closed.done():
+                why = await stuck_reason(session.client, handle.id)
+                if why is not None:
+                    raise RunStuckError(stuck_message(handle.id, why))
+        return closed.result()
+    finally:
+        await cancel_and_wait(closed)
+
+
 @handles_errors
 def run_result(
     ctx: typer.Context,
@@ -303,7 +343,7 @@ def run_result(
             if is_running(desc) and not wait:
                 raise CliError(f"run {workflow_id} is still running; pass --wait or check `navigator status`")
             try:
-                res = await handle.result()
+                res = await _result_unless_stuck(session, handle)
             except WorkflowFailureError as exc:
                 cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
                 raise RunFailedError(f"run {workflow_id} failed: {cause}") from None

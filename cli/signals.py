@@ -5,7 +5,8 @@ first sends an investigation's edited stage plan through ``edit_stage_plan``), s
 hears whether the run took the verdict: a verdict for a turn that is not awaiting
 one (``--turn 99``, an answered turn, a plan verdict on a map turn) is refused
 with exit code 2 instead of being ignored in silence. ``stop``, ``mode`` and
-``budget`` are signals (they always apply).
+``budget`` are signals (they always apply); a run that cannot process signals because its
+workflow task fails on every attempt is terminated by ``stop`` instead, which says so (exit 1).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from pydantic import ValidationError
 
 from durable_navigator.cli.common import config_of, print_json, run_async, stdout
 from durable_navigator.cli.connect import open_session
-from durable_navigator.cli.errors import CliError, RunNotFoundError, handles_errors
+from durable_navigator.cli.errors import CliError, RunFailedError, RunNotFoundError, handles_errors
 from durable_navigator.cli.handles import describe_run, is_running, query_run, signal_run, update_run
 from durable_navigator.cli.planfile import load_stage_plan, send_plan_edit
+from durable_navigator.cli.stuck import terminate_stuck
 from durable_navigator.navcore.messages import (
     QUERY_STATUS,
     SIGNAL_RAISE_BUDGET,
@@ -162,7 +164,25 @@ def run_stop(
 ) -> None:
     """The ``navigator stop`` command (its options and help: :mod:`cli.signatures`)."""
     payload = _validated(lambda: StopInput(reason=reason, sender=default_sender(sender)))
-    _send(ctx, workflow_id, SIGNAL_STOP, payload, json_out)
+
+    async def go() -> str | None:
+        async with open_session(config_of(ctx)) as session:
+            await signal_run(session.client, workflow_id, SIGNAL_STOP, payload)
+            # a run whose workflow task fails on every attempt never processes the signal: end it here
+            return await terminate_stuck(session.client, workflow_id, payload.reason, payload.sender)
+
+    stuck = run_async(go())
+    if stuck is not None:
+        message = (f"{workflow_id} could not take the stop ({stuck}); it was terminated instead, without a "
+                   "context pack")
+        if json_out:
+            print_json({"workflow_id": workflow_id, "signal": SIGNAL_STOP, "payload": payload, "terminated": True,
+                        "stuck": stuck})
+        raise RunFailedError(message)
+    if json_out:
+        print_json({"workflow_id": workflow_id, "signal": SIGNAL_STOP, "payload": payload, "terminated": False})
+    else:
+        stdout.print(f"sent {SIGNAL_STOP} to {workflow_id}")
 
 
 @handles_errors

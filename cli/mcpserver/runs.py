@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
@@ -39,6 +39,7 @@ from durable_navigator.cli.mcpserver.pack import (
 )
 from durable_navigator.cli.mcpserver.paths import AllowedRoots
 from durable_navigator.cli.reads import build_list_query, run_row
+from durable_navigator.cli.stuck import STUCK_CHECK_EVERY_S, RunStuckError, stuck_message, stuck_reason, terminate_stuck
 from durable_navigator.navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS, SIGNAL_STOP, StopInput
 from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navcore.report import DecisionLogView, TurnReport
@@ -169,13 +170,21 @@ class _Progress:
         await self.sink(final, final, final_message)
 
 
-async def follow_run(handle: WorkflowHandle, sink: ProgressSink, cap: int, research: bool = False) -> Any:
+async def follow_run(handle: WorkflowHandle, sink: ProgressSink, cap: int, research: bool = False,
+                     client: Client | None = None) -> Any:
     """Follow the run to its result, reporting each step (research: each executor turn); the result's long
     poll is always drained. The result is the handle's: an ``ExplorationResult`` or a ``ResearchResult``."""
     closed: asyncio.Future[Any] = asyncio.ensure_future(handle.result())
     progress = _Progress(handle, sink, cap, research)
+    loop = asyncio.get_running_loop()
+    checked_at = loop.time()
     try:
         while not closed.done():
+            if loop.time() - checked_at >= STUCK_CHECK_EVERY_S:
+                checked_at = loop.time()
+                why = await stuck_reason(client, handle.id) if client is not None else None
+                if why is not None:
+                    raise RunStuckError(stuck_message(handle.id, why))
             try:
                 report = await query_run(handle, QUERY_STATUS, TurnReport)
             except CliError:
@@ -269,6 +278,10 @@ async def run_state(session: TemporalSession, roots: AllowedRoots, run_id: str) 
                      navigator_status=row["navigator_status"],
                      repo=memo.get("repo") or row["repo"], goal=memo.get("goal"), ui_url=session.ui_link(run_id))
     if desc.status == WorkflowExecutionStatus.RUNNING:
+        stuck = await stuck_reason(session.client, run_id)
+        if stuck is not None:
+            state.error = stuck_message(run_id, stuck)
+            return state, None
         try:
             report = await query_run(handle, QUERY_STATUS, TurnReport)
         except CliError as exc:
@@ -301,6 +314,10 @@ async def stop_run(session: TemporalSession, roots: AllowedRoots, run_id: str, r
         raise RunNotFoundError(f"run {run_id} has already finished ({desc.status.name.lower() if desc.status else '?'});"
                                " run_status returns its result")
     await signal_run(session.client, run_id, SIGNAL_STOP, StopInput(reason=reason[:500], sender=SENDER))
+    stuck = await terminate_stuck(session.client, run_id, reason[:500], SENDER)
+    if stuck is not None:
+        raise RunStuckError(f"run {run_id} could not take the stop ({stuck}); it was terminated instead, "
+                            "without a context pack")
 
 
 async def list_runs(session: TemporalSession, roots: AllowedRoots, repo: str | None, limit: int) -> list[RunSummary]:

@@ -34,6 +34,7 @@ from durable_navigator.cli.mcpserver.models import AskOutcome, RunListing, RunOu
 from durable_navigator.cli.mcpserver.pack import PACK_BUDGET, answer_uri, context_uri, read_context, read_report
 from durable_navigator.cli.mcpserver import runs
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
+from durable_navigator.navcore.budget import MAX_RUN_USD, MIN_RUN_USD
 from durable_navigator.navcore.modelspec import parse_model_spec
 from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.research import ResearchResult
@@ -84,7 +85,7 @@ Repo = Annotated[str, Field(min_length=1, max_length=4096, description=(
     "Absolute path of the repository's root folder on the machine running this server."))]
 RunId = Annotated[str, Field(min_length=1, max_length=300, description=(
     "Run id returned by explore, ask or list_runs."))]
-BudgetUsd = Annotated[float | None, Field(gt=0, le=10_000, description=(
+BudgetUsd = Annotated[float | None, Field(ge=float(MIN_RUN_USD), le=float(MAX_RUN_USD), allow_inf_nan=False, description=(
     "Most USD the run may spend on model calls (a hard cap). Default: the server's configured budget. "
     "The offline model costs nothing."))]
 Model = Annotated[str | None, Field(min_length=1, max_length=200, description=(
@@ -185,8 +186,6 @@ class NavigatorTools:
         """
         backend = self.backend
         root = backend.roots.repository(repo)
-        if not question.strip():
-            raise NavigatorError("question is empty; ask something about the code, e.g. 'how is the budget enforced?'")
         chosen = self._model(model)
         session = await backend.session()
         request = build_research_request(
@@ -230,7 +229,7 @@ class NavigatorTools:
             await ctx.report_progress(progress, total, message)
 
         try:
-            return await runs.follow_run(handle, report, cap, research)
+            return await runs.follow_run(handle, report, cap, research, session.client)
         except anyio.get_cancelled_exc_class():
             if client_cancelled(ctx, self.backend.closing):
                 await _stop_for_cancel(session, self.backend, handle.id)
