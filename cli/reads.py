@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from temporalio.client import WorkflowFailureError
 from temporalio.service import RPCError
 
-from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
+from durable_navigator.cli.common import config_of, print_json, run_async, stdout
 from durable_navigator.cli.connect import TemporalSession, open_session, ui_base_for
 from durable_navigator.cli.display import (
     WIDE_COLUMNS,
@@ -35,7 +35,7 @@ from durable_navigator.cli.display import (
 )
 from durable_navigator.cli.options import EXECUTION_STATUSES, NAVIGATOR_STATUSES
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors, stderr
-from durable_navigator.cli.stuck import STUCK_CHECK_EVERY_S, RunStuckError, stuck_message, stuck_reason
+from durable_navigator.cli.stuck import closed_error, result_unless_stuck, stuck_message, stuck_reason
 from durable_navigator.cli.handles import (
     WORKFLOW_TYPE,
     describe_run,
@@ -133,20 +133,8 @@ async def fetch_status(session: TemporalSession, workflow_id: str) -> dict[str, 
     elif row["status"] == "completed" and desc.workflow_type in _RESULT_TYPES:
         row["result"] = (await handle.result()).model_dump(mode="json")
     elif row["status"] != "completed":
-        row["error"] = await _closed_error(handle)
+        row["error"] = await closed_error(handle)
     return row
-
-
-async def _closed_error(handle: Any) -> str:
-    """Why a run that did not complete ended (failed, terminated, timed out, cancelled), from its history."""
-    try:
-        await handle.result()
-    except WorkflowFailureError as exc:
-        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
-        return f"run {handle.id} did not finish: {' '.join(cause.split())}"
-    except RPCError as exc:
-        return f"run {handle.id} did not finish; its outcome is unreadable: {exc.message[:200]}"
-    return f"run {handle.id} did not finish"
 
 
 def _print_status(row: dict[str, Any]) -> None:
@@ -307,21 +295,6 @@ def run_log(
                      )
 
 
-async def _result_unless_stuck(session: TemporalSession, handle: Any) -> Any:
-    """The run's result; a run whose workflow task keeps failing never closes: ``RunStuckError`` says why."""
-    closed = asyncio.ensure_future(handle.result())
-    try:
-        while not closed.done():
-            await asyncio.wait({closed}, timeout=STUCK_CHECK_EVERY_S)
-            if not closed.done():
-                why = await stuck_reason(session.client, handle.id)
-                if why is not None:
-                    raise RunStuckError(stuck_message(handle.id, why))
-        return closed.result()
-    finally:
-        await cancel_and_wait(closed)
-
-
 @handles_errors
 def run_result(
     ctx: typer.Context,
@@ -343,7 +316,7 @@ def run_result(
             if is_running(desc) and not wait:
                 raise CliError(f"run {workflow_id} is still running; pass --wait or check `navigator status`")
             try:
-                res = await _result_unless_stuck(session, handle)
+                res = await result_unless_stuck(session.client, handle)
             except WorkflowFailureError as exc:
                 cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
                 raise RunFailedError(f"run {workflow_id} failed: {cause}") from None

@@ -17,17 +17,20 @@ terminated, with the reason and the error, and without a context pack.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
-from temporalio.client import Client, WorkflowExecutionStatus
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError
 
+from durable_navigator.cli.common import cancel_and_wait
 from durable_navigator.cli.errors import CliError, ExitCode
 
-__all__ = ["RunStuckError", "stuck_reason", "stuck_message", "terminate_stuck", "STUCK_CHECK_EVERY_S"]
+__all__ = ["RunStuckError", "stuck_reason", "stuck_message", "terminate_stuck", "result_unless_stuck", "closed_error",
+           "STUCK_CHECK_EVERY_S"]
 
 #: how often a waiting command checks whether the run it waits for is stuck
 STUCK_CHECK_EVERY_S = 3.0
@@ -108,3 +111,30 @@ async def terminate_stuck(client: Client, workflow_id: str, reason: str, sender:
     handle: Any = client.get_workflow_handle(workflow_id)
     await handle.terminate(reason=f"stop by {sender} ({reason}) on a run that cannot progress: {why}"[:1000])
     return why
+
+
+async def result_unless_stuck(client: Client, handle: Any) -> Any:
+    """The run's result; a run whose workflow task keeps failing never closes: ``RunStuckError`` says why."""
+    closed = asyncio.ensure_future(handle.result())
+    try:
+        while not closed.done():
+            await asyncio.wait({closed}, timeout=STUCK_CHECK_EVERY_S)
+            if not closed.done():
+                why = await stuck_reason(client, handle.id)
+                if why is not None:
+                    raise RunStuckError(stuck_message(handle.id, why))
+        return closed.result()
+    finally:
+        await cancel_and_wait(closed)
+
+
+async def closed_error(handle: Any) -> str:
+    """Why a run that did not complete ended (failed, terminated, timed out, cancelled), from its history."""
+    try:
+        await handle.result()
+    except WorkflowFailureError as exc:
+        cause = getattr(exc.cause, "message", None) or str(exc.cause or exc)
+        return f"run {handle.id} did not finish: {' '.join(cause.split())}"
+    except RPCError as exc:
+        return f"run {handle.id} did not finish; its outcome is unreadable: {exc.message[:200]}"
+    return f"run {handle.id} did not finish"

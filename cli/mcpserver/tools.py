@@ -34,6 +34,7 @@ from durable_navigator.cli.mcpserver.models import AskOutcome, RunListing, RunOu
 from durable_navigator.cli.mcpserver.pack import PACK_BUDGET, answer_uri, context_uri, read_context, read_report
 from durable_navigator.cli.mcpserver import runs
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
+from durable_navigator.cli.runinput import check_text
 from durable_navigator.navcore.budget import MAX_RUN_USD, MIN_RUN_USD
 from durable_navigator.navcore.modelspec import parse_model_spec
 from durable_navigator.navcore.requests import ExplorationResult
@@ -146,6 +147,7 @@ class NavigatorTools:
         """
         backend = self.backend
         root = backend.roots.repository(repo)
+        check_text(goal, "goal", "'how is the budget enforced?'")  # named as this tool's argument
         pack_tokens = token_budget or backend.config.defaults.token_budget
         if pack_tokens < PACK_BUDGET.min_total:
             raise NavigatorError(f"the configured token budget {pack_tokens} is below the smallest pack "
@@ -186,6 +188,7 @@ class NavigatorTools:
         """
         backend = self.backend
         root = backend.roots.repository(repo)
+        check_text(question, "question", "'how is the budget enforced?'")  # named as this tool's argument
         chosen = self._model(model)
         session = await backend.session()
         request = build_research_request(

@@ -54,7 +54,7 @@ async def test_stdio_server_lists_explores_and_refuses(tmp_path: Path) -> None:
         schema = listed["explore"].input_schema
         assert set(schema["required"]) == {"repo", "goal"}
         assert {"token_budget", "budget_usd", "model"} <= set(schema["properties"])
-        assert schema["properties"]["budget_usd"]["anyOf"][0]["exclusiveMinimum"] == 0
+        assert schema["properties"]["budget_usd"]["anyOf"][0]["minimum"] == 0.000001  # one micro-dollar, as the CLI
         assert schema["properties"]["token_budget"]["anyOf"][0]["minimum"] == PACK_BUDGET.min_total
         assert {"run_id", "cost_usd", "stop_reason", "pack_tokens"} <= set(listed["explore"].output_schema["properties"])
         assert listed["explore"].description and "context pack" in listed["explore"].description
@@ -97,6 +97,7 @@ async def test_stdio_server_lists_explores_and_refuses(tmp_path: Path) -> None:
         assert [r["run_id"] for r in runs] == [run_id] and runs[0]["goal"] == GOAL
 
         # refusals are tool errors with a clear line, and the server keeps serving
+        (root / "empty").mkdir()
         for bad, words in [
             ({"repo": str(FIXTURE_REPO), "goal": GOAL}, "outside the allowed roots"),
             ({"repo": str(root / "escape" / FIXTURE_REPO.name), "goal": GOAL}, "outside the allowed roots"),
@@ -105,6 +106,9 @@ async def test_stdio_server_lists_explores_and_refuses(tmp_path: Path) -> None:
             ({"repo": str(repo), "goal": GOAL, "budget_usd": -1}, "budget_usd"),
             ({"repo": str(repo), "goal": GOAL, "token_budget": 10}, "token_budget"),
             ({"repo": str(repo), "goal": GOAL, "model": "no-such-model"}, "model"),
+            ({"repo": str(repo), "goal": GOAL, "budget_usd": 0.0000001}, "budget_usd"),  # #29: rounds to $0
+            ({"repo": str(root / "empty"), "goal": GOAL}, "has no indexable files"),  # #29: as the CLI says
+            ({"repo": str(repo), "goal": "why\x1b[2J"}, "control characters"),
         ]:
             refused = await client.call_tool("explore", bad)
             assert refused.is_error, bad
