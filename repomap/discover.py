@@ -16,6 +16,7 @@ known to be "racy" (its stat cannot prove its content; see ``build.py``).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.repomap.config import DiscoverConfig
+from durable_navigator.repomap.fsnames import display_name, round_trips
 from durable_navigator.repomap.safepath import is_inside
 
 if TYPE_CHECKING:
@@ -103,15 +105,26 @@ def discover(root: Path, cfg: DiscoverConfig) -> Discovery:
         names = _walk(root, cfg)
     disc = Discovery(root=root, files=[], git=git, scanned_ns=time.time_ns())
     lock = set(cfg.lockfile_names)
-    for rel in sorted(set(names)):
-        reason = _name_skip(rel, lock, cfg)
+    # (display form, name on disk): a name that is not printable UTF-8 is listed escaped (fsnames)
+    shown = sorted((display_name(n), n) for n in set(names))
+    for rel, name in shown:
+        reason = _name_skip(rel, lock, cfg) or (_display_skip(root, rel, name) if rel != name else None)
         if reason:
             disc.skip(rel, reason)
             continue
-        entry = _stat_entry(root, rel, cfg, disc)
+        entry = _stat_entry(root, rel, name, cfg, disc)
         if entry is not None:
             disc.files.append(entry)
     return disc
+
+
+def _display_skip(root: Path, rel: str, name: str) -> str | None:
+    """Why a file whose name is shown escaped (``fsnames``) cannot be listed under that form."""
+    if not round_trips(name):
+        return "undecodable_name"
+    if os.path.lexists(f"{root}/{rel}"):
+        return "name_clash"  # a file is literally named like this one's escaped form: it wins
+    return None
 
 
 def _name_skip(rel: str, lock: set[str], cfg: DiscoverConfig) -> str | None:
@@ -125,8 +138,9 @@ def _name_skip(rel: str, lock: set[str], cfg: DiscoverConfig) -> str | None:
     return None
 
 
-def _stat_entry(root: Path, rel: str, cfg: DiscoverConfig, disc: Discovery) -> FileEntry | None:
-    full = f"{root}/{rel}"  # a str, not a Path: path objects cost more than the lstat on big trees
+def _stat_entry(root: Path, rel: str, name: str, cfg: DiscoverConfig, disc: Discovery) -> FileEntry | None:
+    """The entry of ``rel`` (``name`` on disk), or None after recording why it is skipped."""
+    full = f"{root}/{name}"  # a str, not a Path: path objects cost more than the lstat on big trees
     try:
         st = os.lstat(full)
     except FileNotFoundError:
@@ -136,16 +150,19 @@ def _stat_entry(root: Path, rel: str, cfg: DiscoverConfig, disc: Discovery) -> F
         return None
     try:
         if stat.S_ISLNK(st.st_mode):
-            target = Path(full).resolve()
+            # realpath, not Path.resolve: the latter raises RuntimeError on a loop (Python < 3.13)
+            target = Path(os.path.realpath(full))
             if not is_inside(root, target):
                 disc.skip(rel, "symlink_escape")
                 return None
-            st = target.stat()
+            st = os.stat(full)
         if not stat.S_ISREG(st.st_mode):
             disc.skip(rel, "not_regular")
             return None
-    except OSError:
-        disc.skip(rel, "unreadable")
+    except OSError as exc:
+        disc.skip(rel, "symlink_loop" if exc.errno == errno.ELOOP else
+                  "dangling_symlink" if stat.S_ISLNK(st.st_mode) and isinstance(exc, FileNotFoundError)
+                  else "unreadable")
         return None
     if st.st_size > cfg.max_file_bytes:
         disc.skip(rel, "oversized")

@@ -35,6 +35,7 @@ from durable_navigator.repomap.build import BuiltIndex, Progress, build_index, c
 from durable_navigator.repomap.cache import IndexCache, default_cache_dir
 from durable_navigator.repomap.config import EngineConfig
 from durable_navigator.repomap.discover import Discovery, check_root, discover, git_commit
+from durable_navigator.repomap.fsnames import fs_path
 from durable_navigator.repomap.engine_query import QueryMixin
 from durable_navigator.repomap.index import REC, full_bounds, full_cost
 from durable_navigator.repomap.rank import STRUCTURE_FORMAT, RankStructure
@@ -180,7 +181,8 @@ class RepoMap(QueryMixin):
         keys = self._built.all_keys
         for rel in sorted(self._racy):
             try:
-                data = (self.root / rel).read_bytes()
+                with open(fs_path(self.root, rel), "rb") as fh:
+                    data = fh.read()
             except OSError:
                 return False
             if not keys.get(rel, "").startswith(content_hash(data) + ":"):

@@ -20,6 +20,7 @@ budget is fitted again without it: a tree changing under a render never fails it
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from durable_navigator.navtypes.errors import FlightPlanError
 from durable_navigator.navtypes.levels import MIN_TOKEN_BUDGET, Level
 from durable_navigator.repomap.config import RenderConfig
 from durable_navigator.repomap.fit import FileCosts, Fitter, must_price
+from durable_navigator.repomap.fsnames import fs_path
 from durable_navigator.repomap.globs import glob_match
 from durable_navigator.repomap.index import REC, SYM, body_costs, full_bounds, full_cost
 from durable_navigator.repomap.layout import doc_block, file_line, header_line, outline_line, source_block
@@ -331,7 +333,7 @@ def _file_text(inp: RenderInput, i: int, level: int, cache: dict[str, list[str]]
     rec = inp.records[p]
     head = file_line(p, level, rec[REC["size"]], rec[REC["lines"]], inp.why[i])
     if level < 4 and p not in present:  # drawn from the index: is the file still there?
-        if not (inp.root / p).is_file():
+        if not os.path.isfile(fs_path(inp.root, p)):
             raise _Unreadable(p, "vanished")
         present.add(p)  # checked once per render, not once per fit pass
     if level <= 1:
