@@ -33,13 +33,16 @@ from durable_navigator.repomap.safepath import is_inside
 if TYPE_CHECKING:
     import pathspec
 
-__all__ = ["FileEntry", "Discovery", "discover", "git_commit", "RACY_WINDOW_NS"]
+__all__ = ["FileEntry", "Discovery", "discover", "git_commit", "RACY_WINDOW_NS", "SKIP_PATHS_PER_REASON",
+           "skip_listing"]
 
 _GIT_TIMEOUT_S = 60
 #: a file whose mtime or ctime is this close to (or after) the moment it was
 #: stat'ed may still change without changing its stat: timestamps are coarse
 #: (a kernel tick locally, 1-2 s on FAT, HFS+ and some network file systems)
 RACY_WINDOW_NS = 2_000_000_000
+#: skipped paths a map's metadata (and so ``context.md`` and ``report.json``) lists per reason
+SKIP_PATHS_PER_REASON = 15
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +84,18 @@ class Discovery:
         """Record that ``rel`` is not indexed, and why."""
         self.skipped[reason] += 1
         self.skipped_paths[rel] = reason
+
+
+def skip_listing(skipped: dict[str, str], per_reason: int = SKIP_PATHS_PER_REASON
+                 ) -> tuple[dict[str, str], dict[str, int]]:
+    """The first ``per_reason`` paths of each reason (by path) and the count of every reason."""
+    counts: Counter[str] = Counter()
+    listed: dict[str, str] = {}
+    for path, reason in sorted(skipped.items()):
+        counts[reason] += 1
+        if counts[reason] <= per_reason:
+            listed[path] = reason
+    return listed, dict(sorted(counts.items()))
 
 
 def check_root(root: Path) -> Path:

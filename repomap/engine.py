@@ -326,8 +326,8 @@ class RepoMap(QueryMixin):
         files = summaries(inp, result, ctx.order)
         timings = {"rank": round((t1 - t0) * 1e3, 2), "fit_render": round((t2 - t1) * 1e3, 2),
                    "open": round(self.open_ms, 2)}
-        return RenderResult(text=result.text, metadata=metadata(inp, result, plan.token_budget, files, timings),
-                            files=files)
+        meta = metadata(inp, result, plan.token_budget, files, timings, self.skipped_files)
+        return RenderResult(text=result.text, metadata=meta, files=files)
 
     def render_text(self, plan: FlightPlan, include_timings: bool = False) -> str:
         """``render(plan, include_timings).text``, without building the metadata and file summaries.
