@@ -116,9 +116,12 @@ def discover(root: Path, cfg: DiscoverConfig) -> Discovery:
         # pointed at a directory its enclosing repository ignores (a vendored tree, an
         # installed stdlib under a git-managed prefix): index it with the plain walk
         git = False
+    unreadable: list[str] = []
     if not git:
-        names = _walk(root, cfg)
+        names = _walk(root, cfg, unreadable)
     disc = Discovery(root=root, files=[], git=git, scanned_ns=time.time_ns())
+    for rel_dir in unreadable:
+        disc.skip(display_name(rel_dir) + "/", "unreadable")
     lock = set(cfg.lockfile_names)
     # (display form, name on disk): a name that is not printable UTF-8 is listed escaped (fsnames)
     shown = sorted((display_name(n), n) for n in set(names))
@@ -239,8 +242,11 @@ def git_commit(root: Path) -> str | None:
     return proc.stdout.strip() or None if proc.returncode == 0 else None
 
 
-def _walk(root: Path, cfg: DiscoverConfig) -> list[str]:
+def _walk(root: Path, cfg: DiscoverConfig, unreadable: list[str]) -> list[str]:
     """Gitignore-aware walk (nested .gitignore files apply below their directory).
+
+    A directory that cannot be listed is appended to ``unreadable`` (its files are
+    unknown, so the directory itself is what gets skipped with a reason).
 
     ``os.scandir`` with relative paths built by string concatenation: on trees
     with tens of thousands of directories ``os.walk`` + ``relpath`` -- or even
@@ -258,6 +264,8 @@ def _walk(root: Path, cfg: DiscoverConfig) -> list[str]:
             with os.scandir(base + rel_dir) as it:
                 entries = list(it)
         except OSError:
+            if rel_dir:
+                unreadable.append(rel_dir[:-1])
             continue
         if any(e.name == ".gitignore" for e in entries):
             import pathspec  # only trees with .gitignore files outside git need it
@@ -272,7 +280,7 @@ def _walk(root: Path, cfg: DiscoverConfig) -> list[str]:
             try:
                 is_dir = e.is_dir(follow_symlinks=False)
             except OSError:
-                continue
+                is_dir = False  # listed as a file: its lstat says why it is skipped
             if is_dir:
                 if e.name not in skip and not _ignored(specs, rel + "/"):
                     stack.append((rel + "/", specs))

@@ -111,3 +111,24 @@ def test_navigator_map_prints_no_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in res.output and "a.py" in res.stdout
     res = invoke(["map", str(root), "--tokens", "4000", "--json"], env={"NAVIGATOR_CACHE_DIR": str(tmp_path / "c")})
     assert res.exit_code == 0 and SHOWN in json.loads(res.stdout)["text"]
+
+
+def test_a_directory_too_deep_to_list_is_skipped_as_unreadable(tmp_path: Path) -> None:
+    """A tree deeper than PATH_MAX (made with ``dir_fd``): its files were silently missing before."""
+    root = _repo(tmp_path)
+    fd = os.open(root, os.O_RDONLY)
+    try:
+        for _ in range(20):  # 20 x 251 bytes: past Linux's 4096-byte PATH_MAX
+            os.mkdir("d" * 250, dir_fd=fd)
+            sub = os.open("d" * 250, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = sub
+        leaf = os.open("deep.py", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=fd)
+        os.write(leaf, b"X = 1\n")
+        os.close(leaf)
+    finally:
+        os.close(fd)
+    rm = RepoMap.open(root, cache_dir=tmp_path / "c", jobs=1)
+    unreadable = [p for p, r in rm.skipped_files.items() if r == "unreadable"]
+    assert len(unreadable) == 1 and unreadable[0].startswith("d" * 250 + "/") and unreadable[0].endswith("/")
+    assert "a.py" in rm.files
