@@ -9,8 +9,9 @@ map's one-line-per-file layout.
 
 So every path the engine lists is its *display* form: the name itself when it
 is printable UTF-8 (nearly always), otherwise the name with every byte that is
-not valid UTF-8, every C0 control character, DEL and every backslash written as
-``\\xNN`` -- ``caf\\xe9_latin1.py`` for a Latin-1 ``café_latin1.py``. The
+not valid UTF-8, every C0 control character, DEL, the line breaks ``str.splitlines``
+knows (NEL, U+2028, U+2029) and every backslash written as ``\\xNN`` --
+``caf\\xe9_latin1.py`` for a Latin-1 ``café_latin1.py``. The
 display form is valid UTF-8 everywhere; :func:`fs_name` maps it back to the
 name on disk, so the tools, the renderer and the index all read the right file.
 
