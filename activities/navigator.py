@@ -29,7 +29,7 @@ from durable_navigator.activities.engines import INDEX_PROGRESS, EngineCache, En
 from durable_navigator.activities.models.base import Model
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.activities.skips import skipped_files_markdown
+from durable_navigator.activities.skips import files_not_in_map, skipped_files_markdown
 from durable_navigator.navcore.activity_io import (
     IndexProgress,
     MapView,
@@ -259,10 +259,13 @@ class NavigatorActivities:
             except NavigatorError:
                 engine = None  # the repository is gone: the map's own notes still go in
             report = json.loads(inp.report_json)
-            context = _context_markdown(inp, map_text, skipped_files_markdown(engine, map_text),
+            # one listing for both files, so context.md and report.json name the same skips
+            skips = files_not_in_map(engine, map_text, report.get("map_metadata"))
+            context = _context_markdown(inp, map_text, skipped_files_markdown(skips),
                                         decisions_markdown(report.get("decisions") or []))
             context_ref = self._put_text(context, MEDIA_MARKDOWN, f"context pack for {inp.workflow_id}")
-            report_text = json.dumps(json.loads(inp.report_json), indent=2, sort_keys=True) + "\n"
+            report["files_not_in_map"] = skips
+            report_text = json.dumps(report, indent=2, sort_keys=True) + "\n"
             report_ref = self._put_text(report_text, MEDIA_JSON, f"report for {inp.workflow_id}")
             await asyncio.to_thread(atomic_write_bytes, out / "context.md", context.encode("utf-8"))
             await asyncio.to_thread(atomic_write_bytes, out / "report.json", report_text.encode("utf-8"))

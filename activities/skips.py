@@ -1,18 +1,24 @@
 """Which files a context pack's map leaves out, and why (for ``context.md``).
 
-Two sources: the engine's index (files it never indexed: binary, minified,
-generated, oversized, lock files, ignored directories, symlinks leaving the
-root, unreadable) and the final map's header (files that vanished, became
-unreadable or turned binary after the index was built, hidden by the render).
-Pure formatting; the lists are capped so a vendored tree cannot flood the pack.
+Two sources, both in the final map's metadata (``MapMetadata``), so ``context.md``,
+``report.json`` (``map_metadata``) and ``status --json`` / ``result --json`` list the
+same files: ``not_indexed`` (files the index never took: binary, minified, generated,
+oversized, lock files, ignored directories, symlinks leaving the root or looping,
+unreadable, names that cannot be shown) with ``not_indexed_counts``, and
+``skipped_files`` (files that vanished, became unreadable or turned binary after the
+index was built, hidden by the render). Pure formatting; the lists are capped per
+reason (``repomap.discover.SKIP_PATHS_PER_REASON``) so a vendored tree cannot flood the pack.
 """
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
-__all__ = ["skipped_files_markdown", "map_header", "REASONS"]
+from durable_navigator.repomap.discover import skip_listing
+
+__all__ = ["files_not_in_map", "skipped_files_markdown", "map_header", "REASONS"]
 
 #: skip reason -> what it means for a reader of the context pack
 REASONS = {
@@ -23,12 +29,14 @@ REASONS = {
     "lockfile": "a dependency lock file",
     "ignored_dir": "inside a tool or vendor directory",
     "symlink_escape": "a symlink leading outside the repository (never followed)",
+    "symlink_loop": "a symlink that leads back to itself (a loop)",
+    "dangling_symlink": "a symlink to a file that does not exist",
     "not_regular": "not a regular file",
     "unreadable": "could not be read",
+    "name_clash": "a name that is not UTF-8 whose escaped form is another file's name (that file is shown)",
+    "undecodable_name": "a name that cannot be shown and read back unambiguously",
     "vanished": "deleted or renamed after the index was built",
 }
-#: paths listed per reason; the rest are counted
-PATHS_PER_REASON = 15
 _HEADER_PREFIX = "# repo-map "
 
 
@@ -44,43 +52,63 @@ def map_header(map_text: str) -> dict[str, Any]:
     return fields if isinstance(fields, dict) else {}
 
 
-def _by_reason(files: dict[str, str]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
+def files_not_in_map(engine: Any, map_text: str, meta: dict[str, Any] | None) -> dict[str, Any]:
+    """What ``context.md`` lists as not in the map, as data (``report.json``'s ``files_not_in_map``).
+
+    From ``meta`` -- the final map's ``MapMetadata`` as JSON -- when there is one: the skips
+    of the index that map was drawn from. Without one (no map was rendered) from the
+    current ``engine`` (None when the repository could not be opened). ``hidden``: files
+    the render hid because they changed after indexing.
+    """
+    if meta and "not_indexed_counts" in meta:
+        return {"source": "map", "index_version": str(meta.get("index_version") or ""),
+                "not_indexed": dict(meta.get("not_indexed") or {}),
+                "not_indexed_counts": dict(meta.get("not_indexed_counts") or {}),
+                "hidden": dict(meta.get("skipped_files") or {})}
+    header = map_header(map_text)
+    hidden = {str(k): str(v) for k, v in (header.get("skipped") or {}).items()}
+    if engine is None:
+        return {"source": "none", "index_version": "", "not_indexed": {}, "not_indexed_counts": {},
+                "hidden": hidden}
+    listed, counts = skip_listing(dict(getattr(engine, "skipped_files", None) or {}))
+    return {"source": "index", "index_version": str(getattr(engine, "index_version", "")),
+            "not_indexed": listed, "not_indexed_counts": counts, "hidden": hidden,
+            "map_index_version": str(header.get("index") or "")}
+
+
+def _listing(files: dict[str, str], counts: dict[str, int]) -> list[str]:
+    by_reason: dict[str, list[str]] = {}
     for path, reason in sorted(files.items()):
-        out.setdefault(reason, []).append(path)
-    return out
-
-
-def _listing(files: dict[str, str]) -> list[str]:
+        by_reason.setdefault(reason, []).append(path)
     lines: list[str] = []
-    for reason, paths in sorted(_by_reason(files).items(), key=lambda kv: (-len(kv[1]), kv[0])):
-        lines.append(f"- {reason}: {len(paths)} — {REASONS.get(reason, reason)}")
-        lines += [f"  - `{p}`" for p in paths[:PATHS_PER_REASON]]
-        if len(paths) > PATHS_PER_REASON:
-            lines.append(f"  - … and {len(paths) - PATHS_PER_REASON} more")
+    for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        paths = by_reason.get(reason, [])
+        lines.append(f"- {reason}: {n} — {REASONS.get(reason, reason)}")
+        lines += [f"  - `{p}`" for p in paths]
+        if n > len(paths):
+            lines.append(f"  - … and {n - len(paths)} more")
     return lines
 
 
-def skipped_files_markdown(engine: Any, map_text: str) -> str:
-    """The "Files not in the map" section body; empty when nothing was skipped.
+def _counts(files: dict[str, str]) -> dict[str, int]:
+    return dict(Counter(files.values()))
 
-    ``engine`` is the current repo-map engine of the repository (or None when it
-    could not be opened); its ``skipped_files`` are the index's skips.
-    """
-    header = map_header(map_text)
-    at_render = header.get("skipped") or {}
-    at_index: dict[str, str] = dict(getattr(engine, "skipped_files", None) or {}) if engine is not None else {}
+
+def skipped_files_markdown(skips: dict[str, Any]) -> str:
+    """The "Files not in the map" section body of :func:`files_not_in_map`; empty when nothing was skipped."""
+    counts, hidden = skips["not_indexed_counts"], skips["hidden"]
     parts: list[str] = []
-    if at_index:
-        version, shown = getattr(engine, "index_version", ""), header.get("index")
+    if counts:
+        total = sum(counts.values())
+        version, shown = skips["index_version"], skips.get("map_index_version")
         note = "" if not version or not shown or version == shown else \
             f" (as of the current index `{version}`; the map below is from `{shown}`)"
-        parts.append(f"Not indexed: {len(at_index)} file{'s' if len(at_index) != 1 else ''}{note}.\n")
-        parts.append("\n".join(_listing(at_index)) + "\n")
-    elif engine is None:
+        parts.append(f"Not indexed: {total} file{'s' if total != 1 else ''}{note}.\n")
+        parts.append("\n".join(_listing(skips["not_indexed"], counts)) + "\n")
+    elif skips["source"] == "none":
         parts.append("The repository could not be opened to list the files its index skipped.\n")
-    if at_render:
-        n = len(at_render)
+    if hidden:
+        n = len(hidden)
         parts.append(f"Hidden from the map because the file changed after indexing: {n} file{'s' if n != 1 else ''}.\n")
-        parts.append("\n".join(_listing({str(k): str(v) for k, v in at_render.items()})) + "\n")
+        parts.append("\n".join(_listing(hidden, _counts(hidden))) + "\n")
     return "\n".join(parts)

@@ -64,9 +64,15 @@ def _resolve_inside(root: Path, relpath: str) -> Path:
 
 
 def _rel(root: Path, path: str) -> str:
-    """The POSIX path relative to the root of a model-given path, escapes refused."""
+    """The POSIX path relative to the root of a model-given path, escapes refused.
+
+    Paths are display names both ways (``repomap.fsnames``): a file whose name is not
+    printable UTF-8 is named, listed and read as ``caf\\xe9.py``.
+    """
+    from durable_navigator.repomap.fsnames import display_name
+
     resolved = _resolve_inside(root, path)
-    rel = resolved.relative_to(root.resolve()).as_posix()
+    rel = display_name(resolved.relative_to(root.resolve()).as_posix())
     return "" if rel == "." else rel
 
 

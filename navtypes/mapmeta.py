@@ -45,3 +45,9 @@ class MapMetadata(BaseModel):
     #: files hidden because they vanished, became unreadable or turned binary after the
     #: index was built: ``path -> reason`` (empty unless the tree changed under the render)
     skipped_files: dict[str, str] = {}
+    #: files the index left out (binary, minified, symlink loop, ...): ``path -> reason``, at
+    #: most ``SKIP_PATHS_PER_REASON`` (15) paths per reason, so a vendored tree cannot flood
+    #: workflow history; ``context.md`` lists exactly these
+    not_indexed: dict[str, str] = {}
+    #: every file the index left out, counted by reason (the paths above are the first of each)
+    not_indexed_counts: dict[str, int] = {}

@@ -37,6 +37,7 @@ import numpy as np
 from durable_navigator.repomap.cache import IndexCache
 from durable_navigator.repomap.config import PARSER_VERSION, EngineConfig
 from durable_navigator.repomap.discover import Discovery
+from durable_navigator.repomap.fsnames import fs_path
 from durable_navigator.repomap.index import index_file, parser_for
 from durable_navigator.repomap.parse_treesitter import tags_query_version
 from durable_navigator.repomap.layout import file_line
@@ -159,7 +160,8 @@ def _index_chunk(root: str, paths: list[str], cfg_json: str, version: str, db_pa
     out: list[IndexedFile] = []
     for rel in paths:
         try:
-            data = (Path(root) / rel).read_bytes()
+            with open(fs_path(root, rel), "rb") as fh:  # rel is a display name (fsnames)
+                data = fh.read()
         except OSError:
             out.append((rel, "", None))
             continue

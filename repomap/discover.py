@@ -16,6 +16,7 @@ known to be "racy" (its stat cannot prove its content; see ``build.py``).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import time
@@ -26,18 +27,22 @@ from typing import TYPE_CHECKING
 
 from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.repomap.config import DiscoverConfig
+from durable_navigator.repomap.fsnames import display_name, round_trips
 from durable_navigator.repomap.safepath import is_inside
 
 if TYPE_CHECKING:
     import pathspec
 
-__all__ = ["FileEntry", "Discovery", "discover", "git_commit", "RACY_WINDOW_NS"]
+__all__ = ["FileEntry", "Discovery", "discover", "git_commit", "RACY_WINDOW_NS", "SKIP_PATHS_PER_REASON",
+           "skip_listing"]
 
 _GIT_TIMEOUT_S = 60
 #: a file whose mtime or ctime is this close to (or after) the moment it was
 #: stat'ed may still change without changing its stat: timestamps are coarse
 #: (a kernel tick locally, 1-2 s on FAT, HFS+ and some network file systems)
 RACY_WINDOW_NS = 2_000_000_000
+#: skipped paths a map's metadata (and so ``context.md`` and ``report.json``) lists per reason
+SKIP_PATHS_PER_REASON = 15
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +86,18 @@ class Discovery:
         self.skipped_paths[rel] = reason
 
 
+def skip_listing(skipped: dict[str, str], per_reason: int = SKIP_PATHS_PER_REASON
+                 ) -> tuple[dict[str, str], dict[str, int]]:
+    """The first ``per_reason`` paths of each reason (by path) and the count of every reason."""
+    counts: Counter[str] = Counter()
+    listed: dict[str, str] = {}
+    for path, reason in sorted(skipped.items()):
+        counts[reason] += 1
+        if counts[reason] <= per_reason:
+            listed[path] = reason
+    return listed, dict(sorted(counts.items()))
+
+
 def check_root(root: Path) -> Path:
     """The resolved root, or RepoError when it is missing or not a directory."""
     path = Path(root).expanduser()
@@ -99,19 +116,33 @@ def discover(root: Path, cfg: DiscoverConfig) -> Discovery:
         # pointed at a directory its enclosing repository ignores (a vendored tree, an
         # installed stdlib under a git-managed prefix): index it with the plain walk
         git = False
+    unreadable: list[str] = []
     if not git:
-        names = _walk(root, cfg)
+        names = _walk(root, cfg, unreadable)
     disc = Discovery(root=root, files=[], git=git, scanned_ns=time.time_ns())
+    for rel_dir in unreadable:
+        disc.skip(display_name(rel_dir) + "/", "unreadable")
     lock = set(cfg.lockfile_names)
-    for rel in sorted(set(names)):
-        reason = _name_skip(rel, lock, cfg)
+    # (display form, name on disk): a name that is not printable UTF-8 is listed escaped (fsnames)
+    shown = sorted((display_name(n), n) for n in set(names))
+    for rel, name in shown:
+        reason = _name_skip(rel, lock, cfg) or (_display_skip(root, rel, name) if rel != name else None)
         if reason:
             disc.skip(rel, reason)
             continue
-        entry = _stat_entry(root, rel, cfg, disc)
+        entry = _stat_entry(root, rel, name, cfg, disc)
         if entry is not None:
             disc.files.append(entry)
     return disc
+
+
+def _display_skip(root: Path, rel: str, name: str) -> str | None:
+    """Why a file whose name is shown escaped (``fsnames``) cannot be listed under that form."""
+    if not round_trips(name):
+        return "undecodable_name"
+    if os.path.lexists(f"{root}/{rel}"):
+        return "name_clash"  # a file is literally named like this one's escaped form: it wins
+    return None
 
 
 def _name_skip(rel: str, lock: set[str], cfg: DiscoverConfig) -> str | None:
@@ -125,8 +156,9 @@ def _name_skip(rel: str, lock: set[str], cfg: DiscoverConfig) -> str | None:
     return None
 
 
-def _stat_entry(root: Path, rel: str, cfg: DiscoverConfig, disc: Discovery) -> FileEntry | None:
-    full = f"{root}/{rel}"  # a str, not a Path: path objects cost more than the lstat on big trees
+def _stat_entry(root: Path, rel: str, name: str, cfg: DiscoverConfig, disc: Discovery) -> FileEntry | None:
+    """The entry of ``rel`` (``name`` on disk), or None after recording why it is skipped."""
+    full = f"{root}/{name}"  # a str, not a Path: path objects cost more than the lstat on big trees
     try:
         st = os.lstat(full)
     except FileNotFoundError:
@@ -136,16 +168,19 @@ def _stat_entry(root: Path, rel: str, cfg: DiscoverConfig, disc: Discovery) -> F
         return None
     try:
         if stat.S_ISLNK(st.st_mode):
-            target = Path(full).resolve()
+            # realpath, not Path.resolve: the latter raises RuntimeError on a loop (Python < 3.13)
+            target = Path(os.path.realpath(full))
             if not is_inside(root, target):
                 disc.skip(rel, "symlink_escape")
                 return None
-            st = target.stat()
+            st = os.stat(full)
         if not stat.S_ISREG(st.st_mode):
             disc.skip(rel, "not_regular")
             return None
-    except OSError:
-        disc.skip(rel, "unreadable")
+    except OSError as exc:
+        disc.skip(rel, "symlink_loop" if exc.errno == errno.ELOOP else
+                  "dangling_symlink" if stat.S_ISLNK(st.st_mode) and isinstance(exc, FileNotFoundError)
+                  else "unreadable")
         return None
     if st.st_size > cfg.max_file_bytes:
         disc.skip(rel, "oversized")
@@ -207,8 +242,11 @@ def git_commit(root: Path) -> str | None:
     return proc.stdout.strip() or None if proc.returncode == 0 else None
 
 
-def _walk(root: Path, cfg: DiscoverConfig) -> list[str]:
+def _walk(root: Path, cfg: DiscoverConfig, unreadable: list[str]) -> list[str]:
     """Gitignore-aware walk (nested .gitignore files apply below their directory).
+
+    A directory that cannot be listed is appended to ``unreadable`` (its files are
+    unknown, so the directory itself is what gets skipped with a reason).
 
     ``os.scandir`` with relative paths built by string concatenation: on trees
     with tens of thousands of directories ``os.walk`` + ``relpath`` -- or even
@@ -226,6 +264,8 @@ def _walk(root: Path, cfg: DiscoverConfig) -> list[str]:
             with os.scandir(base + rel_dir) as it:
                 entries = list(it)
         except OSError:
+            if rel_dir:
+                unreadable.append(rel_dir[:-1])
             continue
         if any(e.name == ".gitignore" for e in entries):
             import pathspec  # only trees with .gitignore files outside git need it
@@ -240,7 +280,7 @@ def _walk(root: Path, cfg: DiscoverConfig) -> list[str]:
             try:
                 is_dir = e.is_dir(follow_symlinks=False)
             except OSError:
-                continue
+                is_dir = False  # listed as a file: its lstat says why it is skipped
             if is_dir:
                 if e.name not in skip and not _ignored(specs, rel + "/"):
                     stack.append((rel + "/", specs))

@@ -35,6 +35,7 @@ from durable_navigator.repomap.build import BuiltIndex, Progress, build_index, c
 from durable_navigator.repomap.cache import IndexCache, default_cache_dir
 from durable_navigator.repomap.config import EngineConfig
 from durable_navigator.repomap.discover import Discovery, check_root, discover, git_commit
+from durable_navigator.repomap.fsnames import fs_path
 from durable_navigator.repomap.presence import no_files_error
 from durable_navigator.repomap.engine_query import QueryMixin
 from durable_navigator.repomap.index import REC, full_bounds, full_cost
@@ -179,7 +180,8 @@ class RepoMap(QueryMixin):
         keys = self._built.all_keys
         for rel in sorted(self._racy):
             try:
-                data = (self.root / rel).read_bytes()
+                with open(fs_path(self.root, rel), "rb") as fh:
+                    data = fh.read()
             except OSError:
                 return False
             if not keys.get(rel, "").startswith(content_hash(data) + ":"):
@@ -323,8 +325,8 @@ class RepoMap(QueryMixin):
         files = summaries(inp, result, ctx.order)
         timings = {"rank": round((t1 - t0) * 1e3, 2), "fit_render": round((t2 - t1) * 1e3, 2),
                    "open": round(self.open_ms, 2)}
-        return RenderResult(text=result.text, metadata=metadata(inp, result, plan.token_budget, files, timings),
-                            files=files)
+        meta = metadata(inp, result, plan.token_budget, files, timings, self.skipped_files)
+        return RenderResult(text=result.text, metadata=meta, files=files)
 
     def render_text(self, plan: FlightPlan, include_timings: bool = False) -> str:
         """``render(plan, include_timings).text``, without building the metadata and file summaries.

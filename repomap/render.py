@@ -20,6 +20,7 @@ budget is fitted again without it: a tree changing under a render never fails it
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -31,7 +32,9 @@ import numpy as np
 from durable_navigator.navtypes.errors import FlightPlanError
 from durable_navigator.navtypes.levels import MIN_TOKEN_BUDGET, Level
 from durable_navigator.repomap.config import RenderConfig
+from durable_navigator.repomap.discover import skip_listing
 from durable_navigator.repomap.fit import FileCosts, Fitter, must_price
+from durable_navigator.repomap.fsnames import fs_path
 from durable_navigator.repomap.globs import glob_match
 from durable_navigator.repomap.index import REC, SYM, body_costs, full_bounds, full_cost
 from durable_navigator.repomap.layout import doc_block, file_line, header_line, outline_line, source_block
@@ -331,7 +334,7 @@ def _file_text(inp: RenderInput, i: int, level: int, cache: dict[str, list[str]]
     rec = inp.records[p]
     head = file_line(p, level, rec[REC["size"]], rec[REC["lines"]], inp.why[i])
     if level < 4 and p not in present:  # drawn from the index: is the file still there?
-        if not (inp.root / p).is_file():
+        if not os.path.isfile(fs_path(inp.root, p)):
             raise _Unreadable(p, "vanished")
         present.add(p)  # checked once per render, not once per fit pass
     if level <= 1:
@@ -542,9 +545,11 @@ def summaries(inp: RenderInput, r: Rendered, order: list[int]) -> list[FileSumma
 
 
 def metadata(inp: RenderInput, r: Rendered, budget: int, files: list[FileSummary],
-             timings: dict[str, float]) -> MapMetadata:
-    """The machine-readable header as a model."""
+             timings: dict[str, float], not_indexed: dict[str, str] | None = None) -> MapMetadata:
+    """The machine-readable header as a model (``not_indexed``: the index's skips, ``path -> reason``)."""
     from durable_navigator.navtypes.mapmeta import MapMetadata
+
+    listed, counts = skip_listing(not_indexed or {})
 
     per = Counter(str(lv) for lv in r.levels)
     return MapMetadata(
@@ -552,4 +557,5 @@ def metadata(inp: RenderInput, r: Rendered, budget: int, files: list[FileSummary
         files_per_level={k: per[k] for k in sorted(per)}, degraded=r.counts.get("degraded", 0),
         hidden=per.get("0", 0), files_without_symbol_support=r.counts.get("no_symbols", 0),
         index_version=inp.index_version, timings_ms=timings, top_files=files[: inp.cfg.top_files],
-        token_counter=COUNTER_NAME, skipped_files=dict(sorted(r.skipped.items())))
+        token_counter=COUNTER_NAME, skipped_files=dict(sorted(r.skipped.items())),
+        not_indexed=listed, not_indexed_counts=counts)

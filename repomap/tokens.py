@@ -231,7 +231,8 @@ def _segment_counts(texts: list[str]) -> list[int]:
     joined = "".join(texts)
     if not joined:
         return [0] * len(texts)
-    seg_starts = np.cumsum([0] + [len(t.encode("utf-8")) for t in texts[:-1]])
+    # surrogatepass: a lone surrogate is 3 bytes, as the U+FFFD encode() puts in its place
+    seg_starts = np.cumsum([0] + [len(t.encode("utf-8", "surrogatepass")) for t in texts[:-1]])
     return _tokens_per_span(joined, seg_starts).tolist()
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from tests.support import FIXTURE_REPO as FIXTURE_REPO_DIR
 
 import asyncio
+import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.engines import EngineCache
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.navigator import NavigatorActivities
-from durable_navigator.activities.skips import skipped_files_markdown
+from durable_navigator.activities.skips import files_not_in_map, skipped_files_markdown
 from durable_navigator.activities.tools import CodeToolActivities
 from durable_navigator.navcore.activity_io import ScanInput, WriteResultInput
 from durable_navigator.navtypes.errors import RepoError
@@ -159,16 +161,39 @@ async def test_write_result_lists_skipped_files(repo: Path, opener: Any, tmp_pat
     assert "`src/budgetkit/plugin.py`" in section and "- vanished: 1" in section
 
 
+async def test_report_json_lists_what_context_md_lists(repo: Path, opener: Any, tmp_path: Path) -> None:
+    """#29: report.json had ``skipped_files: {}`` while context.md listed the index's skips."""
+    (repo / "logo.png").write_bytes(b"\x89PNG\0\0binary")
+    for i in range(20):
+        (repo / f"vendor.{i}.min.js").write_text("var a=1;")
+    acts = _activities(tmp_path, opener)
+    rendered = (await acts.engine(str(repo))).render(FULL)
+    meta = rendered.metadata.model_dump(mode="json")
+    assert meta["not_indexed_counts"] == {"binary": 1, "minified": 20} and len(meta["not_indexed"]) == 16
+    map_ref = acts.store.put_bytes(rendered.text.encode(), "text/markdown", "")
+    out = await ActivityEnvironment().run(acts.write_result, WriteResultInput(
+        out_dir=str(tmp_path / "out"), workflow_id="wf-agree", goal="g", repo_root=str(repo), map_ref=map_ref,
+        report_json=json.dumps({"map_metadata": meta}), summary="s"))
+    section = Path(out.context_path).read_text().split("## Files not in the map", 1)[1].split("\n## ", 1)[0]
+    report = json.loads(Path(out.report_path).read_text())
+    listed = report["files_not_in_map"]
+    assert listed["not_indexed"] == report["map_metadata"]["not_indexed"] == meta["not_indexed"]
+    assert sorted(re.findall(r"`([^`]+)`", section)) == sorted(listed["not_indexed"])
+    assert "- minified: 20" in section and "… and 5 more" in section and "- binary: 1" in section
+
+
 def test_skipped_section_without_anything_skipped_is_empty() -> None:
     class Clean:
         skipped_files: dict[str, str] = {}
         index_version = "idx:1"
 
-    assert skipped_files_markdown(Clean(), '# repo-map {"index":"idx:1"}\n') == ""
+    assert skipped_files_markdown(files_not_in_map(Clean(), '# repo-map {"index":"idx:1"}\n', None)) == ""
     many = type("Many", (), {"skipped_files": {f"vendor/{i}.js": "minified" for i in range(40)},
                              "index_version": "idx:1"})()
-    text = skipped_files_markdown(many, '# repo-map {"index":"idx:1"}\n')
+    skips = files_not_in_map(many, '# repo-map {"index":"idx:1"}\n', None)
+    text = skipped_files_markdown(skips)
     assert "- minified: 40" in text and "… and 25 more" in text
+    assert len(skips["not_indexed"]) == 15 and skips["not_indexed_counts"] == {"minified": 40}
 
 
 async def test_tool_calls_on_a_vanished_file_are_tool_errors(repo: Path, opener: Any, tmp_path: Path) -> None:
