@@ -66,7 +66,8 @@ def checked_criterion(status: CriterionStatus, count: Callable[[str], int | None
     note = status.note
     if status.met and not kept:
         note = (note + "; " if note else "") + "claimed met without evidence that exists: not met"
-    return status.model_copy(update={"evidence": kept, "dropped": dropped, "met": status.met and bool(kept),
+    verdict = "not_met" if status.met and not kept else status.status
+    return status.model_copy(update={"evidence": kept, "dropped": dropped, "status": verdict,
                                      "note": note[:1000]}), checked
 
 

@@ -38,7 +38,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from durable_navigator.activities.artifacts import ArtifactStore
-from durable_navigator.activities.models.base import CallContext, ModelCallError, UsageMeter
+from durable_navigator.activities.models.base import CallContext, ModelCallError, ModelStalledError, UsageMeter
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.requests import EngineSource, RequestBuilder
@@ -64,6 +64,7 @@ from durable_navigator.navcore.model_calls import (
     ReviewOut,
     SummaryOut,
 )
+from durable_navigator.navcore.map_criteria import apply_map_checks
 from durable_navigator.navcore.planning import PlanParseError
 from durable_navigator.navcore.planning_parse import (
     parse_analysis,
@@ -152,7 +153,7 @@ class ModelCallActivities:
         try:
             return await call.run()
         except asyncio.CancelledError:
-            call.meter.settle()
+            call.meter.settle(cut=True)  # the request was sent: the prompt is billed
             if activity.is_worker_shutdown():
                 # not a stop: this worker is going away; the workflow's next attempt goes to a live one
                 raise call.failure(ApplicationError(
@@ -160,7 +161,7 @@ class ModelCallActivities:
             raise call.failure(ApplicationError(
                 "the model call was cancelled by the workflow (stop)", type=CANCELLED_ERROR_TYPE, non_retryable=True))
         except ModelCallError as exc:
-            call.meter.settle(exc.usage)
+            call.meter.settle(exc.usage, cut=isinstance(exc, ModelStalledError))
             delay = timedelta(seconds=exc.retry_after_s) if exc.retry_after_s else None
             raise call.failure(ApplicationError(str(exc), type=exc.kind, non_retryable=not exc.retryable,
                                                 next_retry_delay=delay)) from None
@@ -275,8 +276,9 @@ class _Attempt:
             if task.kind == "planning.plan":
                 return PlanOut(plan=parse_stage_plan(text, task.config))  # type: ignore[union-attr]
             if task.kind == "stages.check_criteria":
-                return CheckOut(check=parse_criteria_check(
-                    text, list(task.stage.success_criteria), task.index))  # type: ignore[union-attr]
+                # a criterion about the map is judged from the map, whatever the model said
+                check = parse_criteria_check(text, list(task.stage.success_criteria), task.index)  # type: ignore[union-attr]
+                return CheckOut(check=apply_map_checks(check, task.files, task.map_text))  # type: ignore[union-attr]
             if task.kind == "stages.reflect":
                 return ReflectionOut(reflection=parse_reflection(text, task.config))  # type: ignore[union-attr]
             if not text.strip():

@@ -273,7 +273,9 @@ def investigation_panel(result: InvestigationResult) -> Panel:
                       f" ({result.stop_detail})" if result.stop_detail else "",
                       f" · completed normally: {'yes' if result.completed_normally else 'no'}"),
         Text(f"planning rounds: {result.plan_rounds} · stages: {result.stages_done} done of {result.stages} · "
-             f"criteria met: {result.criteria_met}/{result.criteria_total} · subagents: {len(result.children)}"),
+             f"criteria met: {result.criteria_met}/{result.criteria_total}"
+             + (f" ({result.criteria_unchecked} unchecked)" if result.criteria_unchecked else "")
+             + f" · subagents: {len(result.children)}"),
         Text(f"cost: ${result.cost_usd:.4f} of ${result.max_usd:.4f} · tokens in {usage.input_tokens} "
              f"/ out {usage.output_tokens}"),
     ]

@@ -210,6 +210,8 @@ class InvestigationResult(BaseModel):
     stages_done: int
     criteria_met: int
     criteria_total: int
+    #: criteria the checker could not check (never counted met)
+    criteria_unchecked: int = 0
     children: list[ChildRun] = []
     cost_micros: int
     cost_usd: Decimal

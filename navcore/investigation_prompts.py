@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from durable_navigator.navcore.criteria import Verdict
 from durable_navigator.navcore.investigation_types import CriterionStatus, PlannedStage, StageChange
 from durable_navigator.navcore.model import InvestigateTask
 from durable_navigator.navcore.model_calls import InvestigateOut
@@ -32,8 +33,8 @@ _SHAPES = {
     "investigate.plan": '{"stages": [{"title": str, "task": str, "criteria": [str, ...]}, ...]}',
     "investigate.review": '{"critique": str}',
     "investigate.confirm": '{"exit": true|false, "reason": str}',
-    "investigate.criteria": '{"criteria": [{"criterion": str, "met": true|false, "evidence": ["path:start-end", ...], '
-                            '"note": str}, ...]}',
+    "investigate.criteria": '{"criteria": [{"criterion": str, "status": "met"|"not_met"|"unchecked", '
+                            '"evidence": ["path:start-end", ...], "note": str}, ...]}',
     "investigate.reflect": '{"drop": [stage index, ...], "change": [{"index": int, "stage": {...}}], '
                            '"add": [{"title", "task", "criteria"}], "reason": str}',
     "investigate.compress": '{"record": str}',
@@ -85,7 +86,8 @@ def investigate_prompt(task: InvestigateTask) -> tuple[str, str]:
                          "characters.")
         elif task.kind == "investigate.criteria":
             parts.append("For each criterion say whether it is met, with the citations (path:start-end) of the "
-                         "findings that show it. A criterion without a citation is not met.")
+                         "findings that show it. A criterion without a citation is not met; one the findings "
+                         "cannot show either way is unchecked (say why in the note).")
         else:
             parts.append(f"The whole plan:\n{_data(stage_lines(task.stages))}\nCriteria so far:\n{_data(task.status)}"
                          f"\nStage [{task.stage_index}] is done. Drop, change or add REMAINING stages (index above "
@@ -162,6 +164,16 @@ def _trimmed(text: str) -> str:
     return text if len(text) <= STAGE_RECORD_CHARS else text[: STAGE_RECORD_CHARS - 1].rstrip() + "…"
 
 
+def _verdict(item: dict[str, Any]) -> Verdict | None:
+    """The entry's ``status`` (or, from a model that answered the older shape, its ``met`` boolean)."""
+    status = str(item.get("status") or "").strip().lower().replace(" ", "_").replace("-", "_")
+    if status in ("met", "not_met", "unchecked"):
+        return status  # type: ignore[return-value]
+    if not status and isinstance(item.get("met"), bool):
+        return "met" if item["met"] else "not_met"
+    return None
+
+
 def _criteria(task: InvestigateTask, data: dict[str, Any]) -> InvestigateOut | str:
     wanted = list(task.stage.criteria) if task.stage else []
     given = {str(c.get("criterion", "")).strip(): c for c in data.get("criteria") or [] if isinstance(c, dict)}
@@ -174,6 +186,10 @@ def _criteria(task: InvestigateTask, data: dict[str, Any]) -> InvestigateOut | s
         if item is None:
             return f'no verdict for criterion {criterion!r}; give one entry per criterion'
         evidence = [str(e) for e in item.get("evidence") or []][:10]
-        out.append(CriterionStatus(criterion=criterion, met=bool(item.get("met")), evidence=evidence,
+        status = _verdict(item)
+        if status is None:
+            return (f'the verdict of criterion {criterion!r} is not one of "met", "not_met", "unchecked"; '
+                    'give "status" for every criterion')
+        out.append(CriterionStatus(criterion=criterion[:2000], status=status, evidence=evidence,
                                    note=str(item.get("note") or "")[:1000]))
     return InvestigateOut(kind="investigate.criteria", criteria=out)

@@ -10,12 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 from durable_navigator.navcore.budget import format_usd
+from durable_navigator.navcore.criteria import verdict_mark
 from durable_navigator.navcore.findings import Finding
 from durable_navigator.navcore.investigation import InvestigationState, StageRecord
 from durable_navigator.navcore.report import TurnReport, markdown_text, reasoning_preview, shorten
 
 __all__ = ["stage_table", "investigation_turn_report", "investigation_details", "report_markdown", "report_dict",
-           "criteria_counts"]
+           "criteria_counts", "criteria_unchecked"]
 
 
 def criteria_counts(state: InvestigationState) -> tuple[int, int]:
@@ -24,10 +25,17 @@ def criteria_counts(state: InvestigationState) -> tuple[int, int]:
     return sum(1 for c in checked if c.met), sum(len(s.criteria) for s in state.stages if s.status in ("done", "failed"))
 
 
+def criteria_unchecked(state: InvestigationState) -> int:
+    """How many criteria of the stages that ran the checker could not check (reported, never counted met)."""
+    return sum(1 for s in state.stages if s.status in ("done", "failed") for c in s.criteria_status if c.unchecked)
+
+
 def _criteria_cell(stage: StageRecord) -> str:
     if not stage.criteria_status:
         return f"0/{len(stage.criteria)} checked"
-    return f"{sum(1 for c in stage.criteria_status if c.met)}/{len(stage.criteria)} met"
+    unchecked = sum(1 for c in stage.criteria_status if c.unchecked)
+    return (f"{sum(1 for c in stage.criteria_status if c.met)}/{len(stage.criteria)} met"
+            + (f", {unchecked} unchecked" if unchecked else ""))
 
 
 def _cell(text: str) -> str:
@@ -85,6 +93,11 @@ def investigation_details(state: InvestigationState) -> str:
     return "\n\n".join(parts)
 
 
+def _unchecked_part(state: InvestigationState) -> str:
+    n = criteria_unchecked(state)
+    return f" ({n} unchecked: [?] below)" if n else ""
+
+
 def report_markdown(state: InvestigationState, workflow_id: str, findings: dict[int, list[Finding]],
                     completed_normally: bool, records: dict[int, str] | None = None) -> str:
     """report.md: per-stage record, findings, criteria with evidence, open questions, cost per stage.
@@ -97,7 +110,7 @@ def report_markdown(state: InvestigationState, workflow_id: str, findings: dict[
            f"- run: `{workflow_id}` · repository: `{state.repo_root}` · model: `{state.model}`",
            f"- ended: **{reason}**" + (f" ({state.run.stop_detail})" if state.run.stop_detail else "")
            + ("" if completed_normally else " — not completed normally: the report holds what exists"),
-           f"- criteria met: {met}/{total} · cost {format_usd(state.ledger.spent_micros)} of "
+           f"- criteria met: {met}/{total}{_unchecked_part(state)} · cost {format_usd(state.ledger.spent_micros)} of "
            f"{format_usd(state.ledger.max_micros)} · planning rounds {len(state.plan_rounds)}", "",
            "## Stages", "", stage_table(state), ""]
     for s in state.stages:
@@ -113,7 +126,7 @@ def report_markdown(state: InvestigationState, workflow_id: str, findings: dict[
         out += ["### Criteria", ""]
         for c in s.criteria_status or []:
             ev = ", ".join(c.evidence) or "no evidence"
-            out.append(f"- [{'x' if c.met else ' '}] {c.criterion} — {ev}" + (f" ({c.note})" if c.note else ""))
+            out.append(f"- {verdict_mark(c.status)} {c.criterion} — {ev}" + (f" ({c.note})" if c.note else ""))
             out += [f"  - dropped evidence: {d}" for d in c.dropped]
         if not s.criteria_status:
             out += [f"- [ ] {c} — not checked" for c in s.criteria]
@@ -130,7 +143,9 @@ def report_markdown(state: InvestigationState, workflow_id: str, findings: dict[
             out += ["", f"Reflection: {s.reflection}"]
         out += ["", f"Cost: workers {format_usd(s.cost_micros)}, own calls {format_usd(s.calls_micros)}; "
                 f"children: {', '.join(f'`{c}`' for c in s.children) or 'none'}", ""]
-    open_q = [f"stage {s.index}: {c.criterion}" for s in state.stages for c in s.criteria_status if not c.met]
+    open_q = [f"stage {s.index}: {c.criterion}" + (" (unchecked: the checker could not verify it)" if c.unchecked
+                                                     else "") for s in state.stages for c in s.criteria_status
+              if not c.met]
     open_q += [f"stage {s.index} ({s.title}) did not run" for s in state.stages if s.status in ("pending", "skipped")]
     out += ["## Open questions", ""] + ([f"- {q}" for q in open_q] or ["- none"]) + [""]
     if state.warnings:
@@ -146,7 +161,7 @@ def report_dict(state: InvestigationState, workflow_id: str, completed_normally:
         "model": state.model, "stop_reason": state.run.stop_reason.value if state.run.stop_reason else None,
         "stop_detail": state.run.stop_detail, "completed_normally": completed_normally,
         "cost_micros": state.ledger.spent_micros, "max_micros": state.ledger.max_micros,
-        "criteria_met": met, "criteria_total": total,
+        "criteria_met": met, "criteria_total": total, "criteria_unchecked": criteria_unchecked(state),
         "plan_rounds": [r.model_dump(mode="json") for r in state.plan_rounds],
         "stages": [s.model_dump(mode="json", exclude={"findings_ref"}) for s in state.stages],
         "children": [c.model_dump(mode="json") for c in state.children],

@@ -1,5 +1,7 @@
 """The words of an investigation plan: stages and criteria verdicts (shared by the state and the model calls).
 
+:class:`CriterionStatus` is the one verdict type of every checker (:mod:`navcore.criteria`), re-exported here.
+
 Kept apart from :mod:`navcore.investigation` so :mod:`navcore.model_calls` can use them without an
 import cycle (``requests`` → ``model_calls``). Pure data.
 """
@@ -10,6 +12,8 @@ from collections.abc import Iterable, Sequence
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from durable_navigator.navcore.criteria import CriterionStatus
 
 __all__ = ["PlannedStage", "CriterionStatus", "StageChange", "stage_plan_problem"]
 
@@ -30,20 +34,6 @@ class PlannedStage(BaseModel):
     branches: int = Field(1, ge=1, le=4)
     #: the stage's own cap on implementation loops (None: the run's ``max_stage_loops``)
     max_loops: int | None = Field(None, ge=1, le=6)
-
-
-class CriterionStatus(BaseModel):
-    """One success criterion after the check: met only with evidence that exists in the repository."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    criterion: _Line
-    met: bool
-    #: checked citations (``path:start-end``) that exist in the repository
-    evidence: list[str] = []
-    #: citations the checker gave that do not exist (dropped, with why)
-    dropped: list[str] = []
-    note: _Line = ""
 
 
 class StageChange(BaseModel):

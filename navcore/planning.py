@@ -21,6 +21,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from durable_navigator.navcore.criteria import CriterionStatus, verdict_counts, verdict_mark, verdict_word
 from durable_navigator.navtypes.errors import ModelError
 
 __all__ = [
@@ -124,16 +125,6 @@ class PlanReview(BaseModel):
     adjustments: list[Annotated[str, Field(max_length=2000)]] = []
 
 
-class CriterionStatus(BaseModel):
-    """Whether one success criterion is met, with evidence from the current map."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    criterion: str
-    met: bool
-    evidence: str = Field("", max_length=2000)
-
-
 class CriteriaCheck(BaseModel):
     """Criteria status of one stage after its iterations."""
 
@@ -144,13 +135,19 @@ class CriteriaCheck(BaseModel):
 
     @property
     def all_met(self) -> bool:
-        """True when every criterion of the stage is met."""
+        """True when every criterion of the stage is met (an unchecked one is not)."""
         return all(r.met for r in self.results)
 
     @property
     def unmet(self) -> list[str]:
-        """The criteria not met, in plan order."""
-        return [r.criterion for r in self.results if not r.met]
+        """The criteria checked and found not met, in plan order (unchecked ones are not among them:
+        redoing a stage would not check them)."""
+        return [r.criterion for r in self.results if r.status == "not_met"]
+
+    @property
+    def unchecked(self) -> list[str]:
+        """The criteria the checker could not check, in plan order."""
+        return [r.criterion for r in self.results if r.unchecked]
 
 
 class Reflection(BaseModel):
@@ -218,9 +215,14 @@ def plan_markdown(
         status = {r.criterion: r for r in checks[i].results} if i in checks else {}
         for crit in stage.success_criteria:
             r = status.get(crit)
-            box = "[ ]" if r is None else ("[x]" if r.met else "[!]")
-            ev = f" — {r.evidence}" if r is not None and r.evidence else ""
-            lines.append(f"   - {box} {crit}{ev}")
+            if r is None:
+                lines.append(f"   - [ ] {crit}")
+                continue
+            word = " — unchecked" if r.unchecked else ""
+            lines.append(f"   - {verdict_mark(r.status)} {crit}{word}{_verdict_tail(r)}")
+    if any(r.unchecked for c in checks.values() for r in c.results):
+        lines.append("_[x] met · [!] not met · [?] unchecked: the checker could not verify it, so it is "
+                     "claimed neither way._")
     if plan.dropped_stages:
         lines.append(f"_{plan.dropped_stages} stage(s) dropped by the stage cap._")
     if plan.fallback:
@@ -230,15 +232,20 @@ def plan_markdown(
 
 def criteria_log_fields(check: CriteriaCheck, stage: Stage) -> dict[str, object]:
     """``action``/``reasoning``/``diff_lines`` of the decision-log entry recording a criteria check."""
-    met = sum(r.met for r in check.results)
+    counts = verdict_counts(check.results)
+    unchecked = f", {counts['unchecked']} unchecked" if counts["unchecked"] else ""
     return {
         "action": "criteria_check",
-        "reasoning": _clip(f"stage {check.stage_index + 1} '{stage.objective}': {met}/{len(check.results)} criteria met"),
-        "diff_lines": [
-            _clip(f"{'met' if r.met else 'NOT met'}: {r.criterion}" + (f" — {r.evidence}" if r.evidence else ""), 300)
-            for r in check.results
-        ],
+        "reasoning": _clip(f"stage {check.stage_index + 1} '{stage.objective}': "
+                           f"{counts['met']}/{len(check.results)} criteria met{unchecked}"),
+        "diff_lines": [_clip(f"{verdict_word(r.status)}: {r.criterion}{_verdict_tail(r)}", 300) for r in check.results],
     }
+
+
+def _verdict_tail(r: CriterionStatus) -> str:
+    """`` — evidence (note)`` of one verdict (empty when it has neither)."""
+    ev = f" — {', '.join(r.evidence)}" if r.evidence else ""
+    return ev + (f" ({r.note})" if r.note else "")
 
 
 def reflection_log_fields(reflection: Reflection, completed_index: int) -> dict[str, object]:

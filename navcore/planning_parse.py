@@ -284,15 +284,22 @@ def parse_stage_plan(text: str, config: PlanningConfig) -> StagePlan:
 
 # --------------------------------------------------------------------------- criteria / reflection
 
-_VERDICT = r"(NOT\s+MET|UNMET|PARTIALLY\s+MET|MET|YES|NO|TRUE|FALSE|PASS|FAIL(?:ED)?)"
+_VERDICT = (r"(NOT\s+MET|UNMET|PARTIALLY\s+MET|UNCHECKED|NOT\s+CHECKED|CANNOT\s+CHECK|UNVERIFIED|UNKNOWN|MET|YES|NO"
+            r"|TRUE|FALSE|PASS|FAIL(?:ED)?)")
 _CRIT_LINE = re.compile(
     r"^\s*[-*#\s]*(?:C|criterion\s*)?(\d+)\s*[:.)\-—]\s*\**\s*" + _VERDICT + r"\b\**\s*[:|\-—,.]*\s*(.*)$", re.I
 )
 _POSITIVE = {"MET", "YES", "TRUE", "PASS"}
+#: a checker that could not check says so: the verdict is "unchecked", never met nor failed
+_UNCHECKED = {"UNCHECKED", "NOT CHECKED", "CANNOT CHECK", "UNVERIFIED", "UNKNOWN"}
 
 
 def parse_criteria_check(text: str, criteria: list[str], stage_index: int) -> CriteriaCheck:
-    """One ``C<n>: MET|NOT MET | evidence`` line per criterion (numbered from 1)."""
+    """One ``C<n>: MET|NOT MET|UNCHECKED | evidence`` line per criterion (numbered from 1).
+
+    The model's words go to the verdict's ``note``: they are its claim, not something found; a
+    criterion about the map is checked against the map afterwards (:mod:`navcore.map_criteria`).
+    """
     found: dict[int, CriterionStatus] = {}
     for line in (text or "").splitlines():
         m = _CRIT_LINE.match(line)
@@ -301,14 +308,13 @@ def parse_criteria_check(text: str, criteria: list[str], stage_index: int) -> Cr
         n = int(m.group(1))
         if 1 <= n <= len(criteria) and n not in found:
             verdict = re.sub(r"\s+", " ", m.group(2).upper())
-            found[n] = CriterionStatus(
-                criterion=criteria[n - 1], met=verdict in _POSITIVE, evidence=m.group(3).strip()[:2000]
-            )
+            status = "met" if verdict in _POSITIVE else "unchecked" if verdict in _UNCHECKED else "not_met"
+            found[n] = CriterionStatus(criterion=criteria[n - 1][:2000], status=status, note=m.group(3).strip()[:2000])
     missing = [f"C{n}" for n in range(1, len(criteria) + 1) if n not in found]
     if missing:
         raise PlanParseError(
             f"no verdict for {', '.join(missing)}; answer one line per criterion as 'C<n>: MET | evidence'"
-            " or 'C<n>: NOT MET | what is missing'"
+            " or 'C<n>: NOT MET | what is missing' or 'C<n>: UNCHECKED | why it cannot be checked'"
         )
     return CriteriaCheck(stage_index=stage_index, results=[found[n] for n in sorted(found)])
 

@@ -129,7 +129,9 @@ def criteria_prompt(goal: str, stage: Stage, map_excerpt: str, meta: MapMetadata
     system = (
         "Check the success criteria of an exploration stage against the current repo map. For each "
         "criterion answer one line: 'C<n>: MET | <evidence: file, symbol or map line>' or "
-        "'C<n>: NOT MET | <what is missing>'. Judge only from the map.\n" + _DATA_NOTE
+        "'C<n>: NOT MET | <what is missing>', or 'C<n>: UNCHECKED | <why>' when the map cannot show whether "
+        "it holds. Judge only from the map; never call a criterion met on words it shares with the map.\n"
+        + _DATA_NOTE
     )
     crit = "\n".join(f"C{i}: {c}" for i, c in enumerate(stage.success_criteria, 1))
     user = "\n\n".join(
@@ -155,10 +157,7 @@ def reflect_prompt(
         f"remaining stages (at most {max(room, 0)}; address unmet criteria first), or the line "
         "'NO MORE STAGES'.\n" + _STAGE_FORMAT.format(max_it=config.max_stage_iterations)
     )
-    done = "\n".join(
-        f"{'x' if r.met else ' '} {r.criterion}" + (f" — {r.evidence}" if r.evidence else "")
-        for r in check.results
-    )
+    done = "\n".join(r.line() for r in check.results)
     remaining = "\n".join(
         f"STAGE {i + 1}: {s.objective}" for i, s in enumerate(plan.stages) if i > completed_index
     )

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from durable_navigator.navcore.activity_io import RecentDecision
 from durable_navigator.navcore.compression import SUMMARY_ACTIONS
 from durable_navigator.navcore.budget import BudgetLedger, micros_to_usd, usd_to_micros
+from durable_navigator.navcore.criteria import verdict_counts
 from durable_navigator.navtypes.errors import validation_lines
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navcore.messages import EditFlightPlanInput
@@ -207,6 +208,9 @@ def report_dict(state: NavigatorState, workflow_id: str) -> dict[str, Any]:
         "continued_runs": s.run.continued_runs,
         "index_version": s.map.index_version,
         "planning_fallback": s.stages.plan.fallback if s.stages.plan else None,
+        # every stage's criteria verdicts: met / not_met / unchecked (what the checker could not verify)
+        "criteria": [c.model_dump(mode="json") for c in s.stages.criteria],
+        "criteria_counts": dict(verdict_counts([r for c in s.stages.criteria for r in c.results])),
         # budget-aware routing: the model serving each kind of call at the end, every switch (also in
         # "decisions" as model_switch entries), and the rates each model's calls were priced at
         "routing": {

@@ -48,6 +48,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_navigator.navcore.investigation_report import (
         criteria_counts,
+        criteria_unchecked,
         investigation_details,
         investigation_turn_report,
     )
@@ -227,6 +228,7 @@ class InvestigationWorkflow:
             workflow_id=info.workflow_id, stop_reason=reason, stop_detail=s.run.stop_detail, completed_normally=normal,
             plan_rounds=len(s.plan_rounds), stages=len(s.stages),
             stages_done=sum(1 for st in s.stages if st.status == "done"), criteria_met=met, criteria_total=total,
+            criteria_unchecked=criteria_unchecked(s),
             children=list(s.children), cost_micros=s.ledger.spent_micros, cost_usd=micros_to_usd(s.ledger.spent_micros),
             max_usd=micros_to_usd(s.ledger.max_micros), usage=s.ledger.total_usage(), report_path=written.report_path,
             report_json_path=written.report_json_path, summary=written.summary, continued_runs=s.run.continued_runs,

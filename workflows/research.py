@@ -398,7 +398,10 @@ class ResearchWorkflow:
             if outcome.status == "stopped":
                 self._stop(StopReason.STOPPED, self._stop_detail())
             else:
-                self._stop(StopReason.FINALIZED, f"the refinery call failed ({outcome.error}); answering with the findings")
+                # only the refinery's FINISH is a normal end: a failed call is a failed run that still
+                # answers from its findings (completed_normally: false, the reason in answer.md and report.json)
+                self._stop(StopReason.FAILED, f"the refinery call failed ({outcome.error}); answered with the findings "
+                                              "so far, unjudged")
             return
         verdict = outcome.result
         self._log("research_refine", verdict.reason, [f"{verdict.decision.upper()}"

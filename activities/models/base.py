@@ -59,7 +59,8 @@ class UsageMeter:
     ``observe`` the cumulative usage the backend reports and the ``text`` they
     receive; ``end`` closes the call with its final usage. :meth:`settle`
     closes a call that ended abnormally with the best knowledge: the usage
-    reported so far, else the prompt plus the output text received.
+    reported so far, else the prompt plus the output text received, else — for a
+    call we cut before its first chunk — the prompt alone.
     """
 
     def __init__(self) -> None:
@@ -93,8 +94,13 @@ class UsageMeter:
         """Close the open call with its final usage."""
         self.usage, self.calls, self._open = self.usage + usage, self.calls + 1, False
 
-    def settle(self, known: TokenUsage | None = None) -> None:
-        """Close an open call that ended abnormally (cancelled, stalled, failed)."""
+    def settle(self, known: TokenUsage | None = None, *, cut: bool = False) -> None:
+        """Close an open call that ended abnormally (cancelled, stalled, failed).
+
+        ``cut``: we ended the call after the provider had taken the request (the stream guard, a
+        timeout, a cancellation) — providers bill the prompt they were sent even when no chunk came
+        back, so with nothing reported the call is booked at the prompt we counted.
+        """
         if not self._open:
             return
         if known is not None and known != TokenUsage():
@@ -104,7 +110,10 @@ class UsageMeter:
         elif self._text_chars:
             # the prompt was read and output had started: both are billed
             used = TokenUsage(input_tokens=self._prompt_tokens, output_tokens=(self._text_chars + 3) // 4)
+        elif cut:
+            used = TokenUsage(input_tokens=self._prompt_tokens)
         else:
+            # refused before the provider read the prompt (4xx, 429, no connection): nothing billed
             used = known or TokenUsage()
         self.end(used)
 

@@ -17,7 +17,7 @@ from temporalio.exceptions import ApplicationError
 from durable_navigator.activities.models.gemini import GeminiCredentials, GeminiModel
 from durable_navigator.activities.models.gemini.testing import ScriptedGemini, error_reply, text_reply, usage_metadata
 from durable_navigator.activities.models.scripted import ScriptedModel
-from durable_navigator.navtypes.flightplan import FlightPlan
+from durable_navigator.navtypes.flightplan import FlightPlan, Level, VerbosityRule
 from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
 from durable_navigator.navcore.model_calls import (
     AnalysisOut,
@@ -124,7 +124,7 @@ async def test_failed_criteria_trigger_a_rewrite(tmp_path: Path) -> None:
         tmp_path,
         {
             "planning.plan": [
-                "STAGE 1: Ledger\n- `src/budget/ledger.py` is shown\n- `reserve` is visible\n"
+                "STAGE 1: Ledger\n- `src/budgetkit/ledger.py` is shown\n- `reserve` is visible\n"
                 "STAGE 2: Docs\n- README is shown"
             ],
             "stages.check_criteria": ["C1: MET | ledger.py at L2\nC2: NOT MET | reserve() not in the map"],
@@ -141,6 +141,9 @@ async def test_failed_criteria_trigger_a_rewrite(tmp_path: Path) -> None:
     assert not isinstance(checked, ApplicationError) and isinstance(checked.result, CheckOut)
     check = checked.result.check
     assert not check.all_met and check.unmet == ["`reserve` is visible"]
+    # both are about the map, so both were checked against it (the model's words kept as a note)
+    assert check.results[0].evidence and check.results[0].evidence[0].startswith("src/budgetkit/ledger.py at L")
+    assert "reserve is not shown" in check.results[1].note and "the model said not met" in check.results[1].note
     reflected = await run_spec(acts, name, ReflectSpec(**base, config=cfg, plan=plan, completed_index=0, check=check))
     assert not isinstance(reflected, ApplicationError) and isinstance(reflected.result, ReflectionOut)
     assert reflected.result.reflection.action == "rewrite"
@@ -175,7 +178,7 @@ async def test_stage_calls_are_keyed_by_stage_index(tmp_path: Path) -> None:
         out = await run_spec(acts, name, CriteriaSpec(**base, config=PlanningConfig(), stage_index=index, stage=stage,
                                                       flight_plan=FlightPlan()))
         assert not isinstance(out, ApplicationError) and isinstance(out.result, CheckOut)
-        assert out.result.check.results[0].evidence == f"stage {index}" and out.result.check.stage_index == index
+        assert out.result.check.results[0].note == f"stage {index}" and out.result.check.stage_index == index
 
 
 async def test_gemini_text_calls_over_scripted_http(tmp_path: Path) -> None:
@@ -209,3 +212,20 @@ async def test_decisions_only_script_gives_a_clear_planning_error(tmp_path: Path
     err = await run_spec(acts, name, AnalyzeSpec(model=name, repo_root=REPO, goal_ref=goal_ref(acts, GOAL),
                                                  max_output_tokens=500, config=PlanningConfig()))
     assert isinstance(err, ApplicationError) and err.non_retryable and "add it to" in str(err)
+
+
+async def test_a_criterion_about_the_map_is_judged_by_the_map_not_by_the_model(tmp_path: Path) -> None:
+    """#29: a path at a level is a fact of the final map: a model's MET for a file shown at L1 and its NOT MET
+    for a file shown at L4 are both overruled, each with what the map shows as evidence."""
+    criteria = ["`src/budgetkit/ledger.py` is shown at level 2 or more", "`src/budgetkit/cli.py` is shown at level 2 or more"]
+    acts, _, name, base = _setup(tmp_path, {"stages.check_criteria": ["C1: NOT MET | not there\nC2: MET | cli.py"]})
+    stage = Stage(objective="the ledger", success_criteria=criteria)
+    plan = FlightPlan(token_budget=4000, rules=[VerbosityRule(glob="src/budgetkit/ledger.py", level=Level.FULL),
+                                                VerbosityRule(glob="src/budgetkit/cli.py", level=Level.PATH)])
+    out = await run_spec(acts, name, CriteriaSpec(**base, config=PlanningConfig(), stage_index=0, stage=stage,
+                                                  flight_plan=plan, map_metadata=META))
+    assert not isinstance(out, ApplicationError) and isinstance(out.result, CheckOut)
+    ledger, cli = out.result.check.results
+    assert ledger.status == "met" and ledger.evidence == ["src/budgetkit/ledger.py at L4"]
+    assert "the model said not met" in ledger.note
+    assert cli.status == "not_met" and cli.evidence == [] and "src/budgetkit/cli.py at L1" in cli.note

@@ -124,9 +124,13 @@ def test_stage_without_criteria_is_a_clear_error() -> None:
 
 
 def test_criteria_check_variants_and_missing() -> None:
-    check = parse_criteria_check("C1: MET | shown at L3\n- C2: **NOT MET** - missing\n3. yes: ok", ["a", "b", "c"], 1)
-    assert [r.met for r in check.results] == [True, False, True]
-    assert check.results[0].evidence == "shown at L3" and check.unmet == ["b"] and not check.all_met
+    text = "C1: MET | shown at L3\n- C2: **NOT MET** - missing\n3. yes: ok\nC4: UNCHECKED | the map cannot show it"
+    check = parse_criteria_check(text, ["a", "b", "c", "d"], 1)
+    assert [r.status for r in check.results] == ["met", "not_met", "met", "unchecked"]
+    # the model's words are its note, never "evidence" (which lists only what a check found)
+    assert check.results[0].note == "shown at L3" and check.results[0].evidence == []
+    # an unchecked criterion is neither met nor a failure to revisit
+    assert check.unmet == ["b"] and check.unchecked == ["d"] and not check.all_met
     with pytest.raises(PlanParseError, match="C2"):
         parse_criteria_check("C1: MET | x", ["a", "b"], 0)
 
@@ -154,12 +158,13 @@ def test_stage_outcomes_fit_the_decision_log() -> None:
     from durable_navigator.navcore.state import DecisionLogEntry
 
     stage = Stage(objective="Find the ledger", success_criteria=["a", "b"])
-    check = CriteriaCheck(stage_index=0, results=[CriterionStatus(criterion="a", met=True, evidence="L2"),
-                                                  CriterionStatus(criterion="b", met=False)])
+    check = CriteriaCheck(stage_index=0, results=[CriterionStatus(criterion="a", status="met", evidence=["x.py at L2"]),
+                                                  CriterionStatus(criterion="b", status="not_met"),
+                                                  CriterionStatus(criterion="c", status="unchecked", note="why")])
     at = datetime(2026, 1, 1, tzinfo=timezone.utc)
     entry = DecisionLogEntry(step=7, at=at, **criteria_log_fields(check, stage))
-    assert entry.reasoning == "stage 1 'Find the ledger': 1/2 criteria met"
-    assert entry.diff_lines == ["met: a — L2", "NOT met: b"]
+    assert entry.reasoning == "stage 1 'Find the ledger': 1/3 criteria met, 1 unchecked"
+    assert entry.diff_lines == ["met: a — x.py at L2", "NOT met: b", "unchecked: c (why)"]
     rw = Reflection(action="rewrite", reasoning="b unmet", remaining_stages=[stage])
     entry = DecisionLogEntry(step=7, at=at, **reflection_log_fields(rw, 0))
     assert entry.action == "reflection" and entry.diff_lines == ["+ stage: Find the ledger"]
@@ -167,6 +172,11 @@ def test_stage_outcomes_fit_the_decision_log() -> None:
 
 def test_plan_markdown_shows_criteria_status() -> None:
     plan = direct_plan("why are tokens double counted?")
-    check = CriteriaCheck(stage_index=0, results=[CriterionStatus(criterion=plan.stages[0].success_criteria[0], met=True, evidence="ledger.py L4")])
+    check = CriteriaCheck(stage_index=0, results=[CriterionStatus(criterion=plan.stages[0].success_criteria[0],
+                                                                  status="met", evidence=["ledger.py at L4"])])
     md = plan_markdown(plan, {0: check}, current=0)
-    assert "(direct)" in md and "[x]" in md and "ledger.py L4" in md and "← current" in md
+    assert "(direct)" in md and "[x]" in md and "ledger.py at L4" in md and "← current" in md
+    unchecked = CriteriaCheck(stage_index=0, results=[CriterionStatus(
+        criterion=plan.stages[0].success_criteria[0], status="unchecked", note="the offline model cannot tell")])
+    md = plan_markdown(plan, {0: unchecked}, current=None)
+    assert "- [?] The map shows" in md and "- [x]" not in md and "— unchecked (the offline" in md and "[?] unchecked" in md

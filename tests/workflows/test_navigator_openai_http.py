@@ -11,6 +11,7 @@ priced at the endpoint's declared rates, and the key never reaches history.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import timedelta
 from decimal import Decimal
@@ -90,10 +91,16 @@ async def test_a_navigator_run_over_a_scripted_openai_compatible_endpoint(
                 TokenUsage(input_tokens=3000, output_tokens=60, cached_tokens=1000),
                 TokenUsage(input_tokens=3200, output_tokens=15), TokenUsage(input_tokens=1500, output_tokens=10)]
     pricer = TablePricer.load(endpoints={"vllm": ENDPOINT})
-    assert result.cost_micros == sum(pricer.cost(MODEL, u) for u in reported)
-    assert result.usage == sum(reported, TokenUsage())
+    # the stalled attempt was cut before its first chunk: the endpoint had read the prompt, so it is booked
+    # at the prompt we counted (its model.request input's prompt_tokens) × the input price (#29: it was $0)
+    cut = result.usage.input_tokens - sum(u.input_tokens for u in reported)
+    assert cut > 0 and str(cut) in re.findall(r'"prompt_tokens":\s*(\d+)', _decoded(history))
+    assert result.cost_micros == sum(pricer.cost(MODEL, u) for u in reported) + pricer.cost(
+        MODEL, TokenUsage(input_tokens=cut))
+    assert result.usage == sum(reported, TokenUsage(input_tokens=cut))
     report = json.loads(Path(result.report_path or "").read_text())
-    assert report["ledger"]["per_model"][MODEL]["attempts"] == 6  # two failed attempts booked (at zero usage)
+    # two failed attempts booked: the 429 at zero (never read), the stall at its prompt
+    assert report["ledger"]["per_model"][MODEL]["attempts"] == 6
     events = json.dumps(history.to_json_dict())
     assert "ModelStalled" in events or "stream guard" in events
     assert KEY not in _decoded(history)

@@ -59,3 +59,26 @@ async def test_a_barren_round_ends_as_the_refinery_says(client: Client, task_que
     answer = Path(result.answer_path or "").read_text()
     assert "src/budgetkit/plugin.py:26-29" in answer
     assert ("ended early" in answer) is (not normal)
+
+
+async def test_a_failed_refinery_call_is_no_normal_end(client: Client, task_queue: str, tmp_path: Path,
+                                                       start_worker) -> None:
+    """#29: the refinery call failed and ``ask`` still said ``completed_normally: yes`` (stop reason
+    ``finalized``). Only a FINISH is a normal end: the run answers from its findings, says why it is not
+    complete in the result, report.json and answer.md, and ends ``failed`` like any failed model call."""
+    model = write_research_script(tmp_path / "script.yaml", {
+        "research.plan": [text_answer('["read the plugin"]')],
+        "research.execute": ["", finish_answer(("after_call records usage and adds its price",
+                                                "src/budgetkit/plugin.py:26-29"))],
+        "research.refine": [{"error": "fatal", "usage": {"input_tokens": 10}}],
+        "research.synthesize": [text_answer("after_call records usage (src/budgetkit/plugin.py:26-29).")],
+    })
+    async with start_worker(priced_activities(tmp_path)):
+        result: ResearchResult = await run_research(client, task_queue, research_request(tmp_path, model=model))
+    assert not result.completed_normally and result.stop_reason.value == "failed", result
+    assert "the refinery call failed" in (result.stop_detail or "")
+    report = json.loads(Path(result.report_path or "").read_text())
+    assert report["completed_normally"] is False and "the refinery call failed" in report["stop_detail"]
+    answer = Path(result.answer_path or "").read_text()
+    assert "src/budgetkit/plugin.py:26-29" in answer  # still answered from the findings
+    assert "ended early" in answer and "the refinery call failed" in answer

@@ -21,6 +21,7 @@ from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.budget import format_usd
+    from durable_navigator.navcore.criteria import verdict_word
     from durable_navigator.navcore.investigation import (
         BranchScore,
         CriterionStatus,
@@ -275,7 +276,9 @@ class StageWork:
         if out is None:
             if s.run.stop_reason is not None:
                 return
-            statuses = [CriterionStatus(criterion=c, met=False, note="the criteria check failed") for c in stage.criteria]
+            # nobody checked them: saying "not met" would claim a check that did not happen
+            statuses = [CriterionStatus(criterion=c, status="unchecked", note="the criteria check failed")
+                        for c in stage.criteria]
         else:
             statuses = out.criteria
         self.hooks.count()
@@ -283,13 +286,15 @@ class StageWork:
             "investigate.check_evidence", EvidenceInput(repo_root=s.repo_root, criteria=statuses), EvidenceOutput,
             SHORT, f"stage {stage.index} · check {sum(len(c.evidence) for c in statuses)} evidence citations")
         stage.criteria_status = checked.criteria
-        self.hooks.log("criteria", f"stage {stage.index}: {sum(c.met for c in checked.criteria)}/{len(stage.criteria)} met",
-                  [f"{'MET' if c.met else 'NOT MET'} {c.criterion}: {', '.join(c.evidence) or 'no evidence'}"
-                   for c in checked.criteria] + [f"dropped: {d}" for c in checked.criteria for d in c.dropped])
+        unchecked = sum(c.unchecked for c in checked.criteria)
+        self.hooks.log("criteria", f"stage {stage.index}: {sum(c.met for c in checked.criteria)}/{len(stage.criteria)} met"
+                       + (f", {unchecked} unchecked" if unchecked else ""),
+                       [f"{verdict_word(c.status)} {c.criterion}: {', '.join(c.evidence) or 'no evidence'}"
+                        for c in checked.criteria] + [f"dropped: {d}" for c in checked.criteria for d in c.dropped])
 
     async def _reflect(self, stage: StageRecord) -> None:
         s, cap = self.state, self.req.max_stages * _GROWTH
-        status = [f"stage {st.index} {'MET' if c.met else 'NOT MET'}: {c.criterion}"
+        status = [f"stage {st.index} {verdict_word(c.status)}: {c.criterion}"
                   for st in s.stages for c in st.criteria_status]
         out = await self.hooks.call("investigate.reflect", f"stage {stage.index} · reflection", stage,
                                subject="stage", stages=[as_planned(st) for st in s.stages], stage=as_planned(stage),

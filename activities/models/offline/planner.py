@@ -7,15 +7,18 @@ request's typed task (``navcore.model``) and, for planning, the repository index
 * ``planning.analyze``: DIRECT for short single-part goals, else an analysis of
   the top-ranked areas (``engine.rank``) ending ``REFLECT: yes`` for long goals;
 * ``planning.review``: the three voices from the ranking;
-* ``planning.plan``: one stage per top-ranked area (directory prefix) — never an
-  area the navigator's survey zooms out for this goal (tests, docs, … unless the
-  goal asks) — each with criteria naming that area's best files;
-* ``stages.check_criteria``: judged against the *goal*, never the criterion's
-  wording (which the offline model cannot understand): the goal's terms found in
-  the map must be shown at level 2+ (in the criterion's named files when it
-  names some), with the evidence quoted;
-* ``stages.reflect``: KEEP when all met, else REWRITE with a first stage on the
-  unmet criteria followed by the untouched remaining stages;
+* ``planning.plan``: one stage per top-ranked area (directory prefix) among the
+  files the goal's search found something in — never an area the navigator's
+  survey zooms out for this goal (tests, docs, … unless the goal asks) nor a hidden
+  tooling folder (``.devcontainer/``) it does not name — each with criteria naming
+  that area's best files;
+* ``stages.check_criteria``: a criterion about the map (a path or a name shown
+  at a level, a file in focus — what this planner's own criteria say) is checked
+  against the render (:mod:`navcore.map_criteria`); any other criterion is
+  UNCHECKED — the offline model cannot read it, and word overlap between the goal
+  and the map is no check of it;
+* ``stages.reflect``: KEEP when no criterion was found unmet, else REWRITE with a
+  first stage on the unmet criteria followed by the untouched remaining stages;
 * ``navigator.compress``: a factual summary of the covered log entries.
 """
 
@@ -23,29 +26,31 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.activities.models.offline.config import glob_matches, noise_excludes
-from durable_navigator.activities.models.offline.terms import goal_terms, split_identifier
+from durable_navigator.activities.models.offline.research_exec import is_noise
 from durable_navigator.navcore.compression import SummaryRequest
+from durable_navigator.navcore.map_criteria import check_map_criterion
 from durable_navigator.navcore.planning import CriteriaCheck, PlanningConfig, Stage, StagePlan
 from durable_navigator.navtypes.errors import ModelError
 from durable_navigator.navtypes.flightplan import FlightPlan
-from durable_navigator.navtypes.mapmeta import FileSummary
 
-__all__ = ["OfflinePlannerConfig", "OfflinePlanner", "criterion_evidence", "named_files"]
+__all__ = ["OfflinePlannerConfig", "OfflinePlanner"]
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
-_PATHLIKE = re.compile(r"`([^`]+)`|(?<![\w/])((?:[\w.\-]+/)+[\w.\-]*|[\w\-]+\.[A-Za-z]{1,5})(?![\w/])")
 _STOP = frozenset(
     "the and for with from that this into what why how does are was were has have not but you your its "
     "which when where who all any can should would could about also then than there their them map shows "
     "shown level more code".split()
 )
+#: ranking signals that come from the goal itself (not the reference graph): a file's goal evidence
+_EVIDENCE = ("bm25", "ident", "path", "name")
 _MULTI = re.compile(r";|\band\b|\bthen\b|\balso\b|,", re.I)
+_CANNOT_CHECK = ("the offline model checks only criteria about the map (a path or a name shown at a level, a "
+                 "file in focus); it cannot tell whether this one holds")
 #: how the reflection titles the retry of a stage whose criteria were unmet (one retry per stage)
 _REVISIT = "Revisit stage"
 
@@ -67,8 +72,6 @@ class OfflinePlannerConfig(BaseModel):
     files_per_stage: int = Field(2, ge=1, le=10)
     #: goal words per extra stage (depth adapts to the goal)
     words_per_stage: int = Field(6, ge=1)
-    #: a criterion is met when this share of the goal's terms found in the map are shown at L2+
-    goal_coverage_to_meet: float = Field(0.6, gt=0.0, le=1.0)
 
 
 def _goal_words(goal: str) -> list[str]:
@@ -81,84 +84,24 @@ def _area(path: str, depth: int) -> str:
 
 
 def _ranked_areas(engine: Any, goal: str, cfg: OfflinePlannerConfig) -> list[tuple[str, list[str]]]:
-    """Top-ranked files grouped by area, without the areas the survey zooms out for this goal.
+    """Top-ranked files *with goal evidence*, grouped by area, without noise or tooling areas.
 
     The stages must be consistent with the map the navigator will build: the
     survey excludes noise (tests, docs, examples, ...) the goal does not mention,
-    so a stage must never be planned there.
+    so a stage must never be planned there; nor in a hidden tooling folder
+    (``.devcontainer/``) the goal does not name. And a file counts for an area only
+    when the goal's search found something in it (a lexical, identifier, path or
+    name signal): a file ranked by the graph alone says nothing about the goal, and
+    an area made of such files would be a stage about nothing the goal asked.
     """
     noise = noise_excludes(goal, engine.files)
     plan = FlightPlan(goal=goal[:8000], exclude=noise)
-    ranked = [rf for rf in engine.rank(plan) if not any(glob_matches(g, rf.path) for g in noise)]
+    ranked = [rf for rf in engine.rank(plan) if not any(glob_matches(g, rf.path) for g in noise)
+              and not is_noise(rf.path, goal) and any(rf.signals.get(k, 0.0) > 0 for k in _EVIDENCE)]
     areas: dict[str, list[str]] = {}
     for rf in ranked[: cfg.ranked_files]:
         areas.setdefault(_area(rf.path, cfg.area_depth), []).append(rf.path)
     return list(areas.items())
-
-
-_SECTION = re.compile(r"^(\S+) \[L(\d)\b", re.M)
-
-
-def _sections(map_text: str) -> dict[str, tuple[int, str]]:
-    """``path -> (level, text)`` of each file section of a rendered map."""
-    heads = list(_SECTION.finditer(map_text))
-    out: dict[str, tuple[int, str]] = {}
-    for i, m in enumerate(heads):
-        end = heads[i + 1].start() if i + 1 < len(heads) else len(map_text)
-        out[m.group(1)] = (int(m.group(2)), map_text[m.start():end])
-    return out
-
-
-def _words(text: str) -> set[str]:
-    """Lower-case words and identifier parts of ``text``."""
-    found: set[str] = set()
-    for word in _WORD.findall(text):
-        found.add(word.lower())
-        found.update(split_identifier(word))
-    return found
-
-
-def named_files(criteria: Sequence[str]) -> list[str]:
-    """Paths (or folders) the criteria of a stage name: the stage's area."""
-    return [tok.strip().rstrip("/") for c in criteria for a, b in _PATHLIKE.findall(c) for tok in [a or b]]
-
-
-def criterion_evidence(
-    goal: str, area: Sequence[str], files: Sequence[FileSummary], map_text: str, cfg: OfflinePlannerConfig,
-    in_repository: Callable[[list[str], list[str] | None], set[str]] | None = None,
-) -> tuple[bool, str]:
-    """Judge the map against the goal, never against a criterion's wording; (met, evidence).
-
-    The goal's terms the stage's ``area`` contains (the files its criteria name,
-    or the whole repository when they name none; ``in_repository(terms, area)``
-    asks the index — without an index, the terms anywhere in the map) are the
-    ones that code can answer with; the stage is met when enough of them are
-    *shown* — at level 2 or more (an outline or the source) — in that area.
-    Hiding code therefore never makes a stage "met". The evidence says which goal
-    terms are shown where, and which are missing.
-    """
-    terms = [t for t in goal_terms(goal) if len(t) >= 3]
-    sections = _sections(map_text)
-    shown = {path: _words(path + " " + text) for path, (level, text) in sections.items() if level >= 2}
-    anywhere = _words(map_text)
-    present = in_repository(terms, list(area) or None) if in_repository is not None else anywhere
-    known = [t for t in terms if t in present]
-    if not known:
-        where = ("the stage's files" if area else "the repository") if in_repository is not None else "the map"
-        return False, f"none of the goal's terms occur in {where}" + (f" ({', '.join(terms[:6])})" if terms else "")
-    scope = {p: w for p, w in shown.items() if any(p == n or p.startswith(n + "/") for n in area)} if area else shown
-    if not scope:
-        return False, f"none of the stage's files ({', '.join(area[:4])}) is shown at L2+"
-    where: dict[str, str] = {}
-    for term in known:
-        hit = next((p for p in sorted(scope) if term in scope[p]), None)
-        if hit is not None:
-            where[term] = hit
-    met = len(where) >= cfg.goal_coverage_to_meet * len(known)
-    shown_part = ", ".join(f"{t} ({p})" for t, p in list(where.items())[:6]) or "none"
-    missing = [t for t in known if t not in where]
-    tail = f"; not shown at L2+: {', '.join(missing[:6])}" if missing else ""
-    return met, f"goal terms shown at L2+: {len(where)}/{len(known)} — {shown_part}{tail}"
 
 
 def _stage_text(n: int, stage: Stage) -> str:
@@ -230,19 +173,27 @@ class OfflinePlanner:
 
     def _criteria(self, d: dict[str, Any]) -> str:
         stage: Stage = d["stage"]
-        # one judgement per stage (the offline model cannot read a criterion's wording), quoted per criterion
-        engine = d.get("engine")
-        met, evidence = criterion_evidence(d["goal"], named_files(stage.success_criteria), d["files"],
-                                           d["map_text"], self.config, engine.terms_in if engine is not None else None)
-        lines = [f"C{i}: {'MET' if met else 'NOT MET'} | {evidence}" for i in range(1, len(stage.success_criteria) + 1)]
+        lines = []
+        for i, criterion in enumerate(stage.success_criteria, 1):
+            checked = check_map_criterion(criterion, d["files"], d["map_text"])
+            if checked is None:
+                # the offline model cannot read what the criterion asks; word overlap with the goal or the
+                # map is no check of it, so it claims nothing
+                lines.append(f"C{i}: UNCHECKED | {_CANNOT_CHECK}")
+            else:
+                verdict = {"met": "MET", "not_met": "NOT MET", "unchecked": "UNCHECKED"}[checked.status]
+                lines.append(f"C{i}: {verdict} | {', '.join(checked.evidence) or checked.note}")
         return "\n".join(lines)
 
     def _reflect(self, d: dict[str, Any]) -> str:
         plan: StagePlan = d["plan"]
         done: int = d["completed_index"]
         check: CriteriaCheck = d["check"]
-        if check.all_met:
-            return "KEEP: every criterion of the stage is met; the remaining stages still apply."
+        if not check.unmet:
+            # unchecked criteria are not failures: a revisit would not check them either
+            why = "every criterion of the stage is met" if check.all_met else (
+                f"no criterion was found unmet ({len(check.unchecked)} unchecked)")
+            return f"KEEP: {why}; the remaining stages still apply."
         stage = plan.stages[done]
         if stage.objective.startswith(_REVISIT):
             # the offline navigator is deterministic: a second revisit would end where this one did

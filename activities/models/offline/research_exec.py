@@ -167,12 +167,22 @@ def line_score(text: str, weights: dict[str, float]) -> float:
 
 
 
+def is_tooling(path: str, question: str) -> bool:
+    """A file under a hidden folder (``.devcontainer/``, ``.github/``, ``.vscode/``): editor, CI and
+    container settings, never the code a question is about — unless the question names the folder."""
+    words = {w.lower() for w in re.findall(r"[A-Za-z0-9]+", question)}
+    hidden = [part for part in path.split("/")[:-1] if part.startswith(".") and part not in (".", "..")]
+    return any(not words.intersection(re.findall(r"[a-z0-9]+", part.lower())) for part in hidden)
+
+
 def is_noise(path: str, question: str) -> bool:
-    """Tests, docs, benchmarks, vendored code… unless the question asks for them."""
+    """Tests, docs, benchmarks, vendored code, tooling folders… unless the question asks for them."""
     from fnmatch import fnmatch
 
     wanted = mentioned_noise(question)
     if any(fnmatch(path, glob) and glob not in wanted for glob, _ in NOISE_AREAS):
+        return True
+    if is_tooling(path, question) and not any(fnmatch(path, glob) for glob in wanted):
         return True
     asks_tests = any(glob.startswith(("tests", "test")) for glob in wanted)
     return not asks_tests and any(fnmatch(path.rsplit("/", 1)[-1], name) for name in TEST_FILE_NAMES)

@@ -296,3 +296,27 @@ async def test_missing_credentials_fail_with_model_error(monkeypatch: pytest.Mon
 
 def test_model_call_errors_are_model_errors() -> None:
     assert issubclass(ModelCallError, ModelError) and ModelTransientError.retryable and not ModelCallError.retryable
+
+
+async def test_a_stream_cut_before_its_first_chunk_is_booked_at_the_prompt(tmp_path) -> None:
+    """#29: the guard cut the stream before any chunk and the attempt was booked $0 — but the provider had
+    the prompt and bills it. Booked now as a failed attempt at the prompt we counted × the input price."""
+    reply = function_call_reply("finalize_context", {"summary": "late"}, usage_metadata(400, 5))
+    gemini = ScriptedGemini([stalled_reply(reply, (3.0,))])
+    acts = model_activities(tmp_path, MODEL, make_model(gemini))
+    req = decide_request()
+    err = await attempt(acts, req, stream=StreamGuard(first_chunk_timeout_s=0.5, inter_chunk_timeout_s=0.5))
+    assert isinstance(err, ApplicationError) and err.type == "ModelStalled" and not err.non_retryable
+    spent = spent_of(err)
+    prompt = acts._prompt_tokens(req)
+    assert spent.usage == TokenUsage(input_tokens=prompt) and spent.calls == 1 and spent.in_flight_micros == 0
+    assert spent.cost_micros == acts.pricer.cost(MODEL, TokenUsage(input_tokens=prompt), 1) > 0
+    assert gemini.closed_streams == 1
+
+
+async def test_a_refused_request_is_not_booked_at_the_prompt(tmp_path) -> None:
+    """The other side of the rule: a 4xx/429 means the provider did not take the prompt — nothing billed."""
+    gemini = ScriptedGemini([error_reply(429, "quota", "RESOURCE_EXHAUSTED")])
+    err = await attempt(model_activities(tmp_path, MODEL, make_model(gemini)), decide_request())
+    assert isinstance(err, ApplicationError) and spent_of(err).usage == TokenUsage()
+    assert spent_of(err).cost_micros == 0

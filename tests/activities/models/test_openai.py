@@ -414,3 +414,18 @@ def test_prices_come_from_the_endpoint_or_the_shipped_table() -> None:
 def test_model_call_errors_are_model_errors() -> None:
     assert issubclass(ModelCallError, ModelError)
     assert isinstance(ScriptedReply(200), ScriptedReply)
+
+
+async def test_a_stream_cut_before_its_first_chunk_is_booked_at_the_prompt(tmp_path) -> None:
+    """#29: a guard cut before the first chunk was booked $0 though the endpoint bills the prompt it read."""
+    server = ScriptedOpenAI([stalled_reply(tool_call_reply("finalize_context", {"summary": "late"}, usage(400, 5)),
+                                           (3.0,))])
+    acts = acts_for(tmp_path, server)
+    req = decide_request(MODEL)
+    err = await attempt(acts, req, stream=StreamGuard(first_chunk_timeout_s=0.5, inter_chunk_timeout_s=0.5))
+    assert isinstance(err, ApplicationError) and err.type == "ModelStalled" and not err.non_retryable
+    spent = spent_of(err)
+    prompt = acts._prompt_tokens(req)
+    assert spent.usage == TokenUsage(input_tokens=prompt) and spent.calls == 1 and spent.in_flight_micros == 0
+    assert spent.cost_micros == acts.pricer.cost(MODEL, TokenUsage(input_tokens=prompt), 1) > 0
+    assert server.closed_streams == 1
