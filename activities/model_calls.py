@@ -40,6 +40,7 @@ from temporalio.exceptions import ApplicationError
 from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.activities.models.base import CallContext, ModelCallError, ModelStalledError, UsageMeter
 from durable_navigator.activities.models.registry import ModelRegistry
+from durable_navigator.activities.preflight import refuse_unless_served
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.requests import EngineSource, RequestBuilder
 from durable_navigator.activities.research_calls import RESEARCH_KINDS, invalid_turn, parse_research
@@ -121,8 +122,9 @@ class ModelCallActivities:
         """Build, count, price and store one model request (heartbeating: it may render a map)."""
         beat = asyncio.create_task(_heartbeat_forever())
         try:
-            self.registry.check(inp.model)  # unknown model, no credentials on this worker: refused here
-            rates = self.pricer.rates(inp.model)  # a model without a price is refused here
+            # unknown model, no credentials or no price on this worker: handed back for another worker
+            refuse_unless_served([inp.model], registry=self.registry, pricer=self.pricer)
+            rates = self.pricer.rates(inp.model)
             req = await self.builder.build(inp.model, inp.spec)
             tokens = self._prompt_tokens(req)
             ref = self.store.put_bytes(req.model_dump_json().encode("utf-8"), MEDIA_JSON, "")
@@ -199,7 +201,7 @@ class _Attempt:
         spent = self.spent().model_dump(mode="json")
         _heartbeat(spent)
         return ApplicationError(err.message, spent, type=err.type, non_retryable=err.non_retryable,
-                                next_retry_delay=err.next_retry_delay)
+                                next_retry_delay=err.next_retry_delay, category=err.category)
 
     async def heartbeat_forever(self) -> None:
         while True:
@@ -208,6 +210,8 @@ class _Attempt:
 
     async def run(self) -> ModelCallOutput:
         acts, inp = self.acts, self.inp
+        # prepared on one worker, called on another: this one may not serve the model (handed back)
+        refuse_unless_served([inp.model], registry=acts.registry, pricer=acts.pricer)
         req = ModelRequest.model_validate_json(acts.store.get_bytes(inp.request_ref).decode("utf-8"))
         model = acts.registry.model(inp.model)
         ctx = CallContext(meter=self.meter, heartbeat=lambda note: _heartbeat(self.spent().model_dump(mode="json")),

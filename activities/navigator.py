@@ -28,6 +28,7 @@ from durable_navigator.activities.artifacts import ArtifactStore, atomic_write_b
 from durable_navigator.activities.engines import INDEX_PROGRESS, EngineCache, EngineFactory, open_repomap
 from durable_navigator.activities.models.base import Model
 from durable_navigator.activities.models.registry import ModelRegistry
+from durable_navigator.activities.preflight import refuse_unless_served
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.skips import files_not_in_map, skipped_files_markdown
 from durable_navigator.navcore.activity_io import (
@@ -212,10 +213,10 @@ class NavigatorActivities:
         meter = _IndexMeter()
 
         async def work() -> ScanOutput:
-            by_model = {}
-            for model in dict.fromkeys([inp.model, *inp.other_models]):
-                self.models.check(model)  # unknown model, no credentials → ModelError before any spend
-                by_model[model] = self.pricer.rates(model)  # a model without a price is refused now
+            models = list(dict.fromkeys([inp.model, *inp.other_models]))
+            # unknown model, no credentials, no price on this worker: handed back for another worker
+            refuse_unless_served(models, registry=self.models, pricer=self.pricer)
+            by_model = {model: self.pricer.rates(model) for model in models}
             rates = by_model[inp.model]
             INDEX_PROGRESS.set(meter.update)  # this task's context: the opening thread inherits it
             engine = await self.engines.get(inp.repo_root, refresh=True)

@@ -16,13 +16,21 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navtypes.errors import NavigatorError
-from durable_navigator.navcore.preflight import ACTIVITY_CHECK_MODEL, ModelCheckInput, ModelCheckResult, ModelVerdict
+from durable_navigator.navcore.modelspec import parse_model_spec
+from durable_navigator.navtypes.errors import ModelError, NavigatorError
+from durable_navigator.navcore.preflight import (
+    ACTIVITY_CHECK_MODEL,
+    NOT_SERVED_HERE_TYPE,
+    ModelCheckInput,
+    ModelCheckResult,
+    ModelVerdict,
+)
 
-__all__ = ["PreflightActivities", "model_problem", "needs_worker_check", "check_models"]
+__all__ = ["PreflightActivities", "model_problem", "needs_worker_check", "check_models", "refuse_unless_served"]
 
 #: environment variables whose values must never leave the worker
 _SECRET_ENV = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "TEMPORAL_API_KEY")
@@ -89,6 +97,47 @@ def check_models(
         problem = model_problem(model, registry=registry, pricer=pricer, env=env)
         verdicts.append(ModelVerdict(model=model, ok=problem is None, problem=problem))
     return verdicts
+
+
+class _EveryEndpoint(frozenset):  # type: ignore[type-arg]
+    """An endpoint set that names every endpoint: parses a model name as the best-configured worker would."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+def _malformed(model: str) -> bool:
+    """True when ``model`` is not a model name under any configuration (e.g. ``gpt-4``: no endpoint prefix)."""
+    try:
+        parse_model_spec(model, _EveryEndpoint())
+    except ModelError:
+        return True
+    return False
+
+
+def refuse_unless_served(models: list[str], *, registry: ModelRegistry, pricer: TablePricer) -> None:
+    """Inside an activity: hand the task back when this worker cannot serve one of ``models``.
+
+    Raises a *retryable* ``ApplicationError`` of type :data:`NOT_SERVED_HERE_TYPE` naming this worker
+    and the reason: the workflow schedules the task again and another worker of the queue takes it
+    (``navcore.preflight``). A worker with an older configuration must not fail a run that the
+    others can serve; when none can, the run fails with this message once the window is over.
+    """
+    for model in dict.fromkeys(models):
+        try:
+            registry.check(model)  # the name under this worker's endpoints, its provider, its credentials
+            pricer.rates(model)  # a price in this worker's table
+        except NavigatorError as exc:
+            if _malformed(model):
+                raise  # no worker's configuration can serve a malformed name: the run fails now
+            queue = activity.info().task_queue if activity.in_activity() else "?"
+            problem = _masked(str(exc), os.environ, registry)
+            message = (f"worker {_identity()} cannot serve model {model!r}: {problem} (the task goes back to "
+                       f"task queue {queue!r} for a worker that can)")[:800]
+            # one line for the operator of this worker; BENIGN: the SDK logs no traceback for a hand-back
+            activity.logger.warning(message)
+            raise ApplicationError(message, type=NOT_SERVED_HERE_TYPE,
+                                   category=ApplicationErrorCategory.BENIGN) from None
 
 
 class PreflightActivities:

@@ -246,11 +246,14 @@ async def open_session(
     *,
     allow_embedded: bool = False,
     in_process_worker: bool | None = False,
+    own_embedded: bool = False,
 ) -> AsyncIterator[TemporalSession]:
     """Connect (starting the embedded server if allowed and needed) and maybe run a worker.
 
     ``in_process_worker=None`` means *auto*: run one unless ``TEMPORAL_ADDRESS``
-    points at a configured cluster.
+    points at a configured cluster. ``own_embedded``: an embedded server started here is this
+    process's child whatever ``embedded.idle_timeout_s`` says (stopped when the block ends, and
+    killed by the kernel if this process dies first) — never a background server that outlives it.
     """
     # before any client (the embedded server's readiness probe is the first): Core's console logger
     # writes to stdout, after `--json` output; routed, its lines go to the log handler (stderr)
@@ -264,7 +267,7 @@ async def open_session(
             address, ui_base, record = found.address, found.ui_base, found.record
         elif not allow_embedded:
             raise _unreachable(config)
-        elif config.embedded.idle_timeout_s > 0:
+        elif config.embedded.idle_timeout_s > 0 and not own_embedded:
             options = BackgroundOptions(server=_embedded_config(config), task_queue=config.temporal.task_queue,
                                         idle_timeout_s=config.embedded.idle_timeout_s,
                                         state_dir=default_state_dir())

@@ -13,9 +13,7 @@ shows files per second (the scan activity's heartbeat details).
 from __future__ import annotations
 
 import asyncio
-import os
 import re
-import sys
 import tempfile
 from collections.abc import Callable
 from datetime import timedelta
@@ -36,6 +34,7 @@ from durable_navigator.cli.errors import CliError, RunFailedError, TemporalUnrea
 from durable_navigator.cli.handles import query_run, signal_run, update_run, with_full_reasoning
 from durable_navigator.cli.planfile import PLAN_FILE_HELP, dump_stage_plan, load_stage_plan, send_plan_edit
 from durable_navigator.cli.progress import IndexProgressBar
+from durable_navigator.cli.prompt import LineReader, Superseded, ask
 from durable_navigator.cli.signals import default_sender, send_verdict
 from durable_navigator.cli.stuck import STUCK_CHECK_EVERY_S, RunStuckError, stuck_message, stuck_reason
 from durable_navigator.navcore.activity_io import IndexProgress
@@ -72,53 +71,6 @@ EDIT_HELP = (
     "Flight-plan update as one line of YAML, e.g. "
     "{set_rules: [{glob: 'src/**', level: 4}], add_focus_paths: [{glob: src/budget}]}"
 )
-
-
-class _LineReader:
-    """Lines from stdin on the event loop itself (``add_reader``), no thread.
-
-    A thread blocked in ``input()`` would keep ``asyncio.run`` (and interpreter
-    shutdown) waiting after Ctrl-C; a reader callback is simply removed.
-    Non-selectable stdin (a regular file) never blocks, so it is read directly.
-    """
-
-    def __init__(self) -> None:
-        self.pending = bytearray()
-
-    async def readline(self) -> str:
-        loop = asyncio.get_running_loop()
-        fd = sys.stdin.fileno()
-        while b"\n" not in self.pending:
-            ready: asyncio.Future[None] = loop.create_future()
-            try:
-                loop.add_reader(fd, lambda fut=ready: fut.done() or fut.set_result(None))
-            except (PermissionError, OSError, NotImplementedError):
-                chunk = os.read(fd, 4096)  # a regular file: ready by definition
-            else:
-                try:
-                    await ready
-                finally:
-                    loop.remove_reader(fd)
-                chunk = os.read(fd, 4096)
-            if not chunk:
-                raise EOFError
-            self.pending += chunk
-        line, _, rest = bytes(self.pending).partition(b"\n")
-        self.pending = bytearray(rest)
-        return line.decode("utf-8", "replace")
-
-
-async def _ask(reader: _LineReader, prompt: str) -> str:
-    """Print ``prompt`` and read one line without blocking the event loop."""
-    stderr.print(prompt, end="", markup=False)
-    stderr.file.flush()
-    try:
-        return (await reader.readline()).strip()
-    except EOFError:
-        raise CliError(
-            "stdin closed while the run waits for a verdict; answer from another terminal with "
-            "`navigator approve|reject|stop ID`"
-        ) from None
 
 
 async def _wait_closed(handle: Any) -> None:
@@ -167,15 +119,20 @@ def update_problems(exc: Exception) -> str:
 class _Follower:
     """State of one follow loop (what was answered, the live display)."""
 
-    def __init__(self, session: TemporalSession, handle: Any, interactive: bool) -> None:
+    def __init__(self, session: TemporalSession, handle: Any, interactive: bool,
+                 closed: asyncio.Future[Any]) -> None:
         self.session = session
         self.handle = handle
         self.interactive = interactive
+        self.closed = closed
+        #: completes (with why) when the question now asked is no longer open: see :meth:`asking`
+        self.question: asyncio.Future[str] | None = None
         self.answered: set[tuple[str, int]] = set()  # (kind, turn) already answered
         self.budget_asked_at: int | None = None
-        self.live = Live(console=stderr, auto_refresh=False, transient=True) if stderr.is_terminal else None
+        #: the live progress line while it is shown (a terminal only); a new one each time, see :meth:`pause`
+        self.live: Live | None = None
         self.last_step: int | None = None
-        self.reader = _LineReader()
+        self.reader = LineReader()
         self.plan_key: tuple[str, ...] = ()
         self.indexing: IndexProgressBar | None = None
 
@@ -185,8 +142,9 @@ class _Follower:
             return
         self.end_indexing()
         self.show_plan(report)
-        if self.live is not None:
-            if not self.live.is_started:
+        if stderr.is_terminal:
+            if self.live is None:
+                self.live = Live(console=stderr, auto_refresh=False, transient=True)
                 self.live.start()
             self.live.update(progress_line(report), refresh=True)
         elif report.step != self.last_step:
@@ -225,8 +183,12 @@ class _Follower:
         stderr.print("\n".join(lines), markup=False, soft_wrap=True)
 
     def pause(self) -> None:
-        if self.live is not None and self.live.is_started:
-            self.live.stop()
+        # a stopped Live is never restarted: it keeps the height of its last drawing, and its first
+        # drawing after a restart moved the cursor up that many rows — erasing what was printed
+        # meanwhile ("sent reject for turn 2") whenever the progress line had wrapped onto two rows
+        live, self.live = self.live, None
+        if live is not None:
+            live.stop()
 
     async def signal(self, name: str, payload: Any) -> None:
         await signal_run(self.session.client, self.handle.id, name, payload)
@@ -242,6 +204,44 @@ class _Follower:
             return False
         return outcome.applied
 
+    async def ask(self, prompt: str) -> str:
+        """One answer to ``prompt``; :class:`Superseded` when the open question was answered elsewhere."""
+        return await ask(self.reader, prompt, self.question)
+
+    async def _watch(self, still_open: Callable[[TurnReport], bool], gone: str) -> str:
+        """Poll the run's status while a prompt waits; ``gone`` once ``still_open`` is false.
+
+        Another terminal's verdict is seen within a poll interval (it used to be seen only when
+        the user typed here, and was then refused as answered). The run ending counts too.
+        """
+        while True:
+            await asyncio.wait({self.closed}, timeout=POLL_INTERVAL_S)
+            if self.closed.done():
+                return f"{gone}: the run has ended"
+            try:
+                report = await query_run(self.handle, QUERY_STATUS, TurnReport, FOLLOW_QUERY_TIMEOUT)
+            except CliError:
+                continue  # a missed poll only delays the notice; the follow loop reports real trouble
+            if not still_open(report):
+                return gone
+
+    async def asking(self, still_open: Callable[[TurnReport], bool], gone: str, questions: Any) -> bool:
+        """Run ``questions`` (the prompts of one open question) while watching that it stays open.
+
+        False when it was answered elsewhere: the user is told, on its own line, and no panel or
+        progress line drawn afterwards erases it (they are drawn below it).
+        """
+        self.question = asyncio.ensure_future(self._watch(still_open, gone))
+        try:
+            await questions
+        except Superseded as exc:
+            stderr.print(str(exc), markup=False)
+            return False
+        finally:
+            question, self.question = self.question, None
+            await cancel_and_wait(question)
+        return True
+
     async def verdict(self, report: TurnReport) -> None:
         turn, kind = report.awaiting_turn, report.awaiting_kind or "turn"
         assert turn is not None
@@ -253,17 +253,25 @@ class _Follower:
         else:
             what = "stage plan" if kind == "plan" else f"turn {turn}"
         print_block(stderr, turn_panel(with_full_reasoning(report), title=f"{what} · awaiting your verdict"))
+        await self.asking(lambda now: (now.awaiting_kind or "turn", now.awaiting_turn) == (kind, turn),
+                          f"{what} was answered elsewhere (another terminal, or `navigator approve|reject|stop`)",
+                          self._verdict(report, what))
+        self.answered.add((kind, turn))
+
+    async def _verdict(self, report: TurnReport, what: str) -> None:
+        turn, kind = report.awaiting_turn, report.awaiting_kind or "turn"
+        assert turn is not None
         sender = default_sender()
         while True:
-            answer = (await _ask(self.reader, VERDICT_PROMPT)).lower()[:1]
+            answer = (await self.ask(VERDICT_PROMPT)).lower()[:1]
             if answer == "a":
                 applied = await self.submit(VerdictInput(verdict="approve", turn=turn, kind=kind, sender=sender))
             elif answer == "r":
-                feedback = await _ask(self.reader, "feedback for the model > ")
+                feedback = await self.ask("feedback for the model > ")
                 applied = await self.submit(VerdictInput(verdict="reject", turn=turn, kind=kind,
                                                          feedback=feedback[:4000], sender=sender))
             elif answer == "s":
-                reason = await _ask(self.reader, "reason (enter for 'stopped by user') > ") or "stopped by user"
+                reason = await self.ask("reason (enter for 'stopped by user') > ") or "stopped by user"
                 await self.signal(SIGNAL_STOP, StopInput(reason=reason[:500], turn=turn, sender=sender))
                 applied = True
             elif answer == "e" and kind == "plan" and report.workflow == "investigation":
@@ -279,14 +287,13 @@ class _Follower:
             else:
                 stderr.print("please answer a, r, e or s")
                 continue
-            self.answered.add((kind, turn))
             if applied:
                 stderr.print(f"sent {dict(a='approve', r='reject', s='stop')[answer]} for {what}")
             return
 
     async def edit(self, turn: int, sender: str) -> None:
         stderr.print(EDIT_HELP, markup=False)
-        text = await _ask(self.reader, "update > ")
+        text = await self.ask("update > ")
         try:
             update = FlightPlanUpdate.model_validate(yaml.safe_load(text) or {})
         except (yaml.YAMLError, ValidationError) as exc:
@@ -310,7 +317,7 @@ class _Follower:
         path = Path(tempfile.mkdtemp(prefix="navigator-plan-")) / f"{self.handle.id}-round{turn}.yaml"
         path.write_text(dump_stage_plan(state.stages), encoding="utf-8")
         stderr.print(f"the plan is in {path}: edit it ({PLAN_FILE_HELP})", markup=False, soft_wrap=True)
-        answer = await _ask(self.reader, "Enter sends it (or type another file's path; c cancels) > ")
+        answer = await self.ask("Enter sends it (or type another file's path; c cancels) > ")
         if answer.lower() == "c":
             return
         try:
@@ -328,11 +335,16 @@ class _Follower:
     async def budget(self, report: TurnReport) -> None:
         self.pause()
         stderr.print(progress_line(report))
+        await self.asking(lambda now: now.status == "awaiting_budget",
+                          "the budget was raised, or the run finalized, elsewhere", self._budget())
+        self.budget_asked_at = report.decisions
+
+    async def _budget(self) -> None:
         sender = default_sender()
         while True:
-            answer = (await _ask(self.reader, BUDGET_PROMPT)).lower()[:1]
+            answer = (await self.ask(BUDGET_PROMPT)).lower()[:1]
             if answer == "r":
-                amount = await _ask(self.reader, "add how many USD? > ")
+                amount = await self.ask("add how many USD? > ")
                 try:
                     payload = RaiseBudgetInput(add_usd=Decimal(amount), sender=sender)
                 except (InvalidOperation, ValidationError):
@@ -346,7 +358,6 @@ class _Follower:
             else:
                 stderr.print("please answer r, f or a")
                 continue
-            self.budget_asked_at = report.decisions
             return
 
 
@@ -381,10 +392,10 @@ async def follow_run(
     caller (who reads the result from it, so the history is long-polled once); without
     it, an own waiter is made and drained before returning.
     """
-    follower = _Follower(session, handle, interactive)
     own = closed is None
     if closed is None:
         closed = asyncio.ensure_future(_wait_closed(handle))
+    follower = _Follower(session, handle, interactive, closed)
     failures = 0
     warned_no_worker = False
     report_seen = False

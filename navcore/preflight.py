@@ -5,15 +5,26 @@ tiny ``NavigatorPreflight`` workflow runs the ``navigator.check_model`` activity
 on the run's task queue, so the answer comes from a worker that will serve the
 run — its credentials, its pricing table, its files — not from the CLI's own
 environment. Verdicts carry a one-line problem, never a credential.
+
+The preflight is advice, not the guarantee: workers come and go, and any of them may take any of
+a run's tasks. The guarantee is at the tasks themselves: an activity that needs the run's model on
+a worker that cannot serve it (an older ``navigator.yaml`` without the endpoint, no key, no price, no
+script file) fails with the retryable :data:`NOT_SERVED_HERE_TYPE`, and the workflow schedules it
+again — Temporal hands it to whichever worker polls next — for up to :data:`SERVE_ELSEWHERE_WINDOW`
+before it gives up with that worker's reason.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "NOT_SERVED_HERE_TYPE",
+    "SERVE_ELSEWHERE_WINDOW",
+    "REDISPATCH_DELAY",
     "PREFLIGHT_WORKFLOW",
     "ACTIVITY_CHECK_MODEL",
     "ModelCheckInput",
@@ -24,6 +35,12 @@ __all__ = [
 #: registered workflow type and activity name (public API: never renamed)
 PREFLIGHT_WORKFLOW = "NavigatorPreflight"
 ACTIVITY_CHECK_MODEL = "navigator.check_model"
+#: the ApplicationError type of "this worker cannot serve the run's model; another may" (retryable)
+NOT_SERVED_HERE_TYPE = "ModelNotServedHere"
+#: how long a run keeps handing a refused task back to the queue before it fails with the refusal
+SERVE_ELSEWHERE_WINDOW = timedelta(minutes=2)
+#: the pause between two such hand-backs (the refusing worker answers in milliseconds)
+REDISPATCH_DELAY = timedelta(seconds=1)
 
 ModelName = Annotated[str, Field(min_length=1, max_length=200)]
 

@@ -115,6 +115,10 @@ def build_worker(
         # heartbeats reach the server at least once a second, so a stop cancels a model call in ~1 s
         max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+        # every activity goes through the task queue's matching: eagerly started activities stayed on
+        # the worker that ran the workflow task, so a worker that cannot serve the run's model got
+        # every hand-back (ModelNotServedHere) again instead of another worker (navcore/preflight.py)
+        disable_eager_activity_execution=True,
         **({"max_concurrent_activities": max_concurrent_activities} if max_concurrent_activities else {}),
     )
 

@@ -8,6 +8,11 @@ transport already answers ``initialize`` and ``tools/list`` (a cold embedded
 server takes seconds, and agents time their servers' start-up); tools wait for
 it. If it cannot be opened, the server stays up and every tool says why.
 
+An embedded server started here is the process's own (``own_embedded``): never the background
+server ``explore`` leaves behind for ``embedded.idle_timeout_s``, because an agent starts and kills its
+MCP servers at will and nothing would ever stop it. It stops when the server stops — and, started
+with a lifeline (``workers.devserver.with_lifeline``), when this process dies by any other path.
+
 Shutdown (stdin closed, SIGTERM, Ctrl-C) marks the backend *closing* first, so
 tool calls cancelled by the shutdown are not taken for a client's cancellation:
 their runs are left to finish durably. Then the worker stops and the embedded
@@ -67,7 +72,8 @@ class Backend:
     async def _hold(self) -> None:
         assert self._ready is not None and self._release is not None
         try:
-            async with open_session(self.config, allow_embedded=True, in_process_worker=None) as session:
+            async with open_session(self.config, allow_embedded=True, in_process_worker=None,
+                                    own_embedded=True) as session:
                 self._announce(session)
                 self._ready.set_result(session)
                 await self._release.wait()

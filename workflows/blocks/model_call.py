@@ -50,7 +50,8 @@ with workflow.unsafe.imports_passed_through():
         PromptSpec,
     )
     from durable_navigator.navcore.requests import ModelCallConfig
-    from durable_navigator.workflows.blocks.options import PREPARE, run_activity
+    from durable_navigator.navcore.preflight import REDISPATCH_DELAY, SERVE_ELSEWHERE_WINDOW
+    from durable_navigator.workflows.blocks.options import PREPARE, not_served_here, run_activity
 
 __all__ = ["ModelCaller", "CallOutcome", "CANCELLED_TYPE", "one_line"]
 
@@ -176,7 +177,21 @@ class ModelCaller:
     async def _attempt(
         self, model: str, kind: str, prepared: PreparedCall, attempt: int, allowance: int, label: str
     ) -> tuple[AttemptUsage, ModelResult | None, ActivityError | None]:
-        """One ``model.request``: its consumption, and its result or its failure."""
+        """One ``model.request``: its consumption, and its result or its failure.
+
+        A worker that cannot serve the model refuses before any call (nothing spent): the request is
+        scheduled again, for another worker, for up to ``SERVE_ELSEWHERE_WINDOW`` (``navcore.preflight``).
+        """
+        deadline = workflow.now() + SERVE_ELSEWHERE_WINDOW
+        while True:
+            spent, result, failure = await self._request(model, kind, prepared, attempt, allowance, label)
+            if failure is None or not not_served_here(failure) or workflow.now() >= deadline or self._stopped():
+                return spent, result, failure
+            await workflow.sleep(REDISPATCH_DELAY, summary=f"{label}: for a worker that serves {model}"[:200])
+
+    async def _request(
+        self, model: str, kind: str, prepared: PreparedCall, attempt: int, allowance: int, label: str
+    ) -> tuple[AttemptUsage, ModelResult | None, ActivityError | None]:
         cfg = self.config
         inp = ModelCallInput(
             model=model, kind=kind, request_ref=prepared.request_ref, attempt=attempt, allowance_micros=allowance,
@@ -222,6 +237,8 @@ def _classify(err: ActivityError, stopped: bool) -> tuple[Outcome | Literal["ret
     if isinstance(cause, ApplicationError):
         if cause.type == BudgetError.kind:
             return "refused", None
+        if not_served_here(err):
+            return "failed", None  # no worker took it over within the window (see _attempt)
         if cause.non_retryable:
             return "failed", None
         delay = cause.next_retry_delay.total_seconds() if cause.next_retry_delay else None

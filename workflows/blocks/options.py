@@ -13,6 +13,10 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from durable_navigator.navcore.preflight import NOT_SERVED_HERE_TYPE, REDISPATCH_DELAY, SERVE_ELSEWHERE_WINDOW
 
 __all__ = [
     "ActivityOptions",
@@ -23,6 +27,7 @@ __all__ = [
     "TOOL",
     "RESULT",
     "run_activity",
+    "not_served_here",
 ]
 
 #: domain errors: a retry cannot fix bad input, configuration, a missing model or budget
@@ -61,7 +66,24 @@ TOOL = ActivityOptions(timedelta(minutes=1), None, max_attempts=2)
 RESULT = SHORT
 
 
+def not_served_here(err: ActivityError) -> bool:
+    """The worker that took the task cannot serve the run's model (another worker of the queue may)."""
+    return isinstance(err.cause, ApplicationError) and err.cause.type == NOT_SERVED_HERE_TYPE
+
+
 async def run_activity(name: str, arg: Any, result_type: type, options: ActivityOptions, summary: str) -> Any:
-    """``workflow.execute_activity`` with the options of ``options`` and a readable summary."""
-    return await workflow.execute_activity(name, arg, result_type=result_type, summary=summary[:200],
-                                           **options.kwargs())
+    """``workflow.execute_activity`` with the options of ``options`` and a readable summary.
+
+    A task refused as :func:`not_served_here` (after its own retries) is scheduled again, for up to
+    ``SERVE_ELSEWHERE_WINDOW``: each scheduling goes to whichever worker polls, so a run is not failed
+    by one worker with an older configuration while another can serve it (``navcore.preflight``).
+    """
+    deadline = workflow.now() + SERVE_ELSEWHERE_WINDOW
+    while True:
+        try:
+            return await workflow.execute_activity(name, arg, result_type=result_type, summary=summary[:200],
+                                                   **options.kwargs())
+        except ActivityError as err:
+            if not not_served_here(err) or workflow.now() >= deadline:
+                raise
+        await workflow.sleep(REDISPATCH_DELAY, summary=f"{summary[:120]}: for a worker that serves the model")
