@@ -12,7 +12,7 @@ When the frame and the run's map together are over the budget:
    leaves more room). It shrinks in this order, each step only as far as it must: the decision
    log to its latest turns, the summary to its first words, the stage plan to its first lines,
    the files not in the map to their first lines and "N more skipped files, see report.json";
-   then the repository line goes and the title is shortened.
+   then the repository line and the notes on what was left out go, and the title is shortened.
 2. The map is rendered again by the engine, under the run's final flight plan, at the tokens
    that remain: a well-formed map of fewer files or shallower levels, never text cut mid-line.
 3. A budget too small for the smallest map beside the smallest frame gets the frame and a line
@@ -252,8 +252,8 @@ _STEPS: tuple[tuple[str, Callable[[Frame], int]], ...] = (
     ("plan_lines", lambda f: len(f.stage_plan.strip().split("\n")) if f.stage_plan.strip() else 0),
     ("skipped_lines", lambda f: len(f.skipped.rstrip().split("\n")) if f.skipped.strip() else 0),
     ("repo_line", lambda f: 1),
-    ("title_chars", lambda f: len(f.goal.strip())),
     ("notes", lambda f: 1),
+    ("title_chars", lambda f: len(f.goal.strip())),
 )
 
 
