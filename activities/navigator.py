@@ -30,7 +30,7 @@ from durable_navigator.activities.models.base import Model
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.preflight import refuse_unless_served
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.activities.skips import files_not_in_map, skipped_files_markdown
+from durable_navigator.activities.result_pack import compose
 from durable_navigator.navcore.activity_io import (
     IndexProgress,
     MapView,
@@ -250,23 +250,24 @@ class NavigatorActivities:
 
     @activity.defn(name="navigator.write_result")
     async def write_result(self, inp: WriteResultInput) -> WriteResultOutput:
-        """Write ``context.md`` and ``report.json`` into ``<out_dir>/<workflow_id>/`` atomically."""
+        """Write ``context.md`` (within ``inp.token_budget``) and ``report.json`` into ``<out_dir>/<workflow_id>/``.
+
+        Both atomically; the pack is composed by :func:`activities.result_pack.compose`.
+        """
 
         async def work() -> WriteResultOutput:
             out = Path(inp.out_dir).expanduser().resolve() / inp.workflow_id
             map_text = self._get_text(inp.map_ref) if inp.map_ref else "(no map was rendered)\n"
+            plan = MapView.model_validate_json(self._get_text(inp.view_ref)).plan if inp.view_ref else None
             try:
                 engine = await self.engines.get(inp.repo_root)
             except NavigatorError:
                 engine = None  # the repository is gone: the map's own notes still go in
-            report = json.loads(inp.report_json)
-            # one listing for both files, so context.md and report.json name the same skips
-            skips = files_not_in_map(engine, map_text, report.get("map_metadata"))
-            context = _context_markdown(inp, map_text, skipped_files_markdown(skips),
-                                        decisions_markdown(report.get("decisions") or []))
+            # re-rendering the map smaller is engine work: off the event loop, like every render
+            composed = await asyncio.to_thread(compose, inp, map_text, engine, plan)
+            context = composed.pack.text
             context_ref = self._put_text(context, MEDIA_MARKDOWN, f"context pack for {inp.workflow_id}")
-            report["files_not_in_map"] = skips
-            report_text = json.dumps(report, indent=2, sort_keys=True) + "\n"
+            report_text = json.dumps(composed.report, indent=2, sort_keys=True) + "\n"
             report_ref = self._put_text(report_text, MEDIA_JSON, f"report for {inp.workflow_id}")
             await asyncio.to_thread(atomic_write_bytes, out / "context.md", context.encode("utf-8"))
             await asyncio.to_thread(atomic_write_bytes, out / "report.json", report_text.encode("utf-8"))
@@ -275,6 +276,7 @@ class NavigatorActivities:
                 report_path=str(out / "report.json"),
                 context_ref=context_ref,
                 report_ref=report_ref,
+                pack=composed.figures,
             )
 
         return await self._guard(work())
@@ -282,42 +284,3 @@ class NavigatorActivities:
     def all(self) -> list[Callable[..., Any]]:
         """Every activity of this instance, for worker registration."""
         return [self.scan, self.render_map, self.write_result]
-
-
-#: characters of one decision's reasoning in context.md (the full text is in report.json / the decision artifact)
-DECISION_LINE_CHARS = 240
-
-
-def decisions_markdown(entries: list[dict[str, Any]]) -> str:
-    """The decision log, one line a turn: step, what was done, the reasoning's head, verdict, cost."""
-    lines = []
-    for e in entries:
-        reasoning = " ".join(str(e.get("reasoning") or e.get("error") or "").split())
-        if len(reasoning) > DECISION_LINE_CHARS:
-            reasoning = reasoning[: DECISION_LINE_CHARS - 1] + "…"
-        diff = "; ".join(e.get("diff_lines") or [])[:160]
-        parts = [f"step {e.get('step', '?')}", str(e.get("action", "?"))]
-        if e.get("verdict"):
-            parts.append(f"verdict {e['verdict']}" + (f" ({e['feedback']})" if e.get("feedback") else ""))
-        if diff:
-            parts.append(diff)
-        if reasoning:
-            parts.append(reasoning)
-        cost = int(e.get("cost_micros") or 0)
-        if cost:
-            parts.append(f"${cost / 1_000_000:.4f}")
-        lines.append("- " + " · ".join(parts))
-    return "\n".join(lines)
-
-
-def _context_markdown(inp: WriteResultInput, map_text: str, skipped: str = "", decisions: str = "") -> str:
-    summary = (inp.summary or "").strip() or "(the navigator stopped before writing a summary)"
-    return (
-        f"# Context: {inp.goal.strip()}\n\n"
-        f"Repository: `{inp.repo_root}`\n\n"
-        f"## Summary\n\n{summary}\n\n"
-        + (f"## Stages and success criteria\n\n{inp.stage_plan.strip()}\n\n" if inp.stage_plan else "")
-        + (f"## Decisions (one line a turn)\n\n{decisions.rstrip()}\n\n" if decisions else "")
-        + (f"## Files not in the map\n\n{skipped.rstrip()}\n\n" if skipped else "")
-        + f"## Repository map\n\n{map_text.rstrip()}\n"
-    )

@@ -105,10 +105,13 @@ def _navigator(stack: Stack, task: Task, root: Path, budget: int, source, keep: 
         rec["error"] = "no JSON result on stdout"
     if result is not None:
         meta = result.get("map_metadata") or {}
+        pack = result.get("pack") or {}
+        # the map the user gets is the pack's (rendered smaller when the frame needed room), not the run's
         rec.update(stop_reason=result.get("stop_reason"), stop_detail=result.get("stop_detail"),
                    iterations=result.get("iterations"), decisions=result.get("decisions"),
-                   model_attempts=result.get("model_attempts"), tokens_header=meta.get("tokens_used"),
-                   workflow_id=result.get("workflow_id"))
+                   model_attempts=result.get("model_attempts"),
+                   tokens_header=pack.get("map_tokens", meta.get("tokens_used")),
+                   map_rerendered=pack.get("map_rerendered"), workflow_id=result.get("workflow_id"))
         path = result.get("context_path")
         if path and Path(path).is_file():
             context = Path(path).read_text(encoding="utf-8")
@@ -117,6 +120,7 @@ def _navigator(stack: Stack, task: Task, root: Path, budget: int, source, keep: 
             if plan_md := _PLAN_MD.search(context):
                 rec["plan"] = plan_md.group(1)
             rec["context_tokens"] = count_tokens(context)
+            rec["context_over_budget"] = rec["context_tokens"] > budget  # the whole pack, frame included
             keep.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, keep / f"{budget}-navigator-context.md")
             report = Path(path).with_name("report.json")

@@ -26,6 +26,7 @@ from rich.text import Text
 from durable_navigator.navcore.branches import BranchExploreResult
 from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navcore.report import TurnReport
+from durable_navigator.navcore.activity_io import PackFigures
 from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.research import ResearchResult
@@ -199,7 +200,21 @@ def result_panel(result: ExplorationResult) -> Panel:
     if result.map_metadata is not None:
         meta = result.map_metadata
         lines.append(Text(f"final map: {meta.tokens_used}/{meta.token_budget} tokens, {meta.files_total} files"))
+    if result.pack is not None:
+        lines.append(Text(_pack_line(result.pack)))
     return Panel(Group(*lines), title=result.workflow_id, title_align="left", expand=False)
+
+
+def _pack_line(pack: PackFigures) -> str:
+    """context.md against the budget, and what fitting did (the rest is in report.json)."""
+    if pack.map_left_out:
+        what = "no room for the map"
+    elif pack.map_rerendered:
+        what = f"map {pack.map_tokens}, rendered at {pack.map_token_budget} to fit"
+    else:
+        what = f"map {pack.map_tokens}"
+    line = f"context.md: {pack.tokens}/{pack.token_budget} tokens ({what})"
+    return line + (f"; shortened: {', '.join(pack.shortened)} (whole in report.json)" if pack.shortened else "")
 
 
 def _status_of(row: RunRow) -> str:

@@ -28,6 +28,7 @@ __all__ = [
     "AttemptUsage",
     "WriteResultInput",
     "WriteResultOutput",
+    "PackFigures",
 ]
 
 
@@ -251,6 +252,32 @@ class WriteResultInput(_IO):
     summary: str | None = None
     #: the stage plan with each criterion's status (markdown), listed in context.md
     stage_plan: str | None = None
+    #: the whole pack's budget (the request's); None: no limit beyond the map's own
+    token_budget: int | None = None
+    #: the stored ``MapView`` of ``map_ref``: its plan re-renders the map smaller to fit the budget
+    view_ref: ArtifactRef | None = None
+
+
+class PackFigures(_IO):
+    """What ``context.md`` holds against the user's token budget (cl100k_base, the map's counter)."""
+
+    #: the budget the whole pack (frame + map) is held to: the request's ``token_budget``
+    token_budget: int
+    #: tokens of the whole context.md
+    tokens: int
+    #: tokens of the map inside it, and the budget that map was rendered at
+    map_tokens: int
+    map_token_budget: int
+    #: the run's own map was rendered again smaller (or left out) to make room for the frame
+    map_rerendered: bool = False
+    map_left_out: bool = False
+    #: frame parts shortened or dropped (in full in report.json)
+    shortened: list[str] = []
+
+    @property
+    def trimmed(self) -> bool:
+        """Something of the run's result is only in report.json."""
+        return self.map_rerendered or self.map_left_out or bool(self.shortened)
 
 
 class WriteResultOutput(_IO):
@@ -260,3 +287,4 @@ class WriteResultOutput(_IO):
     report_path: str
     context_ref: ArtifactRef
     report_ref: ArtifactRef
+    pack: PackFigures | None = None

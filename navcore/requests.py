@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from durable_navigator.navcore.activity_io import PackFigures
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.budget import RunUsd
 from durable_navigator.navcore.decision import TokenUsage
@@ -139,6 +140,8 @@ class ExplorationResult(BaseModel):
     context_path: str | None = None
     report_path: str | None = None
     context_ref: ArtifactRef | None = None
+    #: context.md against the token budget (None: a result from before the pack had figures)
+    pack: PackFigures | None = None
     #: the final map in the artifact store
     map_ref: ArtifactRef | None = None
     continued_runs: int = 0

@@ -80,6 +80,8 @@ class References:
         self._imports = ImportIndex(files)
         self._family = {p: language_family(p) for p in files}
         self._bindings: dict[str, dict[str, str]] = {}
+        #: per file: qualified name -> index of its last definition (see :meth:`_binding`)
+        self._last_of: dict[str, dict[str, int]] = {}
         #: answers of this version: (query, path, symbol index) -> refs
         self._results: dict[tuple[str, str, int], list[SymbolRef]] = {}
 
@@ -99,6 +101,7 @@ class References:
         return list(got)
 
     def _callers(self, path0: str, k0: int) -> list[SymbolRef]:
+        k0 = self._binding(path0, k0)
         sym = self._records[path0][REC["symbols"]][k0]
         name = sym[SYM["name"]]
         fam = self._family.get(path0, "")
@@ -134,11 +137,29 @@ class References:
         return sorted(f for f in files if self._family.get(f) == fam)
 
     def _candidates(self, name: str, fam: str) -> list[Candidate]:
-        return [self._candidate(p, k) for p, k in self._defs(name) if self._family.get(p) == fam]
+        # one candidate per binding: ``@overload`` stubs and their implementation are one definition
+        found = {(p, self._binding(p, k)) for p, k in self._defs(name) if self._family.get(p) == fam}
+        return [self._candidate(p, k) for p, k in sorted(found)]
+
+    def _binding(self, path: str, k: int) -> int:
+        """The definition that stands for ``k``: the last one of its file with its qualified name.
+
+        ``@overload`` stubs, a property's getter and setter, and a name defined in both arms of an
+        ``if`` share a qualified name; a call site names them all at once, and jedi answers with
+        either the stub or the implementation. The last definition is the one the name is bound
+        to at run time (the implementation after its stubs), so callers and callees use it.
+        """
+        last = self._last_of.get(path)
+        syms = self._records[path][REC["symbols"]]
+        if last is None:  # qualified name -> its last definition, once per file
+            last = self._last_of[path] = {}
+            for j in sorted(range(len(syms)), key=lambda j: (syms[j][SYM["start"]], j)):
+                last[syms[j][SYM["qual"]]] = j
+        return last[syms[k][SYM["qual"]]]
 
     def _candidate(self, path: str, k: int) -> Candidate:
         syms = self._records[path][REC["symbols"]]
-        s = syms[k]
+        s = syms[self._binding(path, k)]
         head = s[SYM["qual"]].rpartition(".")[0]
         local = bool(head) and any(o[SYM["qual"]] == head and o[SYM["kind"]] in _FUNCTION_KINDS for o in syms)
         return Candidate(path, s[SYM["qual"]], s[SYM["start"]], local)
@@ -197,14 +218,16 @@ class References:
         return got
 
     def _spans(self, c: Candidate, line: int) -> bool:
-        """jedi names a definition by its ``def``/``class`` line; ours starts at its first decorator."""
-        for s in self._records[c.path][REC["symbols"]]:
-            if s[SYM["qual"]] == c.qual and s[SYM["start"]] == c.line:
-                return s[SYM["start"]] <= line <= max(s[SYM["sig_end"]], s[SYM["start"]])
-        return False
+        """jedi names a definition by its ``def``/``class`` line; ours starts at its first decorator.
+
+        Any definition of the candidate's binding counts (jedi may answer with an ``@overload`` stub).
+        """
+        return any(s[SYM["qual"]] == c.qual and s[SYM["start"]] <= line <= max(s[SYM["sig_end"]], s[SYM["start"]])
+                   for s in self._records[c.path][REC["symbols"]])
 
     # ---- callees --------------------------------------------------------------------
     def _callees(self, path0: str, k0: int) -> list[SymbolRef]:
+        k0 = self._binding(path0, k0)  # an @overload stub's body is ``...``: the implementation's calls
         sym = self._records[path0][REC["symbols"]][k0]
         fam = self._family.get(path0, "")
         if not fam:

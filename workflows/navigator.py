@@ -390,7 +390,8 @@ class NavigatorWorkflow:
             "navigator.write_result",
             WriteResultInput(out_dir=self.req.out_dir, workflow_id=info.workflow_id, goal=s.goal,
                              repo_root=s.repo_root, map_ref=s.map.map_ref, report_json=self._report_json(),
-                             summary=s.run.final_summary, stage_plan=self.stages.markdown()),
+                             summary=s.run.final_summary, stage_plan=self.stages.markdown(),
+                             token_budget=self.req.token_budget, view_ref=s.map.view_ref),
             WriteResultOutput, RESULT,
             f"write result · {s.run.stop_reason.value if s.run.stop_reason else '?'} · {format_usd(s.ledger.spent_micros)}")
         s.run.status = Status.COMPLETED if s.run.stop_reason is not StopReason.FAILED else Status.FAILED
@@ -413,6 +414,7 @@ class NavigatorWorkflow:
             context_path=written.context_path,
             report_path=written.report_path,
             context_ref=written.context_ref,
+            pack=written.pack,
             map_ref=s.map.map_ref,
             continued_runs=s.run.continued_runs,
         )

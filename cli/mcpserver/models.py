@@ -24,11 +24,12 @@ class RunOutcome(BaseModel):
     cost_usd: float = Field(description="USD the run spent on model calls.")
     budget_usd: float = Field(description="The run's USD limit.")
     iterations: int = Field(description="Navigator steps taken.")
-    token_budget: int = Field(description="Token budget the returned pack was fitted into.")
+    token_budget: int = Field(description="Token budget the returned pack (frame + map) was held to.")
     pack_tokens: int = Field(description="Tokens of the returned pack (cl100k_base).")
     map_tokens: int | None = Field(None, description="Tokens of the repository map inside the pack.")
-    trimmed: bool = Field(description="True when the pack's frame was cut to fit; the whole pack is context_uri.")
-    context_uri: str = Field(description="Resource with the whole context.md.")
+    trimmed: bool = Field(description="True when the budget shortened the frame or the map; what it left out "
+                          "is in report_uri.")
+    context_uri: str = Field(description="Resource with the pack (context.md).")
     report_uri: str = Field(description="Resource with report.json (cost, tokens, decisions, stop reason).")
     ui_url: str | None = Field(None, description="Temporal Web UI page of the run, for a human.")
 

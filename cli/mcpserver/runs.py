@@ -6,9 +6,9 @@ answer the same ``status`` / ``decision_log`` queries and ``stop`` signal, so fo
 stopping and listing are shared; only the outcome differs.
 
 Everything goes through the Temporal client by the workflow's public names (as the
-CLI does, ``cli/handles.py``). The client's requested pack size is kept in the
-run's memo (``pack_tokens``), so a later ``run_status`` — from another connection,
-after the first one dropped — fits the pack to the same budget.
+CLI does, ``cli/handles.py``). The pack is the run's ``context.md`` as written: the
+run held it to the client's token budget, so a later ``run_status`` — from another
+connection, after the first one dropped — returns the same text.
 """
 
 from __future__ import annotations
@@ -28,15 +28,7 @@ from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.errors import CliError, RunNotFoundError
 from durable_navigator.cli.handles import WORKFLOW_TYPE, describe_run, query_run, signal_run
 from durable_navigator.cli.mcpserver.models import KIND_ASK, KIND_EXPLORE, AskOutcome, RunOutcome, RunState, RunSummary
-from durable_navigator.cli.mcpserver.pack import (
-    FittedPack,
-    answer_uri,
-    context_uri,
-    fit_pack,
-    read_answer,
-    read_context,
-    report_uri,
-)
+from durable_navigator.cli.mcpserver.pack import answer_uri, context_uri, read_answer, read_context, report_uri
 from durable_navigator.cli.mcpserver.paths import AllowedRoots
 from durable_navigator.cli.reads import build_list_query, run_row
 from durable_navigator.cli.stuck import STUCK_CHECK_EVERY_S, RunStuckError, stuck_message, stuck_reason, terminate_stuck
@@ -47,11 +39,11 @@ from durable_navigator.navcore.requests import ExplorationRequest, ExplorationRe
 from durable_navigator.navcore.research import ResearchRequest, ResearchResult
 from durable_navigator.navcore.state import DecisionLogEntry
 from durable_navigator.navtypes.errors import NavigatorError
+from durable_navigator.repomap.tokens import count_tokens
 
 __all__ = [
     "ProgressSink",
     "POLL_INTERVAL_S",
-    "MEMO_PACK_TOKENS",
     "start_run",
     "start_research",
     "follow_run",
@@ -66,8 +58,6 @@ __all__ = [
 
 #: how often a followed run is asked for its status (a query costs one workflow task on the worker)
 POLL_INTERVAL_S = 0.25
-#: memo key of the pack size the client asked for
-MEMO_PACK_TOKENS = "pack_tokens"
 #: with allowed roots, list_runs reads at most this many times ``limit`` runs to find ``limit`` of their trees
 LIST_SCAN_FACTOR = 20
 #: who the stop signal says sent it
@@ -102,10 +92,10 @@ async def _start(session: TemporalSession, workflow_type: str, request: Any, run
         raise CliError(f"Temporal refused to start the run: {exc.message[:200]}") from None
 
 
-async def start_run(session: TemporalSession, request: ExplorationRequest, run_id: str, pack_tokens: int) -> WorkflowHandle:
-    """Start the navigator workflow (the goal, repository and pack size in its memo)."""
+async def start_run(session: TemporalSession, request: ExplorationRequest, run_id: str) -> WorkflowHandle:
+    """Start the navigator workflow (the goal and repository in its memo)."""
     return await _start(session, WORKFLOW_TYPE, request, run_id, ExplorationResult,
-                        {"goal": request.goal, "repo": request.repo_path, MEMO_PACK_TOKENS: pack_tokens})
+                        {"goal": request.goal, "repo": request.repo_path})
 
 
 async def start_research(session: TemporalSession, request: ResearchRequest, run_id: str) -> WorkflowHandle:
@@ -203,20 +193,21 @@ async def follow_run(handle: WorkflowHandle, sink: ProgressSink, cap: int, resea
         await cancel_and_wait(closed)
 
 
-def outcome_of(result: ExplorationResult, pack_tokens: int | None, ui_url: str | None) -> tuple[RunOutcome, FittedPack]:
-    """The structured outcome and the pack text (fitted to ``pack_tokens`` when the client set one)."""
+def outcome_of(result: ExplorationResult, ui_url: str | None) -> tuple[RunOutcome, str]:
+    """The structured outcome and the pack text (context.md, within the run's token budget)."""
     text = read_context(result)
     run_id = result.workflow_id
-    fitted = fit_pack(text, pack_tokens, run_id) if pack_tokens else fit_pack(text, 1 << 30, run_id)
+    pack = result.pack
     meta = result.map_metadata
     outcome = RunOutcome(
         run_id=run_id, stop_reason=result.stop_reason.value, stop_detail=result.stop_detail,
         cost_usd=float(result.cost_usd), budget_usd=float(result.max_usd), iterations=result.iterations,
-        token_budget=pack_tokens or (meta.token_budget if meta else 0), pack_tokens=fitted.tokens,
-        map_tokens=meta.tokens_used if meta else None, trimmed=fitted.trimmed,
+        token_budget=pack.token_budget if pack else (meta.token_budget if meta else 0),
+        pack_tokens=count_tokens(text), map_tokens=pack.map_tokens if pack else (meta.tokens_used if meta else None),
+        trimmed=pack.trimmed if pack else False,
         context_uri=context_uri(run_id), report_uri=report_uri(run_id), ui_url=ui_url,
     )
-    return outcome, fitted
+    return outcome, text
 
 
 def ask_outcome_of(result: ResearchResult, ui_url: str | None) -> AskOutcome:
@@ -250,7 +241,7 @@ async def _describe(session: TemporalSession, roots: AllowedRoots, run_id: str) 
     handle = session.client.get_workflow_handle(run_id, result_type=result_type)
     try:
         memo = await desc.memo()
-    except Exception:  # noqa: BLE001 - an undecodable memo only loses the goal and pack size
+    except Exception:  # noqa: BLE001 - an undecodable memo only loses the goal and repository
         memo = {}
     memo = memo if isinstance(memo, dict) else {}
     roots.recorded(memo.get("repo") or run_row(desc)["repo"], run_id)
@@ -301,10 +292,10 @@ async def run_state(session: TemporalSession, roots: AllowedRoots, run_id: str) 
         state.outcome, state.cost_usd, state.budget_usd = asked, asked.cost_usd, asked.budget_usd
         state.step = result.iterations
         return state, answer_of(result)
-    outcome, fitted = outcome_of(result, memo.get(MEMO_PACK_TOKENS), state.ui_url)
+    outcome, text = outcome_of(result, state.ui_url)
     state.outcome, state.cost_usd, state.budget_usd = outcome, outcome.cost_usd, outcome.budget_usd
     state.step, state.map_tokens = result.iterations, outcome.map_tokens
-    return state, fitted.text
+    return state, text
 
 
 async def stop_run(session: TemporalSession, roots: AllowedRoots, run_id: str, reason: str) -> None:

@@ -31,7 +31,7 @@ from durable_navigator.cli.explore import build_request, new_workflow_id, refuse
 from durable_navigator.cli.mcpserver.backend import Backend
 from durable_navigator.cli.mcpserver.cancel import client_cancelled
 from durable_navigator.cli.mcpserver.models import AskOutcome, RunListing, RunOutcome, RunState, StopSent
-from durable_navigator.cli.mcpserver.pack import PACK_BUDGET, answer_uri, context_uri, read_context, read_report
+from durable_navigator.cli.mcpserver.pack import answer_uri, context_uri, read_context, read_report
 from durable_navigator.cli.mcpserver import runs
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
 from durable_navigator.cli.runinput import check_text
@@ -40,7 +40,7 @@ from durable_navigator.navcore.modelspec import parse_model_spec
 from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navtypes.errors import NavigatorError
-from durable_navigator.navtypes.flightplan import MAX_TOKEN_BUDGET
+from durable_navigator.navtypes.flightplan import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
 
 __all__ = ["NavigatorTools", "build_server", "tool", "SERVER_NAME", "INSTRUCTIONS", "CANCEL_REASON"]
 
@@ -131,7 +131,7 @@ class NavigatorTools:
         goal: Annotated[str, Field(min_length=1, max_length=8000, description=(
             "What the context is for, in a sentence: a question, a bug, or a change to make."))],
         ctx: Context,
-        token_budget: Annotated[int | None, Field(ge=PACK_BUDGET.min_total, le=MAX_TOKEN_BUDGET, description=(
+        token_budget: Annotated[int | None, Field(ge=MIN_TOKEN_BUDGET, le=MAX_TOKEN_BUDGET, description=(
             "Most tokens (cl100k_base) the returned pack may hold. Default: the server's configured budget "
             "(8192 unless changed)."))] = None,
         budget_usd: BudgetUsd = None,
@@ -149,22 +149,22 @@ class NavigatorTools:
         root = backend.roots.repository(repo)
         check_text(goal, "goal", "'how is the budget enforced?'")  # named as this tool's argument
         pack_tokens = token_budget or backend.config.defaults.token_budget
-        if pack_tokens < PACK_BUDGET.min_total:
+        if pack_tokens < MIN_TOKEN_BUDGET:
             raise NavigatorError(f"the configured token budget {pack_tokens} is below the smallest pack "
-                                 f"({PACK_BUDGET.min_total} tokens); pass token_budget")
+                                 f"({MIN_TOKEN_BUDGET} tokens); pass token_budget")
         chosen = self._model(model)
         session = await backend.session()
         request = build_request(
             root, goal, config=backend.config, interactive=False,
             budget_usd=str(Decimal(str(budget_usd))) if budget_usd is not None else None,
-            tokens=PACK_BUDGET.map_tokens(pack_tokens), model=chosen, max_iterations=None, out=backend.out_dir,
+            tokens=pack_tokens, model=chosen, max_iterations=None, out=backend.out_dir,
         )  # fmt: skip
         await self._servable(session, request.models())  # the run's model and its routing rules' models
         run_id = new_workflow_id(root)
-        handle = await runs.start_run(session, request, run_id, pack_tokens)
+        handle = await runs.start_run(session, request, run_id)
         result = await self._follow(ctx, session, handle, request.max_iterations, research=False)
-        outcome, fitted = runs.outcome_of(result, pack_tokens, session.ui_link(run_id))
-        return _result(fitted.text, outcome)
+        outcome, text = runs.outcome_of(result, session.ui_link(run_id))
+        return _result(text, outcome)
 
     @tool("Answer a question about a repository, with citations", ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True))

@@ -18,6 +18,7 @@ from durable_navigator.cli.display import (
     turn_panel,
 )
 from durable_navigator.cli.progress import IndexProgressBar, progress_text
+from durable_navigator.navcore.activity_io import PackFigures
 from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navcore.report import TurnReport
 from durable_navigator.navcore.requests import ExplorationResult
@@ -66,6 +67,19 @@ def test_result_panel_wraps_a_long_stop_reason() -> None:
     assert all(len(line) <= 80 for line in text.splitlines())
     joined = " ".join(line.strip("│╭╮╰╯─ ") for line in text.splitlines())
     assert joined.count("x") >= 60  # every word of the stop detail is on screen
+
+
+def test_result_panel_shows_the_pack_against_its_budget() -> None:
+    result = ExplorationResult(
+        workflow_id="nav-x-1", stop_reason=StopReason.FINALIZED, iterations=3, decisions=4, cost_micros=0,
+        cost_usd=Decimal(0), max_usd=Decimal(1), usage=TokenUsage(), model_attempts=0,
+        pack=PackFigures(token_budget=8192, tokens=8150, map_tokens=7480, map_token_budget=7537,
+                         map_rerendered=True, shortened=["decision log"]),
+    )
+    console, buf = _console(width=200)
+    print_block(console, result_panel(result))
+    assert ("context.md: 8150/8192 tokens (map 7480, rendered at 7537 to fit); shortened: decision log "
+            "(whole in report.json)") in buf.getvalue()
 
 
 def test_decision_log_piped_is_one_line_per_item_and_wrapped_with_indent_on_a_terminal() -> None:

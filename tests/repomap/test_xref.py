@@ -120,6 +120,60 @@ def test_jedi_sees_only_the_indexed_files(py_engine: RepoMap) -> None:
     assert all(p.resolve().is_relative_to(py_engine.root) for p in shadow.rglob("*.py"))
 
 
+OVERLOADS = {
+    "pkg/__init__.py": "",
+    "pkg/core.py": '''
+        import typing as t
+
+
+        class Command:
+            @t.overload
+            def main(self, args: None = None, standalone: t.Literal[True] = True) -> t.NoReturn: ...
+
+            @t.overload
+            def main(self, args: list[str] | None = None, standalone: bool = ...) -> t.Any: ...
+
+            def main(self, args: list[str] | None = None, standalone: bool = True) -> t.Any:
+                return self.invoke(args)
+
+            def __call__(self, *args: t.Any) -> t.Any:
+                return self.main(*args)
+
+            def invoke(self, args: list[str] | None) -> t.Any:
+                return args
+
+
+        class Other:
+            def main(self) -> int:
+                return 1
+        ''',
+    "pkg/run.py": '''
+        from pkg.core import Command, Other
+
+
+        def run(cmd: Command, other: Other) -> None:
+            cmd.main(["x"])
+            other.main()
+        ''',
+}
+
+
+@pytest.mark.parametrize("symbol", ["Command.main", "pkg/core.py::Command.main"])
+def test_callers_of_an_overloaded_method_are_the_calls_of_any_of_its_definitions(tmp_path: Path,
+                                                                                 symbol: str) -> None:
+    # the name resolves to its first definition (an @overload stub); jedi answers with the implementation
+    engine = RepoMap.open(_write(tmp_path / "repo", OVERLOADS), cache_dir=tmp_path / "cache", jobs=1)
+    assert [s.start_line for s in engine.find_symbol(symbol)] == [5, 8, 11]
+    refs = engine.callers(symbol)
+    assert _sites(refs) == {("pkg/core.py", 15), ("pkg/run.py", 5)}, refs
+    assert not _sites(refs, resolved=False)
+    # callees of the overloaded name are the implementation's, not the stubs' (``...``)
+    assert [r.symbol_id for r in engine.callees(symbol)] == ["pkg/core.py::Command.invoke"]
+    # a call of the overloaded method is one callee, at the implementation
+    assert [(r.symbol_id, r.line) for r in engine.callees("pkg/core.py::Command.__call__")] == [
+        ("pkg/core.py::Command.main", 11)]
+
+
 TREESITTER = {
     # Go: two packages each with their own helper; comments and strings mention it
     "go/cart/cart.go": """

@@ -26,7 +26,7 @@ from tests.support.cli import FIXTURE_REPO
 from tests.support.e2e import NAVIGATOR, Sandbox
 from tests.support.mcp import TOOLS, Progress, processes_with_env, slow_script, stdio_params, texts, wait_finished
 
-from durable_navigator.cli.mcpserver.pack import PACK_BUDGET
+from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
 from durable_navigator.repomap.tokens import count_tokens
 from durable_navigator.workers.devserver import port_in_use
 
@@ -55,7 +55,7 @@ async def test_stdio_server_lists_explores_and_refuses(tmp_path: Path) -> None:
         assert set(schema["required"]) == {"repo", "goal"}
         assert {"token_budget", "budget_usd", "model"} <= set(schema["properties"])
         assert schema["properties"]["budget_usd"]["anyOf"][0]["minimum"] == 0.000001  # one micro-dollar, as the CLI
-        assert schema["properties"]["token_budget"]["anyOf"][0]["minimum"] == PACK_BUDGET.min_total
+        assert schema["properties"]["token_budget"]["anyOf"][0]["minimum"] == MIN_TOKEN_BUDGET
         assert {"run_id", "cost_usd", "stop_reason", "pack_tokens"} <= set(listed["explore"].output_schema["properties"])
         assert listed["explore"].description and "context pack" in listed["explore"].description
         assert listed["run_status"].annotations.read_only_hint is True
