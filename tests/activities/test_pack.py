@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from durable_navigator.activities.pack import MAP_HEADING, MAP_LEFT_OUT, PACK_CONFIG, Frame, build_pack
 from durable_navigator.activities.result_pack import renderer
-from durable_navigator.activities.skips import skipped_files_markdown
+from durable_navigator.activities.skips import files_not_in_map, skipped_files_markdown
 from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET, FlightPlan
 from durable_navigator.repomap import RepoMap
 from durable_navigator.repomap.tokens import count_tokens
@@ -49,7 +49,7 @@ def _frame(summary: int, plan: int, decisions: int, skipped: int, goal_words: in
         stage_plan="\n".join(f"{i}. **Stage {i}** — find where reservation {i} happens (met)" for i in range(plan)),
         decisions=tuple(f"- step {i} · update_flight_plan · zoom in src/budget/** → L3 · the map shows "
                         f"the reservation path but not reconcile {i}" for i in range(decisions)),
-        skipped=skipped_files_markdown(_Skips(skipped), ""),
+        skipped=skipped_files_markdown(files_not_in_map(_Skips(skipped), "", None)),
     )
 
 
@@ -78,17 +78,17 @@ def test_a_full_map_keeps_the_frame_within_its_share_and_is_rendered_to_the_rest
     # the map is the engine's rendering at the budget that remains: well-formed, its header first
     assert pack.map_text == engine.render(plan.model_copy(update={"token_budget": pack.map_budget})).text
     assert pack.map_text.startswith("# repo-map ") and pack.map_budget >= 4096 - PACK_CONFIG.frame_tokens(4096) - 8
-    # the frame gave way in order: the decision log first (to its latest turns, or out), the title last
+    # the frame gave way in order: the skipped list and the decision log first, the title last
     assert "decision log" in pack.shortened and "title" not in pack.shortened
     assert "earlier turns in report.json" in pack.text or "decision log" in pack.text
 
 
 def test_a_map_with_room_to_spare_is_kept_as_the_run_rendered_it(engine: Any) -> None:
-    run_map, plan = _run_map(engine, 8192)
+    run_map, plan = _run_map(engine, 7000)
     spare = 8192 - count_tokens(f"{MAP_HEADING}\n\n{run_map.rstrip()}\n")
-    frame = _frame(40, 12, 30, 60, 1)
+    frame = _frame(60, 12, 40, 60, 1)
     assert count_tokens(frame.text()) > spare > PACK_CONFIG.frame_tokens(8192)
-    pack = build_pack(frame, run_map, 8192, 8192, renderer(engine, plan))
+    pack = build_pack(frame, run_map, 7000, 8192, renderer(engine, plan))
     assert pack.tokens <= 8192 and not pack.map_rerendered and pack.map_text == run_map
     assert pack.shortened  # the frame gave way to fit beside it
 
