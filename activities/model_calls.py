@@ -281,7 +281,8 @@ class _Attempt:
                 return PlanOut(plan=parse_stage_plan(text, task.config))  # type: ignore[union-attr]
             if task.kind == "stages.check_criteria":
                 # a criterion about the map is judged from the map, whatever the model said
-                check = parse_criteria_check(text, list(task.stage.success_criteria), task.index)  # type: ignore[union-attr]
+                criteria = list(task.stage.success_criteria)  # type: ignore[union-attr]
+                check = parse_criteria_check(text, criteria, task.index)
                 return CheckOut(check=apply_map_checks(check, task.files, task.map_text))  # type: ignore[union-attr]
             if task.kind == "stages.reflect":
                 return ReflectionOut(reflection=parse_reflection(text, task.config))  # type: ignore[union-attr]

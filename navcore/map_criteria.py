@@ -114,8 +114,9 @@ def literal_pattern(subject: str) -> re.Pattern[str]:
 
 
 def _path_hits(subject: str, files: Sequence[FileSummary]) -> list[FileSummary]:
-    key = subject.strip("./").rstrip("/")
-    return [f for f in files if f.path == key or f.path.startswith(key + "/")]
+    key = subject.removeprefix("./").rstrip("/")
+    # a bare file name (`ledger.py`) names the file wherever it lives
+    return [f for f in files if f.path == key or f.path.startswith(key + "/") or f.path.endswith("/" + key)]
 
 
 def _symbol_sections(subject: str, sections: dict[str, tuple[int, str]]) -> list[tuple[str, int]]:

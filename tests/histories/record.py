@@ -134,10 +134,12 @@ async def compression(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandl
 PLANNING_TEXTS = {
     "planning.analyze": ["Several areas.\nREFLECT: yes"],
     "planning.review": ["CRITIC: assumes the ledger\nPRAGMATIST: start with the plugin\nDETAILER: inspect reserve"],
-    "planning.plan": ["STAGE 1: Find the ledger\n- `ledger.py` is shown\n- `reserve` is visible\nMAX_ITERATIONS: 2\n"
-                      "STAGE 2: Document the CLI\n- the CLI is shown\nMAX_ITERATIONS: 2"],
+    # C1 is about the map (checked against it, whatever the script says); the others are the model's verdicts
+    "planning.plan": ["STAGE 1: Find the ledger\n- `ledger.py` is shown\n- the reserve step is explained\n"
+                      "MAX_ITERATIONS: 2\nSTAGE 2: Document the CLI\n- the CLI is shown\nMAX_ITERATIONS: 2"],
     "stages.check_criteria": ["C1: MET | ledger shown\nC2: NOT MET | reserve missing", "C1: MET | reserve at L4"],
-    "stages.reflect": ["REWRITE: reserve missing\nSTAGE 1: Find reserve\n- `reserve` is visible\nMAX_ITERATIONS: 2"],
+    "stages.reflect": ["REWRITE: reserve missing\nSTAGE 1: Find reserve\n- the reserve step is explained\n"
+                       "MAX_ITERATIONS: 2"],
 }
 
 
@@ -178,6 +180,10 @@ async def tool_calls(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle
 #: the "all_paths" scenario's text answers: the planning ones plus two compression summaries
 ALL_PATHS_TEXTS = {
     **PLANNING_TEXTS,
+    # stage 1 spans steps 1-4, so step 3's repeat of step 1 warns within the stage (the loop window
+    # starts afresh with each stage)
+    "planning.plan": [PLANNING_TEXTS["planning.plan"][0].replace("MAX_ITERATIONS: 2\nSTAGE 2",
+                                                                 "MAX_ITERATIONS: 4\nSTAGE 2")],
     "navigator.compress": ["Earlier: planned two stages, zoomed into the ledger.",
                            "Earlier: ledger zoomed in, reserve searched, stage 2 rewritten."],
 }

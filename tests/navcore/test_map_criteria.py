@@ -46,6 +46,7 @@ def test_a_path_at_a_level_is_read_from_the_per_path_levels() -> None:
     assert _check("`docs/x.md` is hidden").status == "met"
     assert _check("`src/pkg/` is shown at L2+").status == "met"  # a folder: one of its files suffices
     assert _check("`src/missing.py` is shown").status == "not_met"
+    assert _check("`ledger.py` is shown at level 2").evidence == ["src/pkg/ledger.py at L2 (focus)"]  # a bare name
 
 
 def test_names_are_matched_as_code_not_as_words() -> None:

@@ -88,7 +88,7 @@ async def test_plan_rejected_then_accepted_stage_loops_criteria_evidence_and_a_d
     assert all(c.slice_micros > 0 and c.cost_micros == 0 for c in result.children)
     report = Path(result.report_path or "").read_text()
     assert "- [x] after_call is found — src/budgetkit/plugin.py:26-29" in report
-    assert "- [ ] a missing file is cited — no evidence" in report and "## Open questions" in report
+    assert "- [!] a missing file is cited — no evidence" in report and "## Open questions" in report
     data = json.loads(Path(result.report_json_path or "").read_text())
     assert data["evidence"]["dropped"] == 1 and data["criteria_met"] == 2
 
