@@ -8,6 +8,7 @@ goes — stdin closed by a dead client, or the process itself killed (SIGKILL: t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -53,8 +54,11 @@ def _wait_gone(box: Sandbox, since: float) -> float:
             return time.monotonic() - since
         time.sleep(0.1)
     left = _temporal_pids(box)
-    for pid in left:  # ours (the sandbox's environment): do not leave it for 30 minutes
-        os.kill(pid, signal.SIGKILL)
+    # every process with the sandbox's environment is this test's (a background supervisor too):
+    # do not leave them running for 30 minutes
+    for pid in processes_with_env("NAVIGATOR_CONFIG", str(box.root / "navigator.yaml")):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
     raise AssertionError(f"the embedded Temporal of the MCP server outlived it by {GONE_WITHIN_S:.0f}s: pids {left}")
 
 
