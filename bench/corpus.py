@@ -13,7 +13,7 @@ rebuilds byte-identically from any clone that holds them.
 
 Usage::
 
-    .venv/bin/python bench/corpus.py build                       # -> bench/tasks/corpus_tasks.jsonl(.gz)
+    .venv/bin/python bench/corpus.py build                       # -> bench/tasks/corpus_tasks.jsonl
     .venv/bin/python bench/corpus.py history TASK_ID [-n 50]     # the parent's own history, JSON lines
     .venv/bin/python bench/corpus.py stats                       # counts per split x language
     .venv/bin/python bench/corpus.py materialize [--split dev] [--with-git] [--limit N]
@@ -49,7 +49,7 @@ __all__ = [
     "materialize_with_git", "git_repo_dir", "stats",
 ]
 
-TASKS_PATH = Path("bench/tasks/corpus_tasks.jsonl.gz")
+TASKS_PATH = Path("bench/tasks/corpus_tasks.jsonl")  # ~5 MB; a ``.gz`` path writes gzip
 MANIFEST_PATH = Path("bench/tasks/corpus_manifest.json")
 GIT_REPOS_ROOT = DATA_ROOT / "repos-git"
 
@@ -238,7 +238,7 @@ def _find_task(tasks_path: Path, task_id: str) -> Task:
     for task in load_corpus(tasks_path):
         if task.id == task_id:
             return task
-    raise SystemExit(f"no task {task_id!r} in {tasks_path}; list ids with: zcat {tasks_path} | jq -r .id")
+    raise SystemExit(f"no task {task_id!r} in {tasks_path}; list ids with: jq -r .id {tasks_path}")
 
 
 def _cmd_build(args: argparse.Namespace) -> None:
