@@ -280,6 +280,8 @@ def main(argv: list[str] | None = None) -> None:
     m.add_argument("--limit", type=int, default=0, help="only the first N tasks")
     m.add_argument("--with-git", action="store_true", help="checkouts with the parent's history in .git")
     args = ap.parse_args(argv)
+    if args.cmd != "build" and not args.tasks.is_file():
+        raise SystemExit(f"no task file {args.tasks}; build it with `bench/corpus.py build` or pass --tasks PATH")
     if args.cmd == "build":
         _cmd_build(args)
     elif args.cmd == "stats":

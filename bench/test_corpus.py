@@ -140,3 +140,12 @@ def test_stats_counts_tasks_and_repositories_per_split_and_language(mirror: tupl
     assert "| java | 3 (1) | 0 (0) | 0 (0) | 3 (1) |" in table
     assert "| c | 0 (0) | 2 (1) | 0 (0) | 2 (1) |" in table
     assert "| **all** | 3 (1) | 2 (1) | 0 (0) | 5 (1) |" in table
+
+
+def test_cli_refuses_a_missing_task_file_and_an_unknown_task_in_one_line(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"^no task file .*nope\.jsonl; build it"):
+        corpus.main(["history", "x-123", "--tasks", str(tmp_path / "nope.jsonl")])
+    empty = tmp_path / "one.jsonl"
+    empty.write_text("")
+    with pytest.raises(SystemExit, match=r"^no task 'x-123' in .*; list ids with"):
+        corpus.main(["history", "x-123", "--tasks", str(empty)])
