@@ -107,6 +107,11 @@ CORPUS_SELECTION = QUALITY_SELECTION.model_copy(update={
         "demos", "jmh", "benchmark", "testlib", "test-util", "test-utils", "testing-support",
     ),
     "boring_subject": QUALITY_SELECTION.boring_subject[:-1] + r"|\[maven-release-plugin\]|\[gradle-release)",
+    # Gerrit (alembic, client_golang), node-style (libuv) and merge-bot lines; revert hashes
+    "extra_trailers": (
+        r"^\s*(change-id|pr-url|reviewed-by|reviewed-on|refs|pull-request|fixes|closes|acked-by|tested-by"
+        r"|ref|bug|issue)\s*:.*$|merge (pull request|branch)\b.*$|this reverts commit [0-9a-f]{7,40}\.?"
+    ),
 })
 
 

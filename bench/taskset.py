@@ -132,6 +132,9 @@ class SelectionConfig(BaseModel):
     extended_redaction: bool = False
     #: longer goals are cut at a sentence or line end (squash-merged PR descriptions); 0 = keep all
     max_goal_chars: int = 0
+    #: a regex of further bookkeeping removed from goals (the corpus' Gerrit/node trailers);
+    #: empty for the offline and quality sets, which rebuild byte-identically without it
+    extra_trailers: str = ""
     non_source_dirs: tuple[str, ...] = (
         "tests", "test", "testing", "docs", "doc", "examples", "docs_src",
         "benchmarks", "bench", "typing_tests", "scripts", "tools", ".github",
@@ -361,9 +364,12 @@ def _cut(text: str, limit: int) -> str:
     return cut[: end + 1] if end > limit // 2 else cut
 
 
-def redact_goal(message: str, changed: list[str], extended: bool = False, max_chars: int = 0) -> str:
+def redact_goal(message: str, changed: list[str], extended: bool = False, max_chars: int = 0,
+                extra_trailers: str = "") -> str:
     """Commit message -> goal: trailers, PR refs, URLs and changed paths/names removed."""
     text = _TRAILER.sub("", message)
+    if extra_trailers:
+        text = re.sub(extra_trailers, "", text, flags=re.I | re.M)
     text = _PR_REF.sub("", text)
     if extended:
         text = _BOOKKEEPING.sub("", text)
@@ -416,7 +422,8 @@ def _candidate(spec: RepoSpec, c: _Commit, cfg: SelectionConfig, boring: re.Patt
     subject = c.message.strip().splitlines()[0] if c.message.strip() else ""
     if boring.search(subject.lower()):
         return None
-    goal = redact_goal(c.message, [p for _, p in c.changes], cfg.extended_redaction, cfg.max_goal_chars)
+    goal = redact_goal(c.message, [p for _, p in c.changes], cfg.extended_redaction, cfg.max_goal_chars,
+                       cfg.extra_trailers)
     if len(re.findall(r"[A-Za-z]{2,}", goal)) < cfg.min_goal_words:
         return None
     return _Candidate(c, tuple(p for _, p in sources), goal)

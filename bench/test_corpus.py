@@ -149,3 +149,17 @@ def test_cli_refuses_a_missing_task_file_and_an_unknown_task_in_one_line(tmp_pat
     empty.write_text("")
     with pytest.raises(SystemExit, match=r"^no task 'x-123' in .*; list ids with"):
         corpus.main(["history", "x-123", "--tasks", str(empty)])
+
+
+def test_corpus_goals_lose_gerrit_node_and_merge_bot_lines() -> None:
+    message = (
+        "fix setting dirent types on scandir\n\nAlso make the tests more strict.\n\n"
+        "PR-URL: https://github.com/libuv/libuv/pull/1234\nReviewed-By: Someone <a@b>\n"
+        "Change-Id: I1234abcd\nMerge pull request #5974 from a/b\n"
+        "This reverts commit 0123456789abcdef0123456789abcdef01234567."
+    )
+    cfg = corpus.CORPUS_SELECTION
+    goal = taskset.redact_goal(message, ["src/fs.c"], True, cfg.max_goal_chars, cfg.extra_trailers)
+    assert goal == "fix setting dirent types on scandir Also make the tests more strict."
+    # the quality set's rules are unchanged: it keeps rebuilding byte-identically
+    assert "Change-Id" in taskset.redact_goal(message, ["src/fs.c"], True, 1200)
