@@ -66,6 +66,11 @@ LANGUAGES: dict[str, tuple[str, ...]] = {
     "javascript": (".js", ".mjs", ".cjs", ".jsx"),
     "typescript": (".ts", ".mts", ".cts", ".tsx"),
     "ruby": (".rb",),
+    # the training corpus' extra languages (``bench/corpus.py``); the engine parses them with
+    # tree-sitter. ``.h`` belongs to whichever of c/cpp a repository declares first.
+    "java": (".java",),
+    "c": (".c", ".h"),
+    "cpp": (".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".h"),
 }
 
 
@@ -127,6 +132,9 @@ class SelectionConfig(BaseModel):
     extended_redaction: bool = False
     #: longer goals are cut at a sentence or line end (squash-merged PR descriptions); 0 = keep all
     max_goal_chars: int = 0
+    #: a regex of further bookkeeping removed from goals (the corpus' Gerrit/node trailers);
+    #: empty for the offline and quality sets, which rebuild byte-identically without it
+    extra_trailers: str = ""
     non_source_dirs: tuple[str, ...] = (
         "tests", "test", "testing", "docs", "doc", "examples", "docs_src",
         "benchmarks", "bench", "typing_tests", "scripts", "tools", ".github",
@@ -179,7 +187,7 @@ class Task(BaseModel):
     repo: str = ""
     #: language of the gold files (the majority one if they mix)
     language: str = "python"
-    #: ``dev`` or ``test`` for the quality set; empty for the offline set
+    #: ``dev`` or ``test`` for the quality set, ``train`` too in the corpus (``corpus.py``); empty for the offline set
     split: str = ""
 
     @model_validator(mode="after")
@@ -239,6 +247,10 @@ def _is_source(path: str, spec: RepoSpec, cfg: SelectionConfig) -> bool:
         return False
     if name.endswith((".min.js", ".d.ts")) or name in {"Rakefile", "Gemfile", "build.rs"}:
         return False
+    if lang == "java" and stem.endswith(("Test", "Tests", "IT", "TestCase", "Benchmark")):
+        return False
+    if lang in ("c", "cpp") and (stem.startswith("test_") or stem.endswith(("_unittest", "_tests", "_bench"))):
+        return False
     return True
 
 
@@ -251,10 +263,10 @@ class _Commit:
     changes: list[tuple[str, str]]  # (status, path)
 
 
-def _commits(repo: str) -> list[_Commit]:
+def _commits(repo: str, rev: str = "HEAD") -> list[_Commit]:
     raw = _git(
         repo, "log", "--no-merges", "--no-renames", "--name-status",
-        "--format=%x1e%H %P%x1f%cI%x1f%B%x1f", "HEAD",
+        "--format=%x1e%H %P%x1f%cI%x1f%B%x1f", rev,
     )
     commits: list[_Commit] = []
     for chunk in raw.split("\x1e")[1:]:
@@ -278,7 +290,9 @@ _PR_REF = re.compile(r"\(?(gh-|#)\d+\)?|https?://\S+")
 #: bookkeeping some histories carry (rack's darcs import, jinja's hg/svn import, autosquash
 #: leftovers); extended redaction only
 _BOOKKEEPING = re.compile(
-    r"darcs-hash:\S+|git-svn-id:\s*\S+(\s+[0-9a-f-]{36})?|--HG--\s*branch\s*:\s*\S+|^\[svn\]\s*|\bfixup!",
+    r"darcs-hash:\S+|git-svn-id:\s*\S+(\s+[0-9a-f-]{36})?|--HG--\s*branch\s*:\s*\S+|^\[svn\]\s*|\bfixup!"
+    # Google's export tooling (guice, gson): MOE revision stamps and Piper ids
+    r"|Revision created by MOE tool \S+\.?|MOE_MIGRAT\w*=\S*|Created by MOE:?|PiperOrigin-RevId:\s*\d+",
     re.I | re.M,
 )
 _SOURCE_ROOTS = ("src/", "lib/", "source/", "crates/")
@@ -350,9 +364,12 @@ def _cut(text: str, limit: int) -> str:
     return cut[: end + 1] if end > limit // 2 else cut
 
 
-def redact_goal(message: str, changed: list[str], extended: bool = False, max_chars: int = 0) -> str:
+def redact_goal(message: str, changed: list[str], extended: bool = False, max_chars: int = 0,
+                extra_trailers: str = "") -> str:
     """Commit message -> goal: trailers, PR refs, URLs and changed paths/names removed."""
     text = _TRAILER.sub("", message)
+    if extra_trailers:
+        text = re.sub(extra_trailers, "", text, flags=re.I | re.M)
     text = _PR_REF.sub("", text)
     if extended:
         text = _BOOKKEEPING.sub("", text)
@@ -386,7 +403,17 @@ def _hunk_lines(repo: str, parent: str, sha: str, path: str) -> tuple[list[int],
     return sorted(changed | anchors), len(anchors)
 
 
-def _task_for(spec: RepoSpec, c: _Commit, cfg: SelectionConfig, boring: re.Pattern[str]) -> Task | None:
+@dataclass(frozen=True)
+class _Candidate:
+    """A commit that passed the cheap rules (files, subject, goal); its diff is not read yet."""
+
+    commit: _Commit
+    sources: tuple[str, ...]
+    goal: str
+
+
+def _candidate(spec: RepoSpec, c: _Commit, cfg: SelectionConfig, boring: re.Pattern[str]) -> _Candidate | None:
+    """The rules that need no diff: one parent, 1-N modified source files, not noise, a long enough goal."""
     if len(c.parents) != 1:
         return None
     sources = [(s, p) for s, p in c.changes if _is_source(p, spec, cfg)]
@@ -395,12 +422,19 @@ def _task_for(spec: RepoSpec, c: _Commit, cfg: SelectionConfig, boring: re.Patte
     subject = c.message.strip().splitlines()[0] if c.message.strip() else ""
     if boring.search(subject.lower()):
         return None
-    goal = redact_goal(c.message, [p for _, p in c.changes], cfg.extended_redaction, cfg.max_goal_chars)
+    goal = redact_goal(c.message, [p for _, p in c.changes], cfg.extended_redaction, cfg.max_goal_chars,
+                       cfg.extra_trailers)
     if len(re.findall(r"[A-Za-z]{2,}", goal)) < cfg.min_goal_words:
         return None
+    return _Candidate(c, tuple(p for _, p in sources), goal)
+
+
+def _finish(spec: RepoSpec, cand: _Candidate, cfg: SelectionConfig) -> Task | None:
+    """Read the diff: the gold lines, and the changed-lines rule."""
+    c = cand.commit
     gold: dict[str, list[int]] = {}
     anchors: dict[str, int] = {}
-    for _, path in sources:
+    for path in cand.sources:
         lines, n_anchor = _hunk_lines(spec.repo, c.parents[0], c.sha, path)
         gold[path], anchors[path] = lines, n_anchor
     total = sum(len(v) for v in gold.values())
@@ -410,10 +444,20 @@ def _task_for(spec: RepoSpec, c: _Commit, cfg: SelectionConfig, boring: re.Patte
     name = spec.repo.split("/", 1)[1]
     return Task(
         id=f"{name}-{c.sha[:10]}", mirror=spec.mirror, commit=c.sha, parent=c.parents[0],
-        goal=goal, gold_files=sorted(gold), gold_lines=gold, gold_anchor_lines=anchors,
+        goal=cand.goal, gold_files=sorted(gold), gold_lines=gold, gold_anchor_lines=anchors,
         repo=spec.repo,
         language=max(sorted(set(langs)), key=langs.count), split=spec.split,
     )
+
+
+def _task_for(spec: RepoSpec, c: _Commit, cfg: SelectionConfig, boring: re.Pattern[str]) -> Task | None:
+    cand = _candidate(spec, c, cfg, boring)
+    return _finish(spec, cand, cfg) if cand else None
+
+
+def _check_not_held_out(repo: str) -> None:
+    if any(h in repo.lower().split("/")[1] for h in HELD_OUT):
+        raise SystemExit(f"{repo} is held out for independent evaluation; do not benchmark on it")
 
 
 def build_tasks(specs: tuple[RepoSpec, ...], cfg: SelectionConfig) -> list[Task]:
@@ -421,8 +465,7 @@ def build_tasks(specs: tuple[RepoSpec, ...], cfg: SelectionConfig) -> list[Task]
     boring = re.compile(cfg.boring_subject)
     tasks: list[Task] = []
     for spec in specs:
-        if any(h in spec.repo.lower().split("/")[1] for h in HELD_OUT):
-            raise SystemExit(f"{spec.repo} is held out for independent evaluation; do not benchmark on it")
+        _check_not_held_out(spec.repo)
         candidates = [t for c in _commits(spec.repo) if (t := _task_for(spec, c, cfg, boring))]
         candidates.reverse()  # oldest first
         step = max(len(candidates) / cfg.per_repo, 1.0)
