@@ -30,14 +30,23 @@ def _steps(fv: float, fc: float, sv: float, sc: float) -> list[tuple[float, floa
 
 
 def allocate(full_value: np.ndarray, full_cost: np.ndarray, sig_value: np.ndarray, sig_cost: np.ndarray,
-             budget: int) -> np.ndarray:
+             budget: int, cost_power: float = 1.0) -> np.ndarray:
     """Level per chunk (``OUT`` / ``SIGNATURE`` / ``FULL``) maximising expected value within ``budget``
-    (greedy by value per token; costs are additive). Ties go to the earlier chunk."""
+    (greedy by value per token; costs are additive). Ties go to the earlier chunk.
+
+    ``cost_power`` orders upgrades by ``value / cost ** cost_power``: 1 is the knapsack's
+    density, 0 pure value order (the ranker's order, filled while it fits); values
+    estimated with noise are better spent somewhere between (the shipped model names
+    the power chosen on dev).
+    """
     n = len(full_value)
     level = np.full(n, OUT, dtype=np.int8)
     steps = [_steps(float(full_value[i]), float(full_cost[i]), float(sig_value[i]), float(sig_cost[i]))
              for i in range(n)]
-    heap = [(-v / max(c, 1e-9), i, 0) for i in range(n) for (v, c, _lvl) in steps[i][:1]]
+    def key(v: float, c: float) -> float:
+        return -v / max(c, 1e-9) ** cost_power
+
+    heap = [(key(v, c), i, 0) for i in range(n) for (v, c, _lvl) in steps[i][:1]]
     heapq.heapify(heap)
     left = float(budget)
     while heap:
@@ -48,11 +57,11 @@ def allocate(full_value: np.ndarray, full_cost: np.ndarray, sig_value: np.ndarra
             # the chunk's hull, it was never offered on its own)
             if lvl == FULL and k == 0 and level[i] == OUT and 0 < sig_cost[i] < c and sig_value[i] > 0:
                 steps[i] = [(float(sig_value[i]), float(sig_cost[i]), SIGNATURE)]
-                heapq.heappush(heap, (-float(sig_value[i]) / max(float(sig_cost[i]), 1e-9), i, 0))
+                heapq.heappush(heap, (key(float(sig_value[i]), float(sig_cost[i])), i, 0))
             continue  # skipped: a later, smaller upgrade may still fit
         left -= c
         level[i] = lvl
         if k + 1 < len(steps[i]):
             v2, c2, _ = steps[i][k + 1]
-            heapq.heappush(heap, (-v2 / max(c2, 1e-9), i, k + 1))
+            heapq.heappush(heap, (key(v2, c2), i, k + 1))
     return level

@@ -156,6 +156,9 @@ class RepoChunks:
         self.file_tf = sp.csr_matrix(
             (np.ones(len(spans), dtype=np.float32), (self.file_of, np.arange(len(spans)))),
             shape=(len(self.files), len(spans))) @ tf
+        #: chunks / files containing each term (document frequencies: a goal reads a few of them)
+        self.chunk_df = np.bincount(tf.indices, minlength=len(vocab))
+        self.file_df = np.bincount(self.file_tf.indices, minlength=len(vocab))
         self.starts = np.fromiter((s.start for s in spans), dtype=np.int64, count=len(spans))
         self.ends = np.fromiter((s.end for s in spans), dtype=np.int64, count=len(spans))
 

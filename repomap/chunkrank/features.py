@@ -93,7 +93,7 @@ def _structure(rc: RepoChunks, lex: np.ndarray) -> dict[str, np.ndarray]:
     n = len(rc.spans)
     name_col = np.array([rc.vocab.get(s.name.lower(), -1) if len(s.name) > 2 else -1 for s in rc.spans])
     has = name_col >= 0
-    file_df = np.asarray((rc.file_tf > 0).sum(axis=0)).ravel()
+    file_df = rc.file_df
     refs = np.zeros(n)
     refs[has] = np.log1p(np.maximum(file_df[name_col[has]] - 1, 0))
     top = np.argsort(-lex, kind="stable")[:_TOP_SEEDS]
@@ -124,7 +124,7 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
     fl = bm25_scores(rc.file_tf, cols)
     per_file: dict[str, np.ndarray] = {"file_bm25": fl, "file_bm25_rel": fl / max(float(fl.max()), 1e-9),
                                        "file_cover": coverage(rc.file_tf, cols)}
-    idf = {t: float(np.log(1.0 + n / (1.0 + rc.tf[:, [c]].nnz))) for t in set(terms)
+    idf = {t: float(np.log(1.0 + n / (1.0 + rc.chunk_df[c]))) for t in set(terms)
            if (c := rc.vocab.get(t)) is not None}
     f["name_match"] = name_match(rc, terms, idf)
     per_file["path_match"] = path_match(rc, terms, idf)

@@ -40,3 +40,14 @@ def test_full_is_reached_through_the_signature_only_when_that_step_is_denser() -
     # signature density 0.01/20 is below the full chunk's 0.5/100: it goes straight to full
     assert _alloc([0.5], [100], [0.01], [20], budget=100) == [FULL]
     assert _alloc([0.5], [100], [0.01], [20], budget=50) == [SIGNATURE]
+
+
+def test_cost_power_zero_fills_in_value_order_and_one_by_density() -> None:
+    fv, fc = [0.3, 0.2, 0.2, 0.2], [500, 100, 100, 100]
+    assert _alloc_p(fv, fc, 600, 0.0) == [FULL, FULL, OUT, OUT]
+    assert _alloc_p(fv, fc, 600, 1.0) == [OUT, FULL, FULL, FULL]
+
+
+def _alloc_p(fv: list[float], fc: list[int], budget: int, power: float) -> list[int]:
+    n = len(fv)
+    return allocate(np.array(fv), np.array(fc), np.zeros(n), np.full(n, 10), budget, cost_power=power).tolist()
