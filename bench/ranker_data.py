@@ -27,7 +27,7 @@ from quality_baselines import Retriever, chunk_docs, pack
 from quality_score import parse_context, read_source, score_context
 from taskset import Task, git_dir_for, repo_dir
 
-__all__ = ["CACHE", "BUDGETS", "task_rows", "sig_block", "full_block"]
+__all__ = ["CACHE", "BUDGETS", "task_rows", "is_cached", "sig_block", "full_block"]
 
 CACHE = Path("/tmp/ranker")
 BUDGETS = (4096, 8192, 16384, 32768)
@@ -49,6 +49,11 @@ def _engine(root: Path, _memo: dict[str, Any] = {}) -> Any:  # noqa: B006 (one e
         _memo.clear()
         _memo[key] = RepoMap.open(root, cache_dir=CACHE / "engine")
     return _memo[key]
+
+
+def is_cached(task: Task, history: bool = True) -> bool:
+    """True when the task's rows are computed already."""
+    return (CACHE / "feat" / f"{task.id}.{'h' if history else 'n'}.npz").exists()
 
 
 def task_rows(task: Task, history: bool = True) -> dict[str, Any]:

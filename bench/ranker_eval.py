@@ -35,7 +35,7 @@ import numpy as np
 
 from durable_navigator.repomap.chunkrank import FULL, GROUPS, OUT, SIGNATURE, allocate
 from durable_navigator.repomap.chunkrank.features import FEATURES
-from durable_navigator.repomap.chunkrank.model import chunk_lines
+from durable_navigator.repomap.chunkrank.model import Calibration, chunk_lines
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -43,7 +43,7 @@ from _project import count_tokens  # noqa: E402
 from quality_score import parse_context, read_source, score_context  # noqa: E402
 from ranker_data import BUDGETS, full_block, sig_block  # noqa: E402
 from taskset import load_tasks, repo_dir  # noqa: E402
-from train_ranker import calibrate, load_rows, out_of_fold, repo_folds  # noqa: E402
+from train_ranker import calibrate, fit, load_rows, out_of_fold, repo_folds  # noqa: E402
 
 
 def pack_levels(row: dict[str, Any], levels: np.ndarray, order: np.ndarray, budget: int, source: Any) -> str:
@@ -87,11 +87,12 @@ def alloc_fill(row: dict[str, Any], full: np.ndarray, sig: np.ndarray, budget: i
 
 
 def evaluate(rows: list[dict[str, Any]], scores: list[np.ndarray], tasks: dict[str, Any],
-             powers: tuple[float, ...], with_rank: bool = True,
-             budgets: tuple[int, ...] = BUDGETS) -> dict[str, dict[int, list[dict[str, float]]]]:
-    """Per method, per budget: each task's scores."""
-    folds = repo_folds(rows)
-    cal_for = {}
+             powers: tuple[float, ...], with_rank: bool = True, budgets: tuple[int, ...] = BUDGETS,
+             calibration: Calibration | None = None) -> dict[str, dict[int, list[dict[str, float]]]]:
+    """Per method, per budget: each task's scores (``calibration``: one for every task, else each
+    fold's from the other folds' out-of-fold scores)."""
+    folds = repo_folds(rows) if calibration is None else []
+    cal_for = {i: calibration for i in range(len(rows))}
     for held in folds:
         held_set = set(held)
         others = [i for i in range(len(rows)) if i not in held_set]
@@ -120,7 +121,7 @@ def _mean(xs: list[dict[str, Any]], k: str) -> float:
     return round(statistics.fmean(x[k] for x in xs), 3) if xs else 0.0
 
 
-POWERS = (0.0, 0.5, 0.75, 1.0)
+POWERS = (0.0, 0.5, 1.0)
 #: the ablation retrains 10 cross-validations: measured at the issue's headline budgets only
 ABLATION_BUDGETS = (4096, 8192)
 
@@ -131,15 +132,36 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tasks", type=Path, default=HERE / "tasks" / "quality_tasks.jsonl")
     ap.add_argument("--split", default="dev")
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--trees", type=int, default=200)
+    ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--no-ablation", action="store_true")
+    ap.add_argument("--ablation-only", action="store_true",
+                    help="only the ablation (its own results file), with --ablation-trees trees")
+    ap.add_argument("--ablation-trees", type=int, default=50)
+    ap.add_argument("--power", type=float, default=0.5, help="the allocator's power for --ablation-only")
+    ap.add_argument("--train-tasks", type=Path, default=None,
+                    help="train on this task file's --train-split (cached rows) instead of cross-validating")
+    ap.add_argument("--train-split", default="train")
     args = ap.parse_args(argv)
     if args.split == "test":
         raise SystemExit("ranker_eval.py develops on dev; the test split is measured through quality.py only")
     tasks = {t.id: t for t in load_tasks(args.tasks) if t.split == args.split}
     rows = load_rows(args.tasks, args.split)
     allc = list(range(len(FEATURES)))
-    res = evaluate(rows, out_of_fold(rows, allc, args.seed, args.trees), tasks, POWERS)
+    if args.ablation_only:
+        ablate(args, rows, tasks, allc)
+        return
+    if args.train_tasks is not None:
+        train = load_rows(args.train_tasks, args.train_split, cached_only=True)
+        if {r["repo"] for r in train} & {r["repo"] for r in rows}:
+            raise SystemExit("train and evaluation repositories overlap; split by repository")
+        booster = fit(train, allc, args.seed, args.trees)
+        cal = calibrate(train, out_of_fold(train, allc, args.seed, args.trees))
+        args.trained_on = f"{len(train)} {args.train_split} tasks of {args.train_tasks.name} ({len({r['repo'] for r in train})} repositories)"
+        res = evaluate(rows, [booster.predict(r["X"], num_threads=1) for r in rows], tasks, POWERS, calibration=cal)
+        args.no_ablation = True
+    else:
+        args.trained_on = "out of fold"
+        res = evaluate(rows, out_of_fold(rows, allc, args.seed, args.trees), tasks, POWERS)
     base = {b: [{"line_recall": r["base"][str(b)]["line_recall"], "file_hit": r["base"][str(b)]["file_hit"],
                  "task": r["task"], "repo": r["repo"]} for r in rows] for b in BUDGETS}
     per_task = {"bm25-chunk": base, **res}
@@ -161,21 +183,46 @@ def main(argv: list[str] | None = None) -> None:
     write(args, rows, summary, ablation, per_task, power)
 
 
+def ablate(args: argparse.Namespace, rows: list[dict[str, Any]], tasks: dict[str, Any], allc: list[int]) -> None:
+    """Each feature group removed, then alone: cross-validated recall at 4k/8k, written as each finishes."""
+    out = HERE / "results" / f"ranker-{args.split}-ablation"
+    table: dict[str, dict[int, float]] = {}
+    configs = [("all", allc)] + [(f"{g} removed", [c for c in allc if FEATURES[c] not in names])
+                                 for g, names in GROUPS.items()] + \
+        [(f"{g} alone", [FEATURES.index(f) for f in names]) for g, names in GROUPS.items()]
+    for name, cols in configs:
+        r = evaluate(rows, out_of_fold(rows, cols, args.seed, args.ablation_trees), tasks, (args.power,),
+                     with_rank=False, budgets=ABLATION_BUDGETS)
+        table[name] = {b: _mean(r[f"alloc p={args.power}"][b], "line_recall") for b in ABLATION_BUDGETS}
+        lines = [f"# Chunk ranker ablation on {args.split} (in process, repository-grouped cross-validation)", "",
+                 f"{len(rows)} tasks; {args.ablation_trees} trees per model (fewer than the shipped model's: "
+                 f"10 cross-validations on a shared 2-core machine), allocator power {args.power}; command: "
+                 f"`.venv/bin/python bench/ranker_eval.py --ablation-only`. Gold-line recall.", "",
+                 "| features | " + " | ".join(str(b) for b in ABLATION_BUDGETS) + " |",
+                 "|---|" + "---|" * len(ABLATION_BUDGETS)]
+        lines += [f"| {k} | " + " | ".join(str(v[b]) for b in ABLATION_BUDGETS) + " |" for k, v in table.items()]
+        out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+        out.with_suffix(".json").write_text(json.dumps({"trees": args.ablation_trees, "power": args.power,
+                                                        "ablation": table}, indent=1) + "\n")
+        print(name, table[name], file=sys.stderr, flush=True)
+
+
 def write(args: argparse.Namespace, rows: list[dict[str, Any]], summary: dict[str, Any],
           ablation: dict[str, dict[int, float]], per_task: dict[str, Any], power: float) -> None:
     """``bench/results/ranker-<split>.{json,md}``."""
-    out = HERE / "results" / f"ranker-{args.split}"
+    out = HERE / "results" / (f"ranker-{args.split}" + ("-trained" if args.train_tasks else ""))
     repos = sorted({r["repo"] for r in rows})
     wins = {b: _wlt(per_task["ranker+alloc"][b], per_task["bm25-chunk"][b]) for b in BUDGETS}
     ceiling = round(statistics.fmean(float(r["label"].sum()) / max(r["n_gold"], 1) for r in rows), 3)
     out.with_suffix(".json").write_text(json.dumps(
         {"split": args.split, "tasks": len(rows), "repos": repos, "seed": args.seed, "trees": args.trees,
-         "cost_power": power, "candidate_recall_ceiling": ceiling, "summary": summary,
+         "trained_on": args.trained_on, "cost_power": power, "candidate_recall_ceiling": ceiling, "summary": summary,
          "wlt_vs_bm25_chunk": wins, "ablation": ablation, "per_task": per_task}, indent=1) + "\n")
-    lines = [f"# Chunk ranker on {args.split} (in process, repository-grouped cross-validation)", "",
+    how = "repository-grouped cross-validation" if not args.train_tasks else f"trained on {args.trained_on}"
+    lines = [f"# Chunk ranker on {args.split} (in process, {how})", "",
              f"{len(rows)} tasks, {len(repos)} repositories, seed {args.seed}, {args.trees} trees; command: "
-             f"`.venv/bin/python bench/ranker_eval.py`. Out-of-fold scores only (no task scored by a model that saw "
-             f"its repository). Gold lines inside a candidate chunk (the ceiling): {ceiling}. "
+             f"`.venv/bin/python bench/ranker_eval.py{' --train-tasks ' + str(args.train_tasks) if args.train_tasks else ''}`. "
+             "No task is scored by a model that saw its repository. Gold lines inside a candidate chunk (the ceiling): {ceiling}. "
              f"Allocator cost power chosen on these figures (best 4k+8k): {power}.", "",
              "| budget | bm25-chunk | ranker (full chunks in order) | "
              + " | ".join(f"alloc p={p}" for p in POWERS) + " | chosen / bm25 | W/T/L vs bm25-chunk | file hit bm25 / chosen |",

@@ -29,13 +29,14 @@ from durable_navigator.repomap.chunkrank.model import MODEL_VERSION, Calibration
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from ranker_data import task_rows  # noqa: E402
+from ranker_data import is_cached, task_rows  # noqa: E402
 from taskset import load_tasks  # noqa: E402
 
 FOLDS = 5
-PARAMS: dict[str, Any] = {"objective": "lambdarank", "learning_rate": 0.05, "num_leaves": 15,
+TRAIN_CANDIDATES = 200
+PARAMS: dict[str, Any] = {"objective": "lambdarank", "learning_rate": 0.1, "num_leaves": 15,
                           "min_data_in_leaf": 20, "feature_fraction": 0.8, "bagging_fraction": 0.8,
-                          "bagging_freq": 1, "lambdarank_truncation_level": 40, "verbosity": -1,
+                          "bagging_freq": 1, "max_bin": 63, "lambdarank_truncation_level": 20, "verbosity": -1,
                           "num_threads": 1, "deterministic": True, "force_row_wise": True}
 
 
@@ -44,18 +45,33 @@ def grade(label: np.ndarray) -> np.ndarray:
     return np.minimum(np.ceil(np.log2(1.0 + label)), 4).astype(np.int32)
 
 
-def load_rows(tasks_file: Path, split: str) -> list[dict[str, Any]]:
-    """Cached rows of every task of ``split`` (computed on first use)."""
+def load_rows(tasks_file: Path, split: str, cached_only: bool = False) -> list[dict[str, Any]]:
+    """Rows of every task of ``split`` (computed on first use; ``cached_only``: the tasks already
+    computed, e.g. the part of a large corpus a time budget allowed)."""
     tasks = [t for t in load_tasks(tasks_file) if t.split == split]
+    if cached_only:
+        tasks = [t for t in tasks if is_cached(t)]
     return [task_rows(t) for t in tasks]
 
 
+def train_view(row: dict[str, Any]) -> np.ndarray:
+    """The candidates a task trains on: its ``TRAIN_CANDIDATES`` best by a cheap prior (chunk BM25
+    relative to the best + the engine's file score). lambdarank's cost grows with group size times
+    the truncation level; a 2,000-chunk group costs ten 200-chunk ones and teaches little more
+    (the allocator never reaches its tail)."""
+    X = row["X"]
+    prior = X[:, FEATURES.index("chunk_bm25_rel")] + X[:, FEATURES.index("eng_score")]
+    return np.sort(np.argsort(-prior, kind="stable")[:TRAIN_CANDIDATES])
+
+
 def fit(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int) -> lgb.Booster:
-    """A lambdarank booster on ``rows`` (tasks without a positive candidate teach nothing: left out)."""
-    use = [r for r in rows if r["label"].sum() > 0 and len(r["label"]) > 1]
-    X = np.vstack([r["X"][:, cols] for r in use])
-    y = np.concatenate([grade(r["label"]) for r in use])
-    data = lgb.Dataset(X, y, group=[len(r["label"]) for r in use], feature_name=[FEATURES[c] for c in cols],
+    """A lambdarank booster on ``rows`` (tasks without a positive training candidate teach nothing:
+    left out)."""
+    views = [(r, train_view(r)) for r in rows]
+    use = [(r, v) for r, v in views if r["label"][v].sum() > 0 and len(v) > 1]
+    X = np.vstack([r["X"][v][:, cols] for r, v in use])
+    y = np.concatenate([grade(r["label"][v]) for r, v in use])
+    data = lgb.Dataset(X, y, group=[len(v) for _r, v in use], feature_name=[FEATURES[c] for c in cols],
                        free_raw_data=True)
     return lgb.train({**PARAMS, "seed": seed}, data, num_boost_round=trees)
 
@@ -105,15 +121,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tasks", type=Path, default=HERE / "tasks" / "quality_tasks.jsonl")
     ap.add_argument("--train-split", default="dev")
     ap.add_argument("--calib-split", default="", help="held-out split for the calibration (default: out-of-fold)")
+    ap.add_argument("--cached-only", action="store_true", help="train on the tasks whose rows are cached")
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--trees", type=int, default=200)
+    ap.add_argument("--trees", type=int, default=100)
     ap.add_argument("--cost-power", type=float, default=0.75,
                     help="the allocator's cost power (chosen on dev by ranker_eval.py)")
     ap.add_argument("--out", type=Path, default=HERE.parent / "repomap" / "chunkrank")
     args = ap.parse_args(argv)
     if args.train_split == "test" or args.calib_split == "test":
         raise SystemExit("the test split is never trained or calibrated on; pick train/dev")
-    rows = load_rows(args.tasks, args.train_split)
+    rows = load_rows(args.tasks, args.train_split, args.cached_only)
     cols = list(range(len(FEATURES)))
     if args.calib_split:
         held = load_rows(args.tasks, args.calib_split)
@@ -123,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
         cal = calibrate(rows, out_of_fold(rows, cols, args.seed, args.trees))
         booster = fit(rows, cols, args.seed, args.trees)
     info = {"tasks": args.tasks.name, "train_split": args.train_split, "calib_split": args.calib_split or "out-of-fold",
-            "tasks_n": len(rows), "repos": sorted({r["repo"] for r in rows}), "seed": args.seed, "trees": args.trees,
+            "tasks_n": len(rows), "cached_only": args.cached_only, "repos": sorted({r["repo"] for r in rows}), "seed": args.seed, "trees": args.trees,
             "lightgbm": lgb.__version__}
     save(booster, cols, cal, args.out, info, args.cost_power)
     print(f"wrote {args.out}/{MODEL_VERSION}.{{txt,json}} from {len(rows)} tasks", file=sys.stderr)
