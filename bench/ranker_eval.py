@@ -132,11 +132,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tasks", type=Path, default=HERE / "tasks" / "quality_tasks.jsonl")
     ap.add_argument("--split", default="dev")
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--trees", type=int, default=100)
+    ap.add_argument("--trees", type=int, default=50)
     ap.add_argument("--no-ablation", action="store_true")
     ap.add_argument("--ablation-only", action="store_true",
                     help="only the ablation (its own results file), with --ablation-trees trees")
-    ap.add_argument("--ablation-trees", type=int, default=50)
+    ap.add_argument("--ablation-trees", type=int, default=30)
     ap.add_argument("--power", type=float, default=0.5, help="the allocator's power for --ablation-only")
     ap.add_argument("--train-tasks", type=Path, default=None,
                     help="train on this task file's --train-split (cached rows) instead of cross-validating")

@@ -33,7 +33,7 @@ from ranker_data import is_cached, task_rows  # noqa: E402
 from taskset import load_tasks  # noqa: E402
 
 FOLDS = 5
-TRAIN_CANDIDATES = 200
+TRAIN_CANDIDATES = 100
 PARAMS: dict[str, Any] = {"objective": "lambdarank", "learning_rate": 0.1, "num_leaves": 15,
                           "min_data_in_leaf": 20, "feature_fraction": 0.8, "bagging_fraction": 0.8,
                           "bagging_freq": 1, "max_bin": 63, "lambdarank_truncation_level": 20, "verbosity": -1,
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--calib-split", default="", help="held-out split for the calibration (default: out-of-fold)")
     ap.add_argument("--cached-only", action="store_true", help="train on the tasks whose rows are cached")
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--trees", type=int, default=100)
+    ap.add_argument("--trees", type=int, default=50)
     ap.add_argument("--cost-power", type=float, default=0.75,
                     help="the allocator's cost power (chosen on dev by ranker_eval.py)")
     ap.add_argument("--out", type=Path, default=HERE.parent / "repomap" / "chunkrank")
