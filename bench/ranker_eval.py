@@ -222,7 +222,8 @@ def write(args: argparse.Namespace, rows: list[dict[str, Any]], summary: dict[st
     lines = [f"# Chunk ranker on {args.split} (in process, {how})", "",
              f"{len(rows)} tasks, {len(repos)} repositories, seed {args.seed}, {args.trees} trees; command: "
              f"`.venv/bin/python bench/ranker_eval.py{' --train-tasks ' + str(args.train_tasks) if args.train_tasks else ''}`. "
-             "No task is scored by a model that saw its repository. Gold lines inside a candidate chunk (the ceiling): {ceiling}. "
+             "No task is scored by a model that saw its repository. "
+             f"Gold lines inside a candidate chunk (the ceiling): {ceiling}. "
              f"Allocator cost power chosen on these figures (best 4k+8k): {power}.", "",
              "| budget | bm25-chunk | ranker (full chunks in order) | "
              + " | ".join(f"alloc p={p}" for p in POWERS) + " | chosen / bm25 | W/T/L vs bm25-chunk | file hit bm25 / chosen |",
