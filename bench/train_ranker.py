@@ -1,0 +1,150 @@
+"""Train the chunk ranker (LightGBM lambdarank) and write it into the package.
+
+    .venv/bin/python bench/train_ranker.py [--tasks bench/tasks/quality_tasks.jsonl] [--train-split dev]
+        [--seed 7] [--trees 200] [--out repomap/chunkrank]
+
+Rows come from ``ranker_data.task_rows`` (cached under ``/tmp/ranker/feat``):
+one group per task, one row per candidate chunk, label = the chunk's gold lines
+graded 0..4 (0, 1, 2-3, 4-7, 8+). With ``--train-split dev`` (no mined corpus yet)
+the calibration is fitted on repository-grouped out-of-fold scores (``FOLDS``
+folds, whole repositories held out) and the final model on every dev task; with a
+corpus file, ``--train-split train`` trains and fits the calibration on held-out
+``--calib-split`` repositories. Deterministic for the same rows and seed
+(``deterministic=True``, one thread).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import lightgbm as lgb
+import numpy as np
+
+from durable_navigator.repomap.chunkrank.features import FEATURES
+from durable_navigator.repomap.chunkrank.model import MODEL_VERSION, Calibration, chunk_lines
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from ranker_data import is_cached, task_rows  # noqa: E402
+from taskset import load_tasks  # noqa: E402
+
+FOLDS = 5
+TRAIN_CANDIDATES = 100
+PARAMS: dict[str, Any] = {"objective": "lambdarank", "learning_rate": 0.1, "num_leaves": 15,
+                          "min_data_in_leaf": 20, "feature_fraction": 0.8, "bagging_fraction": 0.8,
+                          "bagging_freq": 1, "max_bin": 63, "lambdarank_truncation_level": 20, "verbosity": -1,
+                          "num_threads": 1, "deterministic": True, "force_row_wise": True}
+
+
+def grade(label: np.ndarray) -> np.ndarray:
+    """Gold lines in a chunk -> relevance grade 0..4."""
+    return np.minimum(np.ceil(np.log2(1.0 + label)), 4).astype(np.int32)
+
+
+def load_rows(tasks_file: Path, split: str, cached_only: bool = False) -> list[dict[str, Any]]:
+    """Rows of every task of ``split`` (computed on first use; ``cached_only``: the tasks already
+    computed, e.g. the part of a large corpus a time budget allowed)."""
+    tasks = [t for t in load_tasks(tasks_file) if t.split == split]
+    if cached_only:
+        tasks = [t for t in tasks if is_cached(t)]
+    return [task_rows(t) for t in tasks]
+
+
+def train_view(row: dict[str, Any]) -> np.ndarray:
+    """The candidates a task trains on: its ``TRAIN_CANDIDATES`` best by a cheap prior (chunk BM25
+    relative to the best + the engine's file score). lambdarank's cost grows with group size times
+    the truncation level; a 2,000-chunk group costs ten 200-chunk ones and teaches little more
+    (the allocator never reaches its tail)."""
+    X = row["X"]
+    prior = X[:, FEATURES.index("chunk_bm25_rel")] + X[:, FEATURES.index("eng_score")]
+    return np.sort(np.argsort(-prior, kind="stable")[:TRAIN_CANDIDATES])
+
+
+def fit(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int) -> lgb.Booster:
+    """A lambdarank booster on ``rows`` (tasks without a positive training candidate teach nothing:
+    left out)."""
+    views = [(r, train_view(r)) for r in rows]
+    use = [(r, v) for r, v in views if r["label"][v].sum() > 0 and len(v) > 1]
+    X = np.vstack([r["X"][v][:, cols] for r, v in use])
+    y = np.concatenate([grade(r["label"][v]) for r, v in use])
+    data = lgb.Dataset(X, y, group=[len(v) for _r, v in use], feature_name=[FEATURES[c] for c in cols],
+                       free_raw_data=True)
+    return lgb.train({**PARAMS, "seed": seed}, data, num_boost_round=trees)
+
+
+def repo_folds(rows: list[dict[str, Any]], k: int = FOLDS) -> list[list[int]]:
+    """Row indices per fold, whole repositories per fold (sorted repos dealt round-robin)."""
+    repos = sorted({r["repo"] for r in rows})
+    fold_of = {repo: i % k for i, repo in enumerate(repos)}
+    return [[i for i, r in enumerate(rows) if fold_of[r["repo"]] == f] for f in range(k)]
+
+
+def out_of_fold(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int) -> list[np.ndarray]:
+    """Scores of every task's candidates from a model that never saw its repository."""
+    scores: list[np.ndarray] = [np.zeros(0)] * len(rows)
+    for held in repo_folds(rows):
+        held_set = set(held)
+        booster = fit([r for i, r in enumerate(rows) if i not in held_set], cols, seed, trees)
+        for i in held:
+            scores[i] = booster.predict(rows[i]["X"][:, cols], num_threads=1) if len(rows[i]["label"]) else np.zeros(0)
+    return scores
+
+
+def calibrate(rows: list[dict[str, Any]], scores: list[np.ndarray]) -> Calibration:
+    """Relative score -> expected share of the task's gold lines (full / first line)."""
+    rel, lines, full, sig = [], [], [], []
+    for r, s in zip(rows, scores):
+        if len(s):
+            rel.append(s - s.max())
+            lines.append(chunk_lines(r["X"]))
+            full.append(r["label"] / max(r["n_gold"], 1))
+            sig.append(r["first"] / max(r["n_gold"], 1))
+    return Calibration.fit(np.concatenate(rel), np.concatenate(lines), np.concatenate(full), np.concatenate(sig))
+
+
+def save(booster: lgb.Booster, cols: list[int], cal: Calibration, out: Path, info: dict[str, Any],
+         cost_power: float) -> None:
+    """Write ``<version>.txt`` (the booster) and ``<version>.json`` (features, calibration, provenance)."""
+    (out / f"{MODEL_VERSION}.txt").write_text(booster.model_to_string(), encoding="utf-8")
+    meta = {"version": MODEL_VERSION, "features": [FEATURES[c] for c in cols], "cost_power": cost_power,
+            "calibration": {"rel": list(cal.rel), "full": list(cal.full), "sig": list(cal.sig)}, "trained": info}
+    (out / f"{MODEL_VERSION}.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI: train on a split, calibrate on held-out repositories, write the model files."""
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tasks", type=Path, default=HERE / "tasks" / "quality_tasks.jsonl")
+    ap.add_argument("--train-split", default="dev")
+    ap.add_argument("--calib-split", default="", help="held-out split for the calibration (default: out-of-fold)")
+    ap.add_argument("--cached-only", action="store_true", help="train on the tasks whose rows are cached")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--trees", type=int, default=50)
+    ap.add_argument("--cost-power", type=float, default=0.75,
+                    help="the allocator's cost power (chosen on dev by ranker_eval.py)")
+    ap.add_argument("--out", type=Path, default=HERE.parent / "repomap" / "chunkrank")
+    args = ap.parse_args(argv)
+    if args.train_split == "test" or args.calib_split == "test":
+        raise SystemExit("the test split is never trained or calibrated on; pick train/dev")
+    rows = load_rows(args.tasks, args.train_split, args.cached_only)
+    cols = list(range(len(FEATURES)))
+    if args.calib_split:
+        held = load_rows(args.tasks, args.calib_split)
+        booster = fit(rows, cols, args.seed, args.trees)
+        cal = calibrate(held, [booster.predict(r["X"], num_threads=1) for r in held])
+    else:
+        cal = calibrate(rows, out_of_fold(rows, cols, args.seed, args.trees))
+        booster = fit(rows, cols, args.seed, args.trees)
+    info = {"tasks": args.tasks.name, "train_split": args.train_split, "calib_split": args.calib_split or "out-of-fold",
+            "tasks_n": len(rows), "cached_only": args.cached_only, "repos": sorted({r["repo"] for r in rows}), "seed": args.seed, "trees": args.trees,
+            "lightgbm": lgb.__version__}
+    save(booster, cols, cal, args.out, info, args.cost_power)
+    print(f"wrote {args.out}/{MODEL_VERSION}.{{txt,json}} from {len(rows)} tasks", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

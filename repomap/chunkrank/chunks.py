@@ -1,0 +1,167 @@
+"""Function-level chunks of a repository and their term bags (the unit the chunk ranker ranks).
+
+A chunk is what the chunk-BM25 baseline of ``bench/quality_baselines.py`` retrieves,
+cut from the engine's parsed symbols: top-level definitions; a definition longer
+than ``SPLIT_LINES`` that contains others is split into its members plus the lines
+between them; a leaf longer than ``2 * SPLIT_LINES`` into windows; lines outside
+every definition (imports, module code) into runs of at most ``GAP_LINES``; a file
+without symbols into ``GAP_LINES``-line windows. Keeping the baseline's unit means
+the learned ranker is compared with BM25 on the same candidates.
+
+Tokenisation (``tokenize``) is the baseline's: words and identifiers lower-cased
+plus their camel/snake parts, numbers, 1-character tokens and the engine's
+stopwords dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from durable_navigator.repomap.stopwords import is_stopword
+
+__all__ = ["SPLIT_LINES", "GAP_LINES", "ChunkSpan", "tokenize", "chunk_ranges", "RepoChunks"]
+
+SPLIT_LINES = 80
+GAP_LINES = 40
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+_MEMO: dict[str, tuple[str, ...]] = {}
+_MEMO_MAX = 200_000
+
+
+def _word_terms(word: str) -> tuple[str, ...]:
+    low = word.lower()
+    out = [low] if len(low) >= 2 and not is_stopword(low) else []
+    parts = [p.lower() for p in _PART.findall(word)]
+    if len(parts) > 1:
+        out.extend(p for p in parts if len(p) >= 2 and not is_stopword(p) and not p.isdigit())
+    return tuple(out)
+
+
+def tokenize(text: str) -> list[str]:
+    """Words + identifier parts, lower-cased; stopwords and 1-character tokens dropped.
+
+    A word's terms are memoised (code repeats its identifiers: a repository's chunks
+    are tokenised several times faster than word by word).
+    """
+    out: list[str] = []
+    memo = _MEMO
+    for word in _WORD.findall(text):
+        got = memo.get(word)
+        if got is None:
+            got = _word_terms(word)
+            if len(memo) < _MEMO_MAX:
+                memo[word] = got
+        out.extend(got)
+    return out
+
+
+def _windows(lo: int, hi: int, size: int) -> list[tuple[int, int]]:
+    return [(a, min(a + size - 1, hi)) for a in range(lo, hi + 1, size)]
+
+
+def chunk_ranges(n_lines: int, symbols: list[tuple[int, int]], src: list[str]) -> list[tuple[int, int]]:
+    """Chunks of one file: sorted, non-overlapping ``(start, end)`` (1-based, inclusive) covering every
+    non-blank line."""
+    defs = sorted({(max(1, a), min(b, n_lines)) for a, b in symbols if a <= b and a <= n_lines},
+                  key=lambda d: (d[0], -d[1]))  # containers before what they contain
+    out: list[tuple[int, int]] = []
+
+    def gap(lo: int, hi: int) -> None:
+        if lo <= hi and any(src[k - 1].strip() for k in range(lo, hi + 1)):
+            out.extend(_windows(lo, hi, GAP_LINES))
+
+    def unit(a: int, b: int, inner: list[tuple[int, int]]) -> None:
+        if b - a + 1 <= SPLIT_LINES or not inner:
+            out.extend(_windows(a, b, 2 * SPLIT_LINES) if b - a + 1 > 2 * SPLIT_LINES else [(a, b)])
+            return
+        level(a, b, inner)
+
+    def level(lo: int, hi: int, items: list[tuple[int, int]]) -> None:
+        pos, i = lo, 0
+        while i < len(items):
+            a, b = items[i]
+            j = i + 1
+            while j < len(items) and items[j][0] <= b:  # nested (or overlapping) definitions
+                j += 1
+            if a < pos:  # overlaps what is already emitted (a decorator line): skip it
+                i = j
+                continue
+            gap(pos, a - 1)
+            unit(a, b, [d for d in items[i + 1:j] if d != (a, b)])
+            pos, i = b + 1, j
+        gap(pos, hi)
+
+    if defs:
+        level(1, n_lines, defs)
+    else:
+        gap(1, n_lines)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkSpan:
+    """Lines ``start..end`` of ``path``; ``name`` is the definition that starts there ('' for other lines)."""
+
+    path: str
+    start: int
+    end: int
+    name: str
+    kind: str
+
+
+class RepoChunks:
+    """Every chunk of a repository with its term counts (built once per index version).
+
+    ``tf`` is a chunks x terms CSR matrix of counts (the path's terms included, as the
+    baseline's documents are "path + text"); ``file_of`` maps a chunk to its file row.
+    """
+
+    def __init__(self, files: list[str], lines_of: dict[str, list[str]],
+                 symbols_of: dict[str, list[tuple[int, int, str, str]]]) -> None:
+        import scipy.sparse as sp  # built once per index version; a request reuses it
+
+        self.files = [f for f in files if lines_of.get(f)]
+        spans: list[ChunkSpan] = []
+        rows: list[int] = []
+        cols: list[int] = []
+        vocab: dict[str, int] = {}
+        self.file_lines = np.zeros(len(self.files), dtype=np.int64)
+        file_of: list[int] = []
+        for fi, path in enumerate(self.files):
+            src = lines_of[path]
+            self.file_lines[fi] = len(src)
+            syms = symbols_of.get(path, [])
+            starts = {a: (name, kind) for a, _b, name, kind in syms}
+            path_terms = tokenize(path)
+            for a, b in chunk_ranges(len(src), [(s[0], s[1]) for s in syms], src):
+                name, kind = starts.get(a, ("", "block"))
+                k = len(spans)
+                spans.append(ChunkSpan(path, a, b, name, kind))
+                file_of.append(fi)
+                for t in path_terms + tokenize("\n".join(src[a - 1:b])):
+                    rows.append(k)
+                    cols.append(vocab.setdefault(t, len(vocab)))
+        self.spans = spans
+        self.vocab = vocab
+        self.file_of = np.asarray(file_of, dtype=np.int64)
+        tf = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(len(spans), len(vocab)))
+        tf.sum_duplicates()
+        self.tf = tf
+        self.file_tf = sp.csr_matrix(
+            (np.ones(len(spans), dtype=np.float32), (self.file_of, np.arange(len(spans)))),
+            shape=(len(self.files), len(spans))) @ tf
+        #: chunks / files containing each term (document frequencies: a goal reads a few of them)
+        self.chunk_df = np.bincount(tf.indices, minlength=len(vocab))
+        self.file_df = np.bincount(self.file_tf.indices, minlength=len(vocab))
+        self.starts = np.fromiter((s.start for s in spans), dtype=np.int64, count=len(spans))
+        self.ends = np.fromiter((s.end for s in spans), dtype=np.int64, count=len(spans))
+
+    def columns(self, terms: list[str]) -> list[int]:
+        """Columns of the distinct ``terms`` the repository contains (first-seen order)."""
+        return [c for t in dict.fromkeys(terms) if (c := self.vocab.get(t)) is not None]

@@ -1,0 +1,169 @@
+"""The chunk ranker's features: one row per candidate chunk of a repository for one goal.
+
+Every feature is named (``FEATURES``) and belongs to one group (``GROUPS``), so an
+ablation can drop a group and the saved model lists the names it was trained on.
+Groups:
+
+* **lexical** -- BM25 of the goal against the chunk (chunk-level idf) and its whole
+  file (file-level idf), each raw, relative to the best and as a rank; idf-weighted
+  share of the goal's terms the chunk/file contains; goal terms in the definition's
+  name and in the path; the goal spelling the definition's name;
+* **goal** -- the goal's form: how many terms, names an identifier / a path / error
+  text / tests;
+* **structural** -- the engine's file ranking (personalised PageRank over the
+  definition/reference graph, its lexical, identifier, path and name signals, the
+  file's rank); how many files mention the chunk's name; whether the chunk calls a
+  definition of the best lexical chunks or is called by them; test/doc file;
+* **size** -- lines, the file's lines, position in the file, definition or block;
+* **history** -- ``history.HISTORY_FEATURES`` of the chunk's file (0 without ``.git``).
+
+Candidates: the ``TOP_LEXICAL`` chunks by chunk BM25 plus every chunk of the
+``TOP_FILES`` best files of the engine's ranking (a goal that names no term of a
+chunk can still point at its file).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from durable_navigator.repomap.chunkrank.chunks import ChunkSpan, RepoChunks, tokenize
+from durable_navigator.repomap.chunkrank.history import HISTORY_FEATURES, History
+from durable_navigator.repomap.chunkrank.lexical import bm25_scores, coverage, name_match, path_match
+
+__all__ = ["FEATURES", "GROUPS", "ChunkFeatures", "EngineView", "chunk_features", "TOP_LEXICAL", "TOP_FILES"]
+
+TOP_LEXICAL = 300
+TOP_FILES = 8
+_TOP_SEEDS = 5
+GROUPS: dict[str, tuple[str, ...]] = {
+    "lexical": ("chunk_bm25", "chunk_bm25_rel", "chunk_bm25_rank", "chunk_cover", "file_bm25", "file_bm25_rel",
+                "file_cover", "name_match", "path_match", "exact_name"),
+    "goal": ("goal_terms", "goal_ident", "goal_path", "goal_error", "goal_test"),
+    "structural": ("eng_score", "eng_rank", "eng_pagerank", "eng_bm25", "eng_ident", "eng_path", "eng_name",
+                   "name_refs", "calls_top", "called_by_top", "is_test", "is_doc"),
+    "size": ("n_lines", "file_lines", "rel_pos", "is_def", "is_class"),
+    "history": HISTORY_FEATURES,
+}
+FEATURES: tuple[str, ...] = tuple(f for names in GROUPS.values() for f in names)
+_ERROR = re.compile(r"\b\w*(Error|Exception|Traceback|Panic|panic|crash\w*|fail\w*|raise[sd]?)\b|`[^`]+`|\"[^\"]{8,}\"")
+_TEST = re.compile(r"\btest(s|ing)?\b", re.I)
+_IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:_[A-Za-z0-9]+|[a-z][A-Z][A-Za-z0-9]*)\b|\b\w+\(\)")
+_PATH = re.compile(r"[\w\-.]+/[\w\-.]+|\b[\w\-]+\.(py|go|rs|js|ts|rb|java|c|h|cpp|md)\b")
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec|specs|__tests__)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$|"
+                        r"_spec\.rb$|(^|/)conftest\.py$")
+_DOC_PATH = re.compile(r"(^|/)(docs?|examples?)/|\.(md|rst|txt|adoc)$", re.I)
+
+
+@dataclass
+class EngineView:
+    """What the features need of the engine for one goal: its file ranking and signals."""
+
+    score: dict[str, float]
+    rank: dict[str, int]
+    signals: dict[str, dict[str, float]]
+
+
+@dataclass
+class ChunkFeatures:
+    """Candidate chunks (``spans``, indices ``rows`` into ``RepoChunks.spans``) and their feature matrix."""
+
+    spans: list[ChunkSpan]
+    rows: np.ndarray
+    X: np.ndarray  # float32, candidates x len(FEATURES)
+
+
+def _rank_of(v: np.ndarray) -> np.ndarray:
+    order = np.argsort(-v, kind="stable")
+    r = np.empty(len(v))
+    r[order] = np.arange(len(v))
+    return r
+
+
+def _goal_form(goal: str, terms: list[str]) -> dict[str, float]:
+    return {"goal_terms": float(len(set(terms))), "goal_ident": float(bool(_IDENT.search(goal))),
+            "goal_path": float(bool(_PATH.search(goal))), "goal_error": float(bool(_ERROR.search(goal))),
+            "goal_test": float(bool(_TEST.search(goal)))}
+
+
+def _structure(rc: RepoChunks, lex: np.ndarray) -> dict[str, np.ndarray]:
+    """Names in/out: files mentioning a chunk's name; calls into / called by the best lexical chunks."""
+    n = len(rc.spans)
+    name_col = np.array([rc.vocab.get(s.name.lower(), -1) if len(s.name) > 2 else -1 for s in rc.spans])
+    has = name_col >= 0
+    file_df = rc.file_df
+    refs = np.zeros(n)
+    refs[has] = np.log1p(np.maximum(file_df[name_col[has]] - 1, 0))
+    top = np.argsort(-lex, kind="stable")[:_TOP_SEEDS]
+    top = top[lex[top] > 0]
+    calls, called = np.zeros(n), np.zeros(n)
+    if len(top):
+        top_names = sorted({int(c) for c in name_col[top] if c >= 0})
+        if top_names:
+            calls = np.asarray((rc.tf[:, top_names] > 0).sum(axis=1)).ravel().astype(np.float64)
+            calls[top] = np.maximum(calls[top] - 1, 0)  # a definition names itself
+        in_top = np.asarray(rc.tf[top].sum(axis=0)).ravel()
+        called[has] = (in_top[name_col[has]] > 0).astype(np.float64)
+    return {"name_refs": refs, "calls_top": np.log1p(calls), "called_by_top": called}
+
+
+def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History | None = None,
+                   top_lexical: int = TOP_LEXICAL, top_files: int = TOP_FILES) -> ChunkFeatures:
+    """Features of the candidate chunks of ``rc`` for ``goal`` (see the module docstring)."""
+    terms = tokenize(goal)
+    cols = rc.columns(terms)
+    n, nf = len(rc.spans), len(rc.files)
+    f: dict[str, np.ndarray] = {}
+    lex = bm25_scores(rc.tf, cols)
+    f["chunk_bm25"] = lex
+    f["chunk_bm25_rel"] = lex / max(float(lex.max()), 1e-9)
+    f["chunk_bm25_rank"] = np.log1p(_rank_of(lex))
+    f["chunk_cover"] = coverage(rc.tf, cols)
+    fl = bm25_scores(rc.file_tf, cols)
+    per_file: dict[str, np.ndarray] = {"file_bm25": fl, "file_bm25_rel": fl / max(float(fl.max()), 1e-9),
+                                       "file_cover": coverage(rc.file_tf, cols)}
+    idf = {t: float(np.log(1.0 + n / (1.0 + rc.chunk_df[c]))) for t in set(terms)
+           if (c := rc.vocab.get(t)) is not None}
+    f["name_match"] = name_match(rc, terms, idf)
+    per_file["path_match"] = path_match(rc, terms, idf)
+    words = {w for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", goal) if len(w) > 2}
+    lower = {w.lower() for w in words}
+    f["exact_name"] = np.array([float(s.name in words or (len(s.name) > 3 and s.name.lower() in lower
+                                                         and not s.name.islower())) for s in rc.spans])
+    for k, v in _goal_form(goal, terms).items():
+        f[k] = np.full(n, v)
+    sig_names = ("pagerank", "bm25", "ident", "path", "name")
+    per_file["eng_score"] = np.array([view.score.get(p, 0.0) for p in rc.files])
+    per_file["eng_rank"] = np.log1p([view.rank.get(p, nf) for p in rc.files])
+    for s in sig_names:
+        per_file[f"eng_{s}"] = np.array([view.signals.get(p, {}).get(s, 0.0) for p in rc.files])
+    per_file["is_test"] = np.array([float(bool(_TEST_PATH.search(p))) for p in rc.files])
+    per_file["is_doc"] = np.array([float(bool(_DOC_PATH.search(p))) for p in rc.files])
+    seeds = [rc.files[i] for i in np.argsort(-fl, kind="stable")[:3] if fl[i] > 0]
+    hist = history.features(rc.files, terms, seeds) if history is not None else {k: np.zeros(nf) for k in HISTORY_FEATURES}
+    per_file.update(hist)
+    per_file["file_lines"] = np.log1p(rc.file_lines.astype(np.float64))
+    f.update(_structure(rc, lex))
+    f["n_lines"] = np.log1p((rc.ends - rc.starts + 1).astype(np.float64))
+    f["rel_pos"] = (rc.starts - 1) / np.maximum(rc.file_lines[rc.file_of], 1)
+    f["is_def"] = np.array([float(bool(s.name)) for s in rc.spans])
+    f["is_class"] = np.array([float(s.kind in ("class", "struct", "interface", "module", "impl", "trait"))
+                              for s in rc.spans])
+    for k, v in per_file.items():
+        f[k] = v[rc.file_of]
+    rows = _candidates(rc, lex, per_file["eng_score"], top_lexical, top_files)
+    X = np.column_stack([f[name][rows] for name in FEATURES]).astype(np.float32)
+    return ChunkFeatures([rc.spans[i] for i in rows], rows, X)
+
+
+def _candidates(rc: RepoChunks, lex: np.ndarray, file_score: np.ndarray, top_lexical: int,
+                top_files: int) -> np.ndarray:
+    """The best ``top_lexical`` chunks by BM25 (score > 0) plus every chunk of the best ``top_files`` files."""
+    best = np.argsort(-lex, kind="stable")[:top_lexical]
+    best = best[lex[best] > 0]
+    files = np.argsort(-file_score, kind="stable")[:top_files]
+    files = files[file_score[files] > 0]
+    extra = np.flatnonzero(np.isin(rc.file_of, files))
+    return np.unique(np.concatenate([best, extra])).astype(np.int64)

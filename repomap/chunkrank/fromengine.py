@@ -1,0 +1,54 @@
+"""The chunk ranker's inputs read from an open engine (``RepoMap``): chunks, file ranking, history."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from durable_navigator.navtypes.flightplan import FlightPlan
+from durable_navigator.repomap.chunkrank.chunks import RepoChunks
+from durable_navigator.repomap.chunkrank.features import EngineView
+from durable_navigator.repomap.chunkrank.history import History, load_history
+
+if TYPE_CHECKING:
+    from durable_navigator.repomap.engine import RepoMap
+
+__all__ = ["repo_chunks", "engine_view", "repo_history"]
+
+_CACHE: dict[str, RepoChunks] = {}
+_LOCK = threading.Lock()
+_MAX_REPOS = 4
+
+
+def repo_chunks(engine: "RepoMap") -> RepoChunks:
+    """The chunks of every indexed file, built once per engine root and index version."""
+    key = f"{engine.root}\n{engine.index_version}"
+    with _LOCK:
+        got = _CACHE.get(key)
+    if got is not None:
+        return got
+    lines = {p: engine.read_lines(p, 1, 1 << 62).splitlines() for p in engine.files}
+    syms = {p: [(s.start_line, s.end_line, s.name, s.kind) for s in engine.symbols(p)] for p in engine.files}
+    got = RepoChunks(engine.files, lines, syms)
+    with _LOCK:
+        if len(_CACHE) >= _MAX_REPOS:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = got
+    return got
+
+
+def engine_view(engine: "RepoMap", goal: str) -> EngineView:
+    """The engine's ranking of every file for ``goal`` (score, rank, signals)."""
+    ranked = engine.rank(FlightPlan(goal=goal))
+    return EngineView(score={r.path: r.score for r in ranked}, rank={r.path: i for i, r in enumerate(ranked)},
+                      signals={r.path: r.signals for r in ranked})
+
+
+def repo_history(root: Path, git_dir: Path | None = None, rev: str = "HEAD") -> History | None:
+    """History of ``root`` (its ``.git``, or ``git_dir`` at ``rev``); None without a readable one."""
+    if git_dir is None:
+        git_dir = Path(root) / ".git"
+        if not git_dir.exists():
+            return None
+    return load_history(Path(git_dir), rev)

@@ -1,0 +1,135 @@
+"""The shipped chunk ranker: a LightGBM lambdarank model plus a calibration, versioned text files here.
+
+``ranker-v<N>.txt`` is LightGBM's own text dump (``Booster.model_to_string``),
+``ranker-v<N>.json`` the features it reads (by name, in order) and a monotone
+table that turns a chunk's score, relative to the best chunk of its goal, into the
+expected share of the goal's gold lines the chunk holds in full (``full``) and on
+its first line (``sig``, what a signature shows). Both are rebuilt by
+``bench/train_ranker.py``; nothing is downloaded at run time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+from durable_navigator.repomap.chunkrank.features import FEATURES
+
+__all__ = ["MODEL_VERSION", "ChunkRanker", "Calibration", "load_ranker", "chunk_lines", "size_bucket",
+           "SIZE_EDGES"]
+
+MODEL_VERSION = "ranker-v1"
+
+
+#: chunk sizes (lines) that get a calibration table of their own: a long chunk with the same score
+#: holds more gold lines than a short one, and the allocator prices lines per token
+SIZE_EDGES = (8, 20, 50)
+
+
+def size_bucket(n_lines: np.ndarray) -> np.ndarray:
+    """Bucket index (0..len(SIZE_EDGES)) of each chunk's line count."""
+    return np.searchsorted(np.asarray(SIZE_EDGES), n_lines, side="left")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Per size bucket: relative score (ascending, <= 0) -> expected gold-line share in full / first line."""
+
+    rel: tuple[tuple[float, ...], ...]
+    full: tuple[tuple[float, ...], ...]
+    sig: tuple[tuple[float, ...], ...]
+
+    def values(self, scores: np.ndarray, n_lines: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Expected share of the goal's gold lines per chunk, in full and as a signature."""
+        full, sig = np.zeros(len(scores)), np.zeros(len(scores))
+        if len(scores) == 0:
+            return full, sig
+        rel = scores - float(scores.max())
+        bucket = size_bucket(n_lines)
+        for b in range(len(self.rel)):
+            m = bucket == b
+            if m.any() and self.rel[b]:
+                full[m] = np.interp(rel[m], self.rel[b], self.full[b])
+                sig[m] = np.interp(rel[m], self.rel[b], self.sig[b])
+        return full, sig
+
+    @classmethod
+    def fit(cls, rel: np.ndarray, n_lines: np.ndarray, share_full: np.ndarray, share_sig: np.ndarray,
+            bins: int = 16) -> "Calibration":
+        """Binned means over quantiles of ``rel`` per size bucket, made non-decreasing (a better score
+        never means less)."""
+        tables: list[list[tuple[float, ...]]] = [[], [], []]
+        bucket = size_bucket(n_lines)
+        for b in range(len(SIZE_EDGES) + 1):
+            m = bucket == b
+            xs, fs, ss = _binned(rel[m], share_full[m], share_sig[m], bins) if m.any() else ([], [], [])
+            tables[0].append(tuple(xs))
+            tables[1].append(tuple(np.maximum.accumulate(fs).tolist()) if fs else ())
+            tables[2].append(tuple(np.maximum.accumulate(ss).tolist()) if ss else ())
+        out = [tuple(t) for t in tables]
+        return cls(out[0], out[1], out[2])
+
+
+def _binned(rel: np.ndarray, full: np.ndarray, sig: np.ndarray, bins: int) -> tuple[list[float], ...]:
+    edges = np.unique(np.quantile(rel, np.linspace(0, 1, bins + 1)))
+    which = np.clip(np.searchsorted(edges, rel, side="right") - 1, 0, max(len(edges) - 2, 0))
+    xs, fs, ss = [], [], []
+    for b in range(max(len(edges) - 1, 1)):
+        m = which == b
+        if m.any():
+            xs.append(float(rel[m].mean()))
+            fs.append(float(full[m].mean()))
+            ss.append(float(sig[m].mean()))
+    return xs, fs, ss
+
+
+class ChunkRanker:
+    """A loaded model: ``score`` ranks candidate chunks, ``values`` prices them for the allocator."""
+
+    def __init__(self, model_text: str, features: list[str], calibration: Calibration, version: str,
+                 cost_power: float = 1.0) -> None:
+        import lightgbm  # loaded only when ranking: the engine's other paths never pay for it
+
+        unknown = sorted(set(features) - set(FEATURES))
+        if unknown:
+            raise ValueError(f"model {version} reads features this engine does not compute: {unknown}; "
+                             "rebuild it with bench/train_ranker.py")
+        self.booster = lightgbm.Booster(model_str=model_text)
+        self.features = features
+        self.columns = [FEATURES.index(f) for f in features]
+        self.calibration = calibration
+        self.version = version
+        #: the allocator's cost power chosen on dev with this model (``allocate(cost_power=...)``)
+        self.cost_power = cost_power
+
+    def score(self, X: np.ndarray) -> np.ndarray:
+        """Ranking scores of the rows of a full feature matrix (columns in ``FEATURES`` order)."""
+        if len(X) == 0:
+            return np.zeros(0)
+        return np.asarray(self.booster.predict(X[:, self.columns], num_threads=1), dtype=np.float64)
+
+    def values(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(scores, expected share in full, expected share as a signature)."""
+        s = self.score(X)
+        full, sig = self.calibration.values(s, chunk_lines(X))
+        return s, full, sig
+
+
+def chunk_lines(X: np.ndarray) -> np.ndarray:
+    """Each row's chunk length in lines (the ``n_lines`` feature is its log1p)."""
+    return np.rint(np.expm1(X[:, FEATURES.index("n_lines")].astype(np.float64)))
+
+
+@lru_cache(maxsize=2)
+def load_ranker(version: str = MODEL_VERSION) -> ChunkRanker:
+    """The model shipped in this package (read once per process)."""
+    here = resources.files("durable_navigator.repomap.chunkrank")
+    meta = json.loads(here.joinpath(f"{version}.json").read_text(encoding="utf-8"))
+    text = here.joinpath(f"{version}.txt").read_text(encoding="utf-8")
+    cal = meta["calibration"]
+    table = Calibration(*(tuple(tuple(t) for t in cal[k]) for k in ("rel", "full", "sig")))
+    return ChunkRanker(text, list(meta["features"]), table, version, float(meta["cost_power"]))

@@ -1,0 +1,126 @@
+"""The chunk ranker's inputs: chunks, tokenisation, lexical scores, git history, the feature matrix."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from durable_navigator.repomap import RepoMap
+from durable_navigator.repomap.chunkrank import FEATURES, GROUPS, EngineView, RepoChunks, chunk_features, chunk_ranges
+from durable_navigator.repomap.chunkrank.chunks import tokenize
+from durable_navigator.repomap.chunkrank.fromengine import engine_view, repo_chunks, repo_history
+from durable_navigator.repomap.chunkrank.history import HISTORY_FEATURES, History, load_history
+from durable_navigator.repomap.chunkrank.lexical import bm25_scores, coverage
+
+
+def test_tokenize_splits_identifiers_and_drops_stopwords_and_short_tokens() -> None:
+    assert tokenize("parseHeader the max_count x 42") == ["parseheader", "parse", "header", "max_count", "max", "count"]
+    assert tokenize("parseHeader") == tokenize("parseHeader")  # memoised words give the same terms
+
+
+def test_chunks_are_top_level_definitions_gaps_and_split_long_containers() -> None:
+    src = ["import os", "", "def a():", "    return 1", "", "def b():", "    return 2"]
+    assert chunk_ranges(7, [(3, 4), (6, 7)], src) == [(1, 2), (3, 4), (6, 7)]
+    # a 100-line class with two methods: split into its members plus the lines between them
+    cls = ["class C:"] + ["    x = 1"] * 9 + ["    def m(self):"] + ["        pass"] * 49 + ["    def n(self):"] + \
+        ["        pass"] * 39
+    got = chunk_ranges(len(cls), [(1, 100), (11, 60), (61, 100)], cls)
+    assert got == [(1, 10), (11, 60), (61, 100)]
+    # a file without symbols: 40-line windows
+    assert chunk_ranges(90, [], ["x"] * 90) == [(1, 40), (41, 80), (81, 90)]
+
+
+def test_bm25_matches_the_lucene_formula_and_scores_absent_terms_zero() -> None:
+    tf = sp.csr_matrix(np.array([[2.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
+    got = bm25_scores(tf, [0])
+    dl = np.array([2.0, 1.0, 2.0])
+    norm = 1.5 * (1 - 0.75 + 0.75 * dl / dl.mean())
+    idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    assert np.allclose(got, [idf * 2 * 2.5 / (2 + norm[0]), 0.0, idf * 1 * 2.5 / (1 + norm[2])])
+    assert np.allclose(coverage(tf, [0, 1]), [0.5, 0.5, 1.0])
+
+
+def _repo() -> RepoChunks:
+    files = {
+        "pkg/ledger.py": ["import os", "", "def reserve_funds(amount):", "    return amount", "",
+                          "def settle(amount):", "    return -amount"],
+        "tests/test_ledger.py": ["def test_reserve():", "    assert reserve_funds(1) == 1"],
+        "pkg/util.py": ["def helper():", "    return reserve_funds(2)"],
+    }
+    syms = {"pkg/ledger.py": [(3, 4, "reserve_funds", "function"), (6, 7, "settle", "function")],
+            "tests/test_ledger.py": [(1, 2, "test_reserve", "function")],
+            "pkg/util.py": [(1, 2, "helper", "function")]}
+    return RepoChunks(sorted(files), files, syms)
+
+
+def test_feature_matrix_names_every_feature_once_and_describes_the_chunks() -> None:
+    rc = _repo()
+    assert len(FEATURES) == len(set(FEATURES)) == sum(len(v) for v in GROUPS.values())
+    view = EngineView({"pkg/ledger.py": 1.0, "pkg/util.py": 0.2}, {"pkg/ledger.py": 0, "pkg/util.py": 1},
+                      {"pkg/ledger.py": {"pagerank": 0.5}})
+    cf = chunk_features(rc, "reserve_funds breaks when the amount is negative", view)
+    assert cf.X.shape == (len(cf.spans), len(FEATURES))
+    row = {(s.path, s.start): cf.X[i] for i, s in enumerate(cf.spans)}
+    col = FEATURES.index
+    target = row[("pkg/ledger.py", 3)]
+    assert target[col("exact_name")] == 1.0 and target[col("name_match")] > 0
+    assert target[col("chunk_bm25_rel")] == 1.0  # the definition named by the goal scores best
+    assert target[col("eng_pagerank")] == 0.5 and target[col("eng_rank")] == 0.0
+    assert row[("tests/test_ledger.py", 1)][col("is_test")] == 1.0
+    assert row[("pkg/util.py", 1)][col("calls_top")] > 0  # calls the best lexical chunk's definition
+    assert target[col("goal_ident")] == 1.0 and target[col("goal_error")] == 0.0
+    assert all(target[col(h)] == 0.0 for h in HISTORY_FEATURES)  # no history given
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                   env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                        "GIT_COMMITTER_EMAIL": "t@t", "HOME": str(root), "PATH": "/usr/bin:/bin"})
+
+
+def _history_repo(root: Path) -> Path:
+    root.mkdir()
+    _git(root, "init", "-q")
+    for i, (path, msg) in enumerate([("a.py", "start"), ("b.py", "timeout handling for sockets"),
+                                     ("a.py", "docs"), ("b.py", "socket timeout retry")]):
+        (root / path).write_text(f"x = {i}\n")
+        if path == "b.py":
+            (root / "c.py").write_text(f"y = {i}\n")  # c changes with b
+        _git(root, "add", "-A")
+        _git(root, "commit", "-q", "-m", msg)
+    return root
+
+
+def test_history_points_at_files_whose_past_commits_resemble_the_goal(tmp_path: Path) -> None:
+    root = _history_repo(tmp_path / "r")
+    hist = load_history(root / ".git", "HEAD")
+    assert isinstance(hist, History) and hist.n == 4
+    f = hist.features(["a.py", "b.py", "c.py", "new.py"], tokenize("socket timeout"), seeds=["b.py"])
+    assert f["hist_msg"][1] == 1.0 and f["hist_msg"][0] == 0.0 and f["hist_msg"][3] == 0.0
+    assert np.allclose(f["hist_churn"][:3], np.log1p([2, 2, 2]))
+    assert f["hist_recency"][1] == 1.0 and f["hist_recency"][0] < 1.0
+    assert f["hist_cochange"][2] == 1.0 and f["hist_cochange"][0] == 0.0
+    # history up to an earlier revision knows nothing after it
+    early = load_history(root / ".git", "HEAD~2")
+    assert early is not None and early.n == 2
+    assert load_history(tmp_path / "nothing", "HEAD") is None
+    assert repo_history(tmp_path) is None  # no .git: no history
+
+
+def test_features_from_a_real_engine_rank_the_named_definition_first(tmp_path: Path) -> None:
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "ledger.py").write_text("def reserve_funds(amount):\n    return amount\n\n\n"
+                                            "def settle(amount):\n    return -amount\n")
+    (root / "pkg" / "other.py").write_text("def unrelated():\n    return 0\n")
+    engine = RepoMap.open(root, cache_dir=tmp_path / "cache", jobs=1)
+    rc = repo_chunks(engine)
+    assert repo_chunks(engine) is rc  # built once per index version
+    cf = chunk_features(rc, "reserve_funds rounding", engine_view(engine, "reserve_funds rounding"))
+    best = cf.spans[int(np.argmax(cf.X[:, FEATURES.index("chunk_bm25")]))]
+    assert (best.path, best.start, best.name) == ("pkg/ledger.py", 1, "reserve_funds")
+    assert cf.X[[i for i, s in enumerate(cf.spans) if s.path == "pkg/ledger.py"][0], FEATURES.index("eng_score")] > 0

@@ -1,0 +1,51 @@
+"""The shipped chunk-ranker model loads offline from the package and prices chunks sensibly."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import numpy as np
+
+from durable_navigator.repomap.chunkrank.features import FEATURES
+from durable_navigator.repomap.chunkrank.model import MODEL_VERSION, Calibration, load_ranker
+
+
+def test_the_shipped_model_loads_from_package_data_and_reads_only_known_features() -> None:
+    here = resources.files("durable_navigator.repomap.chunkrank")
+    meta = json.loads(here.joinpath(f"{MODEL_VERSION}.json").read_text())
+    assert meta["version"] == MODEL_VERSION and set(meta["features"]) <= set(FEATURES)
+    assert meta["trained"]["train_split"] != "test" and meta["trained"]["calib_split"] != "test"
+    ranker = load_ranker()
+    assert ranker.booster.num_trees() == meta["trained"]["trees"]
+    assert 0.0 <= ranker.cost_power <= 1.0
+
+
+def test_the_model_prefers_a_chunk_that_matches_the_goal_and_values_follow_scores() -> None:
+    ranker = load_ranker()
+    col = FEATURES.index
+    weak = np.zeros(len(FEATURES), dtype=np.float32)
+    weak[col("n_lines")] = np.log1p(20)
+    weak[col("file_lines")] = np.log1p(300)
+    weak[col("chunk_bm25_rank")] = np.log1p(250)
+    weak[col("eng_rank")] = np.log1p(80)
+    strong = weak.copy()
+    for name, v in (("chunk_bm25", 12.0), ("chunk_bm25_rel", 1.0), ("chunk_bm25_rank", 0.0), ("chunk_cover", 0.9),
+                    ("file_bm25", 20.0), ("file_bm25_rel", 1.0), ("file_cover", 1.0), ("name_match", 0.6),
+                    ("exact_name", 1.0), ("eng_score", 1.0), ("eng_rank", 0.0), ("eng_bm25", 1.0)):
+        strong[col(name)] = v
+    scores, full, sig = ranker.values(np.vstack([weak, strong]))
+    assert scores[1] > scores[0]
+    assert full[1] > full[0] >= 0.0 and (sig >= 0).all()
+
+
+def test_calibration_is_monotone_per_size_bucket() -> None:
+    rng = np.random.default_rng(0)
+    rel = -rng.random(4000) * 5
+    lines = rng.integers(1, 200, 4000).astype(float)
+    share = np.clip(1.0 + rel / 5 + rng.normal(0, 0.2, 4000), 0, None) * (lines / 200)
+    cal = Calibration.fit(rel, lines, share, share * 0.1)
+    for table in cal.full:
+        assert list(table) == sorted(table)
+    full, _ = cal.values(np.array([0.0, -1.0, -4.0]), np.array([100.0, 100.0, 100.0]))
+    assert full[0] >= full[1] >= full[2]
