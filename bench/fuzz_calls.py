@@ -269,7 +269,7 @@ def gen_repo_map(rng: random.Random, state: State, i: int) -> Call:
 
 def gen_misc(rng: random.Random, state: State, i: int) -> Call:
     """The rest: root, ``config``, ``server`` (status and refusals only), ``worker`` and ``mcp`` refusals."""
-    pick = rng.randrange(9)
+    pick = rng.choice([0, 1, 2, 3, 4, 5, 8] * 3 + [6, 7])  # `mcp` (6, 7) opens a Temporal session: a tenth
     if pick == 0:
         argv, cmd = rng.choice([[], ["--version"], ["--help"], ["explroe"], ["--nope"], ["help"], [""]]), "root"
     elif pick == 1:
@@ -290,7 +290,7 @@ def gen_misc(rng: random.Random, state: State, i: int) -> Call:
         opts = _opts(rng, [("--allow-root", lambda: state.zoo.tree(rng)), ("--out", lambda: state.zoo.tree(rng))], 0.5)
         if rng.random() < 0.4:
             opts += ["--http", *rng.choice([["--port", "-1"], ["--port", "70000"], ["--port", "abc"],
-                                            ["--host", "999.1.1.1", "--port", "0"], ["--host", "", "--port", "0"]])]
+                                            ["--host", "999.1.1.1", "--port", "0"], ["--host", "no such host", "--port", "0"]])]
         argv, cmd = ["mcp", *opts], "mcp"
     else:
         argv, cmd = [rng.choice(["status", "approve", "budget", "mode", "map", "explore", "ask"])], "missing-argument"
@@ -299,7 +299,7 @@ def gen_misc(rng: random.Random, state: State, i: int) -> Call:
 
 #: generator -> weight in the mix
 MIX: list[tuple[Gen, float]] = [(gen_explore, 14), (gen_ask, 3), (gen_investigate, 3), (gen_read, 16), (gen_ls, 5),
-                                (gen_verdict, 12), (gen_stop, 5), (gen_batch, 7), (gen_map, 12), (gen_repo_map, 12),
+                                (gen_verdict, 12), (gen_stop, 5), (gen_batch, 7), (gen_map, 9), (gen_repo_map, 9),
                                 (gen_misc, 9)]
 
 

@@ -109,7 +109,8 @@ def _record_start(state: State, call: Call, code: int) -> None:
 def fuzz_cli(args: argparse.Namespace, state: State, env: dict[str, str], cwd: Path) -> list[tuple[Call, Outcome]]:
     """Generate and run ``args.calls`` calls on ``args.lanes`` lanes; (call, outcome) pairs in order."""
     rng = random.Random(args.seed)
-    share = max(args.subprocess_share, min(1.0, args.min_subprocess / max(args.calls, 1)))
+    # a little above the minimum's share, so the draw reaches it
+    share = max(args.subprocess_share, min(1.0, 1.08 * args.min_subprocess / max(args.calls, 1)))
     zygotes = [Zygote(env) for _ in range(args.lanes)]
     free = list(zygotes)
     lock = threading.Lock()
@@ -133,6 +134,9 @@ def fuzz_cli(args: argparse.Namespace, state: State, env: dict[str, str], cwd: P
             pending: dict[Future[Outcome], Call] = {}
             made = 0
             while made < args.calls or pending:
+                if made < args.calls and time.monotonic() - started > args.cli_deadline_s:
+                    print(f"  deadline: stopping at {made} calls", file=sys.stderr, flush=True)
+                    args.calls = made
                 while made < args.calls and len(pending) < args.lanes:
                     call = generate(rng, state, made)
                     call.mode = "subprocess" if rng.random() < share else "fork"
@@ -144,15 +148,24 @@ def fuzz_cli(args: argparse.Namespace, state: State, env: dict[str, str], cwd: P
                     outcome = future.result()
                     _record_start(state, call, outcome.code)
                     results.append((call, outcome))
-                    if len(results) % 250 == 0:
-                        bad = sum(bool(o.problems) for _, o in results)
-                        print(f"  {len(results)}/{args.calls} calls, {bad} with problems, "
-                              f"{time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+                    if len(results) % args.progress_every == 0:
+                        _progress(results, args.calls, time.monotonic() - started)
     finally:
         for zygote in zygotes:
             zygote.close()
     results.sort(key=lambda pair: pair[0].index)
     return results
+
+
+def _progress(results: list[tuple[Call, Outcome]], total: int, elapsed: float) -> None:
+    """One progress line: calls, problems, rate, and where the lane time goes."""
+    bad = sum(bool(o.problems) for _, o in results)
+    spent: Counter[str] = Counter()
+    for call, outcome in results:
+        spent[f"{call.command}/{outcome.mode}"] += outcome.seconds
+    top = ", ".join(f"{k} {v:.0f}s" for k, v in spent.most_common(5))
+    print(f"  {len(results)}/{total} calls, {bad} with problems, {elapsed:.0f} s "
+          f"({len(results) / max(elapsed, 1e-9):.2f}/s); lane time: {top}", file=sys.stderr, flush=True)
 
 
 async def _open_runs(port: int) -> list[tuple[str, int]]:
@@ -226,9 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=10_000, help="generated CLI calls")
     parser.add_argument("--mcp-calls", type=int, default=600, help="generated MCP tool / resource calls")
     parser.add_argument("--lanes", type=int, default=2, help="CLI calls at once")
-    parser.add_argument("--subprocess-share", type=float, default=0.12, help="share run as real processes")
+    parser.add_argument("--subprocess-share", type=float, default=0.0, help="share run as real processes")
     parser.add_argument("--min-subprocess", type=int, default=1000, help="at least this many real processes")
     parser.add_argument("--seed", type=int, default=29)
+    parser.add_argument("--cli-deadline-s", type=float, default=1e9, help="start no CLI call after this many seconds")
+    parser.add_argument("--progress-every", type=int, default=250, help="a progress line every N calls")
     parser.add_argument("--huge-mb", type=int, default=8, help="size of the huge file of the zoo")
     parser.add_argument("--no-shrink", action="store_true", help="skip shrinking failures to minimal repros")
     parser.add_argument("--smoke", action="store_true", help="100 CLI + 20 MCP calls, a 1 MB huge file (CI)")
