@@ -118,7 +118,7 @@ def _units(argv: list[str], command: str) -> list[list[int]]:
     return units
 
 
-def shrink(call: Call, sig: str, env: dict[str, str], cwd: str, zygote: Zygote, tries: int = 30) -> tuple[Call, int, str, bool]:
+def shrink(call: Call, sig: str, env: dict[str, str], cwd: str, zygote: Zygote, tries: int = 16) -> tuple[Call, int, str, bool]:
     """``call`` with every unit removed whose removal keeps ``sig``; (call, code, stderr, reproduced)."""
 
     def run(candidate: Call) -> tuple[bool, int, str]:
@@ -146,8 +146,10 @@ def shrink(call: Call, sig: str, env: dict[str, str], cwd: str, zygote: Zygote, 
     return base, code, err, True
 
 
-def shrink_groups(pairs: list[tuple[Call, Outcome]], env: dict[str, str], cwd: str, skip: bool) -> list[Group]:
-    """Group the failing calls by signature; shrink each group's shortest call (unless ``skip``)."""
+def shrink_groups(pairs: list[tuple[Call, Outcome]], env: dict[str, str], cwd: str, skip: bool,
+                  budget_s: float = 420.0) -> list[Group]:
+    """Group the failing calls by signature; shrink each group's shortest call (unless ``skip``), within ``budget_s``."""
+    deadline = time.monotonic() + budget_s
     by_sig: dict[str, list[tuple[Call, Outcome]]] = defaultdict(list)
     for call, outcome in pairs:
         for problem in outcome.problems:
@@ -159,7 +161,7 @@ def shrink_groups(pairs: list[tuple[Call, Outcome]], env: dict[str, str], cwd: s
             call, outcome = min(members, key=lambda m: (m[0].starts is not None, len("".join(m[0].argv))))
             known = known_item(call, outcome, cwd)
             repro, code, err, ok = call, outcome.code, outcome.stderr_tail, False
-            if zygote is not None and "stuck" not in sig and len(groups) < 60:
+            if zygote is not None and "stuck" not in sig and time.monotonic() < deadline:
                 repro, code, err, ok = shrink(call, sig, env, cwd, zygote)
             groups.append(Group(sig, len(members), known, repro.argv, call.surface, code, err[-1500:], ok,
                                 [c.index for c, _ in members[:20]]))
