@@ -30,3 +30,15 @@ async def test_a_non_utf8_run_id_is_refused_not_a_traceback(client: Client, tmp_
     assert result.exit_code == 2, (result.exit_code, result.stderr)
     errors = [line for line in result.stderr.splitlines() if line.startswith("Error")]
     assert len(errors) == 1 and "not valid UTF-8" in errors[0], result.stderr
+
+
+@pytest.mark.parametrize("level", ["loud", "", "5"])
+async def test_an_unknown_log_level_is_a_usage_error_not_a_traceback(client: Client, tmp_path, level: str) -> None:
+    (tmp_path / "navigator.yaml").write_text("{}\n")
+    env = {"TEMPORAL_ADDRESS": client.service_client.config.target_host,
+           "NAVIGATOR_CONFIG": str(tmp_path / "navigator.yaml")}
+    result = await ainvoke(["--log-level", level, "status", "nav-x"], env)
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+    assert len(errors) == 1 and "use debug, info, warning or error" in errors[0], result.stderr
+    assert (await ainvoke(["--log-level", "DEBUG", "status", "nav-x"], env)).exit_code == 4  # levels in any case
