@@ -42,3 +42,20 @@ async def test_an_unknown_log_level_is_a_usage_error_not_a_traceback(client: Cli
     errors = [line for line in result.stderr.splitlines() if line.startswith("Error")]
     assert len(errors) == 1 and "use debug, info, warning or error" in errors[0], result.stderr
     assert (await ainvoke(["--log-level", "DEBUG", "status", "nav-x"], env)).exit_code == 4  # levels in any case
+
+
+@pytest.mark.parametrize("command", ["generate", "stats"])
+def test_repo_map_with_a_file_as_cache_dir_exits_2_with_one_line(tmp_path, command: str) -> None:
+    from typer.testing import CliRunner
+
+    from durable_navigator.repomap.cli_app import app
+    from tests.support.cli import FIXTURE_REPO
+
+    not_a_dir = tmp_path / "cache-file"
+    not_a_dir.write_text("x")
+    for cache in (not_a_dir, not_a_dir / "below"):
+        result = CliRunner().invoke(app, [command, str(FIXTURE_REPO), "--cache-dir", str(cache)],
+                                    catch_exceptions=False)
+        assert result.exit_code == 2, (result.exit_code, result.stdout)
+        err = result.stderr
+        assert err.count("\n") == 1 and "cannot be used" in err and "--cache-dir" in err, err
