@@ -251,7 +251,7 @@ def check(call: Call, code: int, out: str, err: str) -> list[str]:
         problems.append(f"bad-exit: {code} is not in README's table")
     if _TB.search(out) or _TB.search(err):
         problems.append("traceback: " + _first_tb_line(out + "\n" + err))
-    if code == 2:
+    if code == 2 and not _is_help(err):
         lines = error_lines(err)
         if len(lines) != 1:
             problems.append(f"multi-line-error: {len(lines)} error lines on stderr")
@@ -266,6 +266,11 @@ def check(call: Call, code: int, out: str, err: str) -> list[str]:
     if call.out_dir:
         problems.extend(_out_problems(Path(call.out_dir), code))
     return problems
+
+
+def _is_help(err: str) -> bool:
+    """A group called without a command prints its help (click: exit 2), which is no error line."""
+    return err.startswith("Usage: ") and "Error" not in err and ("Commands:" in err or "Options:" in err)
 
 
 def _first_tb_line(text: str) -> str:

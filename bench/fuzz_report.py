@@ -26,6 +26,16 @@ _EDGE_BUDGETS = {"nan", "NaN", "inf", "-inf", "1e-12", "5e-324", "1e308", "1e400
                  "-1", "10001"}
 
 
+#: the items of issue #29 other helpers are fixing (branch: what), as failures are labelled with them
+FS_ITEM = "edge-fs: symlink loops / non-UTF-8 file names"
+BUDGET_ITEM = "edge-wedge: budget values (nan, inf, tiny, huge) / request validation"
+EMPTY_ITEM = "edge-wedge: empty repository"
+UI_ITEM = "edge-wedge: ui of a nonexistent run exits 0"
+JOBS_ITEM = "edge-wedge: jobs file validation"
+DASH_ITEM = "edge-wedge: goal starting with '-'"
+KNOWN_ITEMS = (FS_ITEM, BUDGET_ITEM, EMPTY_ITEM, UI_ITEM, JOBS_ITEM, DASH_ITEM)
+
+
 @dataclass
 class RunFinding:
     """A run the final check found stuck or failed."""
@@ -62,18 +72,18 @@ def known_item(call: Call, outcome: Outcome, sandbox: str) -> str | None:
     joined = "\0".join(argv)
     budget = _value_after(argv, "--budget-usd") or (argv[2] if call.command == "budget" and len(argv) > 2 else None)
     if any(f"/trees/{name}" in joined for name in ("file-loop", "non-utf8", "dir-loop")):
-        return "edge-fs: symlink loops / non-UTF-8 file names"
+        return FS_ITEM
     if budget in _EDGE_BUDGETS:
-        return "edge-wedge: budget values (nan, inf, tiny, huge) / request validation"
+        return BUDGET_ITEM
     if "/trees/empty" in joined:
-        return "edge-wedge: empty repository"
+        return EMPTY_ITEM
     if call.command == "ui" and outcome.code == 0:
-        return "edge-wedge: ui of a nonexistent run exits 0"
+        return UI_ITEM
     if call.command == "batch run":
-        return "edge-wedge: jobs file validation"
+        return JOBS_ITEM
     positional = [a for a in argv[1:3] if a.startswith("-") and a not in ("--json", "--detach")]
     if call.command in ("explore", "ask", "investigate") and positional and outcome.code == 2:
-        return "edge-wedge: goal starting with '-'"
+        return DASH_ITEM
     return None
 
 

@@ -250,8 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     parser.add_argument("--keep", action="store_true", help="keep the sandbox (printed) for inspection")
     args = parser.parse_args(argv)
-    if args.smoke:
+    if args.smoke:  # CI: about a minute; the seed run is detached (not awaited), failures are not shrunk
         args.calls, args.mcp_calls, args.huge_mb, args.min_subprocess = 100, 20, 1, 15
+        args.lanes, args.no_shrink = max(args.lanes, 4), True
     tmp = Path(tempfile.mkdtemp(prefix="fuzz-surfaces-"))
     env, port, base = sandbox(tmp)
     zoo = build_zoo(tmp / "zoo", random.Random(args.seed), per_kind=12, huge_mb=args.huge_mb, config_base=base)
@@ -266,11 +267,15 @@ def main(argv: list[str] | None = None) -> int:
         worker = subprocess.Popen([str(BIN / "navigator"), "worker"], cwd=tmp, env=env, stdout=log, stderr=log,
                                   start_new_session=True)
         seed = subprocess.run([str(BIN / "navigator"), "explore", str(zoo.good_repo), "how is the budget enforced?",
-                               "--max-iterations", "2", "--json", "--id", "fz-seed", "--out", str(tmp / "seed-out")],
+                               "--max-iterations", "2", "--json", "--id", "fz-seed", "--out", str(tmp / "seed-out"),
+                               *(["--detach"] if args.smoke else [])],
                               cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
         if seed.returncode != 0:
             print("the seed exploration failed:", seed.stderr[-3000:], file=sys.stderr)
             return 1
+        if args.smoke:  # detached, so the worker's start overlaps the seed's; its result is awaited here
+            subprocess.run([str(BIN / "navigator"), "result", "fz-seed", "--wait"], cwd=tmp, env=env,
+                           capture_output=True, timeout=600)
         state.finished.append("fz-seed")
         mcp_box: dict[str, Any] = {}
         mcp = threading.Thread(target=_mcp_thread, args=(args, env, tmp, state, mcp_box), daemon=True)
