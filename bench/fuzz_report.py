@@ -206,7 +206,7 @@ def totals(pairs: list[tuple[Call, Outcome]], mcp: list[Any], runs: dict[str, An
         "repo_map_exit_1": count("exit-1"),
         "failing_calls": sum(bool(o.problems) for _, o in pairs),
         "mcp_problems": sum(bool(m.problems) for m in mcp),
-        "stuck_runs": len(runs.get("stuck_after_stop", [])) + len(runs.get("workflow_task_failing", [])),
+        "stuck_runs": len({r["workflow_id"] for r in runs.get("stuck_after_stop", []) + runs.get("workflow_task_failing", [])}),
         "failed_runs": len(runs.get("failed_runs", [])),
     }
 
@@ -225,7 +225,7 @@ def write_report(args: Any, pairs: list[tuple[Call, Outcome]], groups: list[Grou
         c["failing"] += bool(outcome.problems)
     sb = str(sandbox)
     by_index = {call.index: (call, outcome) for call, outcome in pairs}
-    for finding in runs.get("failed_runs", []) + runs.get("stuck_after_stop", []):
+    for finding in runs.get("failed_runs", []) + runs.get("stuck_after_stop", []) + runs.get("workflow_task_failing", []):
         found = re.search(r"fz-[a-z]+-(\d+)", finding["workflow_id"])
         if found and int(found.group(1)) in by_index:
             call, outcome = by_index[int(found.group(1))]
@@ -285,7 +285,8 @@ def _markdown(data: dict[str, Any]) -> str:
               f"{runs.get('stop_exit_codes')}); stuck after {180} s: {len(runs.get('stuck_after_stop', []))}; "
               f"workflow task failing: {len(runs.get('workflow_task_failing', []))}; failed runs: "
               f"{len(runs.get('failed_runs', []))}.", ""]
-    for finding in runs.get("failed_runs", [])[:30] + runs.get("stuck_after_stop", [])[:30]:
+    for finding in (runs.get("failed_runs", [])[:30] + runs.get("stuck_after_stop", [])[:30]
+                    + runs.get("workflow_task_failing", [])[:30]):
         label = f"known: {finding['known']}" if finding.get("known") else "**NEW**"
         lines.append(f"- `{finding['workflow_id']}` ({label}): {finding['detail']}"
                      + (f"\n  started by `{finding['call']}`" if finding.get("call") else ""))

@@ -48,9 +48,9 @@ def _failures(data: dict[str, Any], known: str | None) -> list[str]:
     runs = data["runs"]
     found = [f"{g['signature']}: {g['repro_shell']}" for g in data["groups"] if g["known"] == known]
     found += [f"run {r['workflow_id']}: {r['detail']} ({r.get('call')})"
-              for r in runs["failed_runs"] + runs["stuck_after_stop"] if r.get("known") == known]
+              for r in runs["failed_runs"] + runs["stuck_after_stop"] + runs["workflow_task_failing"]
+              if r.get("known") == known]
     if known is None:
-        found += [f"workflow task failing: {r}" for r in runs["workflow_task_failing"]]
         found += [f"mcp: {p}" for p in data["mcp"]["problems"]]
         end = data["mcp"]["end"]
         if end.get("session_error") or end.get("stderr_traceback"):
