@@ -66,13 +66,29 @@ def _args(rng: random.Random, zoo: Zoo, ids: list[str], tool: str) -> dict[str, 
     return args
 
 
+def _wire(value: Any) -> Any:
+    """``value`` as a UTF-8 client can send it: a lone surrogate (a non-UTF-8 byte of argv) becomes U+FFFD.
+
+    JSON-RPC text is UTF-8; the SDK client cannot serialize a lone surrogate at all (its writer task dies
+    and takes the session with it), so such a string never reaches a server.
+    """
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_wire(k): _wire(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_wire(v) for v in value]
+    return value
+
+
 def _valid(rng: random.Random, zoo: Zoo, tool: str) -> dict[str, Any]:
     if tool == "ask":
         return {"repo": str(zoo.good_repo), "question": rng.choice(TEXTS[7:9])}
     return {"repo": str(zoo.good_repo), "goal": rng.choice(TEXTS[7:9]), "token_budget": rng.choice([300, 1500])}
 
 
-async def _one(client: Client, rng: random.Random, zoo: Zoo, ids: list[str], index: int) -> McpOutcome:
+async def _one(client: Client, rng: random.Random, zoo: Zoo, ids: list[str], index: int,
+               current: dict[str, Any]) -> McpOutcome:
     roll = rng.random()
     cancel_after: float | None = None
     if roll < 0.04:
@@ -90,9 +106,11 @@ async def _one(client: Client, rng: random.Random, zoo: Zoo, ids: list[str], ind
     else:
         tool = rng.choice(TOOLS)
         args = _args(rng, zoo, ids, tool)
+    args = _wire(args)
     bound = 300.0 if cancel_after is None and tool in ("explore", "ask") else 60.0
     started = time.monotonic()
     out = McpOutcome(index, tool, 0.0, "result", arguments=json.dumps(args, default=str)[:300])
+    current.update(tool=tool, arguments=out.arguments, cancel_after=cancel_after)
     try:
         with anyio.fail_after(bound):
             if tool == "resource":
@@ -130,16 +148,21 @@ async def fuzz_mcp(env: dict[str, str], cwd: Path, zoo: Zoo, calls: int, seed: i
                                    env=dict(env), cwd=str(cwd))
     outcomes: list[McpOutcome] = []
     ended: dict[str, Any] = {}
+    current: dict[str, Any] = {}
     with stderr_path.open("w") as errlog:
         try:
             async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=600) as client:
                 for index in range(calls):
-                    outcome = await _one(client, rng, zoo, ids, index)
+                    current["index"] = index
+                    outcome = await _one(client, rng, zoo, ids, index, current)
                     outcomes.append(outcome)
                     if outcome.kind == "broken":
                         break
         except Exception as exc:  # noqa: BLE001 - the session itself broke
-            ended["session_error"] = f"{type(exc).__name__}: {exc}"[:500]
+            import traceback
+
+            ended["session_error"] = "".join(traceback.format_exception(exc))[-4000:]
+            ended["during_call"] = dict(current)
     text = stderr_path.read_text(errors="replace")
     ended["stderr_traceback"] = bool(_TB.search(text))
     ended["stderr_tail"] = text[-1500:] if ended["stderr_traceback"] else ""

@@ -186,7 +186,8 @@ def _shell(surface: str, argv: list[str], sandbox: str) -> str:
     return text.replace(sandbox, "$SANDBOX")
 
 
-def totals(pairs: list[tuple[Call, Outcome]], mcp: list[Any], runs: dict[str, Any]) -> dict[str, int]:
+def totals(pairs: list[tuple[Call, Outcome]], mcp: list[Any], runs: dict[str, Any],
+           mcp_end: dict[str, Any]) -> dict[str, int]:
     """The bar's figures."""
     def count(prefix: str) -> int:
         return sum(any(p.startswith(prefix) for p in o.problems) for _, o in pairs)
@@ -205,7 +206,7 @@ def totals(pairs: list[tuple[Call, Outcome]], mcp: list[Any], runs: dict[str, An
         "bad_json": count("bad-json"),
         "repo_map_exit_1": count("exit-1"),
         "failing_calls": sum(bool(o.problems) for _, o in pairs),
-        "mcp_problems": sum(bool(m.problems) for m in mcp),
+        "mcp_problems": sum(bool(m.problems) for m in mcp) + int(bool(mcp_end.get("session_error"))),
         "stuck_runs": len({r["workflow_id"] for r in runs.get("stuck_after_stop", []) + runs.get("workflow_task_failing", [])}),
         "failed_runs": len(runs.get("failed_runs", [])),
     }
@@ -237,7 +238,7 @@ def write_report(args: Any, pairs: list[tuple[Call, Outcome]], groups: list[Grou
     data = {
         "config": {k: str(v) for k, v in vars(args).items()},
         "loadavg": os.getloadavg(), "wall_s": round(wall_s, 1), "cli_wall_s": round(cli_wall_s, 1),
-        "totals": totals(pairs, mcp, runs),
+        "totals": totals(pairs, mcp, runs, mcp_end),
         "per_command": {k: dict(sorted(v.items())) for k, v in sorted(per_command.items())},
         "exit_codes": dict(sorted(Counter(o.code for _, o in pairs).items())),
         "mean_seconds": {k: round(sum(v) / len(v), 2) for k, v in sorted(seconds.items())},

@@ -268,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                                   start_new_session=True)
         seed = subprocess.run([str(BIN / "navigator"), "explore", str(zoo.good_repo), "how is the budget enforced?",
                                "--max-iterations", "2", "--json", "--id", "fz-seed", "--out", str(tmp / "seed-out"),
-                               *(["--detach"] if args.smoke else [])],
+                               *(["--detach"] if args.smoke or args.calls == 0 else [])],
                               cwd=tmp, env=env, capture_output=True, text=True, timeout=600)
         if seed.returncode != 0:
             print("the seed exploration failed:", seed.stderr[-3000:], file=sys.stderr)
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = json.loads(paths[0].read_text())["totals"]
     print(json.dumps(summary, indent=1))
     print(f"results: {paths[0]} {paths[1]}")
-    return 0 if summary["failing_calls"] == 0 and summary["stuck_runs"] == 0 else 1
+    return 0 if summary["failing_calls"] == 0 and summary["stuck_runs"] == 0 and summary["mcp_problems"] == 0 else 1
 
 
 if __name__ == "__main__":
