@@ -96,6 +96,17 @@ app = command_group(
 )
 
 
+#: what ``--log-level`` accepts, in any case (``workers.logging.configure_logging`` reads the same names)
+LOG_LEVELS = ("debug", "info", "warning", "warn", "error", "critical")
+
+
+def _log_level(value: str | None) -> str | None:
+    """Refuse an unknown level as a usage error (exit 2), before any command configures logging with it."""
+    if value is not None and value.lower() not in LOG_LEVELS:
+        raise typer.BadParameter(f"{value!r} is not a level; use debug, info, warning or error")
+    return value
+
+
 def _version(value: bool) -> None:
     if value:
         from importlib.metadata import version  # only for --version
@@ -119,7 +130,7 @@ def root(
     ] = None,
     log_level: Annotated[
         str | None,
-        typer.Option("--log-level", help="debug, info, warning or error.",
+        typer.Option("--log-level", help="debug, info, warning or error.", callback=_log_level,
                      show_default="warning for commands, log.level (info) for the worker"),
     ] = None,
     version: Annotated[

@@ -18,9 +18,20 @@ __all__ = ["GlobalOptions", "JsonOpt", "WorkflowIdArg", "TurnOpt", "PlanOpt", "S
            "NAVIGATOR_STATUSES", "DEFAULT_PORT"]
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON to stdout.", show_default="off")]
+
+
+def utf8_id(value: str) -> str:
+    """Refuse an id that is not text (a non-UTF-8 argument): Temporal ids are UTF-8, the RPC would crash on it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise typer.BadParameter("not valid UTF-8; copy the id from `navigator ls`") from None
+    return value
+
+
 WorkflowIdArg = Annotated[
     str, typer.Argument(metavar="WORKFLOW_ID", help="Workflow id of the run (printed by `explore`, listed by `ls`).",
-                        show_default=False)
+                        show_default=False, callback=utf8_id)
 ]
 
 
@@ -65,4 +76,4 @@ SenderOpt = Annotated[
 DEFAULT_PORT = 8765
 
 BatchIdArg = Annotated[str, typer.Argument(metavar="BATCH_ID", help="Batch id (printed by `batch run`, listed by "
-                                           "`batch ls`).", show_default=False)]
+                                           "`batch ls`).", show_default=False, callback=utf8_id)]

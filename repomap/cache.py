@@ -43,6 +43,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from durable_navigator.navtypes.errors import RepoError
+
 __all__ = ["IndexCache", "default_cache_dir", "CACHE_ENV", "SCHEMA"]
 
 log = logging.getLogger("durable_navigator.repomap.cache")
@@ -102,7 +104,11 @@ class IndexCache:
         self._conn = self._open()
 
     def _open(self) -> sqlite3.Connection:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file where the folder should be, no permission, a read-only file system
+            raise RepoError(f"cache dir {str(self.dir)!r} cannot be used ({exc.strerror or exc}); pass a writable "
+                            "directory (repo-map --cache-dir, or NAVIGATOR_CACHE_DIR)") from None
         try:
             return self._connect()
         except sqlite3.DatabaseError as exc:

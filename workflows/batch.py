@@ -308,7 +308,13 @@ class BatchWorkflow:
         self._stopped_children.add(index)
         s = self.state
         reason = f"batch {self.req.batch_id} stopped: {s.stop_requested}"
-        await handle.signal("stop", StopInput(reason=reason[:500], sender=f"batch:{s.stop_sender}"[:200]))
+        try:
+            await handle.signal("stop", StopInput(reason=reason[:500], sender=f"batch:{s.stop_sender}"[:200]))
+        except ApplicationError as err:
+            # the job finished in the same workflow task the stop arrived in (signals are handled first):
+            # nothing is left to stop, and its completion is recorded as usual
+            if err.type != "ExternalWorkflowExecutionNotFound":
+                raise
 
     # -- finish --------------------------------------------------------------
 
