@@ -2,9 +2,8 @@
 
 One run of the fuzzer (its own ``navigator server`` and ``navigator worker``, the installed
 console scripts, the MCP SDK client) per module; the tests read its JSON result. Failures that
-belong to an item of issue #29 another branch is fixing are checked by their own test, marked
-xfail naming that item until the fix is merged; every other failure fails
-:func:`test_no_failure_outside_the_known_items`.
+belong to an item of issue #29 (fixed) are checked by their own test, naming that item; every
+other failure fails :func:`test_no_failure_outside_the_known_items`.
 """
 
 from __future__ import annotations
@@ -72,12 +71,12 @@ def test_no_failure_outside_the_known_items(fuzzed: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("item", [
-    pytest.param(FS_ITEM, marks=pytest.mark.xfail(reason=f"issue #29 {FS_ITEM}: fixed on branch edge-fs")),
-    pytest.param(BUDGET_ITEM, marks=pytest.mark.xfail(reason=f"issue #29 {BUDGET_ITEM}: fixed on branch edge-wedge")),
-    pytest.param(EMPTY_ITEM, marks=pytest.mark.xfail(reason=f"issue #29 {EMPTY_ITEM}: fixed on branch edge-wedge")),
-    pytest.param(UI_ITEM, marks=pytest.mark.xfail(reason=f"issue #29 {UI_ITEM}: fixed on branch edge-wedge")),
-    pytest.param(JOBS_ITEM, marks=pytest.mark.xfail(reason=f"issue #29 {JOBS_ITEM}: fixed on branch edge-wedge")),
-    pytest.param(DASH_ITEM, marks=pytest.mark.xfail(reason=f"issue #29 {DASH_ITEM}: fixed on branch edge-wedge")),
+    FS_ITEM,
+    BUDGET_ITEM,
+    EMPTY_ITEM,
+    UI_ITEM,
+    JOBS_ITEM,
+    DASH_ITEM,
 ])
 def test_known_item_is_fixed(fuzzed: dict[str, Any], item: str) -> None:
     found = _failures(fuzzed, item)
