@@ -37,7 +37,7 @@ from durable_navigator.cli.preflight import (
 from durable_navigator.cli.reads import exit_code_for_result
 from durable_navigator.cli.runinput import budget_or_default, check_repository, check_text, validated
 from durable_navigator.navtypes.errors import BudgetError, ModelError
-from durable_navigator.navtypes.levels import MIN_TOKEN_BUDGET
+from durable_navigator.navtypes.levels import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
 from durable_navigator.navcore.messages import QUERY_STATUS
 from durable_navigator.navcore.report import TurnReport, run_details_markdown, run_summary
 from durable_navigator.navcore.guardrails import RunProfile
@@ -84,7 +84,10 @@ def stream_guard(config: NavigatorConfig, profile: RunProfile | None) -> StreamG
 
 
 def check_token_budget(tokens: int, what: str) -> None:
-    """The map's budget must hold at least the engine's smallest map; ``what`` names the setting."""
+    """The map's budget must hold the engine's smallest map and no more than its largest; ``what`` names it."""
+    if tokens > MAX_TOKEN_BUDGET:
+        raise BudgetError(f"{what} is above the largest map of {MAX_TOKEN_BUDGET:,} tokens; "
+                          f"use {MIN_TOKEN_BUDGET} to {MAX_TOKEN_BUDGET}")
     if tokens < MIN_TOKEN_BUDGET:
         raise BudgetError(
             f"{what} is below the minimum map size of {MIN_TOKEN_BUDGET} tokens (the repo map's "

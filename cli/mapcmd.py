@@ -17,6 +17,7 @@ from durable_navigator.cli.common import config_of, stdout
 from durable_navigator.cli.errors import handles_errors, stderr
 from durable_navigator.cli.explore import check_token_budget
 from durable_navigator.cli.progress import IndexProgressBar
+from durable_navigator.cli.runinput import check_text, validated
 from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.navtypes.flightplan import FlightPlan
 
@@ -29,17 +30,14 @@ def plan_for(plan_file: Path | None, goal: str | None, tokens: int | None, defau
     """The flight plan to render: the file's (or the explore default), with ``goal`` / ``tokens`` applied."""
     from durable_navigator.repomap.plan_io import load_flight_plan
 
-    if plan_file is not None:
-        plan = load_flight_plan(plan_file)
-        budget = tokens if tokens is not None else plan.token_budget
-    else:
-        plan = FlightPlan(token_budget=tokens or default_tokens)
-        budget = plan.token_budget
+    plan = load_flight_plan(plan_file) if plan_file is not None else FlightPlan()
+    budget = tokens if tokens is not None else (plan.token_budget if plan_file is not None else default_tokens)
+    # checked before any model sees it: the model's own refusal is a pydantic traceback
     check_token_budget(budget, f"--tokens {budget}" if tokens is not None else f"token budget {budget}")
     update: dict[str, object] = {"token_budget": budget}
     if goal is not None:
-        update["goal"] = goal.strip() or None
-    return FlightPlan.model_validate({**plan.model_dump(), **update})
+        update["goal"] = check_text(goal, "--goal", '--goal "retry logic"') if goal.strip() else None
+    return validated(FlightPlan, **{**plan.model_dump(), **update})
 
 
 @handles_errors

@@ -1,0 +1,37 @@
+"""Tracebacks bench/fuzz_surfaces.py found: each input is now refused on one line with exit code 2.
+
+Each case failed before its fix with a Python traceback (pydantic ``ValidationError``,
+``OSError`` ENAMETOOLONG, ``UnicodeDecodeError``) or with the wrong exit code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import FIXTURE_REPO, invoke
+
+#: how a non-UTF-8 command-line byte reaches Python (surrogateescape)
+NOT_UTF8 = "ab\udcff"
+
+
+def _refused(result: object, needle: str, code: int = 2) -> str:
+    stderr = result.stderr  # type: ignore[attr-defined]
+    assert result.exit_code == code, (result.exit_code, stderr)  # type: ignore[attr-defined]
+    assert stderr.startswith("Error: ") and stderr.count("\n") == 1, stderr  # one line, no traceback
+    assert needle in " ".join(stderr.split()), stderr
+    return stderr
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--tokens", "2147483648"], "above the largest map"),
+    (["--tokens", "-1"], "below the minimum map size"),
+    (["--goal", "x" * 10_000], "at most 8000 characters"),
+    (["--goal", NOT_UTF8], "not UTF-8"),
+])
+def test_map_refuses_a_token_budget_or_goal_its_plan_cannot_hold(
+    isolated_config: Callable[..., dict[str, str]], args: list[str], needle: str
+) -> None:
+    _refused(invoke(["map", str(FIXTURE_REPO), *args], isolated_config()), needle)
