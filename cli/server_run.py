@@ -73,6 +73,10 @@ def run_server(
     """The ``navigator server server`` command (its options and help: :mod:`cli.server`)."""
     if ctx.invoked_subcommand is not None:
         return
+    for name, value in (("--port", port), ("--ui-port", ui_port)):
+        # checked here: DevServerConfig's own refusal is a pydantic traceback
+        if value is not None and not 0 < value < 65536:
+            raise CliError(f"{name} {value} is not a TCP port; pass one from 1 to 65535")
     config = config_of(ctx)
     emb = config.embedded
     cfg = DevServerConfig(

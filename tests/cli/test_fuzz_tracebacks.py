@@ -35,3 +35,10 @@ def test_map_refuses_a_token_budget_or_goal_its_plan_cannot_hold(
     isolated_config: Callable[..., dict[str, str]], args: list[str], needle: str
 ) -> None:
     _refused(invoke(["map", str(FIXTURE_REPO), *args], isolated_config()), needle)
+
+
+@pytest.mark.parametrize("option, value", [("--port", "-1"), ("--ui-port", "70000"), ("--port", "0")])
+def test_server_refuses_a_port_that_is_not_one(isolated_config: Callable[..., dict[str, str]], tmp_path: Path,
+                                               option: str, value: str) -> None:
+    _refused(invoke(["server", option, value], isolated_config()), f"{option} {value} is not a TCP port")
+    assert not (tmp_path / "temporal.db").exists()
