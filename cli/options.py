@@ -21,7 +21,12 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JS
 
 
 def utf8_id(value: str) -> str:
-    """Refuse an id that is not text (a non-UTF-8 argument): Temporal ids are UTF-8, the RPC would crash on it."""
+    """Refuse an id that is empty or not text (a non-UTF-8 argument): Temporal ids are UTF-8, the RPC would crash on it.
+
+    An empty id is bad input (exit 2), not a lookup: checked before any connection is tried.
+    """
+    if not value.strip():
+        raise typer.BadParameter("the id is empty; copy the id from `navigator ls`")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:

@@ -42,3 +42,13 @@ def test_server_refuses_a_port_that_is_not_one(isolated_config: Callable[..., di
                                                option: str, value: str) -> None:
     _refused(invoke(["server", option, value], isolated_config()), f"{option} {value} is not a TCP port")
     assert not (tmp_path / "temporal.db").exists()
+
+
+@pytest.mark.parametrize("command", ["status", "log", "result"])
+def test_an_empty_run_id_is_bad_input_not_an_unreachable_server(
+    isolated_config: Callable[..., dict[str, str]], tmp_path: Path, command: str
+) -> None:
+    result = invoke([command, ""], isolated_config())
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert "the id is empty" in result.stderr
+    assert not (tmp_path / "temporal.db").exists()
