@@ -10,16 +10,18 @@ import re
 import uuid
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import typer
-from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (Client, WorkflowExecutionDescription, WorkflowExecutionStatus, WorkflowFailureError,
+                               WorkflowHandle)
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
 from durable_navigator.activities.batch import JobCheck, load_jobs_file
 from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession, open_session
-from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, handles_errors, stderr
+from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, RunNotFoundError, handles_errors, stderr
 from durable_navigator.cli.explore import say_after, say_server, validate_model, stream_guard
 from durable_navigator.cli.handles import describe_run, query_run, signal_run, status_name
 from durable_navigator.cli.preflight import problems_here, problems_on_workers
@@ -232,9 +234,22 @@ def run_status(
                  + (" · done" if progress.done else ""), markup=False)
 
 
+async def _describe_batch(client: Client, batch_id: str,
+                          result_type: type | None = None) -> tuple[WorkflowHandle[Any, Any], WorkflowExecutionDescription]:
+    """:func:`describe_run`, refusing a run that is not a batch (an exploration's id): no such batch, exit 4.
+
+    Without this its result or progress would be decoded as a batch's: a pydantic traceback.
+    """
+    handle, desc = await describe_run(client, batch_id, result_type=result_type)
+    if desc.workflow_type != BATCH_WORKFLOW:
+        raise RunNotFoundError(f"{batch_id} is not a batch (it is a {desc.workflow_type} run); `navigator batch ls` "
+                               f"lists batches, `navigator status {batch_id}` shows that run")
+    return handle, desc
+
+
 async def _progress(config: NavigatorConfig, batch_id: str) -> BatchProgress:
     async with open_session(config) as session:
-        handle, _ = await describe_run(session.client, batch_id)
+        handle, _ = await _describe_batch(session.client, batch_id)
         return await query_run(handle, "get_progress", BatchProgress)
 
 
@@ -254,7 +269,7 @@ def run_results(
 
 async def _results(config: NavigatorConfig, batch_id: str, wait: bool) -> BatchResult:
     async with open_session(config) as session:
-        handle, desc = await describe_run(session.client, batch_id, result_type=BatchResult)
+        handle, desc = await _describe_batch(session.client, batch_id, result_type=BatchResult)
         if desc.status == WorkflowExecutionStatus.RUNNING:
             if not wait:
                 raise CliError(f"batch {batch_id} is still running; pass --wait, or see "
