@@ -17,8 +17,7 @@ from durable_navigator.cli.common import config_of, stdout
 from durable_navigator.cli.errors import handles_errors, stderr
 from durable_navigator.cli.explore import check_token_budget
 from durable_navigator.cli.progress import IndexProgressBar
-from durable_navigator.cli.runinput import check_text, validated
-from durable_navigator.navtypes.errors import RepoError
+from durable_navigator.cli.runinput import check_repository, check_text, validated
 from durable_navigator.navtypes.flightplan import FlightPlan
 
 __all__ = ["plan_for"]
@@ -53,9 +52,7 @@ def run_map_command(
     from durable_navigator.repomap import RepoMap
 
     config = config_of(ctx)
-    root = repo.expanduser()
-    if not root.is_dir():
-        raise RepoError(f"repository {repo} is not a directory; pass the path of a checked-out repository")
+    root = check_repository(repo)
     flight_plan = plan_for(plan, goal, tokens, config.defaults.token_budget)
     with IndexProgressBar(stderr) as bar:
         engine = RepoMap.open(root, progress=bar.update)

@@ -91,11 +91,19 @@ def check_text(text: str, what: str, example: str) -> str:
 
 def check_repository(repo: Path | str) -> Path:
     """The resolved repository root; ``RepoError`` when it is missing, not a folder, or has nothing to map."""
-    root = Path(repo).expanduser()
-    if not root.exists():
-        raise RepoError(f"repository {repo} does not exist; pass the path of a checked-out repository")
-    if not root.is_dir():
-        raise RepoError(f"{repo} is not a directory; pass the repository's root folder")
+    shown = str(repo) if len(str(repo)) <= 200 else f"{str(repo)[:_SHOWN_CHARS]}… ({len(str(repo))} characters)"
+    try:
+        root = Path(repo).expanduser()
+        exists, is_dir = root.exists(), root.is_dir()
+    except (OSError, ValueError) as exc:
+        # ENAMETOOLONG, ELOOP, an embedded NUL: Path.exists() raises these rather than answering False
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise RepoError(f"repository {shown} cannot be read ({reason}); pass the path of a checked-out "
+                        "repository") from None
+    if not exists:
+        raise RepoError(f"repository {shown} does not exist; pass the path of a checked-out repository")
+    if not is_dir:
+        raise RepoError(f"{shown} is not a directory; pass the repository's root folder")
     return require_files(root)
 
 

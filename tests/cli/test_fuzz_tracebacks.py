@@ -52,3 +52,13 @@ def test_an_empty_run_id_is_bad_input_not_an_unreachable_server(
     assert result.exit_code == 2, (result.exit_code, result.stderr)
     assert "the id is empty" in result.stderr
     assert not (tmp_path / "temporal.db").exists()
+
+
+@pytest.mark.parametrize("command", ["explore", "ask", "investigate", "map"])
+def test_a_repository_path_too_long_for_the_file_system_is_refused(
+    isolated_config: Callable[..., dict[str, str]], tmp_path: Path, command: str
+) -> None:
+    args = [command, "/" + "a" * 5_000] + ([] if command == "map" else ["x y", "--detach"])
+    stderr = _refused(invoke(args, isolated_config()), "cannot be read (File name too long)")
+    assert len(stderr) < 300, stderr  # the 5,000 characters are not repeated
+    assert not (tmp_path / "temporal.db").exists()
