@@ -30,6 +30,9 @@ def load_run_profile(path_or_text: str | Path) -> RunProfile:
             text, source = path.read_text(encoding="utf-8"), str(path)
         except OSError as exc:
             raise ConfigError(f"cannot read run profile {path}: {exc.strerror}; check the path") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"run profile {path} is not UTF-8 text (bad byte at offset {exc.start}); "
+                              "pass a run-profile YAML file") from None
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
@@ -84,5 +87,8 @@ def load_agent_profiles(extra: Path | None = None) -> dict[str, AgentProfile]:
             text = extra.read_text(encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"cannot read agent profiles {extra}: {exc.strerror}; check the path") from exc
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"agent profiles {extra} is not UTF-8 text (bad byte at offset {exc.start}); "
+                              "pass an agent-profiles YAML file") from None
         profiles.update(_profiles_from_yaml(text, str(extra)))
     return profiles

@@ -250,6 +250,9 @@ def _read_yaml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}{where}: not valid YAML; fix the syntax") from exc
     except OSError as exc:
         raise ConfigError(f"cannot read {path} ({exc.strerror}); check the path and permissions") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (bad byte at offset {exc.start}); pass a navigator.yaml "
+                          "settings file") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -62,3 +62,19 @@ def test_a_repository_path_too_long_for_the_file_system_is_refused(
     stderr = _refused(invoke(args, isolated_config()), "cannot be read (File name too long)")
     assert len(stderr) < 300, stderr  # the 5,000 characters are not repeated
     assert not (tmp_path / "temporal.db").exists()
+
+
+@pytest.mark.parametrize("where", ["--config", "--profile", "--profiles"])
+def test_a_file_that_is_not_utf8_text_is_refused(
+    isolated_config: Callable[..., dict[str, str]], tmp_path: Path, where: str
+) -> None:
+    blob = tmp_path / "blob.bin"
+    blob.write_bytes(b"a: \xff\xfe\x00\x81 binary")
+    if where == "--config":
+        args = ["--config", str(blob), "ls"]
+    elif where == "--profile":
+        args = ["explore", str(FIXTURE_REPO), "x y", "--profile", str(blob), "--detach"]
+    else:
+        args = ["ask", str(FIXTURE_REPO), "x y", "--profiles", str(blob), "--detach"]
+    _refused(invoke(args, isolated_config()), "not UTF-8 text")
+    assert not (tmp_path / "temporal.db").exists()
