@@ -72,9 +72,26 @@ PlanOpt = Annotated[
                  show_default="off"),
 ]
 
+#: the longest sender a message takes (navcore.messages.Sender; not imported: this module stays light)
+MAX_SENDER_CHARS = 200
+
+
+def checked_sender(value: str | None) -> str | None:
+    """Refuse a ``--sender`` no message would take (not UTF-8, too long) before anything is sent."""
+    if value is None:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise typer.BadParameter("not valid UTF-8; pass a plain name such as alice") from None
+    if len(value) > MAX_SENDER_CHARS:
+        raise typer.BadParameter(f"{len(value)} characters, at most {MAX_SENDER_CHARS}; pass a short name") from None
+    return value
+
+
 SenderOpt = Annotated[
     str | None, typer.Option("--sender", metavar="NAME", help="Who sends it.", envvar="NAVIGATOR_SENDER",
-                             show_default="$USER@cli")
+                             show_default="$USER@cli", callback=checked_sender)
 ]
 
 #: the streamable HTTP endpoint's default port and path

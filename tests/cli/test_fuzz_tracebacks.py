@@ -78,3 +78,13 @@ def test_a_file_that_is_not_utf8_text_is_refused(
         args = ["ask", str(FIXTURE_REPO), "x y", "--profiles", str(blob), "--detach"]
     _refused(invoke(args, isolated_config()), "not UTF-8 text")
     assert not (tmp_path / "temporal.db").exists()
+
+
+@pytest.mark.parametrize("sender, needle", [(NOT_UTF8, "not valid UTF-8"), ("s" * 5_000, "at most 200")])
+def test_approve_refuses_a_sender_no_message_takes(
+    isolated_config: Callable[..., dict[str, str]], tmp_path: Path, sender: str, needle: str
+) -> None:
+    result = invoke(["approve", "nav-x", "--sender", sender], isolated_config())
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert needle in result.stderr and "Traceback" not in result.stderr, result.stderr
+    assert not (tmp_path / "temporal.db").exists()  # refused before any server is started or reached
