@@ -71,14 +71,21 @@ def run_mcp_command(
     from durable_navigator.cli.mcpserver.tools import build_server
 
     config = config_of(ctx)
-    roots = AllowedRoots.of(allow_root)
-    out_dir = (out or default_out_dir()).expanduser().resolve()
-    backend = Backend(config, roots, out_dir)
-    server = build_server(backend, version=_version())
+    # bound first: a host or port it cannot listen on is one error line before anything starts
+    sock = _bind(host, port) if http else None
+    try:
+        roots = AllowedRoots.of(allow_root)
+        out_dir = (out or default_out_dir()).expanduser().resolve()
+        backend = Backend(config, roots, out_dir)
+        server = build_server(backend, version=_version())
+    except BaseException:
+        if sock is not None:
+            sock.close()
+        raise
     stderr.print(f"navigator mcp: repositories allowed: {roots.describe()}; packs written to {out_dir}",
                  markup=False)
-    if http:
-        run_async(_serve(backend, _http(server, host, port)))
+    if sock is not None:
+        run_async(_serve(backend, _http(server, host, sock)))
     else:
         run_async(_serve(backend, server.run_stdio_async()))
 
@@ -113,6 +120,12 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+    except (socket.gaierror, OverflowError) as exc:
+        sock.close()
+        what = f"--host {host} is not an address ({exc.strerror})" if isinstance(exc, socket.gaierror) else \
+            f"--port {port} is not a port"
+        raise CliError(f"cannot listen on {host}:{port}: {what}; pass an address of this machine such as "
+                       "127.0.0.1, and a port from 0 to 65535") from None
     except OSError as exc:
         sock.close()
         raise CliError(f"cannot listen on {host}:{port} ({exc.strerror}); pick another --port (0 = any free one)") from None
@@ -128,8 +141,8 @@ def _is_loopback(host: str) -> bool:
         return host == "localhost"
 
 
-async def _http(server: Any, host: str, port: int) -> None:
-    """Streamable HTTP on ``host:port`` (the socket is bound first, so ``--port 0`` can be reported)."""
+async def _http(server: Any, host: str, sock: socket.socket) -> None:
+    """Streamable HTTP on ``sock``, bound to ``host`` (bound first, so ``--port 0`` can be reported)."""
     import uvicorn
 
     class _Server(uvicorn.Server):
@@ -137,7 +150,6 @@ async def _http(server: Any, host: str, port: int) -> None:
         def capture_signals(self) -> Any:  # the command owns SIGTERM / SIGINT
             yield
 
-    sock = _bind(host, port)
     bound = sock.getsockname()[1]
     app = server.streamable_http_app(streamable_http_path=HTTP_PATH, host=host)
     config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=HTTP_GRACE_S, lifespan="on")

@@ -88,3 +88,12 @@ def test_approve_refuses_a_sender_no_message_takes(
     assert result.exit_code == 2, (result.exit_code, result.stderr)
     assert needle in result.stderr and "Traceback" not in result.stderr, result.stderr
     assert not (tmp_path / "temporal.db").exists()  # refused before any server is started or reached
+
+
+def test_mcp_http_on_a_host_that_is_not_an_address_is_one_line_before_anything_starts(
+    isolated_config: Callable[..., dict[str, str]], tmp_path: Path
+) -> None:
+    # before: two "navigator mcp: …" lines and an embedded server started, then the error
+    _refused(invoke(["mcp", "--http", "--host", "999.1.1.1", "--port", "0"], isolated_config()),
+             "--host 999.1.1.1 is not an address")
+    assert not (tmp_path / "temporal.db").exists()
