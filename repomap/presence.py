@@ -4,7 +4,7 @@
 starts a run (``navigator explore|ask|investigate``, the MCP tools, a batch's job check) calls
 :func:`require_files` first, so an empty tree is refused up front with the same line instead
 of starting a run that fails at its scan. The check is discovery only (names and stats: the
-engine's own ignore rules and name skips); files it lists that the indexer later skips by
+engine's own ignore rules and name skips, and never its own cache and state folders); files it lists that the indexer later skips by
 content (all binary, say) still end the run's scan with the same message.
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from durable_navigator.navtypes.errors import RepoError
+from durable_navigator.repomap.cache import own_dirs
 from durable_navigator.repomap.config import DiscoverConfig
 from durable_navigator.repomap.discover import check_root, discover
 
@@ -39,7 +40,7 @@ def no_files_error(shown_root: str, skipped: Mapping[str, int]) -> RepoError:
 def require_files(root: Path | str, config: DiscoverConfig | None = None) -> Path:
     """The resolved root; :class:`RepoError` when it is missing, not a directory or has no candidate file."""
     real = check_root(Path(root))
-    found = discover(real, config or DiscoverConfig())
+    found = discover(real, config or DiscoverConfig(), own_dirs())
     if not found.files:
         raise no_files_error(str(root), dict(found.skipped))
     return real
