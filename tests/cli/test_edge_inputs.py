@@ -100,6 +100,22 @@ def test_a_goal_that_starts_with_a_dash_hints_at_double_dash(isolated_config: Ca
             " ".join(result.stderr.split()).replace("│", "").replace("  ", " "), result.stderr
 
 
+@pytest.mark.parametrize("goal, needle", [("-", "a lone '-'"), ("...", "holds no word"), ("?!", "holds no word")])
+def test_a_goal_without_a_word_is_refused_before_anything_starts(
+    isolated_config: Callable[..., dict[str, str]], tmp_path: Path, goal: str, needle: str
+) -> None:
+    # the fuzzer's repro: `navigator explore REPO - --json` took '-' as the goal and started a run
+    # about nothing (it timed out under load); a goal must hold a word, on every surface
+    env = isolated_config()
+    for command in RUN_COMMANDS:
+        _refused(invoke([command, str(FIXTURE_REPO), goal, "--json", "--detach"], env), needle)
+    jobs = tmp_path / "jobs.yaml"
+    jobs.write_text(f"jobs:\n  - {{repo: {FIXTURE_REPO}, goal: '{goal}'}}\n")
+    batch = invoke(["batch", "run", str(jobs), "--budget-usd", "1"], env)
+    assert batch.exit_code == 2 and needle in batch.stderr, batch.stderr
+    assert not (tmp_path / "temporal.db").exists()
+
+
 def test_a_goal_with_control_characters_is_refused(isolated_config: Callable[..., dict[str, str]]) -> None:
     _refused(invoke(["explore", str(FIXTURE_REPO), "why\x1b[2J", "--detach"], isolated_config()),
              "control characters")
