@@ -71,6 +71,11 @@ def text_problem(text: str, what: str) -> str | None:
     """Why ``text`` cannot be a goal or question (``what`` names it), or ``None`` when it can."""
     if not text.strip():
         return f"{what} is empty"
+    if text.strip() == "-":
+        # ``-`` is not "read it from stdin" here: taken as a goal it started a run about nothing
+        return f"{what} is a lone '-' (a goal is not read from stdin)"
+    if not any(c.isalnum() for c in text):
+        return f"{what} holds no word (only {text.strip()[:_SHOWN_CHARS]!r})"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

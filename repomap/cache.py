@@ -81,6 +81,21 @@ def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("durable-navigator")) / "repomap"
 
 
+def own_dirs(cache_dir: Path | None = None) -> tuple[Path, ...]:
+    """The directories the navigator writes on its own: never part of a repository's map.
+
+    The index cache in use (``cache_dir``, else :func:`default_cache_dir`) and the user cache
+    and state folders of ``durable-navigator`` (artifacts, the embedded server's database):
+    discovery leaves them out (like an ignored directory), so a tree that holds them -- ``~``,
+    or ``/tmp`` with the cache under it -- is explored without its own index.
+    """
+    import platformdirs
+
+    app = "durable-navigator"
+    return (Path(cache_dir) if cache_dir is not None else default_cache_dir(),
+            Path(platformdirs.user_cache_dir(app)), Path(platformdirs.user_state_dir(app)))
+
+
 def loads_or_none(blob: bytes | None) -> Any:
     """``marshal.loads``, or None for a blob that is not a marshal value (written by something else)."""
     if blob is None:

@@ -21,6 +21,7 @@ import os
 import stat
 import time
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -108,8 +109,13 @@ def check_root(root: Path) -> Path:
     return path.resolve()
 
 
-def discover(root: Path, cfg: DiscoverConfig) -> Discovery:
-    """List candidate files under ``root`` (already resolved) with stats."""
+def discover(root: Path, cfg: DiscoverConfig, exclude: Iterable[Path] = ()) -> Discovery:
+    """List candidate files under ``root`` (already resolved) with stats.
+
+    ``exclude``: directories never listed, like an ignored directory (the engine's own cache
+    and state: exploring a tree that holds them, ``~`` say, must not index the index).
+    """
+    own = _excluded_prefixes(root, exclude)
     names = _git_ls_files(root)
     git = names is not None
     if names == [] and _git_ignores(root):
@@ -118,7 +124,9 @@ def discover(root: Path, cfg: DiscoverConfig) -> Discovery:
         git = False
     unreadable: list[str] = []
     if not git:
-        names = _walk(root, cfg, unreadable)
+        names = _walk(root, cfg, unreadable, own)
+    elif own:
+        names = [n for n in names if not n.startswith(own)]
     disc = Discovery(root=root, files=[], git=git, scanned_ns=time.time_ns())
     for rel_dir in unreadable:
         disc.skip(display_name(rel_dir) + "/", "unreadable")
@@ -134,6 +142,17 @@ def discover(root: Path, cfg: DiscoverConfig) -> Discovery:
         if entry is not None:
             disc.files.append(entry)
     return disc
+
+
+def _excluded_prefixes(root: Path, exclude: Iterable[Path]) -> tuple[str, ...]:
+    """``rel/`` of each ``exclude`` directory inside ``root`` (``""`` when one is the root itself)."""
+    out = []
+    for d in exclude:
+        real = Path(os.path.realpath(d))
+        if is_inside(root, real):
+            rel = real.relative_to(root).as_posix()
+            out.append("" if rel == "." else rel + "/")
+    return tuple(sorted(set(out)))
 
 
 def _display_skip(root: Path, rel: str, name: str) -> str | None:
@@ -242,7 +261,7 @@ def git_commit(root: Path) -> str | None:
     return proc.stdout.strip() or None if proc.returncode == 0 else None
 
 
-def _walk(root: Path, cfg: DiscoverConfig, unreadable: list[str]) -> list[str]:
+def _walk(root: Path, cfg: DiscoverConfig, unreadable: list[str], own: tuple[str, ...] = ()) -> list[str]:
     """Gitignore-aware walk (nested .gitignore files apply below their directory).
 
     A directory that cannot be listed is appended to ``unreadable`` (its files are
@@ -252,9 +271,11 @@ def _walk(root: Path, cfg: DiscoverConfig, unreadable: list[str]) -> list[str]:
     with tens of thousands of directories ``os.walk`` + ``relpath`` -- or even
     ``pathlib`` joins -- cost more than the I/O. The caller sorts the result, so
     directories are read in any order. Symlinked directories are not descended
-    (their files could leave the root).
+    (their files could leave the root), nor the ``own`` (excluded) ones.
     """
     out: list[str] = []
+    if "" in own:
+        return out
     skip = set(cfg.skip_dirs)
     base = f"{root}/"
     stack: list[tuple[str, list[tuple[str, pathspec.PathSpec]]]] = [("", [])]
@@ -282,7 +303,7 @@ def _walk(root: Path, cfg: DiscoverConfig, unreadable: list[str]) -> list[str]:
             except OSError:
                 is_dir = False  # listed as a file: its lstat says why it is skipped
             if is_dir:
-                if e.name not in skip and not _ignored(specs, rel + "/"):
+                if e.name not in skip and rel + "/" not in own and not _ignored(specs, rel + "/"):
                     stack.append((rel + "/", specs))
             elif not _ignored(specs, rel):
                 out.append(rel)

@@ -32,7 +32,7 @@ import numpy as np
 
 from durable_navigator.navtypes.errors import PathEscapeError, RepoError
 from durable_navigator.repomap.build import BuiltIndex, Progress, build_index, content_hash
-from durable_navigator.repomap.cache import IndexCache, default_cache_dir
+from durable_navigator.repomap.cache import IndexCache, default_cache_dir, own_dirs
 from durable_navigator.repomap.config import EngineConfig
 from durable_navigator.repomap.discover import Discovery, check_root, discover, git_commit
 from durable_navigator.repomap.fsnames import fs_path
@@ -64,6 +64,8 @@ class RepoMap(QueryMixin):
         self.root = root
         self.config = config
         self._cache = cache
+        #: left out of every discovery of this tree (see ``cache.own_dirs``)
+        self._own = own_dirs(cache.dir)
         self._built = built
         self._jobs = jobs
         self._commit = commit
@@ -98,9 +100,8 @@ class RepoMap(QueryMixin):
         cfg = config or EngineConfig()
         real = check_root(Path(root))
         cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
-        if _is_inside(real, cache.dir.resolve()):
-            raise RepoError(f"cache dir {cache.dir} is inside the repository; choose a cache dir outside it")
-        disc = discover(real, cfg.discover)
+        own = own_dirs(cache.dir)
+        disc = discover(real, cfg.discover, own)
         built = build_index(disc, cache, cfg, jobs, progress)
         return cls._make(real, cfg, cache, disc, built, git_commit(real), jobs, t0, str(root))
 
@@ -137,7 +138,7 @@ class RepoMap(QueryMixin):
         """
         t0 = time.perf_counter()
         check_root(self.root)
-        disc = discover(self.root, self.config.discover)
+        disc = discover(self.root, self.config.discover, self._own)
         commit = git_commit(self.root)
         if commit == self._commit and self._same_tree(disc):
             self._forget_vanished()
@@ -388,7 +389,3 @@ class RepoMap(QueryMixin):
                 "non_utf8_decoded_with_replacement": non_utf8, "parse_errors": parse_errors,
                 "parsed_this_open": self._built.parsed, "open_ms": round(self.open_ms, 1),
                 "build_ms": {k: round(v, 1) for k, v in self._built.timings_ms.items()}}
-
-
-def _is_inside(root: Path, path: Path) -> bool:
-    return path == root or root in path.parents

@@ -123,7 +123,8 @@ def parser_for(path: str) -> str:
     return language_for(path) or ""
 
 
-def _classify(data: bytes, cfg: DiscoverConfig) -> str:
+def content_skip(data: bytes, cfg: DiscoverConfig) -> str:
+    """Why a file with these bytes is not indexed (``binary``, ``generated``, ``minified``), or ``""``."""
     if b"\0" in data[: cfg.binary_sniff_bytes]:
         return "binary"
     if _GENERATED.search(data[: cfg.generated_header_bytes]):
@@ -141,7 +142,7 @@ def index_file(path: str, data: bytes, dcfg: DiscoverConfig, rcfg: RenderConfig)
     Only :func:`parser_for` of ``path`` matters, so the result can be shared by
     every file with these bytes and that parser.
     """
-    status = _classify(data, dcfg)
+    status = content_skip(data, dcfg)
     if status:
         return (status, "", len(data), 0, False, "", (0, 0, 0), ()), ({}, {}, (), ())
     text, raw, replaced = _decoded(data)

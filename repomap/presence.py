@@ -4,18 +4,22 @@
 starts a run (``navigator explore|ask|investigate``, the MCP tools, a batch's job check) calls
 :func:`require_files` first, so an empty tree is refused up front with the same line instead
 of starting a run that fails at its scan. The check is discovery only (names and stats: the
-engine's own ignore rules and name skips); files it lists that the indexer later skips by
-content (all binary, say) still end the run's scan with the same message.
+engine's own ignore rules, name skips and its own cache and state folders) plus the
+indexer's content skips (binary, generated, minified), read file by file until one would be
+indexed: a tree of only binaries, or only ignored files, is refused here too.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
 from durable_navigator.navtypes.errors import RepoError
+from durable_navigator.repomap.cache import own_dirs
 from durable_navigator.repomap.config import DiscoverConfig
 from durable_navigator.repomap.discover import check_root, discover
+from durable_navigator.repomap.fsnames import fs_path
 
 __all__ = ["no_files_error", "require_files"]
 
@@ -37,9 +41,29 @@ def no_files_error(shown_root: str, skipped: Mapping[str, int]) -> RepoError:
 
 
 def require_files(root: Path | str, config: DiscoverConfig | None = None) -> Path:
-    """The resolved root; :class:`RepoError` when it is missing, not a directory or has no candidate file."""
+    """The resolved root; :class:`RepoError` when it is missing, not a directory or has no file to index."""
+    cfg = config or DiscoverConfig()
     real = check_root(Path(root))
-    found = discover(real, config or DiscoverConfig())
-    if not found.files:
-        raise no_files_error(str(root), dict(found.skipped))
-    return real
+    found = discover(real, cfg, own_dirs())
+    skipped = Counter(found.skipped)
+    for entry in found.files:
+        reason = _content_skip(real, entry.path, cfg)
+        if not reason:
+            return real
+        skipped[reason] += 1
+    raise no_files_error(str(root), dict(skipped))
+
+
+def _content_skip(root: Path, rel: str, cfg: DiscoverConfig) -> str:
+    """Why the indexer would skip ``rel`` by its bytes (``unreadable`` too), or ``""``."""
+    from durable_navigator.repomap.index import content_skip  # the parsers load only when a check reads
+
+    try:
+        with open(fs_path(root, rel), "rb") as fh:  # rel is a display name (fsnames)
+            head = fh.read(cfg.binary_sniff_bytes)
+            if b"\0" in head:
+                return "binary"
+            data = head + fh.read()
+    except OSError:
+        return "unreadable"
+    return content_skip(data, cfg)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
-from decimal import Decimal
 from typing import Annotated, Any, ParamSpec, TypeVar
 
 import anyio
@@ -34,7 +33,7 @@ from durable_navigator.cli.mcpserver.models import AskOutcome, RunListing, RunOu
 from durable_navigator.cli.mcpserver.pack import answer_uri, context_uri, read_context, read_report
 from durable_navigator.cli.mcpserver import runs
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
-from durable_navigator.cli.runinput import check_text
+from durable_navigator.cli.runinput import USD_RANGE, check_text, parse_usd
 from durable_navigator.navcore.budget import MAX_RUN_USD, MIN_RUN_USD
 from durable_navigator.navcore.modelspec import parse_model_spec
 from durable_navigator.navcore.requests import ExplorationResult
@@ -86,15 +85,24 @@ Repo = Annotated[str, Field(min_length=1, max_length=4096, description=(
     "Absolute path of the repository's root folder on the machine running this server."))]
 RunId = Annotated[str, Field(min_length=1, max_length=300, description=(
     "Run id returned by explore, ask or list_runs."))]
-BudgetUsd = Annotated[float | None, Field(ge=float(MIN_RUN_USD), le=float(MAX_RUN_USD), allow_inf_nan=False, description=(
-    "Most USD the run may spend on model calls (a hard cap). Default: the server's configured budget. "
-    "The offline model costs nothing."))]
+# the bounds are advertised in the schema, not validated by the SDK: it would refuse an amount out
+# of range with a many-line pydantic dump; the tools pass it to runinput.parse_usd, the check (and
+# one-line message) of `navigator ask|explore`
+_Usd = Annotated[float, Field(json_schema_extra={"minimum": float(MIN_RUN_USD), "maximum": float(MAX_RUN_USD)})]
+BudgetUsd = Annotated[_Usd | None, Field(description=(
+    f"Most USD the run may spend on model calls (a hard cap), {USD_RANGE}. Default: the server's configured "
+    "budget. The offline model costs nothing."))]
 Model = Annotated[str | None, Field(min_length=1, max_length=200, description=(
     "Model that steers the run: 'offline' (no network, free), 'gemini-2.5-flash', "
     "'openai:<model>', 'openrouter:<model>', 'ollama:<model>' or '<endpoint>:<model>' for an endpoint in "
     "the server's configuration. Default: the server's model."))]
 
 _READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+
+
+def _usd(budget_usd: float | None) -> str | None:
+    """The client's budget checked as every surface checks it (one line when refused), or None for the default."""
+    return None if budget_usd is None else str(parse_usd(repr(budget_usd), "budget_usd"))
 
 
 def _result(text: str | None, structured: Any) -> CallToolResult:
@@ -156,7 +164,7 @@ class NavigatorTools:
         session = await backend.session()
         request = build_request(
             root, goal, config=backend.config, interactive=False,
-            budget_usd=str(Decimal(str(budget_usd))) if budget_usd is not None else None,
+            budget_usd=_usd(budget_usd),
             tokens=pack_tokens, model=chosen, max_iterations=None, out=backend.out_dir,
         )  # fmt: skip
         await self._servable(session, request.models())  # the run's model and its routing rules' models
@@ -193,7 +201,7 @@ class NavigatorTools:
         session = await backend.session()
         request = build_research_request(
             root, question, config=backend.config, interactive=False,
-            budget_usd=str(Decimal(str(budget_usd))) if budget_usd is not None else None,
+            budget_usd=_usd(budget_usd),
             model=chosen, out=backend.out_dir,
         )  # fmt: skip
         # the run's model and the models of the profiles its steps may be delegated to, as `navigator ask`

@@ -11,6 +11,7 @@ import pytest
 from durable_navigator.navtypes.errors import FlightPlanError, PathEscapeError, RepoError
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap import RepoMap
+from durable_navigator.repomap.presence import require_files
 from durable_navigator.repomap.plan_io import dump_flight_plan, flight_plan_json_schema, load_flight_plan
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.tokens import count_tokens
@@ -132,7 +133,19 @@ def test_corrupt_cache_is_rebuilt(tmp_path: Path) -> None:
     assert sqlite3.connect(db).execute("select count(*) from blobs").fetchone()[0] == 1
 
 
-def test_cache_is_never_inside_the_repository(tmp_path: Path) -> None:
+def test_a_tree_that_holds_the_cache_is_mapped_without_it(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # the fuzzer's repro: exploring ``/tmp`` (or ``~``) with the cache under it was accepted, then
+    # failed with "cache dir … is inside the repository"; the engine now leaves its own folders out
     root = _repo(tmp_path, {"a.py": b"A = 1\n"})
-    with pytest.raises(RepoError, match="inside the repository"):
-        RepoMap.open(root, cache_dir=root / ".cache")
+    cache = root / "home" / ".cache" / "durable-navigator"
+    monkeypatch.setenv("NAVIGATOR_CACHE_DIR", str(cache))
+    for _ in range(2):  # cold, then warm with the cache's database files in the tree
+        rm = RepoMap.open(root, jobs=1)
+        assert rm.files == ["a.py"] and "home/.cache/durable-navigator/repomap" not in str(rm.skipped_files)
+        assert rm.refresh() is rm
+        rm.close()
+    assert any((cache / "repomap").iterdir())
+    (root / "a.py").unlink()  # only the cache is left: nothing to map, refused up front with the usual line
+    with pytest.raises(RepoError, match="has no indexable files"):
+        require_files(root)

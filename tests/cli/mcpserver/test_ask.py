@@ -139,3 +139,26 @@ async def test_cancelling_ask_stops_the_research_which_still_answers(tmp_path: P
         assert "cancelled by the MCP client" in (outcome["stop_detail"] or "")
         answer = texts(status)[0]
         assert "src/budgetkit/plugin.py:13-24" in answer, answer
+
+
+async def test_ask_and_explore_refuse_what_no_run_can_use_at_once(tmp_path: Path) -> None:
+    # the fuzzer's repros: ``ask`` with budget_usd 1e-12 (no whole micro-dollar) was not answered
+    # within 300 s, and a tree of only binaries started a run that failed at its scan; both tools
+    # must refuse them before anything starts, with the line `navigator ask|explore` prints
+    box = Sandbox.create(tmp_path)
+    root, repo = _allowed_tree(tmp_path)
+    binaries = root / "binaries"
+    binaries.mkdir()
+    (binaries / "logo.png").write_bytes(b"\x89PNG\0\0\x01")
+    params = stdio_params(box.env(), tmp_path, "--allow-root", str(root))
+    async with Client(params, read_timeout_seconds=CALL_TIMEOUT_S) as client:
+        for tool, text in (("ask", "question"), ("explore", "goal")):
+            for bad, words in (({"repo": str(repo), "budget_usd": 1e-12}, "budget_usd"),
+                               ({"repo": str(repo), "budget_usd": 0.0000004}, "budget_usd"),
+                               ({"repo": str(binaries)}, "has no indexable files")):
+                with anyio.fail_after(30):  # a refusal, not a run
+                    refused = await client.call_tool(tool, {**bad, text: QUESTION})
+                assert refused.is_error, (tool, bad, texts(refused))
+                assert words in texts(refused)[0] and "\n" not in texts(refused)[0].strip(), (tool, bad, texts(refused))
+        listed = await client.call_tool("list_runs", {})
+        assert listed.structured_content["runs"] == [], listed.structured_content  # nothing was started
