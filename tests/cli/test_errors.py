@@ -49,7 +49,7 @@ def test_explore_refuses_bad_input_before_any_server(isolated_config: Callable[.
         ([repo, "goal", "--budget-usd", "lots"], "must be a number of dollars"),
         ([repo, "goal", "--model", "gpt-9"], "unknown model 'gpt-9'"),
         ([repo, "goal", "--model", "gemini-9-ultra"], "has no price"),
-        ([repo, "goal", "--tokens", "99999999"], "invalid token_budget"),
+        ([repo, "goal", "--tokens", "99999999"], "is above the largest map of 2,000,000 tokens"),
         ([repo, "goal", "--model", f"scripted:{tmp_path / 'nope.yaml'}"], "nope.yaml does not exist"),
     ]
     for args, message in cases:
