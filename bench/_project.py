@@ -6,7 +6,9 @@ import packages touches this file alone. Used for:
 
 * ``count_tokens`` -- the exact counter every budget is measured with;
 * ``open_engine`` -- the engine's file list (the corpus every method searches)
-  and its parsed symbols (the chunk BM25 baseline's function/class chunks).
+  and its parsed symbols (the chunk BM25 baseline's function/class chunks);
+* ``chunk_ranges`` -- how a file is cut into those chunks: the learned ranker's own
+  chunker (``repomap/chunkrank/chunks.py``), so the baseline and the ranker share one unit.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from durable_navigator.repomap import RepoMap
+from durable_navigator.repomap.chunkrank.chunks import GAP_LINES, SPLIT_LINES, chunk_ranges
 from durable_navigator.repomap.tokens import count_tokens
 
-__all__ = ["count_tokens", "open_engine", "engine_symbols"]
+__all__ = ["count_tokens", "open_engine", "engine_symbols", "chunk_ranges", "SPLIT_LINES", "GAP_LINES"]
 
 
 def open_engine(root: Path, cache_dir: Path) -> Any:

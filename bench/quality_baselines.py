@@ -33,11 +33,12 @@ import bm25s
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
+# one chunker for the baseline and the learned ranker (repomap/chunkrank/chunks.py)
+from _project import GAP_LINES, SPLIT_LINES, chunk_ranges
+
 __all__ = ["Doc", "tokenize", "file_docs", "chunk_docs", "chunk_ranges", "pack", "Retriever",
            "SPLIT_LINES", "GAP_LINES"]
 
-SPLIT_LINES = 80
-GAP_LINES = 40
 _STOP = frozenset(STOPWORDS_EN_PLUS)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
@@ -73,52 +74,6 @@ class Doc:
 def file_docs(paths: Sequence[str], source: Callable[[str], list[str]]) -> list[Doc]:
     """One document per non-empty file."""
     return [Doc(p, 1, len(source(p))) for p in paths if source(p)]
-
-
-def _windows(lo: int, hi: int, size: int) -> list[tuple[int, int]]:
-    return [(a, min(a + size - 1, hi)) for a in range(lo, hi + 1, size)]
-
-
-def chunk_ranges(n_lines: int, symbols: list[tuple[int, int]], src: list[str]) -> list[tuple[int, int]]:
-    """Function/class-level chunks of one file (sorted, non-overlapping, covering every non-blank line)."""
-    # containers before what they contain: by start, then longest first
-    defs = sorted({(max(1, a), min(b, n_lines)) for a, b in symbols if a <= b and a <= n_lines},
-                  key=lambda d: (d[0], -d[1]))
-    out: list[tuple[int, int]] = []
-
-    def gap(lo: int, hi: int) -> None:
-        if lo <= hi and any(src[k - 1].strip() for k in range(lo, hi + 1)):
-            out.extend(_windows(lo, hi, GAP_LINES))
-
-    def unit(a: int, b: int, inner: list[tuple[int, int]]) -> None:
-        if b - a + 1 <= SPLIT_LINES or not inner:
-            out.extend(_windows(a, b, 2 * SPLIT_LINES) if b - a + 1 > 2 * SPLIT_LINES else [(a, b)])
-            return
-        level(a, b, inner)
-
-    def level(lo: int, hi: int, items: list[tuple[int, int]]) -> None:
-        """Split lines lo..hi at the outermost of ``items`` (nested ones go with their parent)."""
-        pos = lo
-        i = 0
-        while i < len(items):
-            a, b = items[i]
-            j = i + 1
-            while j < len(items) and items[j][0] <= b:  # contained (or overlapping) definitions
-                j += 1
-            if a < pos:  # overlaps what is already emitted (e.g. a decorator line); skip it
-                i = j
-                continue
-            gap(pos, a - 1)
-            unit(a, b, [d for d in items[i + 1:j] if d != (a, b)])
-            pos = b + 1
-            i = j
-        gap(pos, hi)
-
-    if not defs:
-        gap(1, n_lines)
-    else:
-        level(1, n_lines, defs)
-    return out
 
 
 def chunk_docs(paths: Sequence[str], source: Callable[[str], list[str]],
