@@ -145,10 +145,24 @@ def _engine(stack: Stack, task: Task, root: Path, budget: int, source, keep: Pat
     return {**rec, **_scored(text, task, source, budget)}
 
 
+#: run each task in a checkout whose ``.git`` holds the parent's history and nothing after it
+#: (``--with-git``; ``corpus.materialize_with_git``); default: a ``git archive`` tree without history
+WITH_GIT = False
+
+
+def checkout(task: Task) -> Path:
+    """The task's parent revision on disk: with its history (``WITH_GIT``) or without."""
+    if WITH_GIT:
+        from corpus import materialize_with_git
+
+        return materialize_with_git(task)
+    materialize([task])
+    return repo_dir(task)
+
+
 def run_task(stack: Stack, task: Task, budgets: list[int], run_dir: Path) -> list[dict]:
     """Every method at every budget for one task (one checkout, materialised once)."""
-    materialize([task])
-    root = repo_dir(task)
+    root = checkout(task)
     keep = run_dir / "contexts" / task.id
     stack.check(task.id)
     index = stack.index(root)
@@ -205,8 +219,10 @@ def cmd_run(args: argparse.Namespace) -> None:
     records_path = run_dir / "records.jsonl"
     done = {k for k, r in latest(_read_records(records_path)).items()
             if not _env_failed(r) and k[0] not in args.redo}
+    global WITH_GIT
+    WITH_GIT = args.with_git
     meta = {"provenance": provenance(), "budgets": args.budgets, "splits": splits, "tasks_file": str(args.tasks),
-            "n_tasks": len(tasks), "load_start": os.getloadavg()}
+            "n_tasks": len(tasks), "load_start": os.getloadavg(), "with_git": WITH_GIT}
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=1))
     print(f"run dir {run_dir}: {len(tasks)} tasks x {len(args.budgets)} budgets", file=sys.stderr)
     stack = Stack(run_dir / "state")
@@ -309,6 +325,8 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--limit", type=int, default=0, help="only the first N tasks of each repository")
     r.add_argument("--run-dir", type=Path, default=None, help="resume a run (skips recorded task x budget)")
     r.add_argument("--no-report", action="store_true", help="do not write bench/results")
+    r.add_argument("--with-git", action="store_true",
+                   help="checkouts whose .git holds the parent's history (nothing after it); reports *-git.md")
     r.add_argument("--redo", nargs="*", default=[], help="with --run-dir: run these task ids again (their new "
                    "records supersede the old ones, which the report lists)")
     r.add_argument("--redo-reason", default="re-run on request", help="why (written into the new records)")

@@ -30,6 +30,7 @@ from temporalio.testing import ActivityEnvironment
 
 from durable_navigator.activities.models.offline import OfflineTurn, offline_decision
 from durable_navigator.activities.models.offline.config import OfflinePolicyConfig
+from durable_navigator.activities.pack import PACK_CONFIG
 from durable_navigator.activities.tools import CodeToolActivities
 from durable_navigator.navcore.tools import ToolRequest
 from durable_navigator.navtypes.flightplan import FlightPlan
@@ -62,6 +63,10 @@ def _override(model: Any, dotted: str, value: str) -> Any:
 
 
 POLICY = OfflinePolicyConfig()
+#: score the map re-rendered at the budget the pack's frame leaves (``--no-pack-frame``: the whole budget)
+PACK_FRAME = True
+#: run in checkouts whose ``.git`` holds the parent's history (``--with-git``)
+WITH_GIT = False
 ENGINE = EngineConfig()
 
 
@@ -91,6 +96,9 @@ def explore(engine: RepoMap, goal: str, budget: int) -> tuple[str, dict[str, Any
         assert d.updates is not None
         plan = plan.apply(d.updates)
         rendered = engine.render(plan)
+    if PACK_FRAME:
+        # what ``context.md`` holds: the pack re-renders the final plan's map at the tokens its frame leaves
+        rendered = engine.render(plan.model_copy(update={"token_budget": budget - PACK_CONFIG.frame_tokens(budget)}))
     return rendered.text, {"iterations": len(recent), "stop": stop, "tokens": rendered.metadata.tokens_used}
 
 
@@ -107,11 +115,41 @@ def _source(engine: RepoMap) -> Any:
     return get
 
 
+def oof_rankers(tasks_file: Path, trees: int = 50, seed: int = 7) -> dict[str, Any]:
+    """Per dev repository, the shipped ranker's recipe retrained without that repository's tasks
+    (``train_ranker.repo_folds``; the shipped calibration is out-of-fold already): dev figures of
+    the learned policy that are not in-sample while the shipped model is trained on dev."""
+    from train_ranker import fit, load_rows, repo_folds
+
+    from durable_navigator.repomap.chunkrank.features import FEATURES
+    from durable_navigator.repomap.chunkrank.model import ChunkRanker, load_ranker
+
+    base = load_ranker()
+    rows = load_rows(tasks_file, "dev", cached_only=True)
+    cols = [FEATURES.index(f) for f in base.features]
+    out: dict[str, Any] = {}
+    for held in repo_folds(rows):
+        gone = set(held)
+        booster = fit([r for i, r in enumerate(rows) if i not in gone], cols, seed, trees)
+        ranker = ChunkRanker(booster.model_to_string(), base.features, base.calibration, "oof", base.cost_power)
+        out.update({rows[i]["repo"]: ranker for i in held})
+    return out
+
+
+#: ``--oof``: repository -> the ranker that never saw it
+OOF: dict[str, Any] = {}
+
+
 def run(tasks: list[Task], budgets: tuple[int, ...]) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     by_repo: dict[Path, list[Task]] = defaultdict(list)
     for t in tasks:
-        by_repo[repo_dir(t)].append(t)
+        if WITH_GIT:
+            from corpus import materialize_with_git
+
+            by_repo[materialize_with_git(t)].append(t)
+        else:
+            by_repo[repo_dir(t)].append(t)
     done = 0
     for root, group in by_repo.items():
         engine = RepoMap.open(root, config=ENGINE, cache_dir=CACHE)
@@ -119,6 +157,10 @@ def run(tasks: list[Task], budgets: tuple[int, ...]) -> list[dict[str, Any]]:
         files = file_docs(engine.files, source)
         chunks = chunk_docs(engine.files, source, lambda p: [(s.start_line, s.end_line) for s in engine.symbols(p)])
         by_file, by_chunk = Retriever(files, source), Retriever(chunks, source)
+        if OOF:
+            from durable_navigator.repomap.chunkrank import model as chunk_model
+
+            chunk_model.load_ranker = lambda *_a, _r=OOF[group[0].repo], **_k: _r  # type: ignore[assignment]
         for task in group:
             for budget in budgets:
                 t0 = time.perf_counter()
@@ -171,8 +213,15 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--set", action="append", default=[], metavar="policy.X=V|engine.X.Y=V",
                     help="override an OfflinePolicyConfig / EngineConfig field for this run (experiments)")
+    ap.add_argument("--oof", action="store_true",
+                    help="rank each repository with a model retrained without it (the shipped one saw dev)")
+    ap.add_argument("--with-git", action="store_true", help="checkouts with the parent's history in .git")
+    ap.add_argument("--no-pack-frame", action="store_true",
+                    help="score the map at the whole budget (before the pack budget left room for the frame)")
     args = ap.parse_args()
-    global POLICY, ENGINE
+    global POLICY, ENGINE, PACK_FRAME, WITH_GIT
+    PACK_FRAME = not args.no_pack_frame
+    WITH_GIT = args.with_git
     for item in args.set:
         key, _, value = item.partition("=")
         scope, _, field = key.partition(".")
@@ -193,7 +242,10 @@ def main() -> None:
             if seen[t.repo] <= args.limit:
                 kept.append(t)
         tasks = kept
-    materialize(tasks)
+    if args.oof:
+        OOF.update(oof_rankers(args.tasks))
+    if not WITH_GIT:
+        materialize(tasks)
     records = run(tasks, tuple(args.budgets))
     result = {"summary": summary(records), "records": records}
     print(json.dumps(result["summary"], indent=1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,9 +47,26 @@ def engine_view(engine: "RepoMap", goal: str) -> EngineView:
 
 
 def repo_history(root: Path, git_dir: Path | None = None, rev: str = "HEAD") -> History | None:
-    """History of ``root`` (its ``.git``, or ``git_dir`` at ``rev``); None without a readable one."""
+    """History of ``root`` (its ``.git``, or ``git_dir`` at ``rev``); None without a readable one.
+
+    The revision is resolved to its commit first, so a long-running worker reads the log again
+    after new commits (``load_history`` keeps the last few by commit) and never serves a stale one.
+    A ``.git`` file (a worktree or submodule) points at its git dir; git follows it.
+    """
     if git_dir is None:
         git_dir = Path(root) / ".git"
         if not git_dir.exists():
             return None
-    return load_history(Path(git_dir), rev)
+    sha = _resolve(Path(git_dir), rev)
+    return load_history(Path(git_dir), sha) if sha else None
+
+
+def _resolve(git_dir: Path, rev: str) -> str | None:
+    """The commit ``rev`` names in ``git_dir`` (None: not a repository, no commit yet, no git)."""
+    try:
+        proc = subprocess.run(["git", f"--git-dir={git_dir}", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                              capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = proc.stdout.decode("ascii", "replace").strip()
+    return out if proc.returncode == 0 and out else None

@@ -128,8 +128,8 @@ def offline_decision(turn: OfflineTurn, cfg: OfflinePolicyConfig | None = None) 
 
 def _tool_round(turn: OfflineTurn, cfg: OfflinePolicyConfig) -> list[ToolCall]:
     """The first turn's code-tool calls (see ``offline.tools``), when the caller can run them."""
-    if not turn.tools_available or (turn.feedback and turn.feedback.strip()):
-        return []
+    if not turn.tools_available or (turn.feedback and turn.feedback.strip()) or cfg.learned.enabled:
+        return []  # the learned allocation ranks every chunk itself: no tool round to seed it
     goal = turn.goal or turn.flight_plan.goal or ""
     return tool_round(goal, turn.flight_plan, turn.iteration, turn.max_iterations, turn.recent_decisions, cfg.tools)
 

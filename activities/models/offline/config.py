@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from durable_navigator.activities.models.offline.learned import LearnedConfig
 from durable_navigator.activities.models.offline.symbols import ScoredSymbol, SymbolScoreConfig
 from durable_navigator.activities.models.offline.terms import META_FILE_NAMES, NOISE_AREAS, TEST_FILE_NAMES, mentioned_noise, wants_tests
 from durable_navigator.activities.models.offline.tools import OfflineToolConfig
@@ -102,6 +103,9 @@ class OfflinePolicyConfig(BaseModel):
     symbols: SymbolScoreConfig = SymbolScoreConfig()
     #: the first turn's code-tool round and the focus its results give the survey
     tools: OfflineToolConfig = OfflineToolConfig()
+    #: the learned chunk ranker's allocation (``learned``); when enabled it decides the levels and
+    #: expansions, and the hand-tuned rules below only serve when it is disabled
+    learned: LearnedConfig = LearnedConfig()
     #: engine signals that say nothing about the goal's words (for the "no lexical match" note)
     structural_signals: tuple[str, ...] = ("pagerank", "focus")
 

@@ -39,10 +39,11 @@ from durable_navigator.activities.models.offline.config import (
     why,
 )
 from durable_navigator.activities.models.offline.diff import diff_allocation, fill_move, finalize_summary
+from durable_navigator.activities.models.offline.learned import learned_choice
 from durable_navigator.activities.models.offline.symbols import ScoredSymbol, score_symbols
 from durable_navigator.activities.models.offline.terms import goal_terms
 from durable_navigator.activities.models.offline.tools import hint_update, parse_tool_results
-from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, Level, VerbosityRule
+from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
 
 __all__ = ["survey", "allocate", "base_plan", "plan_turn", "ranked_for"]
 
@@ -90,6 +91,14 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
     focus = [FocusPath(glob=f"{d}/**", weight=cfg.dir_focus_weight) for d in focus_dirs]
     if focus_dirs:
         notes.append("zoom in on " + ", ".join(f"{d}/ ({dirs[d] / total:.0%} of top-file score)" for d in focus_dirs))
+    if cfg.learned.enabled:
+        alloc = learned_allocation(engine, draft, goal, cfg, estimate_for_survey())
+        notes += alloc.notes
+        full = [FocusPath(glob=p, weight=cfg.file_focus_weight) for p, lv in alloc.levels.items() if lv == Level.FULL]
+        update = FlightPlanUpdate(goal=goal, add_exclude=noise, add_focus_paths=focus + full,
+                                  set_rules=[VerbosityRule(glob=p, level=lv) for p, lv in alloc.levels.items()],
+                                  add_focus_symbols=_expand_focus(alloc, cfg))
+        return PolicyOutcome(False, "survey: " + "; ".join(notes), update)
     rules, cost, cap = [], 0, plan.token_budget * cfg.explicit_share
     for i, r in enumerate(top):
         level = Level.DOCS if i < 3 and r.level_tokens[3] <= cfg.docs_level_share * plan.token_budget else Level.OUTLINE
@@ -111,6 +120,32 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
         # right after the goal terms: the log keeps the head of a long reasoning
         notes.insert(1, "from the tools: " + ("; ".join(tool_notes) if tool_notes else "nothing usable"))
     return PolicyOutcome(False, "survey: " + "; ".join(notes), update)
+
+
+def estimate_for_survey() -> Any:
+    """The policy's token estimate (the fast counter the allocate step uses too)."""
+    from durable_navigator.repomap.tokens import estimate_tokens
+
+    return estimate_tokens
+
+
+def learned_allocation(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig, estimate: Any) -> Allocation:
+    """The learned ranker's allocation (:mod:`.learned`) as an :class:`Allocation`.
+
+    Zoomed-out files are never shown; files a human focused through feedback weigh more.
+    """
+    human = [f.glob for f in plan.focus_paths if f.weight == cfg.feedback_weight]
+    choice = learned_choice(
+        engine, plan, goal, cfg.learned, estimate,
+        excluded=lambda p: any(glob_matches(g, p) for g in plan.exclude),
+        focused=lambda p: any(glob_matches(g, p) for g in human),
+    )
+    what = f"learned ranker: {len(choice.expand)} expansions, {sum(1 for v in choice.levels.values() if v == Level.FULL)} files in full, {choice.cost} tokens planned"
+    return Allocation(levels=choice.levels, expand=choice.expand, cost=choice.cost, notes=[what, *choice.notes])
+
+
+def _expand_focus(alloc: Allocation, cfg: OfflinePolicyConfig) -> list[FocusSymbol]:
+    return [FocusSymbol(symbol=s.symbol_id, weight=cfg.symbol_focus_weight, expand=True) for s in alloc.expand]
 
 
 def _pick_full_files(ranked: list[Any], budget: int, cfg: OfflinePolicyConfig, alloc: Allocation, cap: float) -> None:
@@ -203,6 +238,8 @@ def base_plan(plan: FlightPlan, cfg: OfflinePolicyConfig) -> FlightPlan:
 def allocate(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig, estimate: Any) -> tuple[Allocation, list[Any]]:
     """Plan levels, expansions and neighbour focus for the current ranking."""
     ranked = ranked_for(engine, base_plan(plan, cfg))
+    if cfg.learned.enabled:
+        return learned_allocation(engine, base_plan(plan, cfg), goal, cfg, estimate), ranked
     by_path = {r.path: r for r in ranked}
     budget = plan.token_budget
     cap = budget * cfg.explicit_share
@@ -304,6 +341,9 @@ def plan_turn(engine: Any, call: OfflineTurn, cfg: OfflinePolicyConfig, estimate
     if call.iteration >= call.max_iterations:
         return PolicyOutcome(True, f"finalize: iteration cap {call.max_iterations} reached", summary=finalize_summary(plan, meta))
     if update.is_empty():
+        if cfg.learned.enabled:
+            reason = f"finalize: the learned allocation is in place; the map uses {usage:.0%} of the budget"
+            return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))
         if meta is None or (usage >= cfg.finalize_budget_use and not cfg.fill_reclaims_auto):
             reason = f"finalize: ranking stable (allocation unchanged) and the map uses {usage:.0%} of the budget"
             return PolicyOutcome(True, reason, summary=finalize_summary(plan, meta))

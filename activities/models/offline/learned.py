@@ -1,0 +1,272 @@
+"""The learned allocation: what the map shows for a goal, chosen by the chunk ranker (issue 28).
+
+``repomap.chunkrank`` scores the repository's candidate chunks for the goal (a
+LightGBM ranker over lexical, structural, size, goal-form and git-history
+features, shipped as a versioned file in the package) and calibrates each score
+into the expected share of the goal's changed lines the chunk holds in full and
+on its first line. Here those chunks become what the map can show:
+
+* a definition -> its symbol expanded (shown in full inside its file's view);
+* lines outside every definition -> the file's module-level code (``path::``);
+* lines inside a definition the chunker split (a class body between its methods, a
+  window of a long function) -> that definition;
+* a file without symbols -> the file in full (L4);
+
+plus two options per file: the whole file in full (L4), when that is denser than
+its parts, and its outline (L2: every signature line, what a chunk's first line
+is worth). A lazy greedy knapsack takes the option with the most expected lines
+per token (``value / cost ** p``, ``p`` shipped with the model) while it fits
+``LearnedConfig.share`` of the budget; the engine's own levels fill the rest.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from durable_navigator.activities.models.offline.symbols import ScoredSymbol
+from durable_navigator.activities.pack import PACK_CONFIG
+from durable_navigator.navtypes.flightplan import FlightPlan, Level
+from durable_navigator.repomap.tokens import count_tokens as count
+
+__all__ = ["LearnedConfig", "Choice", "learned_choice", "plan_tokens"]
+
+
+class LearnedConfig(BaseModel):
+    """How the learned allocation spends the budget (chosen on the dev split)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    #: the learned ranker decides what the map shows (False: the hand-tuned rules of ``policy``).
+    #: Off by default: on the dev split at 8k, with a ranker that never saw the repository
+    #: (``bench/quality_tune.py --oof``), it shows 0.651 of the changed lines against the hand
+    #: rules' 0.727 (``bench/RANKER.md``, "In the navigator")
+    enabled: bool = False
+    #: share of the map's budget the allocation spends (the map's budget: what the pack's frame
+    #: leaves of the user's, ``activities.pack``); the header and the engine's auto levels (path
+    #: lines) take the rest. A file's expansions show all or none (``repomap.render``), so a plan
+    #: over the map's budget loses whole files: costs are exact and the share leaves a margin
+    share: float = Field(0.9, gt=0, le=1)
+    #: offer each file's outline (L2) as an option
+    outlines: bool = True
+    #: value multiplier of chunks in paths a human focused through feedback (at least the value of
+    #: the goal's best chunk: a human's pointer outweighs what the model expects)
+    feedback_boost: float = 3.0
+    #: the first thing shown of a file is worth this much more, times the file's best chunk value: a
+    #: context that shows some of each likely file (the gold-file hit) beats one that shows more of one
+    presence_bonus: float = 1.0
+    #: each further expansion in a file is worth this share of the one before: the chunks of one
+    #: file are right or wrong together (when the file is not the one to change, none of them
+    #: is), so the model's independent per-chunk values overrate the fifth chunk of the top file
+    file_decay: float = Field(0.6, gt=0, le=1)
+    #: tokens an expanded symbol's outline line(s) cost beside its body (estimate)
+    line_cost: int = 10
+    #: the decision log names at most this many of the choices (the map shows them all)
+    max_notes: int = 12
+
+
+@dataclass
+class _Option:
+    """One thing the map can show: ``kind`` expand (a symbol or ``path::``), full (L4) or outline (L2)."""
+
+    kind: str
+    path: str
+    value: float
+    cost: int
+    lines: tuple[int, int] = (0, 0)
+    sym: Any = None
+    chunks: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Choice:
+    """The learned allocation: per-file levels, expansions, tokens spent, notes."""
+
+    levels: dict[str, Level]
+    expand: list[ScoredSymbol]
+    cost: int
+    notes: list[str]
+
+
+def _engine_inputs(engine: Any, goal: str) -> tuple[Any, Any, Any]:
+    """Candidate chunks with features, and the model's (score, full value, signature value)."""
+    from durable_navigator.repomap.chunkrank.features import chunk_features
+    from durable_navigator.repomap.chunkrank.fromengine import engine_view, repo_chunks, repo_history
+    from durable_navigator.repomap.chunkrank.model import load_ranker
+
+    ranker = load_ranker()
+    cf = chunk_features(repo_chunks(engine), goal, engine_view(engine, goal), repo_history(engine.root))
+    return cf, ranker, ranker.values(cf.X)
+
+
+def _containing(syms: list[Any], a: int, b: int, name: str) -> Any:
+    """The definition a chunk shows: the one it starts (by name), else the innermost one holding it."""
+    if name:
+        for s in syms:
+            if s.start_line == a and s.name == name:
+                return s
+    best = None
+    for s in syms:
+        if s.start_line <= a and b <= s.end_line and (best is None or s.end_line - s.start_line < best.end_line - best.start_line):
+            best = s
+    return best
+
+
+def _options(engine: Any, plan: FlightPlan, cf: Any, full: Any, sig: Any, ranked: dict[str, Any],
+             cfg: LearnedConfig, estimate: Any, boost: Any) -> tuple[dict[str, _Option], dict[str, dict[str, _Option]]]:
+    """Expand options (by symbol id) and per-file full/outline options."""
+    expand: dict[str, _Option] = {}
+    per_file: dict[str, dict[str, _Option]] = {}
+    syms_of: dict[str, list[Any]] = {}
+    for i, span in enumerate(cf.spans):
+        r = ranked.get(span.path)
+        if r is None:
+            continue  # excluded
+        fv, sv = boost(span.path, float(full[i])), boost(span.path, float(sig[i]))
+        if span.path not in syms_of:
+            syms_of[span.path] = engine.symbols(span.path)
+        syms = syms_of[span.path]
+        f = per_file.setdefault(span.path, {"full": _Option("full", span.path, 0.0, r.level_tokens[Level.FULL])})
+        f["full"].value += fv
+        if syms and r.level_tokens[Level.OUTLINE] > r.level_tokens[Level.PATH]:
+            o = f.setdefault("outline", _Option("outline", span.path, 0.0, r.level_tokens[Level.OUTLINE]))
+            o.value += sv if span.name else 0.0
+        if not syms:
+            continue  # a file without symbols shows in full or not at all
+        s = _containing(syms, span.start, span.end, span.name)
+        key = s.id if s is not None else f"{span.path}::"
+        if key not in expand:
+            if s is not None:
+                text = engine.read_lines(span.path, s.start_line, s.end_line)
+                expand[key] = _Option("expand", span.path, 0.0, count(text) + count(s.signature) + cfg.line_cost,
+                                      (s.start_line, s.end_line), s)
+            else:
+                runs = engine.module_ranges(span.path)
+                lines = engine.read_lines(span.path, 1, runs[-1][1]).split("\n") if runs else []
+                text = "\n".join("\n".join(lines[a - 1:b]) for a, b in runs)
+                expand[key] = _Option("expand", span.path, 0.0, count(text) + 6 * len(runs), (0, 0), None)
+        expand[key].value += fv
+        expand[key].chunks.append(i)
+    return expand, per_file
+
+
+class _State:
+    """What the greedy has chosen so far, per file."""
+
+    def __init__(self, ranked: dict[str, Any], best: dict[str, float], bonus: float, decay: float) -> None:
+        self.ranked = ranked
+        self.decay = decay
+        self.best = best
+        self.bonus = bonus
+        self.level: dict[str, Level] = {}
+        self.expanded: dict[str, list[_Option]] = {}
+        self.spent: dict[str, int] = {}
+        self.gained: dict[str, float] = {}
+
+    def marginal(self, o: _Option, per_file: dict[str, dict[str, _Option]]) -> tuple[float, int] | None:
+        """(value, cost) of taking ``o`` now; None when it adds nothing any more."""
+        lv = self.level.get(o.path)
+        head = self.ranked[o.path].level_tokens[Level.PATH]
+        first = self.bonus * self.best.get(o.path, 0.0) if lv is None else 0.0
+        if o.kind == "expand":
+            shown = self.expanded.get(o.path, ())
+            if lv == Level.FULL or any(_overlap(o, e) for e in shown):
+                return None
+            return o.value * self.decay ** len(shown) + first, o.cost + (head if lv is None else 0)
+        if o.kind == "outline":
+            if lv is not None and lv >= Level.OUTLINE:
+                return None
+            return o.value + first, max(o.cost - (head if lv is not None else 0), 1)
+        if lv == Level.FULL:
+            return None
+        return max(o.value + first - self.gained.get(o.path, 0.0), 0.0), max(o.cost - self.spent.get(o.path, 0), 1)
+
+    def take(self, o: _Option, value: float, cost: int) -> None:
+        p = o.path
+        if p not in self.level:
+            value -= self.bonus * self.best.get(p, 0.0)  # ``gained`` counts expected lines, not the bonus
+        self.spent[p] = self.spent.get(p, 0) + cost
+        self.gained[p] = self.gained.get(p, 0.0) + value
+        if o.kind == "expand":
+            self.expanded.setdefault(p, []).append(o)
+            self.level.setdefault(p, Level.PATH)
+        else:
+            self.level[p] = Level.FULL if o.kind == "full" else Level.OUTLINE
+
+
+def _overlap(a: _Option, b: _Option) -> bool:
+    if a.sym is None or b.sym is None:
+        return a.sym is None and b.sym is None  # one module-code option per file
+    return a.lines[0] <= b.lines[1] and b.lines[0] <= a.lines[1]
+
+
+def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig, estimate: Any,
+                   excluded: Any, focused: Any) -> Choice:
+    """The learned allocation of :func:`plan_tokens` of the plan's budget for ``goal``.
+
+    ``excluded(path)`` says a file is zoomed out (never shown); ``focused(path)`` that a human
+    asked for it (its chunks' values are multiplied by ``feedback_boost``).
+    """
+    cf, ranker, (_scores, full, sig) = _engine_inputs(engine, goal)
+    ranked = {r.path: r for r in engine.rank(plan) if not excluded(r.path)}
+    top = float(full.max()) if len(full) else 0.0
+    boost = (lambda p, v: max(v * cfg.feedback_boost, top) if focused(p) else v)
+    expand, per_file = _options(engine, plan, cf, full, sig, ranked, cfg, estimate, boost)
+    options = list(expand.values()) + [o for f in per_file.values() for k, o in f.items()
+                                       if k == "full" or cfg.outlines]
+    power = ranker.cost_power
+    best: dict[str, float] = {}
+    for i, span in enumerate(cf.spans):
+        if span.path in ranked:
+            best[span.path] = max(best.get(span.path, 0.0), boost(span.path, float(full[i])))
+    state = _State(ranked, best, cfg.presence_bonus, cfg.file_decay)
+    left = plan_tokens(plan.token_budget, cfg)
+    heap = [(-o.value / max(o.cost, 1) ** power, i) for i, o in enumerate(options) if o.value > 0]
+    heapq.heapify(heap)
+    taken: list[tuple[_Option, float, int]] = []
+    while heap:
+        key, i = heapq.heappop(heap)
+        got = state.marginal(options[i], per_file)
+        if got is None or got[0] <= 0:
+            continue
+        value, cost = got
+        now = -value / max(cost, 1) ** power
+        if heap and now > heap[0][0] + 1e-12:
+            heapq.heappush(heap, (now, i))  # worth less than when queued: re-queue at its real place
+            continue
+        if cost > left:
+            continue
+        left -= cost
+        state.take(options[i], value, cost)
+        taken.append((options[i], value, cost))
+    return _choice(state, taken, plan_tokens(plan.token_budget, cfg) - left, cfg)
+
+
+def plan_tokens(budget: int, cfg: LearnedConfig) -> int:
+    """Tokens the allocation may spend of a ``--tokens`` budget: its share of what the frame leaves."""
+    return int((budget - PACK_CONFIG.frame_tokens(budget)) * cfg.share)
+
+
+def _choice(state: _State, taken: list[tuple[_Option, float, int]], spent: int, cfg: LearnedConfig) -> Choice:
+    expand: list[ScoredSymbol] = []
+    notes: list[str] = []
+    for o, value, cost in taken:
+        if o.kind == "expand" and state.level.get(o.path) != Level.FULL:
+            s = o.sym
+            sid = s.id if s is not None else f"{o.path}::"
+            expand.append(ScoredSymbol(symbol_id=sid, name=s.name if s else "", kind=s.kind if s else "module",
+                                       path=o.path, start_line=o.lines[0], end_line=o.lines[1],
+                                       score=round(value, 6), matched=(), tokens=cost))
+            what = sid if s is not None else f"the module-level code of {o.path}"
+        elif o.kind == "full" and state.level.get(o.path) == Level.FULL:
+            what = f"{o.path} in full (L4)"
+        elif o.kind == "outline" and state.level.get(o.path) == Level.OUTLINE:
+            what = f"{o.path} outlined (L2)"
+        else:
+            continue
+        if len(notes) < cfg.max_notes:
+            notes.append(f"{what}: {value:.2f} of the goal's lines expected, {cost} tokens")
+    return Choice(levels=dict(state.level), expand=expand, cost=spent, notes=notes)

@@ -1,0 +1,106 @@
+"""The learned allocation (the chunk ranker decides what the map shows) against the real engine and model."""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from durable_navigator import repomap
+from durable_navigator.activities.models.offline import OfflineTurn, offline_decision
+from durable_navigator.activities.models.offline.config import OfflinePolicyConfig
+from durable_navigator.activities.models.offline.learned import LearnedConfig, learned_choice, plan_tokens
+from durable_navigator.navtypes.flightplan import FlightPlan, Level
+from durable_navigator.repomap.chunkrank.fromengine import repo_history
+from durable_navigator.repomap.tokens import estimate_tokens
+from tests.activities.models.test_offline import FILES, GOAL
+
+CFG = OfflinePolicyConfig(learned=LearnedConfig(enabled=True))
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("learned-repo")
+    for rel, text in FILES.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+    return repomap.RepoMap.open(root, cache_dir=tmp_path_factory.mktemp("cache"))
+
+
+def _turn(engine, plan: FlightPlan, iteration: int, meta=None) -> OfflineTurn:
+    return OfflineTurn(goal=GOAL, flight_plan=plan, iteration=iteration, max_iterations=8, engine=engine,
+                       map_metadata=meta, tools_available=True)
+
+
+def _shown(plan: FlightPlan) -> set[str]:
+    return {r.glob for r in plan.rules if r.level >= Level.PATH} | {f.symbol.split("::")[0] for f in plan.focus_symbols}
+
+
+def test_the_learned_survey_shows_the_ledger_and_the_next_turn_finalizes(engine) -> None:
+    plan = FlightPlan(token_budget=2000)
+    first = offline_decision(_turn(engine, plan, 1, engine.render(plan).metadata), CFG)
+    # no tool round: the ranker reads every chunk itself, so the first turn is the survey
+    assert first.action == "update_flight_plan"
+    assert "learned ranker" in first.reasoning and "tests/**" in first.updates.add_exclude
+    plan = plan.apply(first.updates)
+    levels = {r.glob: r.level for r in plan.rules}
+    expanded = {f.symbol for f in plan.focus_symbols if f.expand}
+    assert levels.get("src/shop/budget/ledger.py") == Level.FULL or any(
+        s.startswith("src/shop/budget/ledger.py::") for s in expanded), (levels, expanded)
+    assert not any(g.startswith("tests/") for g in _shown(plan))
+    rendered = engine.render(plan)
+    assert rendered.metadata.tokens_used <= 2000
+    second = offline_decision(_turn(engine, plan, 2, rendered.metadata), CFG)
+    assert second.action == "finalize_context" and "learned allocation is in place" in second.reasoning
+
+
+@pytest.mark.parametrize("budget", [64, 300, 2000, 32768])
+def test_the_allocation_spends_at_most_its_share_of_the_budget(engine, budget: int) -> None:
+    plan = FlightPlan(token_budget=budget, goal=GOAL)
+    cfg = LearnedConfig(enabled=True)
+    choice = learned_choice(engine, plan, GOAL, cfg, estimate_tokens, excluded=lambda p: False, focused=lambda p: False)
+    assert choice.cost <= plan_tokens(budget, cfg) < budget
+    assert all(lv in (Level.PATH, Level.OUTLINE, Level.FULL) for lv in choice.levels.values())
+    # an expansion never sits in a file shown in full (the file shows it already)
+    assert not any(choice.levels.get(s.path) == Level.FULL for s in choice.expand)
+
+
+def test_excluded_files_are_never_chosen_and_feedback_focus_weighs_more(engine) -> None:
+    plan = FlightPlan(token_budget=400, goal=GOAL)
+    out = "src/shop/budget/ledger.py"
+    choice = learned_choice(engine, plan, GOAL, LearnedConfig(), estimate_tokens,
+                            excluded=lambda p: p == out, focused=lambda p: False)
+    assert out not in choice.levels and not any(s.path == out for s in choice.expand)
+    plan = FlightPlan(token_budget=200, goal=GOAL)  # room for the cart, not for the receipt too
+    plain = learned_choice(engine, plan, "price of the cart items", LearnedConfig(outlines=False), estimate_tokens,
+                           excluded=lambda p: False, focused=lambda p: False)
+    focused = learned_choice(engine, plan, "price of the cart items", LearnedConfig(outlines=False), estimate_tokens,
+                             excluded=lambda p: False, focused=lambda p: p == "src/shop/render.py")
+    assert "src/shop/render.py" not in plain.levels
+    assert "src/shop/render.py" in focused.levels
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), "-c", "user.email=t@t", "-c", "user.name=t", *args], check=True,
+                   capture_output=True)
+
+
+def test_history_is_read_again_after_a_new_commit(tmp_path: Path) -> None:
+    """A long-running worker must not keep serving the log of an older HEAD."""
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "commit", "-qm", "add the ledger")
+    assert repo_history(tmp_path).n == 1
+    (tmp_path / "a.py").write_text("x = 2\n")
+    _git(tmp_path, "commit", "-qam", "fix double counting in the ledger")
+    assert repo_history(tmp_path).n == 2
+
+
+def test_no_history_without_a_commit_or_a_git_dir(tmp_path: Path) -> None:
+    assert repo_history(tmp_path) is None
+    _git(tmp_path, "init", "-q")
+    assert repo_history(tmp_path) is None
