@@ -234,6 +234,6 @@ async def test_no_worker_answering_is_not_a_refusal(client: Client, task_queue: 
            "NAVIGATOR_CONFIG": str(tmp_path / "navigator.yaml")}
     result = await ainvoke(["explore", str(FIXTURE_REPO), "goal", "--model", GEMINI, "--detach", "--json"], env)
     assert result.exit_code == 0, result.stderr
-    assert f"no worker on task queue '{task_queue}' answered the model check within 5s" in result.stderr
+    assert f"no worker on task queue '{task_queue}' answered the model check (no worker took it within 5s)" in result.stderr
     wid = json.loads(result.stdout)["workflow_id"]
     await client.get_workflow_handle(wid).terminate("test done")
