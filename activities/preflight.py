@@ -11,6 +11,7 @@ credential: problems are one line, with known secret values masked.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -150,7 +151,10 @@ class PreflightActivities:
     @activity.defn(name=ACTIVITY_CHECK_MODEL)
     async def check_model(self, inp: ModelCheckInput) -> ModelCheckResult:
         """Can this worker serve each of ``inp.models``? (no network call, no spend)."""
-        verdicts = check_models(list(inp.models), registry=self.registry, pricer=self.pricer)
+        # off the worker's event loop: a first check imports the provider's SDK (seconds under load),
+        # which would stall the worker's pollers and the heartbeats of its other activities
+        verdicts = await asyncio.to_thread(check_models, list(inp.models), registry=self.registry,
+                                           pricer=self.pricer)
         return ModelCheckResult(verdicts=verdicts, worker=_identity())
 
     def all(self) -> list[Callable[..., Any]]:

@@ -30,6 +30,9 @@ fresh machine with network rebuilds every checkout from the task file alone.
 Checkouts (``git archive`` of the parent) go outside the repository, to
 ``<data>/repos/<name>@<parent12>``; ``<data>`` is ``$BENCH_DATA`` or
 ``/work/bench-data``.
+
+This file mines and unpacks; the sets' repositories, selection rules and ``Task`` are in
+``taskset_spec.py``, the goal redaction in ``taskset_goal.py`` (both re-exported here).
 """
 
 from __future__ import annotations
@@ -44,157 +47,32 @@ import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, model_validator
+# the sets' definitions and the goal redaction live beside this file; every bench script imports
+# them from here (``from taskset import Task, redact_goal, ...``), as before they moved
+from taskset_goal import redact_goal
+from taskset_spec import (
+    HELD_OUT,
+    LANGUAGES,
+    OFFLINE_REPOS,
+    QUALITY_REPOS,
+    QUALITY_SELECTION,
+    RepoSpec,
+    SelectionConfig,
+    Task,
+    _is_source,
+    _language_of,
+)
 
 __all__ = [
-    "Task", "RepoSpec", "SelectionConfig", "QUALITY_REPOS", "OFFLINE_REPOS", "HELD_OUT", "LANGUAGES",
-    "build_tasks", "materialize", "repo_dir", "load_tasks", "redact_goal", "git_dir_for",
+    "Task", "RepoSpec", "SelectionConfig", "QUALITY_REPOS", "QUALITY_SELECTION", "OFFLINE_REPOS", "HELD_OUT",
+    "LANGUAGES", "build_tasks", "materialize", "repo_dir", "load_tasks", "redact_goal", "git_dir_for",
+    "MIRROR_ROOT", "DATA_ROOT", "REPOS_ROOT", "CLONES_ROOT",
 ]
 
 MIRROR_ROOT = Path("/work/.mirror")
 DATA_ROOT = Path(os.environ.get("BENCH_DATA", "/work/bench-data"))
 REPOS_ROOT = DATA_ROOT / "repos"
 CLONES_ROOT = DATA_ROOT / "clones"
-#: projects kept for independent evaluation: never mined
-HELD_OUT = ("requests", "flask", "click", "httpx", "pytest", "sympy")
-
-#: language -> source file suffixes (what the engine indexes for that language)
-LANGUAGES: dict[str, tuple[str, ...]] = {
-    "python": (".py",),
-    "go": (".go",),
-    "rust": (".rs",),
-    "javascript": (".js", ".mjs", ".cjs", ".jsx"),
-    "typescript": (".ts", ".mts", ".cts", ".tsx"),
-    "ruby": (".rb",),
-    # the training corpus' extra languages (``bench/corpus.py``); the engine parses them with
-    # tree-sitter. ``.h`` belongs to whichever of c/cpp a repository declares first.
-    "java": (".java",),
-    "c": (".c", ".h"),
-    "cpp": (".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".h"),
-}
-
-
-@dataclass(frozen=True)
-class RepoSpec:
-    """One mined repository: GitHub name, the language(s) whose files count as source, its split."""
-
-    repo: str
-    languages: tuple[str, ...]
-    split: str = ""
-
-    @property
-    def mirror(self) -> str:
-        """The ``fetch`` mirror folder name (``owner+name``)."""
-        return self.repo.replace("/", "+")
-
-
-#: the offline policy's original set (all of it is in the quality set's dev split too)
-OFFLINE_REPOS: tuple[RepoSpec, ...] = tuple(
-    RepoSpec(r, ("python",)) for r in (
-        "pallets/itsdangerous", "encode/starlette", "hynek/structlog", "aio-libs/yarl",
-        "python-attrs/attrs", "tiangolo/typer",
-    )
-)
-
-#: the quality set. The split is fixed here once, by repository: the six
-#: repositories the offline policy was written against are all in ``dev``; every
-#: ``test`` repository is new to the project. Both splits hold non-Python code.
-QUALITY_REPOS: tuple[RepoSpec, ...] = (
-    *(RepoSpec(s.repo, s.languages, "dev") for s in OFFLINE_REPOS),
-    RepoSpec("spf13/cobra", ("go",), "dev"),
-    RepoSpec("BurntSushi/ripgrep", ("rust",), "dev"),
-    RepoSpec("koajs/koa", ("javascript",), "dev"),
-    RepoSpec("rack/rack", ("ruby",), "dev"),
-    RepoSpec("marshmallow-code/marshmallow", ("python",), "test"),
-    RepoSpec("arrow-py/arrow", ("python",), "test"),
-    RepoSpec("pallets/jinja", ("python",), "test"),
-    RepoSpec("encode/uvicorn", ("python",), "test"),
-    RepoSpec("go-chi/chi", ("go",), "test"),
-    RepoSpec("tokio-rs/bytes", ("rust",), "test"),
-    RepoSpec("expressjs/express", ("javascript",), "test"),
-    RepoSpec("sindresorhus/ky", ("typescript",), "test"),
-    RepoSpec("sinatra/sinatra", ("ruby",), "test"),
-)
-
-
-class SelectionConfig(BaseModel):
-    """Which commits become tasks."""
-
-    model_config = ConfigDict(frozen=True)
-
-    max_source_files: int = 4
-    min_goal_words: int = 6
-    #: refactors that rewrite hundreds of lines are not "find the place" tasks
-    max_changed_lines: int = 150
-    per_repo: int = 12
-    #: redact module names given as ``a::b`` / ``a/b`` import paths and ``scope:`` subject
-    #: prefixes; off for the offline set, whose goals were mined before these rules existed
-    extended_redaction: bool = False
-    #: longer goals are cut at a sentence or line end (squash-merged PR descriptions); 0 = keep all
-    max_goal_chars: int = 0
-    #: a regex of further bookkeeping removed from goals (the corpus' Gerrit/node trailers);
-    #: empty for the offline and quality sets, which rebuild byte-identically without it
-    extra_trailers: str = ""
-    non_source_dirs: tuple[str, ...] = (
-        "tests", "test", "testing", "docs", "doc", "examples", "docs_src",
-        "benchmarks", "bench", "typing_tests", "scripts", "tools", ".github",
-    )
-    #: extra directories that never hold product source in the non-Python repositories
-    extra_non_source_dirs: tuple[str, ...] = ()
-    boring_subject: str = (
-        r"^(bump|release|prepare|merge|revert|pre-commit|\[pre-commit|update changelog|"
-        r"black|reformat|run black|apply black|lint|ruff|isort|typo|fix typo|version|changelog)"
-    )
-
-
-#: the quality set's selection: the offline rules plus other languages' conventions
-QUALITY_SELECTION = SelectionConfig(
-    per_repo=18,
-    extended_redaction=True,
-    max_goal_chars=1200,
-    extra_non_source_dirs=(
-        "spec", "specs", "benches", "example", "fixtures", "fixture", "vendor", "third_party",
-        "node_modules", "dist", "build", "coverage", "testdata", "__tests__", "test-d", "ci", "testsuite",
-    ),
-    boring_subject=(
-        SelectionConfig().boring_subject[:-1]
-        + r"|chore|build\(deps|deps|docs?[:(]|style[:(]|ci[:(]|tests?[:(]|bench[:(]|v?\d+\.\d+(\.\d+)?\b"
-        r"|rustfmt|cargo fmt|clippy|gofmt|go fmt|prettier|eslint|xo\b|rubocop|formatting"
-        r"|update (the )?dependencies|upgrade|meta\b|cleanup|clean up|minor"
-        # spelling fixes are not "find the place" tasks, wherever the word sits in the subject
-        r"|.*\btypos?\b|.*misspel|.*\bspelling\b|.*\bgrammar\b)"
-    ),
-)
-
-
-class Task(BaseModel):
-    """One benchmark task: a goal and where the answer lives."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    #: mirror folder name ``owner+name`` (kept for the offline set's readers)
-    mirror: str
-    commit: str
-    parent: str
-    goal: str
-    gold_files: list[str]
-    #: path -> sorted pre-change line numbers (1-based) in ``parent``
-    gold_lines: dict[str, list[int]]
-    #: path -> number of those lines that are insertion anchors, not changed lines
-    gold_anchor_lines: dict[str, int] = {}
-    #: GitHub ``owner/name`` (derived from ``mirror`` when absent)
-    repo: str = ""
-    #: language of the gold files (the majority one if they mix)
-    language: str = "python"
-    #: ``dev`` or ``test`` for the quality set, ``train`` too in the corpus (``corpus.py``); empty for the offline set
-    split: str = ""
-
-    @model_validator(mode="after")
-    def _repo_from_mirror(self) -> Task:
-        if not self.repo:
-            self.repo = self.mirror.replace("+", "/", 1)
-        return self
 
 
 # ---------------------------------------------------------------- git access
@@ -218,40 +96,6 @@ def git_dir_for(repo: str, clone: bool = True) -> Path:
 def _git(repo: str, *args: str) -> str:
     out = subprocess.run(["git", f"--git-dir={git_dir_for(repo)}", *args], capture_output=True, check=True)
     return out.stdout.decode("utf-8", errors="replace")
-
-
-# ---------------------------------------------------------------- selection
-def _language_of(path: str, spec: RepoSpec) -> str | None:
-    lower = path.lower()
-    for lang in spec.languages:
-        if lower.endswith(LANGUAGES[lang]):
-            return lang
-    return None
-
-
-def _is_source(path: str, spec: RepoSpec, cfg: SelectionConfig) -> bool:
-    lang = _language_of(path, spec)
-    if lang is None:
-        return False
-    parts = path.split("/")
-    name = parts[-1]
-    dirs = set(cfg.non_source_dirs) | set(cfg.extra_non_source_dirs)
-    if any(p in dirs for p in parts[:-1]):
-        return False
-    if lang == "python":
-        return not (name.startswith("test_") or name.endswith("_test.py") or name in {
-            "tests.py", "test.py", "conftest.py", "setup.py", "noxfile.py", "conf.py",
-        })
-    stem = name.rsplit(".", 1)[0]
-    if stem.endswith(("_test", "_spec", ".test", ".spec", "-test", "-spec", ".bench", ".test-d")) or stem in {"test", "tests"}:
-        return False
-    if name.endswith((".min.js", ".d.ts")) or name in {"Rakefile", "Gemfile", "build.rs"}:
-        return False
-    if lang == "java" and stem.endswith(("Test", "Tests", "IT", "TestCase", "Benchmark")):
-        return False
-    if lang in ("c", "cpp") and (stem.startswith("test_") or stem.endswith(("_unittest", "_tests", "_bench"))):
-        return False
-    return True
 
 
 @dataclass
@@ -279,112 +123,6 @@ def _commits(repo: str, rev: str = "HEAD") -> list[_Commit]:
                 changes.append((bits[0][0], bits[1]))
         commits.append(_Commit(shas[0], shas[1:], date, message, changes))
     return commits
-
-
-# ---------------------------------------------------------------- goal redaction
-_TRAILER = re.compile(
-    r"^((co-authored-by|signed-off-by|reviewed-by):.*|(closes|fixes|fix|refs?) #\d+.*|.*pre-commit\.ci.*|-{3,})$",
-    re.I | re.M,
-)
-_PR_REF = re.compile(r"\(?(gh-|#)\d+\)?|https?://\S+")
-#: bookkeeping some histories carry (rack's darcs import, jinja's hg/svn import, autosquash
-#: leftovers); extended redaction only
-_BOOKKEEPING = re.compile(
-    r"darcs-hash:\S+|git-svn-id:\s*\S+(\s+[0-9a-f-]{36})?|--HG--\s*branch\s*:\s*\S+|^\[svn\]\s*|\bfixup!"
-    # Google's export tooling (guice, gson): MOE revision stamps and Piper ids
-    r"|Revision created by MOE tool \S+\.?|MOE_MIGRAT\w*=\S*|Created by MOE:?|PiperOrigin-RevId:\s*\d+",
-    re.I | re.M,
-)
-_SOURCE_ROOTS = ("src/", "lib/", "source/", "crates/")
-
-
-def _module_names(path: str, extended: bool) -> set[str]:
-    """Every spelling of ``path`` that names the file or its module."""
-    names = {path, path.rsplit("/", 1)[-1]}
-    stem_path = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
-    if path.endswith(".py"):
-        module = path[:-3].replace("/", ".")
-        names.add(module)
-        for prefix in ("src.", "lib."):
-            if module.startswith(prefix):
-                names.add(module[len(prefix):])
-    if extended:
-        forms = {stem_path}
-        for root in _SOURCE_ROOTS:
-            if stem_path.startswith(root):
-                forms.add(stem_path[len(root):])
-        for form in list(forms):
-            if form.endswith(("/index", "/mod", "/lib", "/__init__")):
-                forms.add(form.rsplit("/", 1)[0])
-        for form in forms:
-            if "/" in form:  # an import path: rack/utils, middleware/compress, buf/buf_mut
-                names.add(form)
-                names.add(form.replace("/", "::"))
-                if path.endswith(".py"):
-                    names.add(form.replace("/", "."))
-    return names
-
-
-def _scope_words(paths: list[str]) -> set[str]:
-    """Directory and file-stem names of the changed files (what a ``scope:`` prefix names)."""
-    words: set[str] = set()
-    for path in paths:
-        parts = path.split("/")
-        words.update(p.lower() for p in parts[:-1] if p)
-        words.add(parts[-1].rsplit(".", 1)[0].lower())
-    return words - {"src", "lib", "source", "crates", "internal"}
-
-
-_CONVENTIONAL = re.compile(r"^(\w+)\(([^)]*)\)(!?):")
-_SCOPE_PREFIX = re.compile(r"^([\w.\-]+(?:\s*[,/]\s*[\w.\-]+)*):\s+")
-
-
-def _names_changed(scope: str, scopes: set[str]) -> bool:
-    parts = [p.strip().lower() for p in re.split(r"[,/]", scope)]
-    return all(p in scopes for p in parts)
-
-
-def _strip_scope(text: str, scopes: set[str]) -> str:
-    """``printer: fix x`` -> ``fix x``; ``fix(middleware): x`` -> ``fix: x`` when the scope names a changed file."""
-    subject, sep, body = text.partition("\n")
-    m = _CONVENTIONAL.match(subject)
-    if m:
-        if _names_changed(m.group(2), scopes):
-            subject = f"{m.group(1)}{m.group(3)}:" + subject[m.end():]
-    elif (m := _SCOPE_PREFIX.match(subject)) and _names_changed(m.group(1), scopes):
-        subject = subject[m.end():]
-    return subject + sep + body
-
-
-def _cut(text: str, limit: int) -> str:
-    if not limit or len(text) <= limit:
-        return text
-    cut = text[:limit]
-    end = max(cut.rfind(". "), cut.rfind("\n"))
-    return cut[: end + 1] if end > limit // 2 else cut
-
-
-def redact_goal(message: str, changed: list[str], extended: bool = False, max_chars: int = 0,
-                extra_trailers: str = "") -> str:
-    """Commit message -> goal: trailers, PR refs, URLs and changed paths/names removed."""
-    text = _TRAILER.sub("", message)
-    if extra_trailers:
-        text = re.sub(extra_trailers, "", text, flags=re.I | re.M)
-    text = _PR_REF.sub("", text)
-    if extended:
-        text = _BOOKKEEPING.sub("", text)
-        text = _strip_scope(text.strip(), _scope_words(changed))
-    names: set[str] = set()
-    for path in changed:
-        names |= _module_names(path, extended)
-    for name in sorted(names, key=len, reverse=True):
-        pattern = r"`?" + re.escape(name) + r"`?"
-        if extended:  # whole names only: `lib/response` must not eat `lib/responses`
-            pattern = r"(?<![\w/.:])" + pattern + r"(?![\w/])"
-        text = re.sub(pattern, " ", text)
-    if extended:
-        text = _cut(text, max_chars)
-    return " ".join(text.split())
 
 
 # ---------------------------------------------------------------- gold lines

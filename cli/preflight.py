@@ -9,12 +9,17 @@ Two ways, one check (:func:`activities.preflight.model_problem`):
   ``navigator.check_model`` on the run's task queue and the worker that picks it
   up answers. One answer speaks for one worker only, and each check goes to whichever
   worker polls: the check is repeated until every model has a worker that can serve it,
-  or every worker the queue lists as polling (``DescribeTaskQueue``) has answered, within
-  :data:`PREFLIGHT_TIMEOUT`. A model refused by every worker that answered is refused (exit 2);
-  one that some worker serves starts, and the workers that cannot serve it are named (their
-  tasks are handed back to the queue at run time: ``navcore.preflight``). When none answers
-  (no worker yet, or one that predates the preflight), the run starts anyway — it waits for
-  a worker — and the user is told.
+  or every worker the queue lists as polling (``DescribeTaskQueue``) has answered. A model refused
+  by every worker that answered is refused (exit 2); one that some worker serves starts, and the
+  workers that cannot serve it are named (their tasks are handed back to the queue at run time:
+  ``navcore.preflight``). When no worker *takes* the check within :data:`PREFLIGHT_TIMEOUT` (no
+  worker yet), or the one that takes it cannot run it (it predates the preflight), the run starts
+  anyway — it waits for a worker — and the user is told.
+
+The deadline bounds the wait for a worker to take the check (its first workflow task starting,
+seen in the check's history), not the check itself: a worker's first check builds the provider
+and imports its SDK (seconds on a loaded machine), and a worker that has taken the check will
+answer; that wait is bounded by the check's own timeouts (``navcore.preflight.CHECK_TIMEOUT``).
 """
 
 from __future__ import annotations
@@ -23,11 +28,11 @@ import asyncio
 import uuid
 from datetime import timedelta
 
-from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.enums.v1 import EventType, TaskQueueType
 from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 
-from temporalio.client import WorkflowFailureError
+from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
 from durable_navigator.activities.models.registry import ModelRegistry
@@ -36,14 +41,18 @@ from durable_navigator.activities.preflight import check_models, needs_worker_ch
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.errors import TemporalUnreachableError, stderr
-from durable_navigator.navcore.preflight import PREFLIGHT_WORKFLOW, ModelCheckInput, ModelCheckResult
+from durable_navigator.navcore.preflight import CHECK_TIMEOUT, PREFLIGHT_WORKFLOW, ModelCheckInput, ModelCheckResult
 from durable_navigator.navtypes.errors import ModelError
 
 __all__ = ["PREFLIGHT_TIMEOUT", "IN_PROCESS", "problems_here", "problems_on_workers", "refuse_unservable",
            "refuse_unservable_on_workers"]
 
-#: a polling worker answers in well under a second; this bounds the wait when none polls
+#: how long a check may wait for a worker to take it (a polling worker takes it in milliseconds)
 PREFLIGHT_TIMEOUT = timedelta(seconds=5)
+#: once taken, the answer comes within the check activity's timeout; the slack covers its workflow tasks
+ANSWER_TIMEOUT = CHECK_TIMEOUT + timedelta(seconds=10)
+#: a taken check that ends with one of these never answers (e.g. a worker without the preflight workflow)
+_NO_ANSWER_EVENTS = frozenset({EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED})
 #: how the in-process worker is named in refusals
 IN_PROCESS = "the in-process worker"
 
@@ -72,22 +81,55 @@ async def _pollers(session: TemporalSession) -> set[str]:
     return {poller.identity for poller in described.pollers}
 
 
-async def _ask_one(session: TemporalSession, wanted: list[str], timeout: float) -> ModelCheckResult:
-    """One ``NavigatorPreflight`` run: the verdicts of whichever worker takes it."""
-    bound = timedelta(seconds=max(timeout, 1.0))
-    return await asyncio.wait_for(
-        session.client.execute_workflow(
-            PREFLIGHT_WORKFLOW,
-            ModelCheckInput(models=wanted),
-            id=f"preflight-{uuid.uuid4().hex[:12]}",
-            task_queue=session.task_queue,
-            result_type=ModelCheckResult,
-            # the server ends it if no worker takes it: nothing is left for a later worker
-            execution_timeout=bound,
-        ),
-        # the result long poll returns at the execution timeout; this is only a backstop
-        bound.total_seconds() + 5,
+class _NoAnswer(Exception):
+    """The check was not answered: no worker took it in time, or the one that took it failed it."""
+
+
+async def _taken(handle: WorkflowHandle[object, ModelCheckResult]) -> None:
+    """Return once a worker has started the check's first workflow task (it has taken the check)."""
+    async for event in handle.fetch_history_events(wait_new_event=True):
+        if event.event_type == EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+            return
+
+
+async def _answered(handle: WorkflowHandle[object, ModelCheckResult]) -> None:
+    """Return when the check's run closes; ``_NoAnswer`` when a worker fails its workflow task."""
+    async for event in handle.fetch_history_events(wait_new_event=True):
+        if event.event_type in _NO_ANSWER_EVENTS:
+            raise _NoAnswer("the worker that took it could not run it (does it predate the preflight?)")
+
+
+async def _ask_one(session: TemporalSession, wanted: list[str], pickup_s: float) -> ModelCheckResult:
+    """One ``NavigatorPreflight`` run: the verdicts of whichever worker takes it within ``pickup_s``."""
+    pickup = timedelta(seconds=pickup_s)
+    handle: WorkflowHandle[object, ModelCheckResult] = await session.client.start_workflow(
+        PREFLIGHT_WORKFLOW,
+        ModelCheckInput(models=wanted),
+        id=f"preflight-{uuid.uuid4().hex[:12]}",
+        task_queue=session.task_queue,
+        result_type=ModelCheckResult,
+        # a backstop if this process dies before it ends an untaken check: the server ends it then
+        execution_timeout=pickup + ANSWER_TIMEOUT,
     )
+    try:
+        try:
+            await asyncio.wait_for(_taken(handle), pickup.total_seconds())
+        except TimeoutError:
+            raise _NoAnswer(f"no worker took it within {pickup.total_seconds():.0f}s") from None
+        # taken: the worker's answer or the check's own timeouts end this wait, whatever the machine's load
+        await asyncio.wait_for(_answered(handle), ANSWER_TIMEOUT.total_seconds() + 5)
+    except (_NoAnswer, TimeoutError):
+        await _end_unanswered(handle)
+        raise
+    return await handle.result()
+
+
+async def _end_unanswered(handle: WorkflowHandle[object, ModelCheckResult]) -> None:
+    """End a check that got no answer, so no later worker runs it (it may have closed meanwhile)."""
+    try:
+        await handle.terminate("the model check got no answer in time; the run starts without it")
+    except RPCError:
+        pass  # already closed: a worker answered it just now; nothing is left behind
 
 
 def _unserved(wanted: list[str], answers: dict[str, dict[str, str]]) -> dict[str, str]:
@@ -106,21 +148,19 @@ async def problems_on_workers(session: TemporalSession, models: list[str]) -> di
     wanted = [m for m in dict.fromkeys(models) if needs_worker_check(m)]
     if not wanted:
         return {}
-    timeout = PREFLIGHT_TIMEOUT.total_seconds()
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
     pollers = await _pollers(session)
     answers: dict[str, dict[str, str]] = {}
+    # each check goes to whichever worker polls: a few per listed poller reach them all
     for _ in range(max(1, 4 * len(pollers))):
         try:
-            result = await _ask_one(session, wanted, deadline - loop.time() if answers else timeout)
-        except (WorkflowFailureError, TimeoutError) as exc:
+            result = await _ask_one(session, wanted, PREFLIGHT_TIMEOUT.total_seconds())
+        except (_NoAnswer, WorkflowFailureError, TimeoutError) as exc:
             if answers:
                 break  # what the answers so far say stands
-            cause = getattr(getattr(exc, "cause", None), "message", None) or "no answer"
+            cause = getattr(getattr(exc, "cause", None), "message", None) or str(exc) or "no answer"
             stderr.print(
-                f"no worker on task queue {session.task_queue!r} answered the model check within {timeout:.0f}s "
-                f"({cause}); starting anyway: the run waits for a worker", markup=False,
+                f"no worker on task queue {session.task_queue!r} answered the model check ({cause}); "
+                "starting anyway: the run waits for a worker", markup=False,
             )
             return None
         except RPCError as exc:
@@ -128,7 +168,7 @@ async def problems_on_workers(session: TemporalSession, models: list[str]) -> di
                 f"Temporal refused the model check on {session.address}: {exc.message[:200]}"
             ) from None
         answers[result.worker] = result.problems()
-        if not _unserved(wanted, answers) or pollers <= answers.keys() or loop.time() >= deadline:
+        if not _unserved(wanted, answers) or pollers <= answers.keys():
             break
     _note_partial(session, wanted, answers)
     return _unserved(wanted, answers)

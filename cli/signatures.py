@@ -1,7 +1,7 @@
 """The signatures and help of the steering, read, map, worker and mcp commands (stdlib + typer only).
 
 ``navigator status --help`` (and every other command here) imports this module and
-nothing heavy: each command's body imports its own module (``cli.reads``,
+nothing heavy: each command's body imports its own module (``cli.reads``, ``cli.status_cmd``,
 ``cli.signals``, ``cli.mapcmd``, ``cli.serve``, ``cli.mcpserver.command``: the Temporal
 client, navcore models, rich) and runs ``run_<command>`` there with the same
 arguments. The option types and constants they share are in :mod:`cli.options`.
@@ -47,7 +47,7 @@ def status(
     model's reasoning in full and the proposed flight-plan change — what a remote
     approver needs before `navigator approve` / `reject`. A finished run shows its result.
     """
-    from durable_navigator.cli.reads import run_status
+    from durable_navigator.cli.status_cmd import run_status
 
     run_status(ctx=ctx, workflow_id=workflow_id, watch=watch, json_out=json_out)
 

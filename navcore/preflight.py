@@ -25,6 +25,7 @@ __all__ = [
     "NOT_SERVED_HERE_TYPE",
     "SERVE_ELSEWHERE_WINDOW",
     "REDISPATCH_DELAY",
+    "CHECK_TIMEOUT",
     "PREFLIGHT_WORKFLOW",
     "ACTIVITY_CHECK_MODEL",
     "ModelCheckInput",
@@ -41,6 +42,9 @@ NOT_SERVED_HERE_TYPE = "ModelNotServedHere"
 SERVE_ELSEWHERE_WINDOW = timedelta(minutes=2)
 #: the pause between two such hand-backs (the refusing worker answers in milliseconds)
 REDISPATCH_DELAY = timedelta(seconds=1)
+#: how long one ``navigator.check_model`` may run: a worker's first check builds the provider, which
+#: imports its SDK (google-genai took 7 s on a loaded 2-core machine); later checks take milliseconds
+CHECK_TIMEOUT = timedelta(seconds=60)
 
 ModelName = Annotated[str, Field(min_length=1, max_length=200)]
 

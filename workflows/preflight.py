@@ -1,6 +1,6 @@
 """``NavigatorPreflight``: ask a worker on this task queue whether it can serve the run's models.
 
-The CLI runs it, with a short timeout, before it starts an exploration or a
+The CLI runs it, with a short deadline for a worker to take it, before it starts an exploration or a
 batch whose workers may live elsewhere. It schedules ``navigator.check_model``
 (by name) on its own task queue — the queue the real run will use — so the
 worker that answers has the credentials, prices and files the run would get.
@@ -9,14 +9,13 @@ One attempt, no retries: a refused model is an answer, not a failure.
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.preflight import (
         ACTIVITY_CHECK_MODEL,
+        CHECK_TIMEOUT,
         PREFLIGHT_WORKFLOW,
         ModelCheckInput,
         ModelCheckResult,
@@ -24,8 +23,6 @@ with workflow.unsafe.imports_passed_through():
 
 __all__ = ["PreflightWorkflow", "CHECK_TIMEOUT"]
 
-#: the check reads the environment and a pricing table: well under a second
-CHECK_TIMEOUT = timedelta(seconds=10)
 _ONE_ATTEMPT = RetryPolicy(maximum_attempts=1)
 
 

@@ -25,7 +25,7 @@ from temporalio.client import Client
 from durable_navigator.workers.devserver import port_in_use
 from tests.cli.test_refusals import _decoded, _one_error_line, _runs_on
 from tests.support.cli import FIXTURE_REPO
-from tests.support.e2e import NAVIGATOR, Sandbox
+from tests.support.e2e import NAVIGATOR, Sandbox, wait_until_polling
 from tests.support.openai_server import LocalServer
 
 GOAL = "why are tokens double-counted in budget enforcement?"
@@ -175,6 +175,8 @@ async def test_a_remote_worker_reads_the_key_from_its_own_environment(
         worker = subprocess.Popen([str(NAVIGATOR), "worker"], cwd=tmp_path, env=_clean_env(**shared,
                                   LOCAL_LLM_KEY=SECRET), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
+            # a running remote worker is the scenario: the CLI must not race the worker's start-up
+            await wait_until_polling(client, task_queue, worker)
             cli_env = _clean_env(**shared)
             # the worker has no key for "other": its answer refuses the run before anything starts
             refused = subprocess.run([str(NAVIGATOR), "explore", str(FIXTURE_REPO), GOAL, "--model", "other:qwen",

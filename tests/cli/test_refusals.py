@@ -13,7 +13,6 @@ import json
 import os
 import re
 import subprocess
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -22,7 +21,7 @@ import pytest_asyncio
 import yaml
 from tests.support.cli import FIXTURE_REPO, ainvoke
 from tests.support.e2e import NAVIGATOR
-from temporalio.client import Client, WorkflowHistory
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHistory
 
 from tests.support.navigator import ZOOM_BUDGET, ScriptProvider
 
@@ -160,14 +159,16 @@ async def test_gemini_refused_when_the_worker_has_no_credentials(
         monkeypatch.delenv(key, raising=False)  # the test's worker runs in this process
     env = _subprocess_env(served, GEMINI_API_KEY=CANARY)
     out = tmp_path / "out"
-    started = time.monotonic()
     proc = await _navigator(["explore", str(FIXTURE_REPO), "goal", "--model", GEMINI, "--out", str(out)], env, tmp_path)
-    elapsed = time.monotonic() - started
     assert proc.returncode == 2, proc.stderr
     assert _one_error_line(proc.stderr).startswith(
         f"Error: model '{GEMINI}' cannot be served by the worker(s) on task queue '{task_queue}': "
         "no Gemini credentials on the worker: set GEMINI_API_KEY")
-    assert elapsed < 30, elapsed  # a worker answered; nobody waited for the preflight timeout
+    # the worker answered the check (none was ended for want of a taker). Not a wall-clock bound: the
+    # command's own start-up (imports, connect) took 72 s under load ~20, with the check answered at once
+    checks = await _runs_on(client, task_queue, PREFLIGHT_WORKFLOW)
+    assert [(await client.get_workflow_handle(c).describe()).status for c in checks] == [
+        WorkflowExecutionStatus.COMPLETED]
     assert await _runs_on(client, task_queue, "NavigatorWorkflow") == [] and not out.exists()
     # a batch with that model is refused the same way, with the job's line
     jobs = tmp_path / "jobs.yaml"
@@ -234,6 +235,6 @@ async def test_no_worker_answering_is_not_a_refusal(client: Client, task_queue: 
            "NAVIGATOR_CONFIG": str(tmp_path / "navigator.yaml")}
     result = await ainvoke(["explore", str(FIXTURE_REPO), "goal", "--model", GEMINI, "--detach", "--json"], env)
     assert result.exit_code == 0, result.stderr
-    assert f"no worker on task queue '{task_queue}' answered the model check within 5s" in result.stderr
+    assert f"no worker on task queue '{task_queue}' answered the model check (no worker took it within 5s)" in result.stderr
     wid = json.loads(result.stdout)["workflow_id"]
     await client.get_workflow_handle(wid).terminate("test done")

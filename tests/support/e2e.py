@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from temporalio.api.enums.v1 import TaskQueueType
+from temporalio.api.taskqueue.v1 import TaskQueue
+from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
+from temporalio.client import Client
 
 from durable_navigator.workers.devserver import free_port
 
@@ -51,3 +58,24 @@ class Sandbox:
     def ui_prefix(self) -> str:
         """What the printed Web UI links start with."""
         return f"http://127.0.0.1:{self.ui_port}/namespaces/default/workflows/nav-"
+
+
+async def wait_until_polling(client: Client, task_queue: str, proc: subprocess.Popen[str],
+                             timeout_s: float = 180.0) -> None:
+    """Return once ``task_queue`` lists a workflow and an activity poller (``proc``, a worker, has started).
+
+    A ``navigator worker`` process takes seconds to import and connect (tens under load); a command
+    run before it polls meets no worker at all, which is another scenario than "a running worker".
+    """
+    kinds = (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while loop.time() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"the worker exited with {proc.returncode} before it polled {task_queue!r}")
+        described = [await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
+            namespace=client.namespace, task_queue=TaskQueue(name=task_queue), task_queue_type=kind)) for kind in kinds]
+        if all(d.pollers for d in described):
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"no worker polled {task_queue!r} within {timeout_s:.0f}s")
