@@ -28,6 +28,7 @@ import argparse
 import json
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ import numpy as np
 
 from durable_navigator.repomap.chunkrank import FULL, GROUPS, OUT, SIGNATURE, allocate
 from durable_navigator.repomap.chunkrank.features import FEATURES
-from durable_navigator.repomap.chunkrank.model import Calibration, chunk_lines
+from durable_navigator.repomap.chunkrank.model import Calibration, chunk_lines, load_ranker
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -122,6 +123,13 @@ def _mean(xs: list[dict[str, Any]], k: str) -> float:
 
 
 POWERS = (0.0, 0.5, 1.0)
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise SystemExit(f"expected comma-separated numbers, got {text!r}") from None
 #: the ablation retrains 10 cross-validations: measured at the issue's headline budgets only
 ABLATION_BUDGETS = (4096, 8192)
 
@@ -141,34 +149,60 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--train-tasks", type=Path, default=None,
                     help="train on this task file's --train-split (cached rows) instead of cross-validating")
     ap.add_argument("--train-split", default="train")
+    ap.add_argument("--leaves", type=int, default=15, help="leaves per tree of the models trained here")
+    ap.add_argument("--powers", default=",".join(str(p) for p in POWERS), help="allocator cost powers to compare")
+    ap.add_argument("--model", default="",
+                    help="score with this packaged model file (e.g. ranker-v2: its booster and calibration) "
+                         "instead of training; writes bench/results/<model>-<split>.{md,json}")
     args = ap.parse_args(argv)
     if args.split == "test":
         raise SystemExit("ranker_eval.py develops on dev; the test split is measured through quality.py only")
+    args.powers = _floats(args.powers)
+    if not args.powers:
+        raise SystemExit("--powers: give at least one cost power, e.g. 0,0.5,1")
+    if args.model and (args.train_tasks or args.ablation_only):
+        raise SystemExit("--model scores with a trained model file; drop --train-tasks / --ablation-only")
+    started = time.monotonic()
     tasks = {t.id: t for t in load_tasks(args.tasks) if t.split == args.split}
     rows = load_rows(args.tasks, args.split)
     allc = list(range(len(FEATURES)))
     if args.ablation_only:
         ablate(args, rows, tasks, allc)
         return
-    if args.train_tasks is not None:
+    if args.model:
+        ranker, t = load_model(args.model, rows)
+        args.powers = tuple(sorted({*args.powers, ranker.cost_power}))
+        args.model_power, args.train_seconds = ranker.cost_power, t.get("seconds")
+        args.trees, args.seed = t["trees"], t["seed"]
+        args.trained_on = (f"{t['tasks_n']} {t['train_split']} tasks of {t['tasks']} ({len(t['repos'])} repositories), "
+                           f"calibration {t['calib_split']}")
+        res = evaluate(rows, [ranker.score(r["X"]) for r in rows], tasks, args.powers, calibration=ranker.calibration)
+        args.no_ablation = True
+    elif args.train_tasks is not None:
         train = load_rows(args.train_tasks, args.train_split, cached_only=True)
         if {r["repo"] for r in train} & {r["repo"] for r in rows}:
             raise SystemExit("train and evaluation repositories overlap; split by repository")
-        booster = fit(train, allc, args.seed, args.trees)
-        cal = calibrate(train, out_of_fold(train, allc, args.seed, args.trees))
+        booster = fit(train, allc, args.seed, args.trees, args.leaves)
+        cal = calibrate(train, out_of_fold(train, allc, args.seed, args.trees, args.leaves))
         args.trained_on = f"{len(train)} {args.train_split} tasks of {args.train_tasks.name} ({len({r['repo'] for r in train})} repositories)"
-        res = evaluate(rows, [booster.predict(r["X"], num_threads=1) for r in rows], tasks, POWERS, calibration=cal)
+        res = evaluate(rows, [booster.predict(r["X"], num_threads=1) for r in rows], tasks, args.powers, calibration=cal)
         args.no_ablation = True
     else:
         args.trained_on = "out of fold"
-        res = evaluate(rows, out_of_fold(rows, allc, args.seed, args.trees), tasks, POWERS)
+        res = evaluate(rows, out_of_fold(rows, allc, args.seed, args.trees), tasks, args.powers)
+    if any(not r["base"] for r in rows):
+        raise SystemExit("some evaluation rows were cached without the chunk-BM25 baseline (ranker_build.py's train "
+                         "rows); delete them from /tmp/ranker/feat and rerun")
     base = {b: [{"line_recall": r["base"][str(b)]["line_recall"], "file_hit": r["base"][str(b)]["file_hit"],
                  "task": r["task"], "repo": r["repo"]} for r in rows] for b in BUDGETS}
     per_task = {"bm25-chunk": base, **res}
     summary = {m: {b: {"line_recall": _mean(v, "line_recall"), "file_hit": _mean(v, "file_hit")}
                    for b, v in per.items()} for m, per in per_task.items()}
     # the allocator's power: best mean recall at 4k and 8k (the issue's headline budgets)
-    power = max(POWERS, key=lambda p: (sum(summary[f"alloc p={p}"][b]["line_recall"] for b in (4096, 8192)), -p))
+    # the allocator's power: the model file's own (chosen on dev when it was built), else the best mean
+    # recall at 4k and 8k (the issue's headline budgets)
+    power = args.model_power if args.model else \
+        max(args.powers, key=lambda p: (sum(summary[f"alloc p={p}"][b]["line_recall"] for b in (4096, 8192)), -p))
     per_task["ranker+alloc"] = res[f"alloc p={power}"]
     summary["ranker+alloc"] = summary[f"alloc p={power}"]
     ablation: dict[str, dict[int, float]] = {}
@@ -180,6 +214,7 @@ def main(argv: list[str] | None = None) -> None:
                              budgets=ABLATION_BUDGETS)
                 ablation[f"{g} {mode}"] = {b: _mean(r[f"alloc p={power}"][b], "line_recall") for b in ABLATION_BUDGETS}
                 print(g, mode, ablation[f"{g} {mode}"], file=sys.stderr, flush=True)
+    args.seconds = round(time.monotonic() - started)
     write(args, rows, summary, ablation, per_task, power)
 
 
@@ -210,31 +245,38 @@ def ablate(args: argparse.Namespace, rows: list[dict[str, Any]], tasks: dict[str
 def write(args: argparse.Namespace, rows: list[dict[str, Any]], summary: dict[str, Any],
           ablation: dict[str, dict[int, float]], per_task: dict[str, Any], power: float) -> None:
     """``bench/results/ranker-<split>.{json,md}``."""
-    out = HERE / "results" / (f"ranker-{args.split}" + ("-trained" if args.train_tasks else ""))
+    out = HERE / "results" / (f"{args.model}-{args.split}" if args.model else
+                              f"ranker-{args.split}" + ("-trained" if args.train_tasks else ""))
     repos = sorted({r["repo"] for r in rows})
     wins = {b: _wlt(per_task["ranker+alloc"][b], per_task["bm25-chunk"][b]) for b in BUDGETS}
     ceiling = round(statistics.fmean(float(r["label"].sum()) / max(r["n_gold"], 1) for r in rows), 3)
     out.with_suffix(".json").write_text(json.dumps(
         {"split": args.split, "tasks": len(rows), "repos": repos, "seed": args.seed, "trees": args.trees,
-         "trained_on": args.trained_on, "cost_power": power, "candidate_recall_ceiling": ceiling, "summary": summary,
+         "trained_on": args.trained_on, "model": args.model or None, "seconds": args.seconds, "cost_power": power, "candidate_recall_ceiling": ceiling, "summary": summary,
          "wlt_vs_bm25_chunk": wins, "ablation": ablation, "per_task": per_task}, indent=1) + "\n")
-    how = "repository-grouped cross-validation" if not args.train_tasks else f"trained on {args.trained_on}"
+    how = f"trained on {args.trained_on}" if args.train_tasks or args.model else "repository-grouped cross-validation"
+    cmd = (f" --model {args.model}" if args.model else "") + \
+        (f" --train-tasks {args.train_tasks} --trees {args.trees} --leaves {args.leaves}" if args.train_tasks else "")
     lines = [f"# Chunk ranker on {args.split} (in process, {how})", "",
              f"{len(rows)} tasks, {len(repos)} repositories, seed {args.seed}, {args.trees} trees; command: "
-             f"`.venv/bin/python bench/ranker_eval.py{' --train-tasks ' + str(args.train_tasks) if args.train_tasks else ''}`. "
+             f"`.venv/bin/python bench/ranker_eval.py{cmd} --powers {','.join(str(p) for p in args.powers)}`; "
+             f"{args.seconds} s. "
              "No task is scored by a model that saw its repository. "
              f"Gold lines inside a candidate chunk (the ceiling): {ceiling}. "
-             f"Allocator cost power chosen on these figures (best 4k+8k): {power}.", "",
+             + (f"Allocator cost power: the model file's, chosen on this split by `ranker_sweep.py`: {power}."
+              if args.model else f"Allocator cost power chosen on these figures (best 4k+8k): {power}."), "",
              "| budget | bm25-chunk | ranker (full chunks in order) | "
-             + " | ".join(f"alloc p={p}" for p in POWERS) + " | chosen / bm25 | W/T/L vs bm25-chunk | file hit bm25 / chosen |",
-             "|---|---|---|" + "---|" * len(POWERS) + "---|---|---|"]
+             + " | ".join(f"alloc p={p}" for p in args.powers) + " | chosen / bm25 | W/T/L vs bm25-chunk | file hit bm25 / chosen |",
+             "|---|---|---|" + "---|" * len(args.powers) + "---|---|---|"]
     for b in BUDGETS:
         s = {m: summary[m][b] for m in summary}
         ratio = s["ranker+alloc"]["line_recall"] / max(s["bm25-chunk"]["line_recall"], 1e-9)
         w, t, l_ = wins[b]
         lines.append(f"| {b} | {s['bm25-chunk']['line_recall']} | {s['ranker']['line_recall']} | "
-                     + " | ".join(str(s[f"alloc p={p}"]["line_recall"]) for p in POWERS)
+                     + " | ".join(str(s[f"alloc p={p}"]["line_recall"]) for p in args.powers)
                      + f" | {ratio:.2f}x | {w}/{t}/{l_} | {s['bm25-chunk']['file_hit']} / {s['ranker+alloc']['file_hit']} |")
+    if args.model:
+        lines += model_section(args, summary, per_task, power)
     lines += ["", "Per repository at 8192 (bm25-chunk / chosen):", ""]
     for repo in repos:
         a = [x for x in per_task["bm25-chunk"][8192] if x["repo"] == repo]
@@ -250,6 +292,56 @@ def write(args: argparse.Namespace, rows: list[dict[str, Any]], summary: dict[st
             lines.append(f"| {k} | " + " | ".join(str(v[b]) for b in ABLATION_BUDGETS) + " |")
     out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def load_model(version: str, rows: list[dict[str, Any]]) -> tuple[Any, dict[str, Any]]:
+    """A packaged model file and its provenance (``trained``), refused when it was trained on a
+    repository of ``rows``."""
+    try:
+        ranker = load_ranker(version)
+    except FileNotFoundError:
+        raise SystemExit(f"no model {version} in repomap/chunkrank; build it with bench/train_ranker.py "
+                         f"--version {version}") from None
+    meta = json.loads((HERE.parent / "repomap" / "chunkrank" / f"{version}.json").read_text())
+    seen = set(meta["trained"]["repos"]) & {r["repo"] for r in rows}
+    if seen:
+        raise SystemExit(f"{version} was trained on {sorted(seen)}, evaluated here: its figures would be in-sample")
+    return ranker, meta["trained"]
+
+
+def model_section(args: argparse.Namespace, summary: dict[str, Any], per_task: dict[str, Any],
+                  power: float) -> list[str]:
+    """The model's headline table (rank order and allocator vs chunk BM25, ratios, W/T/L, file hit) and,
+    for comparison, the out-of-fold figures of ``ranker-<split>.json`` (v1's cross-validation)."""
+    lines = ["", f"## {args.model} vs chunk BM25 (gold-line recall, file hit in brackets)", "",
+             f"{args.model}: {args.trained_on}; {args.trees} trees, trained in {args.train_seconds} s; "
+             f"the allocator's cost power is the model file's ({power}).", "",
+             f"| budget | bm25-chunk | {args.model} rank order | ratio | W/T/L | {args.model} + allocator (p = {power}) "
+             "| ratio | W/T/L |", "|---|---|---|---|---|---|---|---|"]
+    for b in BUDGETS:
+        base = summary["bm25-chunk"][b]
+        cells = []
+        for m in ("ranker", "ranker+alloc"):
+            w, t, l_ = _wlt(per_task[m][b], per_task["bm25-chunk"][b])
+            v = summary[m][b]
+            cells.append(f"{v['line_recall']} ({v['file_hit']}) | {v['line_recall'] / max(base['line_recall'], 1e-9):.2f}x "
+                         f"| {w}/{t}/{l_}")
+        lines.append(f"| {b} | {base['line_recall']} ({base['file_hit']}) | " + " | ".join(cells) + " |")
+    oof = HERE / "results" / f"ranker-{args.split}.json"
+    if oof.is_file():
+        old = json.loads(oof.read_text())
+        lines += ["", f"For comparison, ranker-v1's pipeline **out of fold** on this split (repository-grouped "
+                  f"cross-validation over its {len(old['repos'])} repositories: each task scored by a model trained on "
+                  f"the other folds' {args.split} tasks; {old['trees']} trees, allocator p = {old['cost_power']}; "
+                  f"`bench/results/{oof.stem}.md`). The shipped ranker-v1 itself is trained on all of them, so its own "
+                  f"{args.split} figures would be in-sample:", "",
+                  "| budget | bm25-chunk | rank order (oof) | + allocator (oof) |", "|---|---|---|---|"]
+        for b in BUDGETS:
+            o = {m: old["summary"][m][str(b)] for m in ("bm25-chunk", "ranker", "ranker+alloc")}
+            lines.append(f"| {b} | {o['bm25-chunk']['line_recall']} ({o['bm25-chunk']['file_hit']}) | "
+                         f"{o['ranker']['line_recall']} ({o['ranker']['file_hit']}) | "
+                         f"{o['ranker+alloc']['line_recall']} ({o['ranker+alloc']['file_hit']}) |")
+    return lines
 
 
 def _wlt(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> tuple[int, int, int]:

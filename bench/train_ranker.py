@@ -1,7 +1,7 @@
 """Train the chunk ranker (LightGBM lambdarank) and write it into the package.
 
     .venv/bin/python bench/train_ranker.py [--tasks bench/tasks/quality_tasks.jsonl] [--train-split dev]
-        [--seed 7] [--trees 200] [--out repomap/chunkrank]
+        [--seed 7] [--trees 50] [--leaves 15] [--version ranker-v1] [--out repomap/chunkrank]
 
 Rows come from ``ranker_data.task_rows`` (cached under ``/tmp/ranker/feat``):
 one group per task, one row per candidate chunk, label = the chunk's gold lines
@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -64,16 +66,16 @@ def train_view(row: dict[str, Any]) -> np.ndarray:
     return np.sort(np.argsort(-prior, kind="stable")[:TRAIN_CANDIDATES])
 
 
-def fit(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int) -> lgb.Booster:
+def fit(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int, leaves: int = 15) -> lgb.Booster:
     """A lambdarank booster on ``rows`` (tasks without a positive training candidate teach nothing:
-    left out)."""
+    left out); ``leaves`` per tree."""
     views = [(r, train_view(r)) for r in rows]
     use = [(r, v) for r, v in views if r["label"][v].sum() > 0 and len(v) > 1]
     X = np.vstack([r["X"][v][:, cols] for r, v in use])
     y = np.concatenate([grade(r["label"][v]) for r, v in use])
     data = lgb.Dataset(X, y, group=[len(v) for _r, v in use], feature_name=[FEATURES[c] for c in cols],
                        free_raw_data=True)
-    return lgb.train({**PARAMS, "seed": seed}, data, num_boost_round=trees)
+    return lgb.train({**PARAMS, "seed": seed, "num_leaves": leaves}, data, num_boost_round=trees)
 
 
 def repo_folds(rows: list[dict[str, Any]], k: int = FOLDS) -> list[list[int]]:
@@ -83,12 +85,13 @@ def repo_folds(rows: list[dict[str, Any]], k: int = FOLDS) -> list[list[int]]:
     return [[i for i, r in enumerate(rows) if fold_of[r["repo"]] == f] for f in range(k)]
 
 
-def out_of_fold(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int) -> list[np.ndarray]:
+def out_of_fold(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int,
+                leaves: int = 15) -> list[np.ndarray]:
     """Scores of every task's candidates from a model that never saw its repository."""
     scores: list[np.ndarray] = [np.zeros(0)] * len(rows)
     for held in repo_folds(rows):
         held_set = set(held)
-        booster = fit([r for i, r in enumerate(rows) if i not in held_set], cols, seed, trees)
+        booster = fit([r for i, r in enumerate(rows) if i not in held_set], cols, seed, trees, leaves)
         for i in held:
             scores[i] = booster.predict(rows[i]["X"][:, cols], num_threads=1) if len(rows[i]["label"]) else np.zeros(0)
     return scores
@@ -107,12 +110,12 @@ def calibrate(rows: list[dict[str, Any]], scores: list[np.ndarray]) -> Calibrati
 
 
 def save(booster: lgb.Booster, cols: list[int], cal: Calibration, out: Path, info: dict[str, Any],
-         cost_power: float) -> None:
+         cost_power: float, version: str = MODEL_VERSION) -> None:
     """Write ``<version>.txt`` (the booster) and ``<version>.json`` (features, calibration, provenance)."""
-    (out / f"{MODEL_VERSION}.txt").write_text(booster.model_to_string(), encoding="utf-8")
-    meta = {"version": MODEL_VERSION, "features": [FEATURES[c] for c in cols], "cost_power": cost_power,
+    (out / f"{version}.txt").write_text(booster.model_to_string(), encoding="utf-8")
+    meta = {"version": version, "features": [FEATURES[c] for c in cols], "cost_power": cost_power,
             "calibration": {"rel": list(cal.rel), "full": list(cal.full), "sig": list(cal.sig)}, "trained": info}
-    (out / f"{MODEL_VERSION}.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
+    (out / f"{version}.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -124,26 +127,33 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cached-only", action="store_true", help="train on the tasks whose rows are cached")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--trees", type=int, default=50)
+    ap.add_argument("--leaves", type=int, default=15, help="leaves per tree")
+    ap.add_argument("--version", default=MODEL_VERSION,
+                    help="the files' name (ranker-vN): a new version is written next to the shipped one, which "
+                         "stays the one loaded until model.MODEL_VERSION names the new one")
     ap.add_argument("--cost-power", type=float, default=0.75,
                     help="the allocator's cost power (chosen on dev by ranker_eval.py)")
     ap.add_argument("--out", type=Path, default=HERE.parent / "repomap" / "chunkrank")
     args = ap.parse_args(argv)
     if args.train_split == "test" or args.calib_split == "test":
         raise SystemExit("the test split is never trained or calibrated on; pick train/dev")
+    if not re.fullmatch(r"ranker-v[0-9]+", args.version):
+        raise SystemExit(f"--version {args.version!r}: use ranker-v<N> (the package ships ranker-v*.txt/.json)")
+    started = time.monotonic()
     rows = load_rows(args.tasks, args.train_split, args.cached_only)
     cols = list(range(len(FEATURES)))
     if args.calib_split:
         held = load_rows(args.tasks, args.calib_split)
-        booster = fit(rows, cols, args.seed, args.trees)
+        booster = fit(rows, cols, args.seed, args.trees, args.leaves)
         cal = calibrate(held, [booster.predict(r["X"], num_threads=1) for r in held])
     else:
-        cal = calibrate(rows, out_of_fold(rows, cols, args.seed, args.trees))
-        booster = fit(rows, cols, args.seed, args.trees)
+        cal = calibrate(rows, out_of_fold(rows, cols, args.seed, args.trees, args.leaves))
+        booster = fit(rows, cols, args.seed, args.trees, args.leaves)
     info = {"tasks": args.tasks.name, "train_split": args.train_split, "calib_split": args.calib_split or "out-of-fold",
             "tasks_n": len(rows), "cached_only": args.cached_only, "repos": sorted({r["repo"] for r in rows}), "seed": args.seed, "trees": args.trees,
-            "lightgbm": lgb.__version__}
-    save(booster, cols, cal, args.out, info, args.cost_power)
-    print(f"wrote {args.out}/{MODEL_VERSION}.{{txt,json}} from {len(rows)} tasks", file=sys.stderr)
+            "leaves": args.leaves, "lightgbm": lgb.__version__, "seconds": round(time.monotonic() - started)}
+    save(booster, cols, cal, args.out, info, args.cost_power, args.version)
+    print(f"wrote {args.out}/{args.version}.{{txt,json}} from {len(rows)} tasks", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -21,8 +21,8 @@ def test_the_shipped_model_loads_from_package_data_and_reads_only_known_features
     assert 0.0 <= ranker.cost_power <= 1.0
 
 
-def test_the_model_prefers_a_chunk_that_matches_the_goal_and_values_follow_scores() -> None:
-    ranker = load_ranker()
+def _weak_and_strong() -> tuple[np.ndarray, np.ndarray]:
+    """Two feature rows of the same 20-line chunk: unrelated to the goal, and matching it everywhere."""
     col = FEATURES.index
     weak = np.zeros(len(FEATURES), dtype=np.float32)
     weak[col("n_lines")] = np.log1p(20)
@@ -34,6 +34,12 @@ def test_the_model_prefers_a_chunk_that_matches_the_goal_and_values_follow_score
                     ("file_bm25", 20.0), ("file_bm25_rel", 1.0), ("file_cover", 1.0), ("name_match", 0.6),
                     ("exact_name", 1.0), ("eng_score", 1.0), ("eng_rank", 0.0), ("eng_bm25", 1.0)):
         strong[col(name)] = v
+    return weak, strong
+
+
+def test_the_model_prefers_a_chunk_that_matches_the_goal_and_values_follow_scores() -> None:
+    ranker = load_ranker()
+    weak, strong = _weak_and_strong()
     scores, full, sig = ranker.values(np.vstack([weak, strong]))
     assert scores[1] > scores[0]
     assert full[1] > full[0] >= 0.0 and (sig >= 0).all()
@@ -49,3 +55,24 @@ def test_calibration_is_monotone_per_size_bucket() -> None:
         assert list(table) == sorted(table)
     full, _ = cal.values(np.array([0.0, -1.0, -4.0]), np.array([100.0, 100.0, 100.0]))
     assert full[0] >= full[1] >= full[2]
+
+
+def test_ranker_v2_trained_on_the_corpus_train_split_loads_offline_and_scores_a_matrix() -> None:
+    """ranker-v2 ships next to the loaded model: trained on corpus train only (dev chooses, test unseen)."""
+    here = resources.files("durable_navigator.repomap.chunkrank")
+    meta = json.loads(here.joinpath("ranker-v2.json").read_text())
+    trained = meta["trained"]
+    assert meta["version"] == "ranker-v2" and set(meta["features"]) <= set(FEATURES)
+    assert trained["tasks"] == "corpus_tasks.jsonl" and trained["train_split"] == "train"
+    assert trained["calib_split"] == "out-of-fold" and trained["tasks_n"] >= 100
+    ranker = load_ranker("ranker-v2")
+    assert ranker.version == "ranker-v2" and ranker.booster.num_trees() == trained["trees"]
+    assert 0.0 <= ranker.cost_power <= 1.0
+    weak, strong = _weak_and_strong()
+    mid = (weak + strong) / 2
+    X = np.vstack([weak, mid, strong, weak])
+    scores, full, sig = ranker.values(X)
+    assert scores.shape == full.shape == sig.shape == (4,) and np.isfinite(scores).all()
+    assert scores[2] > scores[0] and scores[3] == scores[0]  # the matching chunk first; deterministic
+    assert (full >= 0).all() and (sig >= 0).all()
+    assert full[2] > full[0]  # same size bucket: the better score is worth more expected lines
