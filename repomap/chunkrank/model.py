@@ -22,7 +22,7 @@ from durable_navigator.repomap.chunkrank.features import FEATURES
 __all__ = ["MODEL_VERSION", "ChunkRanker", "Calibration", "load_ranker", "chunk_lines", "size_bucket",
            "SIZE_EDGES"]
 
-MODEL_VERSION = "ranker-v1"
+MODEL_VERSION = "ranker-v2"
 
 
 #: chunk sizes (lines) that get a calibration table of their own: a long chunk with the same score
