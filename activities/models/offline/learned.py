@@ -41,9 +41,9 @@ class LearnedConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     #: the learned ranker decides what the map shows (False: the hand-tuned rules of ``policy``).
-    #: Off by default: on the dev split at 8k, with a ranker that never saw the repository
-    #: (``bench/quality_tune.py --oof``), it shows 0.651 of the changed lines against the hand
-    #: rules' 0.727 (``bench/RANKER.md``, "In the navigator")
+    #: Off by default: on the dev split at 8k, with ranker-v2 (trained on corpus train, it never
+    #: saw a dev repository) it shows 0.712 of the changed lines against the hand rules' 0.727
+    #: (``bench/RANKER.md``, "In the navigator")
     enabled: bool = False
     #: share of the map's budget the allocation spends (the map's budget: what the pack's frame
     #: leaves of the user's, ``activities.pack``); the header and the engine's auto levels (path
