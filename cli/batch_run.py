@@ -336,4 +336,6 @@ def run_stop(
 
 async def _stop(config: NavigatorConfig, batch_id: str, payload: BatchStopInput) -> None:
     async with open_session(config) as session:
+        # an exploration's id would take the signal as its own `stop` (the payload shapes differ): refuse it first
+        await _describe_batch(session.client, batch_id)
         await signal_run(session.client, batch_id, "stop", payload)

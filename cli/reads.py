@@ -69,6 +69,8 @@ _STAGED = ("research", "investigation")
 
 #: the workflow types ``ls`` lists and ``result`` reads (explorations, research runs, investigations, branches)
 RUN_WORKFLOW_TYPES = (WORKFLOW_TYPE, "ResearchWorkflow", "InvestigationWorkflow", "ExploreBranchesWorkflow")
+#: ``navigator explore --branches N``'s workflow type: its branches keep the decision logs
+_BRANCHES = "ExploreBranchesWorkflow"
 _RESULT_TYPES: dict[str, type] = {WORKFLOW_TYPE: ExplorationResult, "ResearchWorkflow": ResearchResult,
                                   "InvestigationWorkflow": InvestigationResult,
                                   "ExploreBranchesWorkflow": BranchExploreResult}
@@ -273,7 +275,13 @@ def run_log(
             _, desc = await describe_run(session.client, workflow_id)
             result_type = _RESULT_TYPES.get(desc.workflow_type or "")
             handle = session.client.get_workflow_handle(workflow_id, result_type=result_type)
-            if result_type is not None and not is_running(desc) and status_name(desc.status) == "completed":
+            completed = not is_running(desc) and status_name(desc.status) == "completed"
+            if desc.workflow_type == _BRANCHES:
+                # no decisions of its own (no get_decision_log query): each branch is an exploration with its log
+                children = ((await handle.result()).children if completed
+                            else (await query_run(handle, QUERY_STATUS, TurnReport)).children)
+                return DecisionLogView(entries=[], children=children)
+            if result_type is not None and completed:
                 view = _log_from_report(await handle.result())
                 if view is not None:
                     return view
@@ -283,6 +291,9 @@ def run_log(
     entries = view.entries
     if json_out:
         print_json(view)
+    elif not entries and view.children and not view.notes:
+        stdout.print(f"{workflow_id}: no decisions of its own; each run it started has its log "
+                     "(`navigator log CHILD_ID`):", markup=False)
     elif not entries:
         stdout.print(f"{workflow_id}: no decisions yet")
     else:
@@ -384,6 +395,15 @@ def _quote(value: str) -> str:
     return value.replace("\\", "\\\\").replace("'", "\\'")
 
 
+def _is_utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (a non-UTF-8 argument byte arrives as a lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 @handles_errors
 def run_list_runs(
     ctx: typer.Context,
@@ -395,6 +415,10 @@ def run_list_runs(
     """The ``navigator ls`` command (its options and help: :mod:`cli.signatures`)."""
     if status_filter and status_filter not in STATUS_CHOICES:
         raise CliError(f"--status must be one of {', '.join(STATUS_CHOICES)}, got {status_filter!r}")
+    if repo is not None and not _is_utf8(repo):
+        # no run records such a path (a request's repo_path is UTF-8 text), and the query could not carry it
+        raise CliError(f"--repo {repo!r} is not valid UTF-8, so no run can have it as its repository; pass the "
+                       "path as the run recorded it (`navigator ls` shows it)")
     if repo and Path(repo).expanduser().is_dir():
         # runs record the absolute, resolved repository path
         repo = str(Path(repo).expanduser().resolve())
