@@ -181,8 +181,9 @@ def gen_read(rng: random.Random, state: State, i: int) -> Call:
     if rng.random() < 0.5:
         argv.append("--json")
     if kind == "batch-as-run" and command == "status":
-        # a batch is a run: `status` describes it like any other (exit 0); log/result/ui need an exploration's
-        expect: frozenset[int] | None = frozenset({0})
+        # a batch is a run: `status` describes it like any other (exit 0); the pool also holds ids of batches
+        # whose `batch run` was refused and never started (exit 4); log/result/ui need an exploration's
+        expect: frozenset[int] | None = frozenset({0, 4})
     else:
         expect = (frozenset({4, 2}) if kind in ("bad", "batch-as-run")
                   else frozenset({0, 1} | ({2} if command == "ui" else set())) if kind == "finished" else None)
