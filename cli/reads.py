@@ -419,9 +419,12 @@ def run_list_runs(
         # no run records such a path (a request's repo_path is UTF-8 text), and the query could not carry it
         raise CliError(f"--repo {repo!r} is not valid UTF-8, so no run can have it as its repository; pass the "
                        "path as the run recorded it (`navigator ls` shows it)")
-    if repo and Path(repo).expanduser().is_dir():
-        # runs record the absolute, resolved repository path
-        repo = str(Path(repo).expanduser().resolve())
+    try:
+        if repo and Path(repo).expanduser().is_dir():
+            # runs record the absolute, resolved repository path
+            repo = str(Path(repo).expanduser().resolve())
+    except (OSError, ValueError, RuntimeError):
+        pass  # too long for the file system, a NUL, a loop: no directory, so matched as the text given
     query = build_list_query(status_filter, repo)
 
     async def go() -> list[RunRow]:

@@ -111,3 +111,13 @@ async def test_log_of_a_finished_branches_run_lists_its_branches(
     assert as_json.exit_code == 0, (as_json.exit_code, as_json.stderr)
     assert {c["workflow_id"] for c in json.loads(as_json.stdout)["children"]} == {
         c.workflow_id for c in result.children}
+
+
+async def test_ls_of_a_repo_path_too_long_for_the_file_system_answers_not_a_traceback(client: Client, tmp_path) -> None:
+    # before: OSError ENAMETOOLONG out of Path.is_dir() as a traceback, exit 1 (fuzz seed 53)
+    (tmp_path / "navigator.yaml").write_text("{}\n")
+    env = {"TEMPORAL_ADDRESS": client.service_client.config.target_host,
+           "NAVIGATOR_CONFIG": str(tmp_path / "navigator.yaml")}
+    result = await ainvoke(["ls", "--repo", "a" * 300, "--json"], env)
+    assert result.exit_code == 0, (result.exit_code, result.stderr)
+    assert json.loads(result.stdout) == []
