@@ -121,3 +121,14 @@ async def test_ls_of_a_repo_path_too_long_for_the_file_system_answers_not_a_trac
     result = await ainvoke(["ls", "--repo", "a" * 300, "--json"], env)
     assert result.exit_code == 0, (result.exit_code, result.stderr)
     assert json.loads(result.stdout) == []
+
+
+@pytest.mark.parametrize("option", ["--reason", "--sender"])
+def test_batch_stop_with_non_utf8_text_is_refused_on_one_line(isolated_config, option: str) -> None:
+    from tests.support.cli import invoke
+
+    # before: pydantic ValidationError (string_unicode) for BatchStopInput as a traceback, exit 1 (fuzz seed 53)
+    result = invoke(["batch", "stop", "fz-batch-1", option, NOT_UTF8], isolated_config())
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
+    assert f"{option} " in result.stderr and "not valid UTF-8" in result.stderr, result.stderr
