@@ -328,6 +328,12 @@ def run_stop(
     sender: str,
 ) -> None:
     """The ``navigator batch stop`` command (its options and help: :mod:`cli.batch`)."""
+    for name, text in (("--reason", reason), ("--sender", sender)):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            # the stop message's model refuses it: a pydantic traceback before this check
+            raise CliError(f"{name} {text[:40]!r} is not valid UTF-8; write it as plain text") from None
     config = config_of(ctx)
     payload = BatchStopInput(reason=reason[:500] or "stopped by user", sender=sender[:200] or "cli")
     run_async(_stop(config, batch_id, payload))
@@ -336,4 +342,6 @@ def run_stop(
 
 async def _stop(config: NavigatorConfig, batch_id: str, payload: BatchStopInput) -> None:
     async with open_session(config) as session:
+        # an exploration's id would take the signal as its own `stop` (the payload shapes differ): refuse it first
+        await _describe_batch(session.client, batch_id)
         await signal_run(session.client, batch_id, "stop", payload)

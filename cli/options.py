@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -15,9 +15,21 @@ if TYPE_CHECKING:
     from durable_navigator.cli.config import NavigatorConfig
 
 __all__ = ["GlobalOptions", "JsonOpt", "WorkflowIdArg", "TurnOpt", "PlanOpt", "SenderOpt", "EXECUTION_STATUSES",
-           "NAVIGATOR_STATUSES", "DEFAULT_PORT"]
+           "NAVIGATOR_STATUSES", "DEFAULT_PORT", "refuse"]
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON to stdout.", show_default="off")]
+
+
+def refuse(message: str) -> NoReturn:
+    """Refuse a parameter's value with the CLI's one ``Error:`` line and exit code 2 (bad input).
+
+    Parameter callbacks use this rather than ``typer.BadParameter``, whose report is click's usage
+    frame (``Usage: …``, ``Try … --help``, a blank line) around an ``Invalid value for …`` line: a value
+    that parses but cannot be used is refused like every other bad input, on one line.
+    """
+    from durable_navigator.cli.errors import ExitCode, fail  # rich: imported only to refuse
+
+    raise fail(message.replace("[", r"\["), ExitCode.BAD_INPUT)
 
 
 def utf8_id(value: str) -> str:
@@ -26,11 +38,11 @@ def utf8_id(value: str) -> str:
     An empty id is bad input (exit 2), not a lookup: checked before any connection is tried.
     """
     if not value.strip():
-        raise typer.BadParameter("the id is empty; copy the id from `navigator ls`")
+        refuse("the id is empty; copy the id from `navigator ls` (or `navigator batch ls`)")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise typer.BadParameter("not valid UTF-8; copy the id from `navigator ls`") from None
+        refuse(f"the id {value!r} is not valid UTF-8; copy the id from `navigator ls` (or `navigator batch ls`)")
     return value
 
 
@@ -83,9 +95,9 @@ def checked_sender(value: str | None) -> str | None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise typer.BadParameter("not valid UTF-8; pass a plain name such as alice") from None
+        refuse(f"--sender {value!r} is not valid UTF-8; pass a plain name such as alice")
     if len(value) > MAX_SENDER_CHARS:
-        raise typer.BadParameter(f"{len(value)} characters, at most {MAX_SENDER_CHARS}; pass a short name") from None
+        refuse(f"--sender is {len(value):,} characters long, at most {MAX_SENDER_CHARS}; pass a short name such as alice")
     return value
 
 

@@ -47,8 +47,8 @@ from durable_navigator.cli.status_cmd import WATCH_INTERVAL_S, fetch_status, run
 from durable_navigator.cli.stuck import result_unless_stuck
 from durable_navigator.navcore.branches import BranchExploreResult
 from durable_navigator.navcore.investigation import InvestigationResult
-from durable_navigator.navcore.messages import QUERY_DECISION_LOG
-from durable_navigator.navcore.report import DecisionLogView
+from durable_navigator.navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS
+from durable_navigator.navcore.report import DecisionLogView, TurnReport
 from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.workers.devserver import workflow_ui_url
@@ -58,6 +58,9 @@ __all__ = ["run_row", "fetch_status", "exit_code_for_result", "build_list_query"
            "run_list_runs", "run_ui"]
 
 # reads_app and its commands' signatures and help: cli/signatures.py
+
+#: ``navigator explore --branches N``'s workflow type: its branches keep the decision logs
+_BRANCHES = "ExploreBranchesWorkflow"
 
 
 def _log_from_report(res: ExplorationResult | ResearchResult) -> DecisionLogView | None:
@@ -85,7 +88,13 @@ def run_log(
             _, desc = await describe_run(session.client, workflow_id)
             result_type = RESULT_TYPES.get(desc.workflow_type or "")
             handle = session.client.get_workflow_handle(workflow_id, result_type=result_type)
-            if result_type is not None and not is_running(desc) and status_name(desc.status) == "completed":
+            completed = not is_running(desc) and status_name(desc.status) == "completed"
+            if desc.workflow_type == _BRANCHES:
+                # no decisions of its own (no get_decision_log query): each branch is an exploration with its log
+                children = ((await handle.result()).children if completed
+                            else (await query_run(handle, QUERY_STATUS, TurnReport)).children)
+                return DecisionLogView(entries=[], children=children)
+            if result_type is not None and completed:
                 view = _log_from_report(await handle.result())
                 if view is not None:
                     return view
@@ -95,6 +104,9 @@ def run_log(
     entries = view.entries
     if json_out:
         print_json(view)
+    elif not entries and view.children and not view.notes:
+        stdout.print(f"{workflow_id}: no decisions of its own; each run it started has its log "
+                     "(`navigator log CHILD_ID`):", markup=False)
     elif not entries:
         stdout.print(f"{workflow_id}: no decisions yet")
     else:
@@ -172,6 +184,15 @@ def run_result(
     raise typer.Exit(int(exit_code_for_result(res)))
 
 
+def _is_utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (a non-UTF-8 argument byte arrives as a lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 @handles_errors
 def run_list_runs(
     ctx: typer.Context,
@@ -183,9 +204,16 @@ def run_list_runs(
     """The ``navigator ls`` command (its options and help: :mod:`cli.signatures`)."""
     if status_filter and status_filter not in STATUS_CHOICES:
         raise CliError(f"--status must be one of {', '.join(STATUS_CHOICES)}, got {status_filter!r}")
-    if repo and Path(repo).expanduser().is_dir():
-        # runs record the absolute, resolved repository path
-        repo = str(Path(repo).expanduser().resolve())
+    if repo is not None and not _is_utf8(repo):
+        # no run records such a path (a request's repo_path is UTF-8 text), and the query could not carry it
+        raise CliError(f"--repo {repo!r} is not valid UTF-8, so no run can have it as its repository; pass the "
+                       "path as the run recorded it (`navigator ls` shows it)")
+    try:
+        if repo and Path(repo).expanduser().is_dir():
+            # runs record the absolute, resolved repository path
+            repo = str(Path(repo).expanduser().resolve())
+    except (OSError, ValueError, RuntimeError):
+        pass  # too long for the file system, a NUL, a loop: no directory, so matched as the text given
     query = build_list_query(status_filter, repo)
 
     async def go() -> list[RunRow]:

@@ -22,7 +22,7 @@ from durable_navigator.navtypes.errors import BudgetError, ConfigError, RepoErro
 from durable_navigator.repomap.presence import require_files
 
 __all__ = ["parse_usd", "budget_or_default", "check_text", "text_problem", "check_repository", "validated",
-           "USD_RANGE"]
+           "USD_RANGE", "MAX_TEXT_CHARS"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -33,6 +33,8 @@ _USD = TypeAdapter(RunUsd)
 _ALLOWED_CONTROLS = frozenset("\t\n\r")
 #: how much of a refused value a message repeats
 _SHOWN_CHARS = 40
+#: the longest goal or question: the ``max_length`` of every request model's text field (and ``FlightPlan.goal``)
+MAX_TEXT_CHARS = 8000
 
 
 def parse_usd(text: str | Decimal | float | int, name: str = "--budget-usd") -> Decimal:
@@ -83,6 +85,9 @@ def text_problem(text: str, what: str) -> str | None:
     bad = sorted({c for c in text if unicodedata.category(c) == "Cc" and c not in _ALLOWED_CONTROLS})
     if bad:
         return f"{what} holds control characters ({', '.join(repr(c) for c in bad[:3])})"
+    if len(text.strip()) > MAX_TEXT_CHARS:
+        # said here, with the limit, before the request model's own "at most 8000 characters"
+        return f"{what} is {len(text.strip()):,} characters long, over the limit of {MAX_TEXT_CHARS:,}"
     return None
 
 
@@ -90,26 +95,15 @@ def check_text(text: str, what: str, example: str) -> str:
     """``text`` stripped, or a ``ConfigError`` saying what is wrong and showing ``example``."""
     problem = text_problem(text, what)
     if problem is not None:
-        raise ConfigError(f"{problem}; write it as plain text, e.g. {example}")
+        advice = "shorten it to what you want found" if len(text.strip()) > MAX_TEXT_CHARS else "write it as plain text"
+        raise ConfigError(f"{problem}; {advice}, e.g. {example}")
     return text.strip()
 
 
 def check_repository(repo: Path | str) -> Path:
-    """The resolved repository root; ``RepoError`` when it is missing, not a folder, or has nothing to map."""
-    shown = str(repo) if len(str(repo)) <= 200 else f"{str(repo)[:_SHOWN_CHARS]}… ({len(str(repo))} characters)"
-    try:
-        root = Path(repo).expanduser()
-        exists, is_dir = root.exists(), root.is_dir()
-    except (OSError, ValueError) as exc:
-        # ENAMETOOLONG, ELOOP, an embedded NUL: Path.exists() raises these rather than answering False
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise RepoError(f"repository {shown} cannot be read ({reason}); pass the path of a checked-out "
-                        "repository") from None
-    if not exists:
-        raise RepoError(f"repository {shown} does not exist; pass the path of a checked-out repository")
-    if not is_dir:
-        raise RepoError(f"{shown} is not a directory; pass the repository's root folder")
-    return require_files(root)
+    """The resolved repository root; ``RepoError`` when it is missing, not a folder, cannot be read, or has
+    nothing to map (the engine's own checks: ``repomap.discover.check_root``, then ``require_files``)."""
+    return require_files(repo)
 
 
 def validated(model_class: type[M], /, **fields: Any) -> M:

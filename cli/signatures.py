@@ -24,6 +24,7 @@ from durable_navigator.cli.options import (
     SenderOpt,
     TurnOpt,
     WorkflowIdArg,
+    refuse,
 )
 from durable_navigator.navtypes.runmodes import ExecutionMode
 
@@ -187,18 +188,34 @@ def stop(
     run_stop(ctx=ctx, workflow_id=workflow_id, reason=reason, sender=sender, json_out=json_out)
 
 
+def checked_mode(value: str | None) -> ExecutionMode | None:
+    """MODE as an :class:`ExecutionMode`, or the one-line refusal.
+
+    Not a click choice: its errors list the choices one per line, and a bad value came inside
+    click's usage frame.
+    """
+    if value is None:
+        return None
+    modes = [m.value for m in ExecutionMode]
+    if value.strip().lower() not in modes:
+        refuse(f"MODE {value[:40]!r} is not a mode; use {' or '.join(modes)}, e.g. navigator mode WORKFLOW_ID "
+               f"{modes[-1]}")
+    return ExecutionMode(value.strip().lower())
+
+
 @signals_app.command()
 def mode(
     ctx: typer.Context,
     workflow_id: WorkflowIdArg,
-    new_mode: Annotated[ExecutionMode, typer.Argument(metavar="MODE", help="interactive or autonomous.")],
+    new_mode: Annotated[str, typer.Argument(metavar="MODE", help="interactive or autonomous.", show_default=False,
+                                            callback=checked_mode)],
     sender: SenderOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Switch a run between interactive and autonomous."""
     from durable_navigator.cli.signals import run_mode
 
-    run_mode(ctx=ctx, workflow_id=workflow_id, new_mode=new_mode, sender=sender, json_out=json_out)
+    run_mode(ctx=ctx, workflow_id=workflow_id, new_mode=ExecutionMode(new_mode), sender=sender, json_out=json_out)
 
 
 @signals_app.command()

@@ -99,14 +99,33 @@ def skip_listing(skipped: dict[str, str], per_reason: int = SKIP_PATHS_PER_REASO
     return listed, dict(sorted(counts.items()))
 
 
-def check_root(root: Path) -> Path:
-    """The resolved root, or RepoError when it is missing or not a directory."""
-    path = Path(root).expanduser()
-    if not path.exists():
-        raise RepoError(f"repository path {str(root)!r} does not exist; pass an existing directory")
-    if not path.is_dir():
-        raise RepoError(f"repository path {str(root)!r} is not a directory; pass the repository root")
-    return path.resolve()
+def check_root(root: Path | str) -> Path:
+    """The resolved root, or ``RepoError`` when it is missing, not a directory, or its path cannot be read.
+
+    The one check of a repository path: ``repo-map``, the engine and every ``navigator`` surface
+    (``cli.runinput.check_repository``) go through it, so each refuses a bad path with the same line.
+    """
+    text = str(root)
+    # as typed when it is printable text; escaped when it holds control characters or non-UTF-8 bytes
+    shown = text if text.isprintable() and text.encode("utf-8", "surrogatepass") == text.encode(
+        "utf-8", "replace") else repr(text)
+    if len(text) > 200:
+        shown = f"{shown[:40]}… ({len(text):,} characters)"
+    try:
+        path = Path(root).expanduser()
+        exists, is_dir = path.exists(), path.is_dir()
+        resolved = path.resolve() if is_dir else path
+    except (OSError, ValueError, RuntimeError) as exc:
+        # ENAMETOOLONG, ELOOP, an embedded NUL: Path.exists() raises these rather than answering False
+        # (RuntimeError: resolve()'s symlink loop)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise RepoError(f"repository {shown} cannot be read ({reason}); pass the path of a checked-out "
+                        "repository") from None
+    if not exists:
+        raise RepoError(f"repository {shown} does not exist; pass the path of a checked-out repository")
+    if not is_dir:
+        raise RepoError(f"{shown} is not a directory; pass the repository's root folder")
+    return resolved
 
 
 def discover(root: Path, cfg: DiscoverConfig, exclude: Iterable[Path] = ()) -> Discovery:

@@ -35,10 +35,20 @@ class AllowedRoots:
     def __init__(self, roots: Iterable[Path] = ()) -> None:
         resolved: list[Path] = []
         for root in roots:
-            path = Path(root).expanduser()
-            if not path.is_dir():
-                raise PathRefused(f"--allow-root {root} is not an existing directory")
-            resolved.append(path.resolve())
+            text = str(root)
+            shown = text if len(text) <= 200 else f"{text[:40]}… ({len(text):,} characters)"
+            try:
+                path = Path(root).expanduser()
+                is_dir = path.is_dir()
+                if is_dir:
+                    resolved.append(path.resolve())
+            except (OSError, ValueError, RuntimeError) as exc:
+                # ENAMETOOLONG, an embedded NUL, a symlink loop: is_dir()/resolve() raise rather than answer
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                raise PathRefused(f"--allow-root {shown} cannot be read ({reason}); pass an existing directory") \
+                    from None
+            if not is_dir:
+                raise PathRefused(f"--allow-root {shown} is not an existing directory; pass one")
         self.roots: tuple[Path, ...] = tuple(dict.fromkeys(resolved))
 
     @property

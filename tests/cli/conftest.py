@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from durable_navigator.workers.devserver import free_port
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was() -> Iterator[None]:
+    """Undo the logging set up by an in-process command (``--log-level DEBUG``, a handler on the runner's
+    stderr) when the test ends: configured once per process, it leaked into later tests' stderr (a
+    ``Using selector`` debug line, or "Logging error" on the closed stream) where a real call is a new process."""
+    from durable_navigator.workers import logging as navigator_logging
+
+    root = logging.getLogger()
+    handlers, level, configured = root.handlers[:], root.level, navigator_logging._state["configured"]
+    yield
+    root.handlers, navigator_logging._state["configured"] = handlers, configured
+    root.setLevel(level)
 
 
 @pytest.fixture

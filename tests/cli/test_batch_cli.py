@@ -67,14 +67,17 @@ async def test_run_status_results_stop(cli_env: Path, start_worker, tmp_path) ->
         assert code == 4, err
 
 
-async def test_batch_results_of_an_exploration_id_says_it_is_not_a_batch(client, cli_env: Path) -> None:
+async def test_batch_results_status_stop_of_an_exploration_id_say_it_is_not_a_batch(client, cli_env: Path) -> None:
     # no worker: the run just needs to exist as a NavigatorWorkflow; exit 4 as for any id with no batch
     handle = await client.start_workflow("NavigatorWorkflow", id="nav-not-a-batch", task_queue="nowhere-fix-a")
     try:
-        for command in ("results", "status"):
+        for command in ("results", "status", "stop"):
             code, _, err = await invoke("batch", command, handle.id)
             assert code == 4, (code, err)
             assert err.startswith("Error: ") and err.count("\n") == 1, err
             assert "nav-not-a-batch is not a batch" in " ".join(err.split()), err
+        # `batch stop` refused before signalling: the exploration got no `stop` of a batch's shape
+        history = await handle.fetch_history()
+        assert not [e for e in history.events if e.HasField("workflow_execution_signaled_event_attributes")]
     finally:
         await handle.terminate()

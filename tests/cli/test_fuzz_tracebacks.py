@@ -28,7 +28,8 @@ def _refused(result: object, needle: str, code: int = 2) -> str:
 @pytest.mark.parametrize("args, needle", [
     (["--tokens", "2147483648"], "above the largest map"),
     (["--tokens", "-1"], "below the minimum map size"),
-    (["--goal", "x" * 10_000], "at most 8000 characters"),
+    # the limit and what to do, not pydantic's "at most 8000 characters"
+    (["--goal", "x" * 10_000], "--goal is 10,000 characters long, over the limit of 8,000; shorten it"),
     (["--goal", NOT_UTF8], "not UTF-8"),
 ])
 def test_map_refuses_a_token_budget_or_goal_its_plan_cannot_hold(
@@ -48,9 +49,8 @@ def test_server_refuses_a_port_that_is_not_one(isolated_config: Callable[..., di
 def test_an_empty_run_id_is_bad_input_not_an_unreachable_server(
     isolated_config: Callable[..., dict[str, str]], tmp_path: Path, command: str
 ) -> None:
-    result = invoke([command, ""], isolated_config())
-    assert result.exit_code == 2, (result.exit_code, result.stderr)
-    assert "the id is empty" in result.stderr
+    # one line, not click's usage frame around an "Invalid value for 'WORKFLOW_ID'" line
+    _refused(invoke([command, ""], isolated_config()), "the id is empty; copy the id from `navigator ls`")
     assert not (tmp_path / "temporal.db").exists()
 
 
@@ -84,10 +84,31 @@ def test_a_file_that_is_not_utf8_text_is_refused(
 def test_approve_refuses_a_sender_no_message_takes(
     isolated_config: Callable[..., dict[str, str]], tmp_path: Path, sender: str, needle: str
 ) -> None:
-    result = invoke(["approve", "nav-x", "--sender", sender], isolated_config())
-    assert result.exit_code == 2, (result.exit_code, result.stderr)
-    assert needle in result.stderr and "Traceback" not in result.stderr, result.stderr
+    # one line, not click's usage frame around an "Invalid value for '--sender'" line
+    _refused(invoke(["approve", "nav-x", "--sender", sender], isolated_config()), needle)
     assert not (tmp_path / "temporal.db").exists()  # refused before any server is started or reached
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["nav-x", "b"], "MODE 'b' is not a mode; use autonomous or interactive"),
+    (["nav-x", ""], "MODE '' is not a mode"),
+])
+def test_mode_refuses_a_mode_that_is_not_one_on_one_line(
+    isolated_config: Callable[..., dict[str, str]], tmp_path: Path, args: list[str], needle: str
+) -> None:
+    _refused(invoke(["mode", *args], isolated_config()), needle)
+    assert not (tmp_path / "temporal.db").exists()
+
+
+def test_mode_without_its_mode_names_the_missing_argument_on_one_line(
+    isolated_config: Callable[..., dict[str, str]]
+) -> None:
+    # `navigator mode -- autonomous`: the mode taken as the id; click listed the choices one per line
+    result = invoke(["mode", "--", "autonomous"], isolated_config())
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    frame = ("Usage: ", "Try 'navigator mode --help'")
+    errors = [line for line in result.stderr.splitlines() if line.strip() and not line.startswith(frame)]
+    assert errors == ["Error: Missing argument 'MODE'."], result.stderr
 
 
 def test_mcp_http_on_a_host_that_is_not_an_address_is_one_line_before_anything_starts(
@@ -96,4 +117,14 @@ def test_mcp_http_on_a_host_that_is_not_an_address_is_one_line_before_anything_s
     # before: two "navigator mcp: …" lines and an embedded server started, then the error
     _refused(invoke(["mcp", "--http", "--host", "999.1.1.1", "--port", "0"], isolated_config()),
              "--host 999.1.1.1 is not an address")
+    assert not (tmp_path / "temporal.db").exists()
+
+
+def test_mcp_allow_root_too_long_for_the_file_system_is_one_line_before_anything_starts(
+    isolated_config: Callable[..., dict[str, str]], tmp_path: Path
+) -> None:
+    # before: OSError ENAMETOOLONG out of Path.is_dir() as a traceback, exit 1
+    stderr = _refused(invoke(["mcp", "--allow-root", "a" * 300], isolated_config()),
+                      "--allow-root aaaa")
+    assert "cannot be read (File name too long); pass an existing directory" in stderr and len(stderr) < 300, stderr
     assert not (tmp_path / "temporal.db").exists()
