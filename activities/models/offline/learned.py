@@ -115,8 +115,8 @@ def _containing(syms: list[Any], a: int, b: int, name: str) -> Any:
     return best
 
 
-def _options(engine: Any, plan: FlightPlan, cf: Any, full: Any, sig: Any, ranked: dict[str, Any],
-             cfg: LearnedConfig, estimate: Any, boost: Any) -> tuple[dict[str, _Option], dict[str, dict[str, _Option]]]:
+def _options(engine: Any, cf: Any, full: Any, sig: Any, ranked: dict[str, Any],
+             cfg: LearnedConfig, boost: Any) -> tuple[dict[str, _Option], dict[str, dict[str, _Option]]]:
     """Expand options (by symbol id) and per-file full/outline options."""
     expand: dict[str, _Option] = {}
     per_file: dict[str, dict[str, _Option]] = {}
@@ -166,7 +166,7 @@ class _State:
         self.spent: dict[str, int] = {}
         self.gained: dict[str, float] = {}
 
-    def marginal(self, o: _Option, per_file: dict[str, dict[str, _Option]]) -> tuple[float, int] | None:
+    def marginal(self, o: _Option) -> tuple[float, int] | None:
         """(value, cost) of taking ``o`` now; None when it adds nothing any more."""
         lv = self.level.get(o.path)
         head = self.ranked[o.path].level_tokens[Level.PATH]
@@ -203,7 +203,7 @@ def _overlap(a: _Option, b: _Option) -> bool:
     return a.lines[0] <= b.lines[1] and b.lines[0] <= a.lines[1]
 
 
-def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig, estimate: Any,
+def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
                    excluded: Any, focused: Any) -> Choice:
     """The learned allocation of :func:`plan_tokens` of the plan's budget for ``goal``.
 
@@ -214,7 +214,7 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
     ranked = {r.path: r for r in engine.rank(plan) if not excluded(r.path)}
     top = float(full.max()) if len(full) else 0.0
     boost = (lambda p, v: max(v * cfg.feedback_boost, top) if focused(p) else v)
-    expand, per_file = _options(engine, plan, cf, full, sig, ranked, cfg, estimate, boost)
+    expand, per_file = _options(engine, cf, full, sig, ranked, cfg, boost)
     options = list(expand.values()) + [o for f in per_file.values() for k, o in f.items()
                                        if k == "full" or cfg.outlines]
     power = ranker.cost_power
@@ -229,7 +229,7 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
     taken: list[tuple[_Option, float, int]] = []
     while heap:
         key, i = heapq.heappop(heap)
-        got = state.marginal(options[i], per_file)
+        got = state.marginal(options[i])
         if got is None or got[0] <= 0:
             continue
         value, cost = got

@@ -92,7 +92,7 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
     if focus_dirs:
         notes.append("zoom in on " + ", ".join(f"{d}/ ({dirs[d] / total:.0%} of top-file score)" for d in focus_dirs))
     if cfg.learned.enabled:
-        alloc = learned_allocation(engine, draft, goal, cfg, estimate_for_survey())
+        alloc = learned_allocation(engine, draft, goal, cfg)
         notes += alloc.notes
         full = [FocusPath(glob=p, weight=cfg.file_focus_weight) for p, lv in alloc.levels.items() if lv == Level.FULL]
         update = FlightPlanUpdate(goal=goal, add_exclude=noise, add_focus_paths=focus + full,
@@ -122,21 +122,14 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
     return PolicyOutcome(False, "survey: " + "; ".join(notes), update)
 
 
-def estimate_for_survey() -> Any:
-    """The policy's token estimate (the fast counter the allocate step uses too)."""
-    from durable_navigator.repomap.tokens import estimate_tokens
-
-    return estimate_tokens
-
-
-def learned_allocation(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig, estimate: Any) -> Allocation:
+def learned_allocation(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig) -> Allocation:
     """The learned ranker's allocation (:mod:`.learned`) as an :class:`Allocation`.
 
     Zoomed-out files are never shown; files a human focused through feedback weigh more.
     """
     human = [f.glob for f in plan.focus_paths if f.weight == cfg.feedback_weight]
     choice = learned_choice(
-        engine, plan, goal, cfg.learned, estimate,
+        engine, plan, goal, cfg.learned,
         excluded=lambda p: any(glob_matches(g, p) for g in plan.exclude),
         focused=lambda p: any(glob_matches(g, p) for g in human),
     )
@@ -239,7 +232,7 @@ def allocate(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
     """Plan levels, expansions and neighbour focus for the current ranking."""
     ranked = ranked_for(engine, base_plan(plan, cfg))
     if cfg.learned.enabled:
-        return learned_allocation(engine, base_plan(plan, cfg), goal, cfg, estimate), ranked
+        return learned_allocation(engine, base_plan(plan, cfg), goal, cfg), ranked
     by_path = {r.path: r for r in ranked}
     budget = plan.token_budget
     cap = budget * cfg.explicit_share

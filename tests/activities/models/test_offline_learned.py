@@ -14,7 +14,6 @@ from durable_navigator.activities.models.offline.config import OfflinePolicyConf
 from durable_navigator.activities.models.offline.learned import LearnedConfig, learned_choice, plan_tokens
 from durable_navigator.navtypes.flightplan import FlightPlan, Level
 from durable_navigator.repomap.chunkrank.fromengine import repo_history
-from durable_navigator.repomap.tokens import estimate_tokens
 from tests.activities.models.test_offline import FILES, GOAL
 
 CFG = OfflinePolicyConfig(learned=LearnedConfig(enabled=True))
@@ -61,7 +60,7 @@ def test_the_learned_survey_shows_the_ledger_and_the_next_turn_finalizes(engine)
 def test_the_allocation_spends_at_most_its_share_of_the_budget(engine, budget: int) -> None:
     plan = FlightPlan(token_budget=budget, goal=GOAL)
     cfg = LearnedConfig(enabled=True)
-    choice = learned_choice(engine, plan, GOAL, cfg, estimate_tokens, excluded=lambda p: False, focused=lambda p: False)
+    choice = learned_choice(engine, plan, GOAL, cfg, excluded=lambda p: False, focused=lambda p: False)
     assert choice.cost <= plan_tokens(budget, cfg) < budget
     assert all(lv in (Level.PATH, Level.OUTLINE, Level.FULL) for lv in choice.levels.values())
     # an expansion never sits in a file shown in full (the file shows it already)
@@ -71,13 +70,13 @@ def test_the_allocation_spends_at_most_its_share_of_the_budget(engine, budget: i
 def test_excluded_files_are_never_chosen_and_feedback_focus_weighs_more(engine) -> None:
     plan = FlightPlan(token_budget=400, goal=GOAL)
     out = "src/shop/budget/ledger.py"
-    choice = learned_choice(engine, plan, GOAL, LearnedConfig(), estimate_tokens,
+    choice = learned_choice(engine, plan, GOAL, LearnedConfig(),
                             excluded=lambda p: p == out, focused=lambda p: False)
     assert out not in choice.levels and not any(s.path == out for s in choice.expand)
     plan = FlightPlan(token_budget=200, goal=GOAL)  # room for the cart, not for the receipt too
-    plain = learned_choice(engine, plan, "price of the cart items", LearnedConfig(outlines=False), estimate_tokens,
+    plain = learned_choice(engine, plan, "price of the cart items", LearnedConfig(outlines=False),
                            excluded=lambda p: False, focused=lambda p: False)
-    focused = learned_choice(engine, plan, "price of the cart items", LearnedConfig(outlines=False), estimate_tokens,
+    focused = learned_choice(engine, plan, "price of the cart items", LearnedConfig(outlines=False),
                              excluded=lambda p: False, focused=lambda p: p == "src/shop/render.py")
     assert "src/shop/render.py" not in plain.levels
     assert "src/shop/render.py" in focused.levels
