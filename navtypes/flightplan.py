@@ -45,12 +45,15 @@ __all__ = [
     "MIN_TOKEN_BUDGET_MAX_FILES",
     "MAX_PLAN_RULES",
     "MAX_UPDATE_ITEMS",
+    "MAX_FOCUS_ITEMS",
 ]
 
 #: most verbosity rules one flight plan holds
 MAX_PLAN_RULES = 256
 #: most entries of each list of one update (rules set, focus added, ...)
 MAX_UPDATE_ITEMS = 64
+#: most focus paths / focus symbols / excludes one flight plan holds
+MAX_FOCUS_ITEMS = 128
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
@@ -109,10 +112,10 @@ class FlightPlan(_Strict):
     token_budget: Annotated[int, Field(gt=0, le=MAX_TOKEN_BUDGET)] = 4096
     default_level: Level | None = None
     rules: Annotated[list[VerbosityRule], Field(max_length=MAX_PLAN_RULES)] = []
-    focus_paths: Annotated[list[FocusPath], Field(max_length=128)] = []
-    focus_symbols: Annotated[list[FocusSymbol], Field(max_length=128)] = []
+    focus_paths: Annotated[list[FocusPath], Field(max_length=MAX_FOCUS_ITEMS)] = []
+    focus_symbols: Annotated[list[FocusSymbol], Field(max_length=MAX_FOCUS_ITEMS)] = []
     goal: Annotated[str | None, Field(max_length=8000)] = None
-    exclude: Annotated[list[Glob], Field(max_length=128)] = []
+    exclude: Annotated[list[Glob], Field(max_length=MAX_FOCUS_ITEMS)] = []
     #: attach a short "why" (top ranking signals) to each file line
     show_why: bool = True
     #: keys a human set (rule / exclude / focus globs, focus symbols): model turns never undo them

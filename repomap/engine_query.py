@@ -7,6 +7,7 @@ flight plan into signal vectors and answers ``search``, ``symbols``,
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,7 +25,7 @@ from durable_navigator.repomap.rank import (
     name_index,
     personalized_rank,
 )
-from durable_navigator.repomap.render import MODULE, module_ranges
+from durable_navigator.repomap.render import MODULE, Expansion, module_ranges
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.symsearch import ChunkCache, search_symbols
 from durable_navigator.repomap.types import SearchHit, Symbol, SymbolRef
@@ -38,6 +39,13 @@ __all__ = ["QueryMixin", "RequestContext"]
 
 #: a "why" mentions pagerank only when the file is at least this central (normalized)
 _WHY_PAGERANK_MIN = 0.2
+#: a focus symbol naming lines of a file: ``path::start-end`` (a qualified name never starts with a digit)
+_LINE_RANGE = re.compile(r"(?P<path>.+)::(?P<a>[1-9][0-9]{0,8})-(?P<b>[1-9][0-9]{0,8})")
+
+
+def _expansion_order(k: Expansion) -> tuple[int, int, int]:
+    """File order of a file's expansions: ``MODULE`` first, then symbols (by index), then line ranges."""
+    return (1, k, 0) if isinstance(k, int) else (2, *k)
 
 
 @dataclass
@@ -48,7 +56,7 @@ class RequestContext:
     signals: dict[str, np.ndarray]
     focused: np.ndarray
     order: list[int]
-    expand: dict[str, list[int]]
+    expand: dict[str, list[Expansion]]
     top_term: list[str | None] = field(default_factory=list)
     ident_of: dict[int, str] = field(default_factory=dict)
 
@@ -159,13 +167,13 @@ class QueryMixin:
             for i, p in enumerate(self.files):
                 if glob_match(fp.glob, p):
                     focus[i] += cfg.focus_path_weight * fp.weight
-        expand: dict[str, list[int]] = {}
+        expand: dict[str, list[Expansion]] = {}
         for fs in plan.focus_symbols:
             for path, k in self._module_or_symbol(fs.symbol):
                 focus[index[path]] += cfg.focus_symbol_weight * fs.weight
                 if fs.expand and k not in expand.setdefault(path, []):
                     expand[path].append(k)
-        return focus, {p: sorted(ks) for p, ks in sorted(expand.items()) if ks}
+        return focus, {p: sorted(ks, key=_expansion_order) for p, ks in sorted(expand.items()) if ks}
 
     # ---- symbols --------------------------------------------------------------------
     def _symbol_defs(self, ref: str) -> list[tuple[str, int]]:
@@ -192,11 +200,19 @@ class QueryMixin:
                     out.append((p, k))
         return out
 
-    def _module_or_symbol(self, ref: str) -> list[tuple[str, int]]:
-        """Like :meth:`_resolve_symbol`, and ``path::`` is the module-level code of a file with symbols."""
+    def _module_or_symbol(self, ref: str) -> list[tuple[str, Expansion]]:
+        """Like :meth:`_resolve_symbol`; ``path::`` is the module-level code of a file with symbols and
+        ``path::a-b`` its lines ``a..b`` (clipped to the file; nothing when they are not in it)."""
         if ref.endswith("::"):
             rec = self._built.records.get(ref[:-2])
             return [(ref[:-2], MODULE)] if rec is not None and rec[REC["symbols"]] else []
+        got = _LINE_RANGE.fullmatch(ref)
+        if got is not None:
+            rec = self._built.records.get(got["path"])
+            a, b = int(got["a"]), int(got["b"])
+            if rec is None or not rec[REC["symbols"]] or a > b or a > rec[REC["lines"]]:
+                return []
+            return [(got["path"], (a, min(b, rec[REC["lines"]])))]
         return self._resolve_symbol(ref)
 
     def _resolve_symbol(self, ref: str) -> list[tuple[str, int]]:

@@ -46,13 +46,30 @@ if TYPE_CHECKING:  # pydantic models: imported by summaries() / metadata() only 
     from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
 
 __all__ = ["RenderInput", "Rendered", "requested_levels", "render_plan", "has_symbol_support", "summaries",
-           "metadata", "read_current", "module_ranges", "MODULE", "price_full"]
+           "metadata", "read_current", "module_ranges", "MODULE", "price_full", "Expansion", "range_label"]
 
 _HEADER_FIXPOINT_PASSES = 4
 #: the ``expand`` index of a file's module-level code (focus symbol ``path::``)
 MODULE = -1
 #: what an expanded piece of module-level code shows in place of a signature
 MODULE_LABEL = "(module code)"
+#: one expansion of a file: a symbol index, ``MODULE``, or a line range ``(start, end)`` (focus
+#: symbol ``path::start-end``: a class body between its methods, a window of a long function)
+Expansion = int | tuple[int, int]
+
+
+def range_label(a: int, b: int) -> str:
+    """What an expanded line range shows in place of a signature."""
+    return f"(lines {a}-{b})"
+
+
+def _symbol_ks(ks: Iterable[Expansion]) -> list[int]:
+    """The symbol indices among a file's expansions (neither ``MODULE`` nor a line range)."""
+    return [k for k in ks if isinstance(k, int) and k != MODULE]
+
+
+def _line_ranges(ks: Iterable[Expansion]) -> list[tuple[int, int]]:
+    return sorted(k for k in ks if isinstance(k, tuple))
 
 
 @dataclass
@@ -65,7 +82,7 @@ class RenderInput:
     score: np.ndarray
     focused: np.ndarray  # bool per file
     why: list[list[str]]
-    expand: dict[str, list[int]]  # path -> symbol indices to show in full
+    expand: dict[str, list[Expansion]]  # path -> what to show in full (symbols, module code, line ranges)
     index_version: str
     cfg: RenderConfig
     #: exact cost of each file's path line without a why (cached by the engine)
@@ -242,8 +259,9 @@ def _price(inp: RenderInput, paths: list[str]) -> dict[str, tuple[int | None, st
     return {p: price_full(inp.root, inp.records, p, inp.binary_sniff_bytes) for p in paths}
 
 
-def _expanded_cost(inp: RenderInput, path: str, ks: list[int]) -> int:
-    """Exact cost of showing symbols ``ks`` of ``path`` in full (their lines of the file as it is now).
+def _expanded_cost(inp: RenderInput, path: str, ks: list[Expansion]) -> int:
+    """Exact cost of showing expansions ``ks`` of ``path`` in full (their lines of the file as it is now;
+    an upper bound when a line range overlaps an expanded symbol: the render shows those lines once).
 
     0 when the file cannot be read as text now: rendering it then hides it (``_Unreadable``)
     and fits the rest without it.
@@ -253,13 +271,16 @@ def _expanded_cost(inp: RenderInput, path: str, ks: list[int]) -> int:
         return 0
     rec = inp.records[path]
     syms = rec[REC["symbols"]]
-    spans = [(syms[k][SYM["start"]], syms[k][SYM["end"]]) for k in ks if k != MODULE]
-    labels = 0
+    spans = [(syms[k][SYM["start"]], syms[k][SYM["end"]]) for k in _symbol_ks(ks)]
+    label_text = ""
     if MODULE in ks:
         mods = module_ranges(syms, rec[REC["lines"]])
         spans += mods
-        labels = count_tokens("".join(outline_line(a, 0, MODULE_LABEL) for a, _ in mods))
-    return sum(body_costs(data, spans)) + labels
+        label_text = "".join(outline_line(a, 0, MODULE_LABEL) for a, _ in mods)
+    ranges = _line_ranges(ks)
+    spans += ranges
+    label_text += "".join(outline_line(a, _depth_at(syms, a, b), range_label(a, b)) for a, b in ranges)
+    return sum(body_costs(data, spans)) + (count_tokens(label_text) if label_text else 0)
 
 
 def module_ranges(symbols: list[tuple] | tuple, n_lines: int) -> list[tuple[int, int]]:
@@ -280,49 +301,83 @@ def module_ranges(symbols: list[tuple] | tuple, n_lines: int) -> list[tuple[int,
     return out
 
 
-def _module_piece(lines: list[str], a: int, b: int) -> str:
-    """One run of module-level code: its first non-blank line's number, the label, the source."""
+def _piece(lines: list[str], a: int, b: int, label: str, depth: int) -> str:
+    """One expanded piece (a run of module-level code, a line range): its first non-blank line's
+    number, the label, the source."""
     while a <= b and a <= len(lines) and not lines[a - 1].strip():
         a += 1
     while b >= a and (b > len(lines) or not lines[b - 1].strip()):
         b -= 1
     if a > b:
         return ""
-    return outline_line(a, 0, MODULE_LABEL) + source_block("\n".join(lines[a - 1:b]))
+    return outline_line(a, depth, label) + source_block("\n".join(lines[a - 1:b]))
 
 
-def _trail(symbols: list[tuple], ks: list[int]) -> list[int]:
-    """Symbols a level-1 view of expanded symbols ``ks`` shows: each one after the definitions enclosing it.
+def _chain(symbols: list[tuple], k: int) -> list[int]:
+    """The definitions enclosing symbol ``k``, outermost first."""
+    i_start, i_end, i_depth = SYM["start"], SYM["end"], SYM["depth"]
+    s = symbols[k]
+    chain, depth = [], s[i_depth]
+    for j in range(k - 1, -1, -1):
+        if depth == 0:
+            break
+        a = symbols[j]
+        if a[i_depth] < depth and a[i_start] <= s[i_start] and a[i_end] >= s[i_end]:
+            chain.append(j)
+            depth = a[i_depth]
+    return chain[::-1]
+
+
+def _innermost(symbols: list[tuple], a: int, b: int) -> int | None:
+    """The deepest definition holding lines ``a..b`` (None: they are module-level)."""
+    i_start, i_end, i_depth = SYM["start"], SYM["end"], SYM["depth"]
+    best = None
+    for k, s in enumerate(symbols):
+        if s[i_start] <= a and b <= s[i_end] and (best is None or s[i_depth] >= symbols[best][i_depth]):
+            best = k
+    return best
+
+
+def _depth_at(symbols: list[tuple], a: int, b: int) -> int:
+    """Nesting of a line range's label: one below the deepest definition holding it."""
+    k = _innermost(symbols, a, b)
+    return 0 if k is None else symbols[k][SYM["depth"]] + 1
+
+
+def _trail(symbols: list[tuple], ks: list[Expansion]) -> list[int]:
+    """Symbols a level-1 view of expansions ``ks`` shows: each expanded symbol after the definitions
+    enclosing it, and the definitions enclosing each expanded line range.
 
     In file order; a symbol inside an expanded one's body is not repeated (its body shows it).
     """
-    shown: list[int] = []
-    taken: set[int] = set()
-    i_start, i_end, i_depth = SYM["start"], SYM["end"], SYM["depth"]
+    want: set[int] = set()
+    i_start, i_end = SYM["start"], SYM["end"]
     hidden_until = 0
-    for k in sorted(k for k in ks if k != MODULE):
+    for k in sorted(_symbol_ks(ks)):
         s = symbols[k]
         if s[i_start] <= hidden_until:
             continue
-        chain, depth = [], s[i_depth]
-        for j in range(k - 1, -1, -1):
-            if depth == 0:
-                break
-            a = symbols[j]
-            if a[i_depth] < depth and a[i_start] <= s[i_start] and a[i_end] >= s[i_end]:
-                chain.append(j)
-                depth = a[i_depth]
-        for j in reversed(chain):
-            if j not in taken:
-                taken.add(j)
-                shown.append(j)
-        taken.add(k)
-        shown.append(k)
+        want.update(_chain(symbols, k))
+        want.add(k)
         hidden_until = s[i_end]
+    for a, b in _line_ranges(ks):
+        k = _innermost(symbols, a, b)
+        if k is not None:
+            want.update(_chain(symbols, k))
+            want.add(k)
+    shown: list[int] = []
+    hidden_until = 0
+    expanded = set(_symbol_ks(ks))
+    for k in sorted(want):
+        if symbols[k][i_start] <= hidden_until:
+            continue  # inside an expanded symbol
+        shown.append(k)
+        if k in expanded:
+            hidden_until = symbols[k][i_end]
     return shown
 
 
-def _trail_cost(symbols: list[tuple], ks: list[int]) -> int:
+def _trail_cost(symbols: list[tuple], ks: list[Expansion]) -> int:
     """Tokens of the outline lines :func:`_trail` shows (the bodies are priced apart)."""
     i_start, i_depth, i_sig = SYM["start"], SYM["depth"], SYM["sig"]
     return count_tokens("".join(outline_line(symbols[k][i_start], symbols[k][i_depth], symbols[k][i_sig])
@@ -348,27 +403,40 @@ def _file_text(inp: RenderInput, i: int, level: int, cache: dict[str, list[str]]
     return head + _entries_text(inp, p, rec[REC["symbols"]], order, set(inp.expand.get(p, ())), cache, level == 3)
 
 
-def _focused_text(inp: RenderInput, path: str, symbols: list[tuple], ks: list[int],
+def _focused_text(inp: RenderInput, path: str, symbols: list[tuple], ks: list[Expansion],
                   cache: dict[str, list[str]]) -> str:
-    """Level 1 of a file with expanded symbols: each one's enclosing definitions, its line, its source."""
+    """Level 1 of a file with expansions: each one's enclosing definitions, its line, its source."""
     return _entries_text(inp, path, symbols, _trail(symbols, ks), set(ks), cache, False)
 
 
-def _entries_text(inp: RenderInput, path: str, symbols: list[tuple], order: Iterable[int], expand: set[int],
+def _entries_text(inp: RenderInput, path: str, symbols: list[tuple], order: Iterable[int], expand: set[Expansion],
                   cache: dict[str, list[str]], docs: bool) -> str:
     """The outline lines of ``order``'s symbols (with docstrings when ``docs``), each expanded one's
-    source after its line (what it contains is not listed again), and, when the module-level code is
-    expanded (``MODULE``), each of its runs at its place among them."""
-    mods = module_ranges(symbols, inp.records[path][REC["lines"]]) if MODULE in expand else []
+    source after its line (what it contains is not listed again), and each expanded piece — a run of
+    module-level code (``MODULE``), a line range — at its place among them (a definition that starts
+    inside a piece already shown is not listed again either)."""
+    pieces = [(a, b, MODULE_LABEL, 0) for a, b in module_ranges(symbols, inp.records[path][REC["lines"]])] \
+        if MODULE in expand else []
+    pieces += [(a, b, range_label(a, b), _depth_at(symbols, a, b)) for a, b in _line_ranges(expand)]
+    pieces.sort()
     i_start, i_end, i_depth = SYM["start"], SYM["end"], SYM["depth"]
     parts: list[str] = []
     hidden_until = 0
+
+    def piece(a: int, b: int, label: str, depth: int) -> None:
+        nonlocal hidden_until
+        if b <= hidden_until:
+            return  # inside an expanded symbol already shown in full
+        a = max(a, hidden_until + 1)
+        parts.append(_piece(_lines(inp, path, cache), a, b, label, depth))
+        hidden_until = max(hidden_until, b)
+
     for k in order:
         s = symbols[k]
-        while mods and mods[0][0] < s[i_start]:
-            parts.append(_module_piece(_lines(inp, path, cache), *mods.pop(0)))
+        while pieces and pieces[0][0] < s[i_start]:
+            piece(*pieces.pop(0))
         if s[i_start] <= hidden_until:
-            continue  # inside an expanded symbol already shown in full
+            continue  # inside an expanded symbol (or piece) already shown in full
         parts.append(outline_line(s[i_start], s[i_depth], s[SYM["sig"]]))
         if docs and s[SYM["doc"]]:
             parts.append(doc_block(s[i_depth], s[SYM["doc"]], inp.cfg.doc_max_lines))
@@ -376,7 +444,8 @@ def _entries_text(inp: RenderInput, path: str, symbols: list[tuple], order: Iter
             lines = _lines(inp, path, cache)
             parts.append(source_block("\n".join(lines[s[i_start] - 1:s[i_end]])))
             hidden_until = s[i_end]
-    parts += [_module_piece(_lines(inp, path, cache), a, b) for a, b in mods]
+    for p in pieces:
+        piece(*p)
     return "".join(parts)
 
 

@@ -14,7 +14,8 @@ from durable_navigator.repomap.tokens import count_tokens
 GLOBS = ["python", "python/pkg", "**/*.py", "*.js", "go/**", "rust/src/lib.rs", "java", "c/*.h",
          "cpp/matrix.cpp", "ruby/lib", "typescript/src/*.tsx", "**", "*.md"]
 SYMBOLS = ["charge", "Budget", "python/pkg/budget.py::Budget.remaining", "Cart", "Deposit",
-           "Counter", "Order.add", "queue_push", "Matrix", "Ledger.record", "nope"]
+           "Counter", "Order.add", "queue_push", "Matrix", "Ledger.record", "nope",
+           "python/pkg/budget.py::12-15", "python/pkg/budget.py::1-40", "python/pkg/budget.py::"]
 GOALS = [None, "budget charge tokens", "add item to cart total", "queue push value",
          'File "python/pkg/budget.py", line 12', "Deposit money into Account", "matrix trace"]
 
@@ -157,3 +158,33 @@ def test_a_files_module_code_expands_as_path_colons(multi_engine: RepoMap, multi
         assert count_tokens(res.text) == res.metadata.tokens_used <= 3000
     plain = next(p for p in multi_engine.files if not multi_engine.symbols(p))
     assert multi_engine.module_ranges(plain) == []  # no outline to show module code in
+
+
+def test_a_line_range_expands_as_path_colons_start_end(multi_engine: RepoMap) -> None:
+    """``path::a-b`` shows lines ``a..b`` in full after the definitions holding them (a class body
+    between its methods, a window of a long function) — not the whole class — within the budget; a
+    definition starting inside the range is not listed again, and a range outside the file expands
+    nothing."""
+    path = "python/pkg/budget.py"
+    for level in (Level.PATH, Level.OUTLINE):
+        plan = FlightPlan(token_budget=3000, default_level=Level.HIDDEN,
+                          rules=[VerbosityRule(glob=path, level=level)],
+                          focus_symbols=[FocusSymbol(symbol=f"{path}::12-15")])
+        res = multi_engine.render(plan)
+        section = res.text.split(f"{path} [L", 1)[1]
+        assert "class Budget:" in section and "(lines 12-15)" in section
+        assert "limit: int = MAX_TOKENS" in section and "spent: int = 0" in section
+        assert "self.limit - self.spent" not in section  # the method's body is not in the range
+        assert section.index("class Budget:") < section.index("(lines 12-15)")  # after what holds it
+        assert ("def remaining(" in section) == (level == Level.OUTLINE)  # the outline only at L2
+        assert count_tokens(res.text) == res.metadata.tokens_used <= 3000
+    # a method starting inside the range is shown by the range, not listed again
+    plan = FlightPlan(token_budget=3000, default_level=Level.HIDDEN,
+                      rules=[VerbosityRule(glob=path, level=Level.OUTLINE)],
+                      focus_symbols=[FocusSymbol(symbol=f"{path}::16-19")])
+    section = multi_engine.render(plan).text.split(f"{path} [L", 1)[1]
+    assert section.count("def remaining(") == 1 and "self.limit - self.spent" in section
+    # lines past the end: nothing to expand, the file renders as if not focused
+    plan = FlightPlan(token_budget=3000, default_level=Level.HIDDEN, rules=[VerbosityRule(glob=path, level=Level.PATH)],
+                      focus_symbols=[FocusSymbol(symbol=f"{path}::900-950")])
+    assert "(lines" not in multi_engine.render(plan).text

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.activities.models.offline.symbols import ScoredSymbol
 from durable_navigator.activities.pack import PACK_CONFIG
-from durable_navigator.navtypes.flightplan import FlightPlan, Level
+from durable_navigator.navtypes.flightplan import MAX_FOCUS_ITEMS, MAX_UPDATE_ITEMS, FlightPlan, Level
 from durable_navigator.repomap.tokens import count_tokens as count
 
 __all__ = ["LearnedConfig", "Choice", "learned_choice", "plan_tokens"]
@@ -52,6 +52,10 @@ class LearnedConfig(BaseModel):
     share: float = Field(0.9, gt=0, le=1)
     #: offer each file's outline (L2) as an option
     outlines: bool = True
+    #: a chunk that is not a whole definition (a class body between its methods, a window of a
+    #: long function, a run of module-level code) is shown as its own lines (``path::a-b``)
+    #: rather than as the definition (or all the module code) holding it
+    line_ranges: bool = True
     #: value multiplier of chunks in paths a human focused through feedback (at least the value of
     #: the goal's best chunk: a human's pointer outweighs what the model expects)
     feedback_boost: float = 3.0
@@ -66,6 +70,9 @@ class LearnedConfig(BaseModel):
     line_cost: int = 10
     #: the decision log names at most this many of the choices (the map shows them all)
     max_notes: int = 12
+    #: most expansions one allocation makes (one plan update adds at most ``MAX_UPDATE_ITEMS``
+    #: focus symbols; a plan holds at most ``MAX_FOCUS_ITEMS``, the human's included)
+    max_expansions: int = Field(MAX_UPDATE_ITEMS, ge=1, le=MAX_UPDATE_ITEMS)
 
 
 @dataclass
@@ -78,6 +85,8 @@ class _Option:
     cost: int
     lines: tuple[int, int] = (0, 0)
     sym: Any = None
+    #: a line range (``lines``) rather than a symbol or the file's module code
+    ranged: bool = False
     chunks: list[int] = field(default_factory=list)
 
 
@@ -137,7 +146,14 @@ def _options(engine: Any, cf: Any, full: Any, sig: Any, ranked: dict[str, Any],
         if not syms:
             continue  # a file without symbols shows in full or not at all
         s = _containing(syms, span.start, span.end, span.name)
-        key = s.id if s is not None else f"{span.path}::"
+        whole = s is not None and (s.start_line, s.end_line) == (span.start, span.end)
+        if cfg.line_ranges and not whole:
+            key = f"{span.path}::{span.start}-{span.end}"
+            text = engine.read_lines(span.path, span.start, span.end)
+            expand[key] = _Option("expand", span.path, 0.0, count(text) + count(key) + cfg.line_cost,
+                                  (span.start, span.end), None, ranged=True)
+        else:
+            key = s.id if s is not None else f"{span.path}::"
         if key not in expand:
             if s is not None:
                 text = engine.read_lines(span.path, s.start_line, s.end_line)
@@ -198,8 +214,9 @@ class _State:
 
 
 def _overlap(a: _Option, b: _Option) -> bool:
-    if a.sym is None or b.sym is None:
-        return a.sym is None and b.sym is None  # one module-code option per file
+    module_a, module_b = a.sym is None and not a.ranged, b.sym is None and not b.ranged
+    if module_a or module_b:
+        return module_a and module_b  # one module-code option per file
     return a.lines[0] <= b.lines[1] and b.lines[0] <= a.lines[1]
 
 
@@ -227,6 +244,7 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
     heap = [(-o.value / max(o.cost, 1) ** power, i) for i, o in enumerate(options) if o.value > 0]
     heapq.heapify(heap)
     taken: list[tuple[_Option, float, int]] = []
+    room = min(cfg.max_expansions, MAX_FOCUS_ITEMS - len(plan.focus_symbols))
     while heap:
         key, i = heapq.heappop(heap)
         got = state.marginal(options[i])
@@ -237,8 +255,9 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
         if heap and now > heap[0][0] + 1e-12:
             heapq.heappush(heap, (now, i))  # worth less than when queued: re-queue at its real place
             continue
-        if cost > left:
+        if cost > left or (options[i].kind == "expand" and room <= 0):
             continue
+        room -= options[i].kind == "expand"
         left -= cost
         state.take(options[i], value, cost)
         taken.append((options[i], value, cost))
@@ -256,11 +275,12 @@ def _choice(state: _State, taken: list[tuple[_Option, float, int]], spent: int, 
     for o, value, cost in taken:
         if o.kind == "expand" and state.level.get(o.path) != Level.FULL:
             s = o.sym
-            sid = s.id if s is not None else f"{o.path}::"
-            expand.append(ScoredSymbol(symbol_id=sid, name=s.name if s else "", kind=s.kind if s else "module",
+            sid = s.id if s is not None else f"{o.path}::{o.lines[0]}-{o.lines[1]}" if o.ranged else f"{o.path}::"
+            kind = s.kind if s else "lines" if o.ranged else "module"
+            expand.append(ScoredSymbol(symbol_id=sid, name=s.name if s else "", kind=kind,
                                        path=o.path, start_line=o.lines[0], end_line=o.lines[1],
                                        score=round(value, 6), matched=(), tokens=cost))
-            what = sid if s is not None else f"the module-level code of {o.path}"
+            what = sid if s is not None or o.ranged else f"the module-level code of {o.path}"
         elif o.kind == "full" and state.level.get(o.path) == Level.FULL:
             what = f"{o.path} in full (L4)"
         elif o.kind == "outline" and state.level.get(o.path) == Level.OUTLINE:

@@ -29,8 +29,8 @@ def engine(tmp_path_factory: pytest.TempPathFactory):
     return repomap.RepoMap.open(root, cache_dir=tmp_path_factory.mktemp("cache"))
 
 
-def _turn(engine, plan: FlightPlan, iteration: int, meta=None) -> OfflineTurn:
-    return OfflineTurn(goal=GOAL, flight_plan=plan, iteration=iteration, max_iterations=8, engine=engine,
+def _turn(engine, plan: FlightPlan, iteration: int, meta=None, goal: str = GOAL) -> OfflineTurn:
+    return OfflineTurn(goal=goal, flight_plan=plan, iteration=iteration, max_iterations=8, engine=engine,
                        map_metadata=meta, tools_available=True)
 
 
@@ -103,3 +103,50 @@ def test_no_history_without_a_commit_or_a_git_dir(tmp_path: Path) -> None:
     assert repo_history(tmp_path) is None
     _git(tmp_path, "init", "-q")
     assert repo_history(tmp_path) is None
+
+
+def _big_class_repo(root: Path) -> Path:
+    """A class over the chunker's split size whose attribute block (not a method) holds the goal."""
+    methods = "".join(
+        f"    def step_{k}(self, value: int) -> int:\n"
+        + "".join(f"        value = value * {j + 2} + {k}  # arithmetic step {j}\n" for j in range(10))
+        + "        return value\n\n" for k in range(9))
+    body = ('class Settings:\n    """Knobs of the http client."""\n\n'
+            "    retry_backoff_seconds: float = 0.5\n    retry_backoff_limit: int = 7\n"
+            "    retry_backoff_jitter: bool = True\n\n" + methods)
+    (root / "client").mkdir(parents=True)
+    (root / "client" / "settings.py").write_text(body)
+    (root / "client" / "other.py").write_text("def unrelated(a: int) -> int:\n    return a + 1\n")
+    return root
+
+
+def test_a_class_body_chunk_is_shown_as_its_lines_not_the_whole_class(tmp_path: Path) -> None:
+    engine = repomap.RepoMap.open(_big_class_repo(tmp_path / "repo"), cache_dir=tmp_path / "cache")
+    goal = "retry backoff seconds limit jitter settings"
+    plan = FlightPlan(token_budget=600, goal=goal)
+    choice = learned_choice(engine, plan, goal, LearnedConfig(outlines=False), excluded=lambda p: False,
+                            focused=lambda p: False)
+    ranged = [s for s in choice.expand if s.kind == "lines"]
+    assert ranged and ranged[0].symbol_id == f"client/settings.py::{ranged[0].start_line}-{ranged[0].end_line}"
+    assert not any(s.symbol_id == "client/settings.py::Settings" for s in choice.expand)  # not the whole class
+    turned = plan.apply(offline_decision(_turn(engine, plan, 1, goal=goal), CFG).updates)
+    text = engine.render(turned).text
+    assert "retry_backoff_jitter: bool = True" in text and "(lines " in text
+    assert text.count("arithmetic step") < 9 * 10  # not the whole class
+    assert engine.render(turned).metadata.tokens_used <= 600
+    whole = learned_choice(engine, plan, goal, LearnedConfig(outlines=False, line_ranges=False),
+                           excluded=lambda p: False, focused=lambda p: False)
+    assert not any(s.kind == "lines" for s in whole.expand)
+
+
+def test_an_allocation_makes_at_most_max_expansions(tmp_path: Path) -> None:
+    """One plan update adds at most ``MAX_UPDATE_ITEMS`` focus symbols: the allocation stops there."""
+    engine = repomap.RepoMap.open(_big_class_repo(tmp_path / "repo"), cache_dir=tmp_path / "cache")
+    goal = "arithmetic step value retry backoff"
+    plan = FlightPlan(token_budget=1500, goal=goal)
+    cfg = LearnedConfig(outlines=False, file_decay=1.0)
+    many = learned_choice(engine, plan, goal, cfg, excluded=lambda p: False, focused=lambda p: False)
+    assert len(many.expand) > 2
+    few = learned_choice(engine, plan, goal, cfg.model_copy(update={"max_expansions": 2}),
+                         excluded=lambda p: False, focused=lambda p: False)
+    assert len(few.expand) == 2
