@@ -241,7 +241,11 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
             best[span.path] = max(best.get(span.path, 0.0), boost(span.path, float(full[i])))
     state = _State(ranked, best, cfg.presence_bonus, cfg.file_decay)
     left = plan_tokens(plan.token_budget, cfg)
-    heap = [(-o.value / max(o.cost, 1) ** power, i) for i, o in enumerate(options) if o.value > 0]
+    # lazy greedy: each key is the option's marginal worth on the empty map (the first-shown bonus
+    # and the path line included), an upper bound of what it is worth later, so an option popped
+    # with its current worth still at the top is the best one now
+    heap = [(-v / max(c, 1) ** power, i) for i, o in enumerate(options)
+            if o.value > 0 and (got := state.marginal(o)) is not None for v, c in (got,)]
     heapq.heapify(heap)
     taken: list[tuple[_Option, float, int]] = []
     room = min(cfg.max_expansions, MAX_FOCUS_ITEMS - len(plan.focus_symbols))
