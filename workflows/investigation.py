@@ -36,7 +36,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.activity_io import ScanInput, ScanOutput
-    from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_micros
+    from durable_navigator.navcore.budget import format_usd, micros_to_usd
     from durable_navigator.navcore.investigation import (
         InvestigationRequest,
         InvestigationResult,
@@ -53,21 +53,12 @@ with workflow.unsafe.imports_passed_through():
         investigation_turn_report,
     )
     from durable_navigator.navcore.messages import (
-        ApproveInput,
         EditStagePlanInput,
-        RaiseBudgetInput,
-        RejectInput,
-        SetModeInput,
         StagePlanEdited,
-        StopInput,
-        VerdictInput,
-        VerdictOutcome,
     )
     from durable_navigator.navcore.model_calls import InvestigateOut, InvestigateSpec
-    from durable_navigator.navcore.report import DecisionLogView, TurnReport, shorten
-    from durable_navigator.navcore.state import PendingTurn, Status, StopReason, Verdict
-    from durable_navigator.navcore.subagents import SIGNAL_CHILD_EVENT, ChildEvent
-    from durable_navigator.navcore.turns import record_verdict, request_stop, verdict_problem
+    from durable_navigator.navcore.report import TurnReport, shorten
+    from durable_navigator.navcore.state import PendingTurn, Status, StopReason
     from durable_navigator.navtypes.flightplan import FlightPlan
     from durable_navigator.workflows.blocks.approval import ApprovalGate
     from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter
@@ -75,19 +66,18 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.workflows.blocks.options import RESULT, SCAN, run_activity
     from durable_navigator.workflows.blocks.stage_planning import StagePlanning
     from durable_navigator.workflows.blocks.stage_work import BRANCH_STRATEGIES, InvestigationHooks, StageWork
+    from durable_navigator.workflows.blocks.steerable import WithChildren
     from durable_navigator.workflows.blocks.subagents import SubagentRunner, SubagentSettings
     from durable_navigator.workflows.blocks.webui import Publisher
 
 __all__ = ["InvestigationWorkflow", "BRANCH_STRATEGIES"]
 
-#: what a ``kind: plan`` verdict answers here (in the messages of refused verdicts)
-_PLAN = "the stage plan"
 
 _TRANSIENT = frozenset({Status.PREPARING, Status.THINKING, Status.RENDERING})
 
 
 @workflow.defn(name="InvestigationWorkflow")
-class InvestigationWorkflow:
+class InvestigationWorkflow(WithChildren):
     """A durable, budgeted, staged investigation with subagents, criteria checks and reflection."""
 
     @workflow.init
@@ -270,38 +260,9 @@ class InvestigationWorkflow:
 
     # -- messages ------------------------------------------------------------------------
 
-    @workflow.signal(name="approve")
-    def approve(self, inp: ApproveInput) -> None:
-        """Accept the pending plan."""
-        if inp is not None:
-            self._verdict("approve", inp.turn, inp.sender, None, inp.kind)
-
-    @workflow.signal(name="reject")
-    def reject(self, inp: RejectInput) -> None:
-        """Reject the pending plan: it is re-planned with the feedback (once)."""
-        if inp is not None:
-            self._verdict("reject", inp.turn, inp.sender, inp.feedback, inp.kind)
-
-    def _verdict(self, verdict: Verdict, turn: int, sender: str, feedback: str | None, kind: str) -> None:
-        if not record_verdict(self.state.steering, verdict, turn, sender, feedback, kind, _PLAN):
-            workflow.logger.info("ignored %s for %s %d from %s: stale or duplicate", verdict, kind, turn, sender)
-
-    @workflow.update(name="submit_verdict")
-    def submit_verdict(self, inp: VerdictInput) -> VerdictOutcome:
-        """Approve or reject the pending plan like the signals, answering with the outcome (what
-        ``navigator approve --plan`` / ``reject --plan`` and the interactive follower send; the
-        validator refuses a verdict the run would ignore)."""
-        applied = record_verdict(self.state.steering, inp.verdict, inp.turn, inp.sender, inp.feedback,
-                                 inp.kind, _PLAN)
-        what = f"the stage plan of round {inp.turn}" if inp.kind == "plan" else f"turn {inp.turn}"
-        return VerdictOutcome(verdict=inp.verdict, turn=inp.turn, kind=inp.kind, applied=applied,
-                              detail=f"{inp.verdict} {'applied to' if applied else 'ignored for'} {what}")
-
-    @submit_verdict.validator
-    def _validate_verdict(self, inp: VerdictInput) -> None:
-        problem = verdict_problem(self.state.steering, inp.turn, inp.kind, _PLAN)
-        if problem is not None:
-            raise ValueError(problem)
+    def _turn_report(self) -> TurnReport:
+        """The stage table, cost, children."""
+        return investigation_turn_report(self.state)
 
     @workflow.update(name="edit_stage_plan")
     def edit_stage_plan(self, inp: EditStagePlanInput) -> StagePlanEdited:
@@ -315,61 +276,7 @@ class InvestigationWorkflow:
         if problem is not None:
             raise ValueError(problem)
 
-    @workflow.signal(name="stop")
-    def stop(self, inp: StopInput) -> None:
-        """Summarize now: the call in flight is cancelled, the running worker finalizes, the report is written."""
-        if inp is not None:
-            request_stop(self.state.steering, inp.reason, inp.sender, inp.turn)
-
-    @workflow.signal(name="set_mode")
-    def set_mode(self, inp: SetModeInput) -> None:
-        """Switch between autonomous and interactive (interactive: the next plan waits for a verdict)."""
-        if inp is not None:
-            self.state.steering.mode = inp.mode
-            self.state.steering.note("set_mode", inp.sender, None, f"mode → {inp.mode.value}")
-
-    @workflow.signal(name="raise_budget")
-    def raise_budget(self, inp: RaiseBudgetInput) -> None:
-        """Raise the USD limit (also answers a budget park; later stages and children get slices of the
-        larger remainder)."""
-        if inp is None:
-            return
-        add = usd_to_micros(inp.add_usd)
-        if add <= 0:
-            workflow.logger.warning("ignored raise_budget of %s USD from %s: below one micro-dollar", inp.add_usd,
-                                    inp.sender)
-            return
-        self.state.ledger.raise_limit(add)
-        self.state.steering.note("raise_budget", inp.sender, None, f"+{format_usd(add)}")
-
-    @workflow.signal(name=SIGNAL_CHILD_EVENT)
-    def child_event(self, inp: ChildEvent) -> None:
-        """A worker child's progress (status, iteration, cost) while it runs."""
-        if inp is not None and self.subagents.on_event(inp):
-            self._publish()
-
-    @workflow.query(name="get_status")
-    def get_status(self) -> TurnReport:
-        """The current report: the stage table, cost, children."""
-        return investigation_turn_report(self.state)
-
-    @workflow.query(name="get_decision_log")
-    def get_decision_log(self) -> DecisionLogView:
-        """Every plan round, worker, review, criteria check and reflection so far."""
-        return DecisionLogView(entries=self.state.log.entries, notes=self.state.steering.notes,
-                               children=list(self.state.children))
-
     @workflow.query(name="get_investigation")
     def get_investigation(self) -> InvestigationState:
         """The whole (small) state: plan rounds, stages with their verdicts, children."""
         return self.state
-
-    @workflow.query(name="status")
-    def status_alias(self) -> TurnReport:
-        """Alias of ``get_status``."""
-        return self.get_status()
-
-    @workflow.query(name="decision_log")
-    def decision_log_alias(self) -> DecisionLogView:
-        """Alias of ``get_decision_log``."""
-        return self.get_decision_log()

@@ -30,23 +30,15 @@ with workflow.unsafe.imports_passed_through():
         WriteResultInput,
         WriteResultOutput,
     )
-    from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_micros
+    from durable_navigator.navcore.budget import format_usd, micros_to_usd
     from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
     from durable_navigator.navcore.guardrails import RunProgress, check_guardrails, observe, record_iteration
     from durable_navigator.navcore.messages import (
-        ApproveInput,
         EditFlightPlanInput,
-        RaiseBudgetInput,
-        RejectInput,
-        SetModeInput,
-        StopInput,
-        VerdictInput,
-        VerdictOutcome,
     )
     from durable_navigator.navcore.model_calls import DecideSpec, DecisionOut
     from durable_navigator.navcore.prompt import GOAL_SLOT
     from durable_navigator.navcore.report import (
-        DecisionLogView,
         TurnReport,
         build_turn_report,
         plan_diff_lines,
@@ -64,7 +56,6 @@ with workflow.unsafe.imports_passed_through():
         PendingTurn,
         Status,
         StopReason,
-        Verdict,
     )
     from durable_navigator.navcore.turns import (
         MODEL_SWITCH_ACTION,
@@ -72,12 +63,9 @@ with workflow.unsafe.imports_passed_through():
         edited_plan,
         initial_state,
         propose_turn,
-        record_verdict,
         recent_decisions,
         report_dict,
-        request_stop,
         restore_turn,
-        verdict_problem,
     )
     from durable_navigator.workflows.blocks.approval import ApprovalGate
     from durable_navigator.workflows.blocks.compression import Compressor
@@ -85,6 +73,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.workflows.blocks.model_call import CallOutcome, ModelCaller, one_line
     from durable_navigator.workflows.blocks.options import RESULT, SCAN, SHORT, run_activity
     from durable_navigator.workflows.blocks.stages import StageRunner, StageSettings
+    from durable_navigator.workflows.blocks.steerable import SteerableRun
     from durable_navigator.workflows.blocks.tools import ToolRunner, tool_result_lines
     from durable_navigator.workflows.blocks.webui import (
         NAVIGATOR_SEARCH_ATTRIBUTES,
@@ -111,7 +100,7 @@ _SUMMARY_CHARS = 2000
 
 
 @workflow.defn(name="NavigatorWorkflow")
-class NavigatorWorkflow:
+class NavigatorWorkflow(SteerableRun):
     """A durable exploration of one repository for one goal."""
 
     @workflow.init
@@ -454,94 +443,13 @@ class NavigatorWorkflow:
 
     # -- messages --------------------------------------------------------
 
-    @workflow.signal(name="approve")
-    def approve(self, inp: ApproveInput) -> None:
-        """Accept the pending turn."""
-        if _invalid_payload("approve", inp):
-            return
-        self._verdict("approve", inp.turn, inp.sender, None, inp.kind)
-
-    @workflow.signal(name="reject")
-    def reject(self, inp: RejectInput) -> None:
-        """Undo the pending turn; the feedback goes into the next prompt."""
-        if _invalid_payload("reject", inp):
-            return
-        self._verdict("reject", inp.turn, inp.sender, inp.feedback, inp.kind)
-
-    def _verdict(self, verdict: Verdict, turn: int, sender: str, feedback: str | None, kind: str) -> None:
-        if not record_verdict(self.state.steering, verdict, turn, sender, feedback, kind):
-            workflow.logger.info("ignored %s for %s %d from %s: stale or duplicate", verdict, kind, turn, sender)
-
-    @workflow.update(name="submit_verdict")
-    def submit_verdict(self, inp: VerdictInput) -> VerdictOutcome:
-        """Approve or reject like the signals, answering with the outcome (the validator refuses
-        a verdict the run would ignore, so the sender hears it)."""
-        applied = record_verdict(self.state.steering, inp.verdict, inp.turn, inp.sender, inp.feedback,
-                                 inp.kind)
-        what = f"round {inp.turn} of the stage plan" if inp.kind == "plan" else f"turn {inp.turn}"
-        return VerdictOutcome(verdict=inp.verdict, turn=inp.turn, kind=inp.kind, applied=applied,
-                              detail=f"{inp.verdict} {'applied to' if applied else 'ignored for'} {what}")
-
-    @submit_verdict.validator
-    def _validate_verdict(self, inp: VerdictInput) -> None:
-        problem = verdict_problem(self.state.steering, inp.turn, inp.kind)
-        if problem is not None:
-            raise ValueError(problem)
-
-    @workflow.signal(name="stop")
-    def stop(self, inp: StopInput) -> None:
-        """Finalize now with the best map so far (a model call in flight is cancelled)."""
-        if _invalid_payload("stop", inp):
-            return
-        request_stop(self.state.steering, inp.reason, inp.sender, inp.turn)
-
-    @workflow.signal(name="set_mode")
-    def set_mode(self, inp: SetModeInput) -> None:
-        """Switch between autonomous and interactive."""
-        if _invalid_payload("set_mode", inp):
-            return
-        self.state.steering.mode = inp.mode
-        self.state.steering.note("set_mode", inp.sender, None, f"mode → {inp.mode.value}")
-
-    @workflow.signal(name="raise_budget")
-    def raise_budget(self, inp: RaiseBudgetInput) -> None:
-        """Raise the USD limit (also answers a budget park)."""
-        if _invalid_payload("raise_budget", inp):
-            return
-        add = usd_to_micros(inp.add_usd)
-        if add <= 0:
-            # a signal must never fail the workflow task: ignore and say so
-            workflow.logger.warning("ignored raise_budget of %s USD from %s: below one micro-dollar", inp.add_usd, inp.sender)
-            return
-        self.state.ledger.raise_limit(add)
-        self.state.steering.note("raise_budget", inp.sender, None, f"+{format_usd(add)}")
-
-    @workflow.query(name="get_status")
-    def get_status(self) -> TurnReport:
-        """The current turn report."""
+    def _turn_report(self) -> TurnReport:
         return build_turn_report(self.state)
-
-    @workflow.query(name="get_decision_log")
-    def get_decision_log(self) -> DecisionLogView:
-        """Every logged decision so far."""
-        return DecisionLogView(entries=self.state.log.entries, notes=self.state.steering.notes)
 
     @workflow.query(name="get_flight_plan")
     def get_flight_plan(self) -> FlightPlan:
         """The current (or proposed, while awaiting approval) flight plan."""
         return self.state.map.flight_plan
-
-    # DESIGN.md's names for the same three queries (thin aliases; same payloads)
-
-    @workflow.query(name="status")
-    def status_alias(self) -> TurnReport:
-        """Alias of ``get_status``."""
-        return self.get_status()
-
-    @workflow.query(name="decision_log")
-    def decision_log_alias(self) -> DecisionLogView:
-        """Alias of ``get_decision_log``."""
-        return self.get_decision_log()
 
     @workflow.query(name="flight_plan")
     def flight_plan_alias(self) -> FlightPlan:
@@ -568,15 +476,3 @@ def _guard_detail(reason: str, repeats: int) -> str:
         return "too many iterations without a better map"
     return reason
 
-
-def _invalid_payload(name: str, inp: object) -> bool:
-    """True (and logged) for a payload that decoded to nothing, e.g. JSON ``null``.
-
-    The data converter drops payloads that fail validation before a handler
-    runs; ``null`` reaches the handler as ``None``, and raising there would
-    fail the workflow task on every retry, wedging the run.
-    """
-    if inp is None:
-        workflow.logger.warning("ignored %s signal with an empty (null) payload", name)
-        return True
-    return False

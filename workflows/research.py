@@ -27,17 +27,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.activity_io import ScanInput, ScanOutput
-    from durable_navigator.navcore.budget import format_usd, micros_to_usd, usd_to_micros
+    from durable_navigator.navcore.budget import format_usd, micros_to_usd
     from durable_navigator.navcore.findings import FALLBACK_STEP, PlannedStep
-    from durable_navigator.navcore.messages import (
-        ApproveInput,
-        RaiseBudgetInput,
-        RejectInput,
-        SetModeInput,
-        StopInput,
-        VerdictInput,
-        VerdictOutcome,
-    )
     from durable_navigator.navcore.model_calls import (
         AnswerOut,
         RefineOut,
@@ -46,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
         ResearchRefineSpec,
         ResearchSynthesizeSpec,
     )
-    from durable_navigator.navcore.report import DecisionLogView, TurnReport, shorten
+    from durable_navigator.navcore.report import TurnReport, shorten
     from durable_navigator.navcore.research import (
         AggregateInput,
         AggregateOutput,
@@ -66,23 +57,21 @@ with workflow.unsafe.imports_passed_through():
         research_turn_report,
         research_view,
     )
-    from durable_navigator.navcore.state import ExecutionMode, PendingTurn, Status, StopReason, Verdict
-    from durable_navigator.navcore.subagents import SIGNAL_CHILD_EVENT, ChildEvent, SubagentOutcome
-    from durable_navigator.navcore.turns import record_verdict, request_stop, verdict_problem
+    from durable_navigator.navcore.state import ExecutionMode, PendingTurn, Status, StopReason
+    from durable_navigator.navcore.subagents import SubagentOutcome
     from durable_navigator.workflows.blocks.approval import ApprovalGate
     from durable_navigator.workflows.blocks.compression import Compressor
     from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter
     from durable_navigator.workflows.blocks.model_call import CallOutcome, ModelCaller, one_line
     from durable_navigator.workflows.blocks.options import RESULT, SCAN, SHORT, run_activity
     from durable_navigator.workflows.blocks.react import ReactSettings, ReactStepRunner, StepOutcome
+    from durable_navigator.workflows.blocks.steerable import WithChildren
     from durable_navigator.workflows.blocks.subagents import SubagentRunner, SubagentSettings
     from durable_navigator.workflows.blocks.tools import ToolRunner
     from durable_navigator.workflows.blocks.webui import Publisher
 
 __all__ = ["ResearchWorkflow"]
 
-#: what a ``kind: plan`` verdict answers here (in the messages of refused verdicts)
-_PLAN = "the research plan"
 
 #: transient statuses are shown in the details but not upserted (each upsert is a history event)
 _TRANSIENT = frozenset({Status.PREPARING, Status.THINKING, Status.RENDERING})
@@ -93,8 +82,13 @@ _GUARD_STOP = {"loop_detected": StopReason.LOOP_DETECTED, "activity_cap": StopRe
 
 
 @workflow.defn(name="ResearchWorkflow")
-class ResearchWorkflow:
+class ResearchWorkflow(WithChildren):
     """A durable, budgeted research run: a cited answer to one question about one repository."""
+
+    #: what a ``kind: plan`` verdict answers (in the outcome and the messages of refused verdicts)
+    PLAN_NAME = "the research plan"
+    #: a ``kind: turn`` verdict answers a step's findings
+    TURN_NAME = "the findings of turn"
 
     @workflow.init
     def __init__(self, req: ResearchRequest) -> None:
@@ -535,93 +529,15 @@ class ResearchWorkflow:
 
     # -- messages --------------------------------------------------------------
 
-    @workflow.signal(name="approve")
-    def approve(self, inp: ApproveInput) -> None:
-        """Accept the pending plan (``kind: plan``) or step findings (``kind: turn``, the step's number)."""
-        if inp is not None:
-            self._verdict("approve", inp.turn, inp.sender, None, inp.kind)
-
-    @workflow.signal(name="reject")
-    def reject(self, inp: RejectInput) -> None:
-        """Reject the pending plan (re-planned with the feedback) or step (its findings dropped)."""
-        if inp is not None:
-            self._verdict("reject", inp.turn, inp.sender, inp.feedback, inp.kind)
-
-    def _verdict(self, verdict: Verdict, turn: int, sender: str, feedback: str | None, kind: str) -> None:
-        if not record_verdict(self.state.steering, verdict, turn, sender, feedback, kind, _PLAN):
-            workflow.logger.info("ignored %s for %s %d from %s: stale or duplicate", verdict, kind, turn, sender)
-
-    @workflow.update(name="submit_verdict")
-    def submit_verdict(self, inp: VerdictInput) -> VerdictOutcome:
-        """Approve or reject like the signals, answering with the outcome (what ``navigator approve`` /
-        ``reject`` and the interactive follower send; the validator refuses a verdict the run would ignore)."""
-        applied = record_verdict(self.state.steering, inp.verdict, inp.turn, inp.sender, inp.feedback,
-                                 inp.kind, _PLAN)
-        what = f"the research plan of round {inp.turn}" if inp.kind == "plan" else f"the findings of turn {inp.turn}"
-        return VerdictOutcome(verdict=inp.verdict, turn=inp.turn, kind=inp.kind, applied=applied,
-                              detail=f"{inp.verdict} {'applied to' if applied else 'ignored for'} {what}")
-
-    @submit_verdict.validator
-    def _validate_verdict(self, inp: VerdictInput) -> None:
-        problem = verdict_problem(self.state.steering, inp.turn, inp.kind, _PLAN)
-        if problem is not None:
-            raise ValueError(problem)
-
-    @workflow.signal(name="stop")
-    def stop(self, inp: StopInput) -> None:
-        """Answer now with the findings so far (the call in flight is cancelled; running subagents finalize)."""
-        if inp is None:
-            return
-        self._stops += 1
-        request_stop(self.state.steering, inp.reason, inp.sender, inp.turn)
-
-    @workflow.signal(name="set_mode")
-    def set_mode(self, inp: SetModeInput) -> None:
-        """Switch between autonomous and interactive."""
-        if inp is not None:
-            self.state.steering.mode = inp.mode
-            self.state.steering.note("set_mode", inp.sender, None, f"mode → {inp.mode.value}")
-
-    @workflow.signal(name="raise_budget")
-    def raise_budget(self, inp: RaiseBudgetInput) -> None:
-        """Raise the USD limit (also answers a budget park)."""
-        if inp is None:
-            return
-        add = usd_to_micros(inp.add_usd)
-        if add <= 0:
-            workflow.logger.warning("ignored raise_budget of %s USD from %s: below one micro-dollar", inp.add_usd, inp.sender)
-            return
-        self.state.ledger.raise_limit(add)
-        self.state.steering.note("raise_budget", inp.sender, None, f"+{format_usd(add)}")
-
-    @workflow.signal(name=SIGNAL_CHILD_EVENT)
-    def child_event(self, inp: ChildEvent) -> None:
-        """A subagent's progress (status, iteration, cost) while it runs."""
-        if inp is not None and self.subagents is not None and self.subagents.on_event(inp):
-            self._publish()
-
-    @workflow.query(name="get_status")
-    def get_status(self) -> TurnReport:
-        """The current turn report (plan with step status, findings, subagents)."""
+    def _turn_report(self) -> TurnReport:
+        """The plan with each step's status, the findings, the subagents."""
         return research_turn_report(self.state)
 
-    @workflow.query(name="get_decision_log")
-    def get_decision_log(self) -> DecisionLogView:
-        """Every logged plan, turn, aggregation, subagent and verdict so far."""
-        return DecisionLogView(entries=self.state.log.entries, notes=self.state.steering.notes,
-                               children=list(self.state.children))
+    def _on_stop(self) -> None:
+        self._stops += 1  # a second stop also cuts the final answer's call short
 
     @workflow.query(name="get_research")
     def get_research(self) -> ResearchView:
         """The plan, the findings (by reference), the subagents and the answer."""
         return research_view(self.state)
 
-    @workflow.query(name="status")
-    def status_alias(self) -> TurnReport:
-        """Alias of ``get_status``."""
-        return self.get_status()
-
-    @workflow.query(name="decision_log")
-    def decision_log_alias(self) -> DecisionLogView:
-        """Alias of ``get_decision_log``."""
-        return self.get_decision_log()
