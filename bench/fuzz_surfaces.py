@@ -40,7 +40,6 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 

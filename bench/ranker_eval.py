@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from durable_navigator.repomap.chunkrank import FULL, GROUPS, OUT, SIGNATURE, allocate
+from durable_navigator.repomap.chunkrank import FULL, GROUPS, OUT, allocate
 from durable_navigator.repomap.chunkrank.features import FEATURES
 from durable_navigator.repomap.chunkrank.model import Calibration, chunk_lines, load_ranker
 

@@ -13,14 +13,14 @@ finished one without exploring any job twice. ``status`` / ``results`` /
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.options import BatchIdArg, JsonOpt
 
-__all__ = ["batch_app", "build_batch_request", "new_batch_id"]
+__all__ = ["batch_app"]
 
 batch_app = command_group(help="Many repositories × goals under one USD budget.\n\nUnattended explorations, each a child workflow drawing from the shared budget; failures are isolated.", no_args_is_help=True)
 
@@ -100,11 +100,3 @@ def stop(
 
     run_stop(ctx=ctx, batch_id=batch_id, reason=reason, sender=sender)
 
-
-def __getattr__(name: str) -> Any:
-    """The rest of the module's former contents (build_batch_request, new_batch_id) live in :mod:`cli.batch_run`."""
-    if name in ('build_batch_request', 'new_batch_id'):
-        from durable_navigator.cli import batch_run
-
-        return getattr(batch_run, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from durable_navigator.navcore.budget import MAX_RUN_USD, MIN_RUN_USD, RunUsd
-from durable_navigator.navtypes.errors import BudgetError, ConfigError, RepoError
+from durable_navigator.navtypes.errors import BudgetError, ConfigError
 from durable_navigator.repomap.presence import require_files
 
 __all__ = ["parse_usd", "budget_or_default", "check_text", "text_problem", "check_repository", "validated",

@@ -11,14 +11,14 @@ server --port 7300`` in one terminal, ``navigator ls`` in another.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.options import JsonOpt
 
-__all__ = ["server_app", "describe_record", "STOP_WAIT_S"]
+__all__ = ["server_app"]
 
 server_app = command_group()
 
@@ -90,11 +90,3 @@ def stop(
 
     run_stop(ctx=ctx, all_servers=all_servers, json_out=json_out)
 
-
-def __getattr__(name: str) -> Any:
-    """The rest of the module's former contents (describe_record, STOP_WAIT_S) live in :mod:`cli.server_run`."""
-    if name in ('describe_record', 'STOP_WAIT_S'):
-        from durable_navigator.cli import server_run
-
-        return getattr(server_run, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -34,7 +34,6 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from durable_navigator.navcore.decision import TokenUsage
 
 __all__ = [
     "CompressionConfig",

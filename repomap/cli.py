@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["app", "main", "fast_generate_args"]
+__all__ = ["app", "main", "fast_generate_args"]  # noqa: F822 (``app``: module __getattr__, imported on first use)
 
 #: ``generate``'s options that take a value: flag -> (keyword, kind)
 _VALUE_OPTIONS = {"--plan": ("plan", "path"), "--budget": ("budget", "int"), "--goal": ("goal", "str"),

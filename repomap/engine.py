@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from durable_navigator.navtypes.errors import PathEscapeError, RepoError
+from durable_navigator.navtypes.errors import PathEscapeError
 from durable_navigator.repomap.build import BuiltIndex, Progress, build_index, content_hash
 from durable_navigator.repomap.cache import IndexCache, default_cache_dir, own_dirs
 from durable_navigator.repomap.config import EngineConfig

@@ -337,8 +337,8 @@ def build_server(backend: Backend, version: str = "") -> MCPServer:
     """The MCP server: every marked tool, and the resources of a finished run (context or answer, report)."""
     server: MCPServer = MCPServer(SERVER_NAME, instructions=INSTRUCTIONS, version=version, log_level="WARNING")
     tools = NavigatorTools(backend)
-    for name, method, title, annotations in _marked(tools):
-        server.add_tool(method, name=name, title=title, description=inspect.getdoc(method), annotations=annotations)
+    for name, method, title, hints in _marked(tools):
+        server.add_tool(method, name=name, title=title, description=inspect.getdoc(method), annotations=hints)
     server.resource("navigator://runs/{run_id}/context", name="context", title="Context pack of a run",
                     description="The whole context.md of a finished exploration (markdown).",
                     mime_type="text/markdown")(tools.context_resource)

@@ -8,7 +8,6 @@ is a tool error, never an activity failure (``RuntimeError`` before).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest

@@ -15,7 +15,6 @@ again, recovering its completed children. Writes ``batch_<scenario>[_runN].json`
 from __future__ import annotations
 
 import asyncio
-import sys
 import tempfile
 import uuid
 from collections.abc import Awaitable, Callable

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import tempfile
 import uuid
 from datetime import timedelta

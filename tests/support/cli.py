@@ -7,7 +7,6 @@ from tests.support import FIXTURE_REPO as FIXTURE_REPO_DIR
 import asyncio
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from typer.testing import CliRunner, Result

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from pathlib import Path
 
 
 from tests.support.navigator import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, engine_factory, make_pricer, token_counter

@@ -4,16 +4,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 from tests.support.navigator import (
-    FIXTURE_REPO,
     NO_LOOP_GUARD,
-    ONE_ATTEMPT,
-    TIMEOUT,
     ZOOM_BUDGET,
     ZOOM_OUT_CLI,
     ScriptProvider,
@@ -21,13 +16,9 @@ from tests.support.navigator import (
     make_request,
     run,
 )
-from temporalio.client import Client
 
-from durable_navigator.activities.artifacts import LocalArtifactStore
-from durable_navigator.activities.navigator import NavigatorActivities
-from durable_navigator.navcore.guardrails import LoopConfig, RunProfile
 from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.requests import ModelCallConfig, ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.requests import ModelCallConfig
 from durable_navigator.navcore.state import StopReason
 from durable_navigator.workflows.navigator import SA_COST_USD, SA_ITERATION, SA_STATUS, NavigatorWorkflow
 

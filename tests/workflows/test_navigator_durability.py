@@ -12,7 +12,7 @@ import uuid
 from datetime import timedelta
 from pathlib import Path
 
-from tests.support.navigator import ZOOM_BUDGET, ScriptProvider, update, wait_for
+from tests.support.navigator import ScriptProvider, update, wait_for
 from tests.support.navigator import NO_LOOP_GUARD, make_activities, make_request
 
 from durable_navigator.navcore.requests import ModelCallConfig, ExplorationResult

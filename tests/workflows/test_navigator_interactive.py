@@ -38,8 +38,11 @@ async def test_interactive_reject_feedback_edit_and_approve(client, task_queue, 
         await handle.signal(NavigatorWorkflow.reject, RejectInput(turn=1, sender="alice", feedback="Look at pricing.py first"))
         # a duplicate and a stale verdict are ignored, not applied to the next turn
         await handle.signal(NavigatorWorkflow.approve, ApproveInput(turn=1, sender="bob"))
-        report = await wait_for(handle, lambda r: r.awaiting_turn == 2)
+        await wait_for(handle, lambda r: r.awaiting_turn == 2)
         assert (await handle.query(NavigatorWorkflow.get_flight_plan)).rules[0].glob == "src/budgetkit/cli.py"
+        notes = (await handle.query(NavigatorWorkflow.get_decision_log)).notes
+        assert [(n.sender, n.note.startswith("ignored:")) for n in notes if n.turn == 1][-2:] == \
+            [("alice", False), ("bob", True)]  # bob's approve came after alice's reject: noted, not applied
 
         # edits are validated: wrong turn and a '..' glob are refused, a good one is applied
         with pytest.raises(WorkflowUpdateFailedError):

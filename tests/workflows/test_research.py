@@ -13,7 +13,7 @@ from pathlib import Path
 from temporalio.client import Client, WorkflowHistory
 
 from durable_navigator.navcore.budget import usd_to_micros
-from durable_navigator.navcore.report import DecisionLogView, TurnReport
+from durable_navigator.navcore.report import DecisionLogView
 from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navcore.subagents import AgentProfile, ResearchCaps
 from durable_navigator.workflows.research import ResearchWorkflow

@@ -12,7 +12,6 @@ import uuid
 from datetime import timedelta
 from typing import Any
 
-import pytest
 from tests.support.batch import batch_request, job, priced_activities, start_batch, write_script
 from tests.support.navigator import ZOOM_BUDGET, ScriptProvider, wait_for
 from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from tests.support import FIXTURE_REPO as FIXTURE_REPO_DIR
 
-from pathlib import Path
 
 import pytest
 from temporalio.testing import ActivityEnvironment
