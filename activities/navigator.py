@@ -34,7 +34,7 @@ from durable_navigator.activities.result_pack import compose
 from durable_navigator.navcore.activity_io import (
     IndexProgress,
     MapView,
-    RenderInput,
+    RenderMapInput,
     RenderOutput,
     ScanInput,
     ScanOutput,
@@ -235,13 +235,13 @@ class NavigatorActivities:
         return await self._guard(work(), meter)
 
     @activity.defn(name="navigator.render_map")
-    async def render_map(self, inp: RenderInput) -> RenderOutput:
+    async def render_map(self, inp: RenderMapInput) -> RenderOutput:
         """Render the map under a flight plan (given, or stored plan + update) and store it."""
 
         async def work() -> RenderOutput:
             plan = inp.flight_plan
             if plan is None:
-                assert inp.base_view_ref is not None and inp.update is not None  # RenderInput checks it
+                assert inp.base_view_ref is not None and inp.update is not None  # RenderMapInput checks it
                 base = MapView.model_validate_json(self._get_text(inp.base_view_ref)).plan
                 plan = base.apply(inp.update)
             return await self._render(await self.engines.get(inp.repo_root, refresh=True), plan)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.decision import ModelDecision, TokenUsage
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
 from durable_navigator.navtypes.mapmeta import MapMetadata
 from durable_navigator.navcore.pricing import ModelPricingRates
@@ -15,17 +14,13 @@ __all__ = [
     "ScanInput",
     "ScanOutput",
     "IndexProgress",
-    "RenderInput",
+    "RenderMapInput",
     "RenderOutput",
     "MapView",
-    "PromptBundle",
     "RecentDecision",
     "PromptInput",
     "PromptOutput",
     "DecideContext",
-    "DecideInput",
-    "DecideOutput",
-    "AttemptUsage",
     "WriteResultInput",
     "WriteResultOutput",
     "PackFigures",
@@ -36,7 +31,7 @@ class _IO(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class RenderInput(_IO):
+class RenderMapInput(_IO):
     """Render the map of ``repo_root`` under a flight plan.
 
     Either a whole ``flight_plan``, or ``base_view_ref`` (the stored view of
@@ -52,7 +47,7 @@ class RenderInput(_IO):
     step: int = 0
 
     @model_validator(mode="after")
-    def _one_plan(self) -> "RenderInput":
+    def _one_plan(self) -> "RenderMapInput":
         by_update = self.base_view_ref is not None and self.update is not None
         if (self.flight_plan is not None) == by_update:
             raise ValueError("give either flight_plan, or base_view_ref and update")
@@ -175,68 +170,14 @@ class DecideContext(_IO):
     tool_results: list[str] = []
 
 
-class PromptBundle(_IO):
-    """One stored prompt: what is sent, plus the structured side for prompt-free providers."""
-
-    system: str
-    user: str
-    context: DecideContext
-
-
 class PromptOutput(_IO):
     """The stored prompt, its exact token count and the cost estimate of sending it."""
 
-    #: a :class:`PromptBundle` as JSON
+    #: the stored prompt (system, user and the structured context for prompt-free providers) as JSON
     prompt_ref: ArtifactRef
     prompt_tokens: int = Field(ge=0)
     #: input at the model's input rate + max_output_tokens at its output rate
     estimate_micros: int = Field(ge=0)
-
-
-class DecideInput(_IO):
-    """Ask the model for one decision."""
-
-    step: int
-    model: str
-    repo_root: str
-    #: a :class:`PromptBundle` as JSON
-    prompt_ref: ArtifactRef
-    #: the :class:`MapView` of the map the prompt shows
-    view_ref: ArtifactRef
-    max_output_tokens: int
-    max_iterations: int
-
-
-class AttemptUsage(_IO):
-    """Usage of the attempts of one decide activity so far.
-
-    Carried in heartbeat details (so a retry or the workflow can see what a
-    crashed or failed attempt consumed) and in a failure's details.
-    """
-
-    usage: TokenUsage = TokenUsage()
-    cost_micros: int = 0
-    calls: int = 0
-    #: attempts started so far (Temporal's attempt number: crashed attempts count too)
-    attempts: int = 0
-
-    def plus(self, usage: TokenUsage, cost_micros: int, calls: int) -> "AttemptUsage":
-        """This record with more consumption (of the current attempt) added."""
-        return self.model_copy(
-            update={
-                "usage": self.usage + usage,
-                "cost_micros": self.cost_micros + cost_micros,
-                "calls": self.calls + calls,
-            }
-        )
-
-
-class DecideOutput(_IO):
-    """The decision (reasoning shortened for history) and the cost of all attempts."""
-
-    decision: ModelDecision
-    decision_ref: ArtifactRef
-    spent: AttemptUsage
 
 
 class WriteResultInput(_IO):

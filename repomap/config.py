@@ -12,13 +12,13 @@ import json
 from typing import Any, ClassVar
 
 __all__ = ["DiscoverConfig", "RankConfig", "RenderConfig", "SearchConfig", "XrefConfig", "EngineConfig",
-           "ConfigError"]
+           "EngineConfigError"]
 
 #: bump when parsing, queries or the per-file record layout change: it keys the cache
 PARSER_VERSION = "rm-9"
 
 
-class ConfigError(ValueError):
+class EngineConfigError(ValueError):
     """A configuration value out of its range, of the wrong type, or an unknown key."""
 
 
@@ -41,7 +41,7 @@ class _Cfg:
     were a fifth of a warm render's CPU. Every field has a default; its type is
     the default's (an int for a float field is taken as that float, a list for
     a tuple field as the tuple, a dict for a nested config as that config);
-    bounds are checked; unknown keys are refused (``ConfigError``).
+    bounds are checked; unknown keys are refused (``EngineConfigError``).
     ``model_dump_json`` writes what pydantic wrote (cache keys hash it).
     """
 
@@ -58,10 +58,10 @@ class _Cfg:
         if isinstance(data, cls):
             return data
         if not isinstance(data, dict):
-            raise ConfigError(f"{cls.__name__}: expected a mapping, got {type(data).__name__}")
+            raise EngineConfigError(f"{cls.__name__}: expected a mapping, got {type(data).__name__}")
         unknown = sorted(set(data) - set(cls.model_fields))
         if unknown:
-            raise ConfigError(f"{cls.__name__}: unknown key(s) {', '.join(unknown)}")
+            raise EngineConfigError(f"{cls.__name__}: unknown key(s) {', '.join(unknown)}")
         return cls(**data)
 
     @classmethod
@@ -99,35 +99,35 @@ def _coerce(owner: str, f: dataclasses.Field, v: Any) -> Any:
         if isinstance(v, dict):
             return type(default).model_validate(v)
         if not isinstance(v, type(default)):
-            raise ConfigError(f"{where}: expected {type(default).__name__}, got {type(v).__name__}")
+            raise EngineConfigError(f"{where}: expected {type(default).__name__}, got {type(v).__name__}")
         return v
     if isinstance(default, bool):
         if not isinstance(v, bool):
-            raise ConfigError(f"{where}: expected a bool, got {v!r}")
+            raise EngineConfigError(f"{where}: expected a bool, got {v!r}")
         return v
     if isinstance(default, float):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ConfigError(f"{where}: expected a number, got {v!r}")
+            raise EngineConfigError(f"{where}: expected a number, got {v!r}")
         v = float(v)
     elif isinstance(default, int):
         if isinstance(v, bool) or not (isinstance(v, int) or (isinstance(v, float) and v.is_integer())):
-            raise ConfigError(f"{where}: expected an integer, got {v!r}")
+            raise EngineConfigError(f"{where}: expected an integer, got {v!r}")
         v = int(v)
     elif isinstance(default, tuple):
         if not isinstance(v, (tuple, list)):
-            raise ConfigError(f"{where}: expected a sequence, got {v!r}")
+            raise EngineConfigError(f"{where}: expected a sequence, got {v!r}")
         if default and isinstance(default[0], float):
             if len(v) != len(default):
-                raise ConfigError(f"{where}: expected {len(default)} numbers, got {len(v)}")
+                raise EngineConfigError(f"{where}: expected {len(default)} numbers, got {len(v)}")
             v = tuple(float(x) for x in v)
         else:
             v = tuple(v)
             if any(not isinstance(x, str) for x in v):
-                raise ConfigError(f"{where}: expected strings, got {v!r}")
+                raise EngineConfigError(f"{where}: expected strings, got {v!r}")
     for op, bound in f.metadata.get("bounds", {}).items():
         ok, words = _CHECKS[op]
         if not ok(v, bound):
-            raise ConfigError(f"{where}: input should be {words} {bound}, got {v!r}")
+            raise EngineConfigError(f"{where}: input should be {words} {bound}, got {v!r}")
     return v
 
 

@@ -23,7 +23,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.activity_io import (
         PromptInput,
-        RenderInput,
+        RenderMapInput,
         RenderOutput,
         ScanInput,
         ScanOutput,
@@ -329,7 +329,7 @@ class NavigatorWorkflow(SteerableRun):
         by_update = update is not None and s.map.view_ref is not None
         out: RenderOutput = await run_activity(
             "navigator.render_map",
-            RenderInput(repo_root=s.repo_root, step=step, flight_plan=None if by_update else plan,
+            RenderMapInput(repo_root=s.repo_root, step=step, flight_plan=None if by_update else plan,
                         base_view_ref=s.map.view_ref if by_update else None, update=update if by_update else None),
             RenderOutput, SHORT, f"iter {step} · {shorten(label, 90)} · {format_usd(s.log.last_cost_micros)}")
         s.map.flight_plan = plan
