@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from durable_navigator.navcore.call_kinds import RESEARCH_KINDS
 from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.citations import parse_citations
@@ -59,7 +60,6 @@ from durable_navigator.navtypes.flightplan import FlightPlan
 
 __all__ = ["RESEARCH_KINDS", "build_research_request", "parse_research", "finding_line", "load_findings"]
 
-RESEARCH_KINDS = frozenset({"research.plan", "research.execute", "research.refine", "research.synthesize"})
 MEDIA_JSON = "application/json"
 MEDIA_MARKDOWN = "text/markdown; charset=utf-8"
 #: characters of the answer kept in history (the whole answer is an artifact)

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from durable_navigator.navcore.call_kinds import InvestigateKind, TaskKind
 from durable_navigator.navcore.compression import SummaryRequest
 from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navcore.findings import Finding
@@ -271,10 +272,6 @@ class ResearchSynthesizeTask(_ResearchTask):
     early: str | None = None
 
 
-InvestigateKind = Literal["investigate.plan", "investigate.review", "investigate.confirm", "investigate.criteria",
-                          "investigate.reflect", "investigate.compress"]
-
-
 class InvestigateTask(_Task):
     """An investigation's own calls: plan maker, reviewer, confirmation, criteria checker, reflector.
 
@@ -309,12 +306,6 @@ ModelTask = Annotated[
     Union[DecideTask, AnalyzeTask, ReviewTask, PlanTask, CriteriaTask, ReflectTask, CompressTask,
           ResearchPlanTask, ResearchExecuteTask, ResearchRefineTask, ResearchSynthesizeTask, InvestigateTask],
     Field(discriminator="kind"),
-]
-TaskKind = Literal[
-    "decide", "planning.analyze", "planning.review", "planning.plan", "stages.check_criteria",
-    "stages.reflect", "navigator.compress", "research.plan", "research.execute", "research.refine",
-    "research.synthesize", "investigate.plan", "investigate.review", "investigate.confirm", "investigate.criteria",
-    "investigate.reflect", "investigate.compress",
 ]
 
 

@@ -24,6 +24,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from durable_navigator.navcore.call_kinds import INVESTIGATE_KINDS, InvestigateKind
 from durable_navigator.navcore.activity_io import PromptInput
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.model import StreamGuard
@@ -223,16 +224,12 @@ class ResearchSynthesizeSpec(_ResearchSpec):
     ordinal: int = Field(0, ge=0)
 
 
-INVESTIGATE_KINDS = ("investigate.plan", "investigate.review", "investigate.confirm", "investigate.criteria",
-                     "investigate.reflect", "investigate.compress")
-_InvestigateKind = Literal["investigate.plan", "investigate.review", "investigate.confirm", "investigate.criteria",
-                           "investigate.reflect", "investigate.compress"]
 
 
 class InvestigateSpec(_Spec):
     """An investigation's own call (see :class:`~navcore.model.InvestigateTask`); findings by reference."""
 
-    kind: _InvestigateKind
+    kind: InvestigateKind
     index: int = Field(0, ge=0)
     subject: Literal["plan", "stage"] = "plan"
     max_stages: int = Field(4, ge=1)
@@ -407,7 +404,7 @@ class AnswerOut(_IO):
 class InvestigateOut(_IO):
     """The parsed answer of an investigation call (only the fields of its kind are set)."""
 
-    kind: _InvestigateKind
+    kind: InvestigateKind
     #: plan maker: the stages
     stages: list[PlannedStage] = []
     #: reviewer: the critique

@@ -28,6 +28,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from durable_navigator.navcore.budget import format_usd
+from durable_navigator.navcore.call_kinds import CALL_GROUPS, ROUTED_KINDS
 
 __all__ = [
     "CALL_KINDS",
@@ -43,20 +44,8 @@ __all__ = [
     "switch_line",
 ]
 
-#: the kinds of model call a run makes (``navcore.model.TaskKind``)
-CALL_KINDS: tuple[str, ...] = (
-    "decide", "planning.analyze", "planning.review", "planning.plan", "stages.check_criteria", "stages.reflect",
-    "navigator.compress",
-)
-#: names a rule may use for several kinds at once
-CALL_GROUPS: dict[str, tuple[str, ...]] = {
-    "planning": ("planning.analyze", "planning.review", "planning.plan"),
-    "stages": ("stages.check_criteria", "stages.reflect"),
-    #: every call that reviews work rather than decides a turn or plans: the plan review, stage checks, reflection
-    "review": ("planning.review", "stages.check_criteria", "stages.reflect"),
-    "compress": ("navigator.compress",),
-    "compression": ("navigator.compress",),
-}
+#: the kinds of model call a routing rule may name, and its groups (``navcore.call_kinds``)
+CALL_KINDS: tuple[str, ...] = ROUTED_KINDS
 #: switches kept in state (the decision log keeps every one)
 MAX_SWITCHES_KEPT = 20
 

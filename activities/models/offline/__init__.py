@@ -21,6 +21,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from durable_navigator.navcore.call_kinds import OFFLINE_NEEDS_ENGINE, RESEARCH_KINDS
 from durable_navigator.activities.models.base import CallContext
 from durable_navigator.activities.models.offline.config import OfflinePolicyConfig, OfflineTurn, PolicyOutcome
 from durable_navigator.activities.models.offline.diff import finalize_summary
@@ -42,12 +43,6 @@ if TYPE_CHECKING:
 __all__ = ["OFFLINE_MODEL", "OfflineModel", "OfflineTurn", "EngineSource", "decide_turn", "offline_decision"]
 
 OFFLINE_MODEL = "offline"
-
-#: task kinds the offline model answers from the repository index
-_NEEDS_ENGINE = frozenset({"decide", "planning.analyze", "planning.review", "planning.plan", "stages.check_criteria",
-                           "research.plan", "research.execute", "research.refine"})
-#: research task kinds (answered by :mod:`.research`)
-_RESEARCH = frozenset({"research.plan", "research.execute", "research.refine", "research.synthesize"})
 
 #: the opened (and fresh) repo-map engine of a repository root
 EngineSource = Callable[[str], Awaitable["RepoMap"]]
@@ -72,7 +67,7 @@ class OfflineModel:
         """Answer the request's task; the index work runs in a thread so the activity can heartbeat."""
         task = req.task
         # reflections and summaries read the task only
-        engine = await self._engines(task.repo_root) if task.kind in _NEEDS_ENGINE else None
+        engine = await self._engines(task.repo_root) if task.kind in OFFLINE_NEEDS_ENGINE else None
         ctx.heartbeat(f"offline: {task.kind}")
         if isinstance(task, DecideTask):
             turn = OfflineTurn(
@@ -89,7 +84,7 @@ class OfflineModel:
             )
             text, calls = await asyncio.to_thread(decide_turn, turn, self.policy)
             return ModelResponse(text=text, tool_calls=calls, calls=1)
-        if task.kind in _RESEARCH:
+        if task.kind in RESEARCH_KINDS:
             return await asyncio.to_thread(self.researcher.answer, task, engine)
         if isinstance(task, InvestigateTask):
             return ModelResponse(text=investigate_answer(task), calls=1)
