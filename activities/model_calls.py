@@ -273,22 +273,7 @@ class _Attempt:
                 parsed = parsed.model_copy(update={"record_ref": self.acts.store.put_bytes(whole, MEDIA_TEXT, "")})
             return parsed
         try:
-            if task.kind == "planning.analyze":
-                return AnalysisOut(analysis=parse_analysis(text))
-            if task.kind == "planning.review":
-                return ReviewOut(review=parse_review(text))
-            if task.kind == "planning.plan":
-                return PlanOut(plan=parse_stage_plan(text, task.config))  # type: ignore[union-attr]
-            if task.kind == "stages.check_criteria":
-                # a criterion about the map is judged from the map, whatever the model said
-                criteria = list(task.stage.success_criteria)  # type: ignore[union-attr]
-                check = parse_criteria_check(text, criteria, task.index)
-                return CheckOut(check=apply_map_checks(check, task.files, task.map_text))  # type: ignore[union-attr]
-            if task.kind == "stages.reflect":
-                return ReflectionOut(reflection=parse_reflection(text, task.config))  # type: ignore[union-attr]
-            if not text.strip():
-                return "the summary was empty; write a plain-text summary of the log"
-            return SummaryOut(summary=text.strip())
+            return TEXT_PARSERS[task.kind](task, text)
         except PlanParseError as exc:
             return str(exc)
 
@@ -300,6 +285,31 @@ class _Attempt:
         trimmed = decision.model_copy(update={"reasoning": decision.reasoning[:HISTORY_REASONING_CHARS],
                                               "summary": summary})
         return DecisionOut(decision=trimmed, decision_ref=ref)
+
+
+def _criteria(task: Any, text: str) -> CheckOut:
+    # a criterion about the map is judged from the map, whatever the model said
+    check = parse_criteria_check(text, list(task.stage.success_criteria), task.index)
+    return CheckOut(check=apply_map_checks(check, task.files, task.map_text))
+
+
+def _summary(task: Any, text: str) -> SummaryOut | str:
+    if not text.strip():
+        return "the summary was empty; write a plain-text summary of the log"
+    return SummaryOut(summary=text.strip())
+
+
+#: kind -> the parser of a plain-text answer (planning, stage and summary calls): the typed result, or
+#: why the answer is unusable (``PlanParseError`` says it too). The other kinds are parsed above:
+#: ``decide`` from its function call, research and investigation calls by their own modules
+TEXT_PARSERS: dict[str, Callable[[Any, str], ModelResult | str]] = {
+    "planning.analyze": lambda task, text: AnalysisOut(analysis=parse_analysis(text)),
+    "planning.review": lambda task, text: ReviewOut(review=parse_review(text)),
+    "planning.plan": lambda task, text: PlanOut(plan=parse_stage_plan(text, task.config)),
+    "stages.check_criteria": _criteria,
+    "stages.reflect": lambda task, text: ReflectionOut(reflection=parse_reflection(text, task.config)),
+    "navigator.compress": _summary,
+}
 
 
 def _corrective(req: ModelRequest, resp: ModelResponse, problem: str) -> tuple[ModelRequest, str]:

@@ -55,3 +55,12 @@ def test_a_routing_rule_takes_groups_and_routed_kinds_only() -> None:
         assert "unknown call kind(s) ['research.plan']" in str(exc)
     else:
         raise AssertionError("a research kind is not routable")
+
+
+def test_every_kind_has_one_parser() -> None:
+    """``activities.model_calls`` parses ``decide`` itself, research and investigation answers in their
+    modules, and every other kind through its ``TEXT_PARSERS`` row: no kind is left to a fallback."""
+    from durable_navigator.activities.model_calls import TEXT_PARSERS
+
+    others = {"decide"} | ck.RESEARCH_KINDS | set(ck.INVESTIGATE_KINDS)
+    assert set(TEXT_PARSERS) | others == set(ck.KINDS) and not set(TEXT_PARSERS) & others
