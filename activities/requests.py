@@ -17,6 +17,7 @@ from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.activities.research_calls import build_research_request, finding_line, load_findings
 from durable_navigator.navcore.activity_io import MapView, RecentDecision
 from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.call_kinds import INVESTIGATE_KINDS, RESEARCH_KINDS
 from durable_navigator.navcore.compression import summary_prompt
 from durable_navigator.navcore.decision import ModelDecision, navigator_function_declarations
 from durable_navigator.navtypes.errors import ArtifactError
@@ -29,6 +30,7 @@ from durable_navigator.navcore.model import (
     InvestigateTask,
     Message,
     ModelRequest,
+    ModelTask,
     PlanTask,
     ReflectTask,
     ReviewTask,
@@ -43,10 +45,6 @@ from durable_navigator.navcore.model_calls import (
     PlanSpec,
     PromptSpec,
     ReflectSpec,
-    ResearchExecuteSpec,
-    ResearchPlanSpec,
-    ResearchRefineSpec,
-    ResearchSynthesizeSpec,
     ReviewSpec,
 )
 from durable_navigator.navcore.planning_prompts import (
@@ -70,7 +68,7 @@ from durable_navigator.navcore.investigation_prompts import investigate_prompt
 if TYPE_CHECKING:
     from durable_navigator.repomap import RepoMap
 
-__all__ = ["RequestBuilder", "EngineSource"]
+__all__ = ["RequestBuilder", "EngineSource", "BUILDERS"]
 
 #: repo root → its opened (and fresh) repo-map engine
 EngineSource = Callable[[str], Awaitable["RepoMap"]]
@@ -87,53 +85,57 @@ class RequestBuilder:
         return self.store.get_bytes(ref).decode("utf-8")
 
     async def build(self, model: str, spec: PromptSpec) -> ModelRequest:
-        """The request of ``spec`` for ``model``."""
+        """The request of ``spec`` for ``model`` (by its kind: :data:`BUILDERS`)."""
         if isinstance(spec, DecideSpec):
-            return self._decide(model, spec)
+            return self._decide(model, spec)  # its goal travels in the prompt input
         goal = self._text(spec.goal_ref)
-        if isinstance(spec, ResearchPlanSpec | ResearchExecuteSpec | ResearchRefineSpec | ResearchSynthesizeSpec):
-            return await build_research_request(self.store, self.engines, model, spec, goal)
-        if isinstance(spec, InvestigateSpec):
-            return self._investigate(model, spec, goal)
-        if isinstance(spec, AnalyzeSpec):
-            engine = await self.engines(spec.repo_root)
-            rendered = await asyncio.to_thread(engine.render, FlightPlan(goal=goal[:8000]))
-            meta = spec.map_metadata or rendered.metadata
-            prompt = analysis_prompt(goal, meta, rendered.text[: spec.config.map_excerpt_chars])
-            task = AnalyzeTask(goal=goal, repo_root=spec.repo_root, config=spec.config, map_metadata=meta)
-        elif isinstance(spec, ReviewSpec):
-            prompt = review_prompt(goal, spec.analysis, spec.map_metadata)
-            task = ReviewTask(goal=goal, repo_root=spec.repo_root, config=spec.config, analysis=spec.analysis,
-                              map_metadata=spec.map_metadata)
-        elif isinstance(spec, PlanSpec):
-            prompt = plan_prompt(goal, spec.analysis, spec.review, spec.map_metadata, spec.config)
-            task = PlanTask(goal=goal, repo_root=spec.repo_root, config=spec.config, analysis=spec.analysis,
-                            review=spec.review, map_metadata=spec.map_metadata)
-        elif isinstance(spec, CriteriaSpec):
-            engine = await self.engines(spec.repo_root)
-            rendered = await asyncio.to_thread(engine.render, spec.flight_plan)
-            prompt = criteria_prompt(goal, spec.stage, rendered.text[: spec.config.map_excerpt_chars],
-                                     rendered.metadata)
-            task = CriteriaTask(goal=goal, repo_root=spec.repo_root, index=spec.stage_index, config=spec.config,
-                                stage=spec.stage, map_text=rendered.text, files=list(rendered.files),
-                                map_metadata=rendered.metadata)
-        elif isinstance(spec, ReflectSpec):
-            if spec.completed_index >= len(spec.plan.stages):
-                raise ArtifactError(f"completed_index {spec.completed_index} is outside the plan; pass a stage index")
-            prompt = reflect_prompt(goal, spec.plan, spec.completed_index, spec.check, spec.config)
-            task = ReflectTask(goal=goal, repo_root=spec.repo_root, index=spec.completed_index, config=spec.config,
-                               plan=spec.plan, completed_index=spec.completed_index, check=spec.check)
-        else:
-            assert isinstance(spec, CompressSpec)
-            prompt = summary_prompt(spec.request, goal)
-            task = CompressTask(goal=goal, repo_root=spec.repo_root, index=spec.ordinal, request=spec.request)
-        system, user = prompt
+        if spec.kind in RESEARCH_KINDS:
+            return await build_research_request(self.store, self.engines, model, spec, goal)  # type: ignore[arg-type]
+        if spec.kind in INVESTIGATE_KINDS:
+            return self._investigate(model, spec, goal)  # type: ignore[arg-type]
+        (system, user), task = await BUILDERS[spec.kind](self, spec, goal)
         return ModelRequest(
             model=model,
             messages=[Message(role="system", content=system), Message(role="user", content=user)],
             max_output_tokens=spec.max_output_tokens,
             task=task,
         )
+
+    async def _analyze(self, spec: AnalyzeSpec, goal: str) -> tuple[tuple[str, str], ModelTask]:
+        engine = await self.engines(spec.repo_root)
+        rendered = await asyncio.to_thread(engine.render, FlightPlan(goal=goal[:8000]))
+        meta = spec.map_metadata or rendered.metadata
+        prompt = analysis_prompt(goal, meta, rendered.text[: spec.config.map_excerpt_chars])
+        return prompt, AnalyzeTask(goal=goal, repo_root=spec.repo_root, config=spec.config, map_metadata=meta)
+
+    async def _review(self, spec: ReviewSpec, goal: str) -> tuple[tuple[str, str], ModelTask]:
+        return review_prompt(goal, spec.analysis, spec.map_metadata), ReviewTask(
+            goal=goal, repo_root=spec.repo_root, config=spec.config, analysis=spec.analysis,
+            map_metadata=spec.map_metadata)
+
+    async def _plan(self, spec: PlanSpec, goal: str) -> tuple[tuple[str, str], ModelTask]:
+        return plan_prompt(goal, spec.analysis, spec.review, spec.map_metadata, spec.config), PlanTask(
+            goal=goal, repo_root=spec.repo_root, config=spec.config, analysis=spec.analysis, review=spec.review,
+            map_metadata=spec.map_metadata)
+
+    async def _criteria(self, spec: CriteriaSpec, goal: str) -> tuple[tuple[str, str], ModelTask]:
+        engine = await self.engines(spec.repo_root)
+        rendered = await asyncio.to_thread(engine.render, spec.flight_plan)
+        prompt = criteria_prompt(goal, spec.stage, rendered.text[: spec.config.map_excerpt_chars], rendered.metadata)
+        return prompt, CriteriaTask(goal=goal, repo_root=spec.repo_root, index=spec.stage_index, config=spec.config,
+                                    stage=spec.stage, map_text=rendered.text, files=list(rendered.files),
+                                    map_metadata=rendered.metadata)
+
+    async def _reflect(self, spec: ReflectSpec, goal: str) -> tuple[tuple[str, str], ModelTask]:
+        if spec.completed_index >= len(spec.plan.stages):
+            raise ArtifactError(f"completed_index {spec.completed_index} is outside the plan; pass a stage index")
+        prompt = reflect_prompt(goal, spec.plan, spec.completed_index, spec.check, spec.config)
+        return prompt, ReflectTask(goal=goal, repo_root=spec.repo_root, index=spec.completed_index, config=spec.config,
+                                   plan=spec.plan, completed_index=spec.completed_index, check=spec.check)
+
+    async def _compress(self, spec: CompressSpec, goal: str) -> tuple[tuple[str, str], ModelTask]:
+        return summary_prompt(spec.request, goal), CompressTask(goal=goal, repo_root=spec.repo_root,
+                                                                index=spec.ordinal, request=spec.request)
 
     def _investigate(self, model: str, spec: InvestigateSpec, goal: str) -> ModelRequest:
         """An investigation call: the stage's findings are read from the store into the task."""
@@ -203,3 +205,15 @@ class RequestBuilder:
         return recent.model_copy(
             update={"reasoning": shorten(decision.reasoning, RECENT_REASONING_CHARS), "diff_lines": diff[:RECENT_DIFF_LINES]}
         )
+
+
+#: kind -> the builder of its prompt and typed task (planning, stage and summary calls); ``decide``,
+#: research and investigation calls have their own (see :meth:`RequestBuilder.build`)
+BUILDERS: dict[str, Callable[..., Awaitable[tuple[tuple[str, str], ModelTask]]]] = {
+    "planning.analyze": RequestBuilder._analyze,
+    "planning.review": RequestBuilder._review,
+    "planning.plan": RequestBuilder._plan,
+    "stages.check_criteria": RequestBuilder._criteria,
+    "stages.reflect": RequestBuilder._reflect,
+    "navigator.compress": RequestBuilder._compress,
+}

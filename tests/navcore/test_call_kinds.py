@@ -64,3 +64,12 @@ def test_every_kind_has_one_parser() -> None:
 
     others = {"decide"} | ck.RESEARCH_KINDS | set(ck.INVESTIGATE_KINDS)
     assert set(TEXT_PARSERS) | others == set(ck.KINDS) and not set(TEXT_PARSERS) & others
+
+
+def test_every_kind_has_one_request_builder() -> None:
+    """``model.prepare`` builds ``decide``, research and investigation requests itself and every other
+    kind through its ``BUILDERS`` row."""
+    from durable_navigator.activities.requests import BUILDERS
+
+    others = {"decide"} | ck.RESEARCH_KINDS | set(ck.INVESTIGATE_KINDS)
+    assert set(BUILDERS) | others == set(ck.KINDS) and not set(BUILDERS) & others
