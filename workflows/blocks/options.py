@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -17,6 +17,8 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.preflight import NOT_SERVED_HERE_TYPE, REDISPATCH_DELAY, SERVE_ELSEWHERE_WINDOW
+
+T = TypeVar("T")
 
 __all__ = [
     "ActivityOptions",
@@ -71,8 +73,9 @@ def not_served_here(err: ActivityError) -> bool:
     return isinstance(err.cause, ApplicationError) and err.cause.type == NOT_SERVED_HERE_TYPE
 
 
-async def run_activity(name: str, arg: Any, result_type: type, options: ActivityOptions, summary: str) -> Any:
-    """``workflow.execute_activity`` with the options of ``options`` and a readable summary.
+async def run_activity(name: str, arg: Any, result_type: type[T], options: ActivityOptions, summary: str) -> T:
+    """``workflow.execute_activity`` with the options of ``options`` and a readable summary, typed as
+    ``result_type`` (the data converter builds that type from the payload).
 
     A task refused as :func:`not_served_here` (after its own retries) is scheduled again, for up to
     ``SERVE_ELSEWHERE_WINDOW``: each scheduling goes to whichever worker polls, so a run is not failed
@@ -81,8 +84,9 @@ async def run_activity(name: str, arg: Any, result_type: type, options: Activity
     deadline = workflow.now() + SERVE_ELSEWHERE_WINDOW
     while True:
         try:
-            return await workflow.execute_activity(name, arg, result_type=result_type, summary=summary[:200],
-                                                   **options.kwargs())
+            got = await workflow.execute_activity(name, arg, result_type=result_type, summary=summary[:200],
+                                                  **options.kwargs())
+            return cast(T, got)
         except ActivityError as err:
             if not not_served_here(err) or workflow.now() >= deadline:
                 raise
