@@ -43,7 +43,8 @@ class LearnedConfig(BaseModel):
     #: the learned ranker decides what the map shows (False: the hand-tuned rules of ``policy``).
     #: Off by default: on the dev split at 8k, with ranker-v2 (trained on corpus train, it never
     #: saw a dev repository) it shows 0.725 of the changed lines against the hand rules' 0.727
-    #: (gold file 0.972 vs 0.956, median 0.47 s vs 4.87 s in process; ``bench/RANKER.md``, "In the
+    #: (gold file 0.972 vs 0.956, median 0.28 s vs 1.62 s per exploration in process, back to back at
+    #: load ~1; ``bench/RANKER.md``, "In the
     #: navigator"), and on README's demo goal it misses the model call's budget guard
     #: (``ModelCaller._call``: no candidate, it shares no term with the goal)
     enabled: bool = False
