@@ -7,6 +7,7 @@ in a cycle.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -115,6 +116,13 @@ def glob_matches(glob: str, path: str) -> bool:
     if not any(ch in glob for ch in "*?["):
         prefix = glob.rstrip("/")
         return path == prefix or path.startswith(prefix + "/")
+    return _glob_regex(glob).fullmatch(path) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _glob_regex(glob: str) -> re.Pattern[str]:
+    """A glob's regular expression, compiled once: a survey of a 20,000-file repository matches
+    ~50 noise globs against every path (compiling per call took 33 s of a 69 s exploration)."""
     out, i = [], 0
     while i < len(glob):
         if glob.startswith("**/", i):
@@ -132,7 +140,7 @@ def glob_matches(glob: str, path: str) -> bool:
         else:
             out.append(re.escape(glob[i]))
             i += 1
-    return re.fullmatch("".join(out), path) is not None
+    return re.compile("".join(out))
 
 
 def why(ranked: Any) -> str:
