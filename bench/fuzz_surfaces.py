@@ -280,11 +280,16 @@ def main(argv: list[str] | None = None) -> int:
         mcp_box: dict[str, Any] = {}
         mcp = threading.Thread(target=_mcp_thread, args=(args, env, tmp, state, mcp_box), daemon=True)
         mcp.start()
-        pairs = fuzz_cli(args, state, env, tmp)
+        # the lanes' working directory: its parent (`..`, a fuzzed repository argument) is the sandbox —
+        # bounded and the same on every run — not the machine's /tmp (100k+ files of other processes, which
+        # made `repo-map generate ..` a cold index of an unbounded tree that outlived its bound)
+        lanes_cwd = tmp / "cwd"
+        lanes_cwd.mkdir()
+        pairs = fuzz_cli(args, state, env, lanes_cwd)
         mcp.join(timeout=1800)
         cli_wall = time.monotonic() - started
         runs = settle_runs(port, env, tmp)
-        groups = shrink_groups(pairs, env, str(tmp), skip=args.no_shrink)
+        groups = shrink_groups(pairs, env, str(lanes_cwd), skip=args.no_shrink)
     finally:
         if worker is not None:
             _stop_proc(worker, signal.SIGTERM)

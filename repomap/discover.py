@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.repomap.config import DiscoverConfig
 from durable_navigator.repomap.fsnames import display_name, round_trips
+from durable_navigator.repomap.regular import read_regular
 from durable_navigator.repomap.safepath import is_inside
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ _GIT_TIMEOUT_S = 60
 RACY_WINDOW_NS = 2_000_000_000
 #: skipped paths a map's metadata (and so ``context.md`` and ``report.json``) lists per reason
 SKIP_PATHS_PER_REASON = 15
+#: git ignores a .gitignore larger than this (dir.c: PATTERN_MAX_FILE_SIZE); so does the walk
+_GITIGNORE_MAX_BYTES = 100 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,10 +314,15 @@ def _walk(root: Path, cfg: DiscoverConfig, unreadable: list[str], own: tuple[str
             import pathspec  # only trees with .gitignore files outside git need it
 
             try:
-                lines = Path(base + rel_dir + ".gitignore").read_text("utf-8", "replace").splitlines()
-                specs = [*specs, (rel_dir, pathspec.GitIgnoreSpec.from_lines(lines))]
+                # as git reads it: a regular file only (a FIFO would block the walk forever, a symlink
+                # could point out of the root or at /dev/zero), at most git's own size limit
+                data = read_regular(base + rel_dir + ".gitignore", follow_symlinks=False,
+                                    limit=_GITIGNORE_MAX_BYTES + 1)
+                if len(data) <= _GITIGNORE_MAX_BYTES:
+                    lines = data.decode("utf-8", "replace").splitlines()
+                    specs = [*specs, (rel_dir, pathspec.GitIgnoreSpec.from_lines(lines))]
             except OSError:
-                pass
+                pass  # not applied; the name itself is listed and lstat says why it is skipped
         for e in entries:
             rel = rel_dir + e.name
             try:
