@@ -144,7 +144,8 @@ def _print_batch(row: dict[str, Any]) -> None:
     if row.get("batch"):
         p = BatchProgress.model_validate(row["batch"])
         stdout.print(f"{p.jobs_total} jobs · pending {p.pending} · running {p.running} · completed {p.completed} · "
-                     f"failed {p.failed} · skipped {p.skipped} · spent ${p.spent_usd:.4f} of ${p.total_usd:.4f}",
+                     f"failed {p.failed} · skipped {p.skipped} · spent ${p.spent_usd:.4f} of ${p.total_usd:.4f}"
+                     + (f" · stop requested: {p.stop_requested}" if p.stop_requested else ""),
                      markup=False, soft_wrap=True)
     wid = row["workflow_id"]
     stdout.print(f"a batch: `navigator batch results {wid}` lists its jobs, `navigator batch stop {wid}` ends it",

@@ -121,5 +121,32 @@ async def test_status_of_a_running_batch_shows_its_progress(client, cli_env: Pat
                 code, _, err = await invoke(command, req.batch_id)
                 assert code == 2 and err.count("\n") == 1, (command, code, err)
                 assert f"navigator batch status {req.batch_id}" in " ".join(err.split()), err
+            for args in (["mode", req.batch_id, "interactive"], ["budget", req.batch_id, "0.5"]):
+                code, _, err = await invoke(*args)  # signals a batch has no handler for: refused, not lost
+                assert code == 2 and f"{req.batch_id} is a batch" in " ".join(err.split()), (args, code, err)
+        finally:
+            await handle.terminate()
+
+
+async def test_navigator_stop_of_a_batch_reaches_it(client, cli_env: Path, start_worker, task_queue,
+                                                     tmp_path) -> None:
+    """`navigator stop <batch id>` (fuzz smoke, seed 29): it sent an exploration's StopInput, whose `turn`
+    field a BatchStopInput forbids; the batch's worker logged a traceback and dropped the signal, so the
+    command said "sent stop" and the batch never heard it."""
+    script = write_script(tmp_path / "s.yaml", steps=1)
+    req = batch_request(tmp_path, [job(0, script)], max_concurrency=1, task_queue=f"nowhere-{uuid.uuid4()}")
+    async with start_worker(priced_activities(tmp_path)):
+        handle = await start_batch(client, task_queue, req)
+        try:
+            code, out, err = await invoke("stop", req.batch_id, "--reason", "enough for today")
+            assert code == 0, (code, err)
+            async with asyncio.timeout(60):
+                while True:
+                    code, out, err = await invoke("batch", "status", req.batch_id, "--json")
+                    assert code == 0, (code, err)
+                    if json.loads(out)["stop_requested"] is not None:
+                        break
+                    await asyncio.sleep(0.3)
+            assert json.loads(out)["stop_requested"] == "enough for today"
         finally:
             await handle.terminate()
