@@ -188,6 +188,23 @@ def _shell(surface: str, argv: list[str], sandbox: str) -> str:
     return text.replace(sandbox, "$SANDBOX")
 
 
+def log_tracebacks(path: Path) -> dict[str, int]:
+    """Tracebacks in the server + worker log, by their last line (blurred): a signal the worker could not
+    decode is logged there and dropped, which no exit code shows (``navigator stop`` of a batch did that)."""
+    try:
+        text = path.read_text("utf-8", "replace")
+    except OSError:
+        return {}
+    found: Counter[str] = Counter()
+    for chunk in text.split("Traceback (most recent call last):")[1:]:
+        tail = [ln for ln in chunk.splitlines() if ln.strip() and not ln.startswith((" ", "\t"))]
+        line = tail[0] if tail else "?"
+        for pattern, repl in _BLUR:
+            line = pattern.sub(repl, line)
+        found[line[:200]] += 1
+    return dict(found.most_common())
+
+
 def totals(pairs: list[tuple[Call, Outcome]], mcp: list[Any], runs: dict[str, Any],
            mcp_end: dict[str, Any]) -> dict[str, int]:
     """The bar's figures."""
@@ -211,6 +228,7 @@ def totals(pairs: list[tuple[Call, Outcome]], mcp: list[Any], runs: dict[str, An
         "mcp_problems": sum(bool(m.problems) for m in mcp) + int(bool(mcp_end.get("session_error"))),
         "stuck_runs": len({r["workflow_id"] for r in runs.get("stuck_after_stop", []) + runs.get("workflow_task_failing", [])}),
         "failed_runs": len(runs.get("failed_runs", [])),
+        "worker_log_tracebacks": sum(runs.get("worker_log_tracebacks", {}).values()),
     }
 
 
@@ -292,6 +310,8 @@ def _markdown(data: dict[str, Any]) -> str:
               f"{runs.get('stop_exit_codes')}); stuck after {180} s: {len(runs.get('stuck_after_stop', []))}; "
               f"workflow task failing: {len(runs.get('workflow_task_failing', []))}; failed runs: "
               f"{len(runs.get('failed_runs', []))}.", ""]
+    for line, n in runs.get("worker_log_tracebacks", {}).items():
+        lines.append(f"- worker / server log traceback ×{n}: `{line}`")
     for finding in (runs.get("failed_runs", [])[:30] + runs.get("stuck_after_stop", [])[:30]
                     + runs.get("workflow_task_failing", [])[:30]):
         label = f"known: {finding['known']}" if finding.get("known") else "**NEW**"

@@ -49,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fuzz_calls import State, generate  # noqa: E402
 from fuzz_exec import BIN, Call, Outcome, Zygote, check, execute  # noqa: E402
 from fuzz_inputs import ROOT, build_zoo  # noqa: E402
-from fuzz_report import RunFinding, shrink_groups, write_report  # noqa: E402
+from fuzz_report import RunFinding, log_tracebacks, shrink_groups, write_report  # noqa: E402
 
 #: seconds every run still open gets to close after ``navigator stop``
 STOP_BOUND_S = 180
@@ -295,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             _stop_proc(worker, signal.SIGTERM)
         _stop_proc(server, signal.SIGINT)
         log.close()
+    runs["worker_log_tracebacks"] = log_tracebacks(tmp / "server.log")
     paths = write_report(args, pairs, groups, mcp_box.get("outcomes", []), mcp_box.get("ended", {}), runs,
                          wall_s=time.monotonic() - started, cli_wall_s=cli_wall, sandbox=tmp)
     if not args.keep:

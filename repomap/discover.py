@@ -35,7 +35,7 @@ from durable_navigator.repomap.safepath import is_inside
 if TYPE_CHECKING:
     import pathspec
 
-__all__ = ["FileEntry", "Discovery", "discover", "git_commit", "RACY_WINDOW_NS", "SKIP_PATHS_PER_REASON",
+__all__ = ["FileEntry", "Discovery", "discover", "git_commit", "check_root", "check_utf8_root", "RACY_WINDOW_NS", "SKIP_PATHS_PER_REASON",
            "skip_listing"]
 
 _GIT_TIMEOUT_S = 60
@@ -128,7 +128,25 @@ def check_root(root: Path | str) -> Path:
         raise RepoError(f"repository {shown} does not exist; pass the path of a checked-out repository")
     if not is_dir:
         raise RepoError(f"{shown} is not a directory; pass the repository's root folder")
+    check_utf8_root(resolved)
     return resolved
+
+
+def check_utf8_root(resolved: Path) -> None:
+    """Refuse a root whose real path is not valid UTF-8 (a Latin-1 ``café`` folder: byte ``\\xe9``).
+
+    The root's path travels as text everywhere — the index cache, workflow inputs and history,
+    ``report.json`` — and a name that is not UTF-8 cannot be encoded there (it failed deep inside
+    with a ``UnicodeEncodeError`` traceback). Files *inside* the root with such names are fine
+    (``fsnames``); the root itself must be renamed.
+    """
+    text = str(resolved)
+    if _is_utf8(text):
+        return
+    bad = next((part for part in resolved.parts if not _is_utf8(part)), text)
+    raise RepoError(f"repository path '{display_name(text)}' is not valid UTF-8 (the folder name "
+                    f"'{display_name(bad)}'); rename that folder to a UTF-8 name (`mv`, or `convmv -f latin1 -t utf-8`) "
+                    "or copy the repository to a path that is valid UTF-8")
 
 
 def discover(root: Path, cfg: DiscoverConfig, exclude: Iterable[Path] = ()) -> Discovery:
@@ -164,6 +182,15 @@ def discover(root: Path, cfg: DiscoverConfig, exclude: Iterable[Path] = ()) -> D
         if entry is not None:
             disc.files.append(entry)
     return disc
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether ``text`` (a name decoded with ``surrogateescape``) was valid UTF-8 on disk."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _excluded_prefixes(root: Path, exclude: Iterable[Path]) -> tuple[str, ...]:
