@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,8 @@ from durable_navigator.navcore.batch import (
     resolve_jobs,
 )
 from durable_navigator.navcore.budget import micros_to_usd
-from durable_navigator.navtypes.errors import ConfigError
+from durable_navigator.navtypes.errors import ConfigError, RepoError
+from durable_navigator.repomap.discover import check_utf8_root
 from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
 from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.investigation import InvestigationResult
@@ -164,7 +166,7 @@ def _partial_spec(entry: Any) -> tuple[JobSpec | None, frozenset[str]]:
 
 
 def _valid_jobs(
-    data: dict[str, Any], spec: JobsFile | None, base: Path | None
+    data: dict[str, Any], spec: JobsFile | None, base: Path | None, unusable: list[tuple[int, str]]
 ) -> list[tuple[BatchJob, frozenset[str]]]:
     """Every job resolved, with the fields its per-job checks must skip (even when others fail).
 
@@ -173,6 +175,9 @@ def _valid_jobs(
     ``goal: ""`` and ``model: nonsense`` hears of both; the fields the schema refused (or that
     were missing and stood in for) are not checked again. Broken ``defaults`` fall back to the
     built-in ones (their own errors are already reported).
+
+    A repository path that resolves to a name that is not UTF-8 cannot be a job's (text) path at
+    all: that job goes to ``unusable`` with the problem, whatever ``--no-check-repos`` says.
     """
     if spec is None:
         try:
@@ -188,7 +193,13 @@ def _valid_jobs(
         if job is None:
             continue
         if base is not None and "repo" not in skip:
-            job = job.model_copy(update={"repo": str((base / Path(job.repo).expanduser()).resolve())})
+            # realpath, not Path.resolve: the latter raises RuntimeError on a symlink loop (Python < 3.13)
+            job = job.model_copy(update={"repo": os.path.realpath(base / Path(job.repo).expanduser())})
+            try:
+                check_utf8_root(Path(job.repo))
+            except RepoError as exc:
+                unusable.append((index, str(exc)))
+                continue
         one = JobsFile(defaults=defaults, jobs=[job])
         jobs.append((resolve_jobs(one)[0].model_copy(update={"index": index}), skip))
     return jobs
@@ -235,7 +246,12 @@ def parse_jobs_text(
             loc = tuple(err["loc"])
             line = _line_of(node, loc)
             problems.append((_sort_key(loc, line), _describe(err, line)))  # type: ignore[arg-type]
-    jobs = _valid_jobs(data, spec, base)
+    unusable: list[tuple[int, str]] = []
+    jobs = _valid_jobs(data, spec, base, unusable)
+    for index, problem in unusable:
+        line = _line_of(node, ("jobs", index, "repo"))
+        problems.append((_sort_key(("jobs", index), line),
+                         f"job {index}{f' (line {line})' if line else ''} field 'repo': {problem}"))
     if check_job is not None:
         problems += _job_problems(data, node, jobs, check_job)
     if problems:

@@ -70,6 +70,7 @@ class LineCounter:
         return self._cache[path]
 
     def _count(self, path: str) -> int | None:
+        from durable_navigator.repomap.regular import read_regular
         from durable_navigator.repomap.safepath import resolve_inside
 
         try:
@@ -79,7 +80,7 @@ class LineCounter:
         if not target.is_file():
             return None
         try:
-            data = target.read_bytes()
+            data = read_regular(target)  # is_file() above, but the name may be a FIFO by now
         except OSError:
             return None
         if b"\0" in data[:8192]:

@@ -35,6 +35,7 @@ from durable_navigator.activities.requests import EngineSource
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.compression import truncate_text
 from durable_navigator.navtypes.errors import NavigatorError, PathEscapeError
+from durable_navigator.repomap.regular import NotRegularFileError, read_regular
 from durable_navigator.navcore.tools import (
     ListDirectoryArgs,
     ReadFileArgs,
@@ -193,8 +194,8 @@ class CodeToolActivities:
                 "use list_directory or search_codebase to find files",
             )
         try:
-            data = _resolve_inside(root, rel).read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
+            data = read_regular(_resolve_inside(root, rel))  # never blocks on a file turned FIFO since the scan
+        except (FileNotFoundError, NotADirectoryError, NotRegularFileError):
             return _fail("read_file", _VANISHED.format(path=rel))
         total = data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
         start = args.start_line

@@ -47,6 +47,8 @@ NOISE = frozenset({"--help", "--version", "--nope", "-z", "--json=1", "--JSON", 
 _TB = re.compile(r"Traceback \(most recent call last\)|Fatal Python error|Segmentation fault|PyGILState_Release")
 #: lines of click's usage-error frame around the one error line
 _USAGE = re.compile(r"^(Usage: |Try '.*--help' for help\.$|\s*$)")
+#: how a call killed past its bound is marked on its stderr: busy or blocked, and its CPU use
+STUCK_MARK = "[fuzz] killed past its bound, "
 
 
 @dataclass
@@ -138,12 +140,41 @@ def _serve_one(req: dict[str, Any]) -> dict[str, Any]:
             code = os.waitstatus_to_exitcode(status)
             break
         if time.monotonic() > deadline:
+            state = stuck_state(pid)
             with_group_killed(pid)
             _, status = os.waitpid(pid, 0)
-            code = -999
-            break
+            return {"code": -999, "seconds": time.monotonic() - started, "stuck": state}
         time.sleep(0.005)
     return {"code": code, "seconds": time.monotonic() - started}
+
+
+def _group_cpu_s(pgid: int) -> float:
+    """CPU seconds used so far by the processes of group ``pgid`` (and their reaped children); Linux /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[2]) == pgid:
+            total += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+    return total / tick
+
+
+def stuck_state(pgid: int, window_s: float = 2.0) -> str:
+    """Whether a call past its bound is *busy* (burning CPU: slow) or *blocked* (idle: waiting on something
+    that never comes, like an open() of a FIFO) — watched for ``window_s`` before it is killed."""
+    if not os.path.isdir("/proc"):
+        return "unknown"
+    before = _group_cpu_s(pgid)
+    time.sleep(window_s)
+    after = _group_cpu_s(pgid)
+    kind = "busy" if after - before > 0.1 * window_s else "blocked"
+    return f"{kind}: {after:.0f} s CPU in all, {after - before:.1f} s in the last {window_s:.0f} s"
 
 
 def with_group_killed(pid: int) -> None:
@@ -180,6 +211,8 @@ class Zygote:
         if not ready:
             raise RuntimeError("the fuzz zygote did not start")
         self.lock = threading.Lock()
+        #: busy / blocked, of the last call that outlived its bound
+        self.last_stuck = ""
 
     def run(self, call: Call, env: dict[str, str], cwd: str, out: str, err: str) -> tuple[int, float]:
         req = {"surface": call.surface, "argv": call.argv, "env": env, "cwd": cwd, "stdin": call.stdin,
@@ -189,6 +222,7 @@ class Zygote:
             self.proc.stdin.write(json.dumps(req) + "\n")
             self.proc.stdin.flush()
             answer = json.loads(self.proc.stdout.readline())
+        self.last_stuck = answer.get("stuck", "")
         return answer["code"], answer["seconds"]
 
     def close(self) -> None:
@@ -202,7 +236,8 @@ class Zygote:
 
 
 def run_subprocess(call: Call, env: dict[str, str], cwd: str) -> tuple[int, float, bytes, bytes]:
-    """The installed console script as a real process; -999 after the timeout (its group killed)."""
+    """The installed console script as a real process; -999 after the timeout (its group killed, and
+    whether it was busy or blocked appended to its stderr)."""
     started = time.monotonic()
     argv = [os.fsencode(str(BIN / call.surface)), *(os.fsencode(a) for a in call.argv)]
     stdin = open(call.stdin or os.devnull, "rb")  # noqa: SIM115 - closed below
@@ -212,8 +247,10 @@ def run_subprocess(call: Call, env: dict[str, str], cwd: str) -> tuple[int, floa
         out, err = proc.communicate(timeout=call.timeout)
         code = proc.returncode
     except subprocess.TimeoutExpired:
+        state = stuck_state(proc.pid)
         with_group_killed(proc.pid)
         out, err = proc.communicate()
+        err += f"\n{STUCK_MARK}{state}\n".encode()
         code = -999
     finally:
         stdin.close()
@@ -226,7 +263,10 @@ def execute(call: Call, env: dict[str, str], cwd: str, zygote: Zygote | None) ->
         with tempfile.TemporaryDirectory(prefix="fz-io-") as io:
             out, err = os.path.join(io, "out"), os.path.join(io, "err")
             code, seconds = zygote.run(call, env, cwd, out, err)
-            return code, seconds, _text(Path(out).read_bytes()), _text(Path(err).read_bytes())
+            err_text = _text(Path(err).read_bytes())
+            if code == -999:
+                err_text += f"\n{STUCK_MARK}{zygote.last_stuck}\n"
+            return code, seconds, _text(Path(out).read_bytes()), err_text
     code, seconds, out_b, err_b = run_subprocess(call, env, cwd)
     return code, seconds, _text(out_b), _text(err_b)
 
@@ -246,7 +286,9 @@ def check(call: Call, code: int, out: str, err: str) -> list[str]:
     """The rules ``call`` broke (empty: none). Each problem starts with its category."""
     problems: list[str] = []
     if code == -999:
-        problems.append(f"stuck: no exit within {call.timeout:.0f} s")
+        # busy (slow: a tree too big for the bound) or blocked (a hang): the stderr mark says which
+        state = err.rsplit(STUCK_MARK, 1)[1].split(":", 1)[0].strip() if STUCK_MARK in err else "unknown"
+        problems.append(f"stuck: no exit within {call.timeout:.0f} s ({state})")
     elif code not in TABLE:
         problems.append(f"bad-exit: {code} is not in README's table")
     if _TB.search(out) or _TB.search(err):

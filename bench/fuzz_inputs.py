@@ -130,6 +130,15 @@ def build_trees(root: Path, huge_mb: int) -> dict[str, Path]:
     t["many_small"] = root / "many-small"
     for i in range(300):
         _write(t["many_small"] / f"pkg{i % 7}" / f"m{i}.py", f"def f{i}(x):\n    return f{max(i - 1, 0)}(x)\n")
+    # a root whose own path is not UTF-8: refused up front by every surface (it cannot travel as text)
+    t["latin1_root"] = Path(os.fsdecode(bytes(root) + b"/caf\xe9-root"))
+    _write(t["latin1_root"] / "src" / "a.py", "def alpha():\n    return 1\n")
+    # named pipes: an open() of one blocks until a writer comes (a FIFO .gitignore once wedged every scan)
+    t["fifos"] = root / "fifos"
+    _write(t["fifos"] / "src" / "ok.py", "def ok():\n    return 1\n")
+    os.mkfifo(t["fifos"] / ".gitignore")
+    os.mkfifo(t["fifos"] / "src" / "pipe.py")
+    (t["fifos"] / "src" / "link.py").symlink_to("pipe.py")
     return t
 
 

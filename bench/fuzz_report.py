@@ -57,6 +57,8 @@ class Group:
     repro_stderr: str
     reproduced: bool
     indexes: list[int] = field(default_factory=list)
+    #: the stderr of the failing call itself (the repro's is that of the re-run, which may have passed)
+    first_stderr: str = ""
 
 
 def _value_after(argv: list[str], option: str) -> str | None:
@@ -174,7 +176,7 @@ def shrink_groups(pairs: list[tuple[Call, Outcome]], env: dict[str, str], cwd: s
             if zygote is not None and "stuck" not in sig and time.monotonic() < deadline:
                 repro, code, err, ok = shrink(call, sig, env, cwd, zygote)
             groups.append(Group(sig, len(members), known, repro.argv, call.surface, code, err[-1500:], ok,
-                                [c.index for c, _ in members[:20]]))
+                                [c.index for c, _ in members[:20]], outcome.stderr_tail[-1500:]))
     finally:
         if zygote is not None:
             zygote.close()
@@ -184,6 +186,23 @@ def shrink_groups(pairs: list[tuple[Call, Outcome]], env: dict[str, str], cwd: s
 def _shell(surface: str, argv: list[str], sandbox: str) -> str:
     text = " ".join(shlex.quote(os.fsencode(a).decode("utf-8", "backslashreplace")) for a in [surface, *argv])
     return text.replace(sandbox, "$SANDBOX")
+
+
+def log_tracebacks(path: Path) -> dict[str, int]:
+    """Tracebacks in the server + worker log, by their last line (blurred): a signal the worker could not
+    decode is logged there and dropped, which no exit code shows (``navigator stop`` of a batch did that)."""
+    try:
+        text = path.read_text("utf-8", "replace")
+    except OSError:
+        return {}
+    found: Counter[str] = Counter()
+    for chunk in text.split("Traceback (most recent call last):")[1:]:
+        tail = [ln for ln in chunk.splitlines() if ln.strip() and not ln.startswith((" ", "\t"))]
+        line = tail[0] if tail else "?"
+        for pattern, repl in _BLUR:
+            line = pattern.sub(repl, line)
+        found[line[:200]] += 1
+    return dict(found.most_common())
 
 
 def totals(pairs: list[tuple[Call, Outcome]], mcp: list[Any], runs: dict[str, Any],
@@ -209,6 +228,7 @@ def totals(pairs: list[tuple[Call, Outcome]], mcp: list[Any], runs: dict[str, An
         "mcp_problems": sum(bool(m.problems) for m in mcp) + int(bool(mcp_end.get("session_error"))),
         "stuck_runs": len({r["workflow_id"] for r in runs.get("stuck_after_stop", []) + runs.get("workflow_task_failing", [])}),
         "failed_runs": len(runs.get("failed_runs", [])),
+        "worker_log_tracebacks": sum(runs.get("worker_log_tracebacks", {}).values()),
     }
 
 
@@ -246,7 +266,8 @@ def write_report(args: Any, pairs: list[tuple[Call, Outcome]], groups: list[Grou
                 "problems": [asdict(m) for m in mcp if m.problems][:30], "end": mcp_end},
         "runs": runs,
         "groups": [{**asdict(g), "repro_shell": _shell(g.surface, g.repro, sb),
-                    "repro_stderr": g.repro_stderr.replace(sb, "$SANDBOX")} for g in groups],
+                    "repro_stderr": g.repro_stderr.replace(sb, "$SANDBOX"),
+                    "first_stderr": g.first_stderr.replace(sb, "$SANDBOX")} for g in groups],
     }
     args.out.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S") + ("-smoke" if args.smoke else "")
@@ -281,11 +302,16 @@ def _markdown(data: dict[str, Any]) -> str:
                   "```", g["repro_shell"], f"# exit {g['repro_code']}"
                   + ("" if g["reproduced"] else " (not reproduced on re-run / not shrunk)")]
         lines += [f"# {ln}" for ln in g["repro_stderr"].strip().splitlines()[-6:]] + ["```", ""]
+        if not g["reproduced"] and g.get("first_stderr", "").strip():
+            lines += ["stderr of the failing call:", "", "```"]
+            lines += [ln for ln in g["first_stderr"].strip().splitlines()[-6:]] + ["```", ""]
     runs = data["runs"]
     lines += ["## Runs", "", f"Open at the end: {runs.get('open_at_end')} (stopped with `navigator stop`, exit codes "
               f"{runs.get('stop_exit_codes')}); stuck after {180} s: {len(runs.get('stuck_after_stop', []))}; "
               f"workflow task failing: {len(runs.get('workflow_task_failing', []))}; failed runs: "
               f"{len(runs.get('failed_runs', []))}.", ""]
+    for line, n in runs.get("worker_log_tracebacks", {}).items():
+        lines.append(f"- worker / server log traceback ×{n}: `{line}`")
     for finding in (runs.get("failed_runs", [])[:30] + runs.get("stuck_after_stop", [])[:30]
                     + runs.get("workflow_task_failing", [])[:30]):
         label = f"known: {finding['known']}" if finding.get("known") else "**NEW**"

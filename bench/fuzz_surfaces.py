@@ -48,7 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fuzz_calls import State, generate  # noqa: E402
 from fuzz_exec import BIN, Call, Outcome, Zygote, check, execute  # noqa: E402
 from fuzz_inputs import ROOT, build_zoo  # noqa: E402
-from fuzz_report import RunFinding, shrink_groups, write_report  # noqa: E402
+from fuzz_report import RunFinding, log_tracebacks, shrink_groups, write_report  # noqa: E402
 
 #: seconds every run still open gets to close after ``navigator stop``
 STOP_BOUND_S = 180
@@ -279,16 +279,22 @@ def main(argv: list[str] | None = None) -> int:
         mcp_box: dict[str, Any] = {}
         mcp = threading.Thread(target=_mcp_thread, args=(args, env, tmp, state, mcp_box), daemon=True)
         mcp.start()
-        pairs = fuzz_cli(args, state, env, tmp)
+        # the lanes' working directory: its parent (`..`, a fuzzed repository argument) is the sandbox —
+        # bounded and the same on every run — not the machine's /tmp (100k+ files of other processes, which
+        # made `repo-map generate ..` a cold index of an unbounded tree that outlived its bound)
+        lanes_cwd = tmp / "cwd"
+        lanes_cwd.mkdir()
+        pairs = fuzz_cli(args, state, env, lanes_cwd)
         mcp.join(timeout=1800)
         cli_wall = time.monotonic() - started
         runs = settle_runs(port, env, tmp)
-        groups = shrink_groups(pairs, env, str(tmp), skip=args.no_shrink)
+        groups = shrink_groups(pairs, env, str(lanes_cwd), skip=args.no_shrink)
     finally:
         if worker is not None:
             _stop_proc(worker, signal.SIGTERM)
         _stop_proc(server, signal.SIGINT)
         log.close()
+    runs["worker_log_tracebacks"] = log_tracebacks(tmp / "server.log")
     paths = write_report(args, pairs, groups, mcp_box.get("outcomes", []), mcp_box.get("ended", {}), runs,
                          wall_s=time.monotonic() - started, cli_wall_s=cli_wall, sandbox=tmp)
     if not args.keep:

@@ -29,12 +29,12 @@ from durable_navigator.cli.runinput import check_repository, parse_usd, text_pro
 from durable_navigator.navcore.requests import ModelCallConfig
 from durable_navigator.navcore.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
 from durable_navigator.navcore.report import markdown_text
+from durable_navigator.navcore.messages import BATCH_WORKFLOW, QUERY_BATCH_PROGRESS
 from durable_navigator.navtypes.errors import BudgetError, ModelError, NavigatorError, RepoError
 
 __all__ = ["build_batch_request", "new_batch_id"]
 
 
-BATCH_WORKFLOW = "BatchWorkflow"
 #: how often `run` prints progress while it waits
 _PROGRESS_EVERY_S = 5.0
 _ID_CHARS = re.compile(r"[^A-Za-z0-9._:-]+")
@@ -188,7 +188,7 @@ async def _follow(handle: WorkflowHandle[object, BatchResult]) -> BatchResult:
         while not waiter.done():
             await asyncio.wait({waiter}, timeout=_PROGRESS_EVERY_S)
             if not waiter.done():
-                p = await query_run(handle, "get_progress", BatchProgress)
+                p = await query_run(handle, QUERY_BATCH_PROGRESS, BatchProgress)
                 stderr.print(f"  {p.completed + p.failed + p.skipped}/{p.jobs_total} done · running {p.running} · "
                              f"failed {p.failed} · spent ${p.spent_usd:.4f} of ${p.total_usd:.4f}", markup=False)
         return waiter.result()
@@ -250,7 +250,7 @@ async def _describe_batch(client: Client, batch_id: str,
 async def _progress(config: NavigatorConfig, batch_id: str) -> BatchProgress:
     async with open_session(config) as session:
         handle, _ = await _describe_batch(session.client, batch_id)
-        return await query_run(handle, "get_progress", BatchProgress)
+        return await query_run(handle, QUERY_BATCH_PROGRESS, BatchProgress)
 
 
 @handles_errors

@@ -109,6 +109,10 @@ async def query_run(
     except WorkflowQueryRejectedError as exc:
         raise RunNotFoundError(f"run {handle.id} rejected the query ({exc.status}); it may be closed") from None
     except WorkflowQueryFailedError as exc:
+        if "expected but not found" in exc.message:
+            # a run of another type (a batch answers only `get_progress`): not a worker problem
+            raise CliError(f"run {handle.id} answers no {name} query: it is not an exploration, research run or "
+                           f"investigation (a batch? `navigator batch status {handle.id}`)") from None
         raise CliError(f"query {name} failed on {handle.id}: {exc.message}; check the worker logs") from None
     except RPCError as exc:
         raise _map_rpc(exc, handle.id, f"query {name}") from None

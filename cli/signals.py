@@ -24,7 +24,9 @@ from durable_navigator.cli.errors import CliError, RunFailedError, RunNotFoundEr
 from durable_navigator.cli.handles import describe_run, is_running, query_run, signal_run, update_run
 from durable_navigator.cli.planfile import load_stage_plan, send_plan_edit
 from durable_navigator.cli.stuck import terminate_stuck
+from durable_navigator.navcore.batch import BatchStopInput
 from durable_navigator.navcore.messages import (
+    BATCH_WORKFLOW,
     QUERY_STATUS,
     SIGNAL_RAISE_BUDGET,
     SIGNAL_SET_MODE,
@@ -83,6 +85,11 @@ async def _awaiting_turn(
 def _send(ctx: typer.Context, workflow_id: str, name: str, payload: object, as_json: bool) -> None:
     async def go() -> None:
         async with open_session(config_of(ctx)) as session:
+            _, desc = await describe_run(session.client, workflow_id)
+            if desc.workflow_type == BATCH_WORKFLOW:
+                # a batch has no handler for it: the signal would wait in its history, unread, for ever
+                raise CliError(f"{workflow_id} is a batch; it takes no {name}: send it to a job's run (ids in "
+                               f"`navigator batch results {workflow_id}`), or `navigator batch stop {workflow_id}`")
             await signal_run(session.client, workflow_id, name, payload)  # type: ignore[arg-type]
 
     run_async(go())
@@ -167,7 +174,13 @@ def run_stop(
 
     async def go() -> str | None:
         async with open_session(config_of(ctx)) as session:
-            await signal_run(session.client, workflow_id, SIGNAL_STOP, payload)
+            _, desc = await describe_run(session.client, workflow_id)
+            # a batch's stop takes a BatchStopInput: the exploration's StopInput (its `turn` field) failed to
+            # decode in the batch's worker, which logged a traceback and dropped the signal: no stop at all
+            batch = desc.workflow_type == BATCH_WORKFLOW
+            message = _validated(lambda: BatchStopInput(reason=payload.reason, sender=payload.sender)) if batch \
+                else payload
+            await signal_run(session.client, workflow_id, SIGNAL_STOP, message)
             # a run whose workflow task fails on every attempt never processes the signal: end it here
             return await terminate_stuck(session.client, workflow_id, payload.reason, payload.sender)
 

@@ -31,9 +31,10 @@ from durable_navigator.cli.errors import ExitCode, handles_errors, stderr
 from durable_navigator.cli.handles import describe_run, is_running, query_run, with_full_reasoning
 from durable_navigator.cli.runrows import RESULT_TYPES, memo_goal, run_row
 from durable_navigator.cli.stuck import closed_error, stuck_message, stuck_reason
+from durable_navigator.navcore.batch import BatchProgress
 from durable_navigator.navcore.branches import BranchExploreResult
 from durable_navigator.navcore.investigation import InvestigationResult
-from durable_navigator.navcore.messages import QUERY_STATUS
+from durable_navigator.navcore.messages import BATCH_WORKFLOW, QUERY_BATCH_PROGRESS, QUERY_STATUS
 from durable_navigator.navcore.report import TurnReport
 from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.research import ResearchResult
@@ -62,10 +63,16 @@ async def fetch_status(session: TemporalSession, workflow_id: str) -> dict[str, 
     row["report"] = None
     row["result"] = None
     row["error"] = None
+    row["batch"] = None
     if is_running(desc):
         stuck = await stuck_reason(session.client, workflow_id)
         if stuck is not None:
             row["error"] = stuck_message(workflow_id, stuck)  # it answers no query: say why instead
+            return row
+        if desc.workflow_type == BATCH_WORKFLOW:
+            # a batch answers `get_progress`, not an exploration's turn report (asking for that one failed
+            # the command, exit 2, whenever it caught a batch still running)
+            row["batch"] = (await query_run(handle, QUERY_BATCH_PROGRESS, BatchProgress)).model_dump(mode="json")
             return row
         report = await query_run(handle, QUERY_STATUS, TurnReport)
         row["report"] = with_full_reasoning(report).model_dump(mode="json")
@@ -124,10 +131,25 @@ def _print_status(row: dict[str, Any]) -> None:
         print_block(stdout, branches_panel(BranchExploreResult.model_validate(row["result"])))
     elif row.get("result"):
         print_block(stdout, result_panel(ExplorationResult.model_validate(row["result"])))
+    if row.get("workflow_type") == BATCH_WORKFLOW:
+        _print_batch(row)
     if row.get("ui_url"):
         stdout.print(f"Web UI: {row['ui_url']}", markup=False, soft_wrap=True)
     if row.get("error"):
         stderr.print(f"Error: {row['error']}", markup=False, soft_wrap=True)
+
+
+def _print_batch(row: dict[str, Any]) -> None:
+    """A batch's counts while it runs, and where its jobs are read."""
+    if row.get("batch"):
+        p = BatchProgress.model_validate(row["batch"])
+        stdout.print(f"{p.jobs_total} jobs · pending {p.pending} · running {p.running} · completed {p.completed} · "
+                     f"failed {p.failed} · skipped {p.skipped} · spent ${p.spent_usd:.4f} of ${p.total_usd:.4f}"
+                     + (f" · stop requested: {p.stop_requested}" if p.stop_requested else ""),
+                     markup=False, soft_wrap=True)
+    wid = row["workflow_id"]
+    stdout.print(f"a batch: `navigator batch results {wid}` lists its jobs, `navigator batch stop {wid}` ends it",
+                 markup=False, soft_wrap=True)
 
 
 @handles_errors

@@ -34,6 +34,8 @@ __all__ = [
     "QUERY_STATUS",
     "QUERY_DECISION_LOG",
     "QUERY_FLIGHT_PLAN",
+    "QUERY_BATCH_PROGRESS",
+    "BATCH_WORKFLOW",
     "UPDATE_EDIT_FLIGHT_PLAN",
     "UPDATE_EDIT_STAGE_PLAN",
     "UPDATE_VERDICT",
@@ -48,6 +50,10 @@ SIGNAL_RAISE_BUDGET = "raise_budget"
 QUERY_STATUS = "get_status"
 QUERY_DECISION_LOG = "get_decision_log"
 QUERY_FLIGHT_PLAN = "get_flight_plan"
+#: a batch's counts and spend (a batch answers this instead of ``get_status``)
+QUERY_BATCH_PROGRESS = "get_progress"
+#: the batch workflow's registered type name
+BATCH_WORKFLOW = "BatchWorkflow"
 UPDATE_EDIT_FLIGHT_PLAN = "edit_flight_plan"
 #: an investigation's stage plan, edited while it awaits its verdict
 UPDATE_EDIT_STAGE_PLAN = "edit_stage_plan"

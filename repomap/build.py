@@ -43,6 +43,7 @@ from durable_navigator.repomap.parse_treesitter import tags_query_version
 from durable_navigator.repomap.layout import file_line
 from durable_navigator.repomap.rank import StructureFeed
 from durable_navigator.repomap.records import HEAD_FIELDS, Records
+from durable_navigator.repomap.regular import read_regular
 from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, preload, token_byte_lengths
 
 if TYPE_CHECKING:
@@ -160,8 +161,7 @@ def _index_chunk(root: str, paths: list[str], cfg_json: str, version: str, db_pa
     out: list[IndexedFile] = []
     for rel in paths:
         try:
-            with open(fs_path(root, rel), "rb") as fh:  # rel is a display name (fsnames)
-                data = fh.read()
+            data = read_regular(fs_path(root, rel))  # rel is a display name (fsnames); never a FIFO
         except OSError:
             out.append((rel, "", None))
             continue

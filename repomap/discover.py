@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING
 from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.repomap.config import DiscoverConfig
 from durable_navigator.repomap.fsnames import display_name, round_trips
+from durable_navigator.repomap.regular import read_regular
 from durable_navigator.repomap.safepath import is_inside
 
 if TYPE_CHECKING:
     import pathspec
 
-__all__ = ["FileEntry", "Discovery", "discover", "git_commit", "RACY_WINDOW_NS", "SKIP_PATHS_PER_REASON",
+__all__ = ["FileEntry", "Discovery", "discover", "git_commit", "check_root", "check_utf8_root", "RACY_WINDOW_NS", "SKIP_PATHS_PER_REASON",
            "skip_listing"]
 
 _GIT_TIMEOUT_S = 60
@@ -44,6 +45,8 @@ _GIT_TIMEOUT_S = 60
 RACY_WINDOW_NS = 2_000_000_000
 #: skipped paths a map's metadata (and so ``context.md`` and ``report.json``) lists per reason
 SKIP_PATHS_PER_REASON = 15
+#: git ignores a .gitignore larger than this (dir.c: PATTERN_MAX_FILE_SIZE); so does the walk
+_GITIGNORE_MAX_BYTES = 100 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +128,25 @@ def check_root(root: Path | str) -> Path:
         raise RepoError(f"repository {shown} does not exist; pass the path of a checked-out repository")
     if not is_dir:
         raise RepoError(f"{shown} is not a directory; pass the repository's root folder")
+    check_utf8_root(resolved)
     return resolved
+
+
+def check_utf8_root(resolved: Path) -> None:
+    """Refuse a root whose real path is not valid UTF-8 (a Latin-1 ``café`` folder: byte ``\\xe9``).
+
+    The root's path travels as text everywhere — the index cache, workflow inputs and history,
+    ``report.json`` — and a name that is not UTF-8 cannot be encoded there (it failed deep inside
+    with a ``UnicodeEncodeError`` traceback). Files *inside* the root with such names are fine
+    (``fsnames``); the root itself must be renamed.
+    """
+    text = str(resolved)
+    if _is_utf8(text):
+        return
+    bad = next((part for part in resolved.parts if not _is_utf8(part)), text)
+    raise RepoError(f"repository path '{display_name(text)}' is not valid UTF-8 (the folder name "
+                    f"'{display_name(bad)}'); rename that folder to a UTF-8 name (`mv`, or `convmv -f latin1 -t utf-8`) "
+                    "or copy the repository to a path that is valid UTF-8")
 
 
 def discover(root: Path, cfg: DiscoverConfig, exclude: Iterable[Path] = ()) -> Discovery:
@@ -161,6 +182,15 @@ def discover(root: Path, cfg: DiscoverConfig, exclude: Iterable[Path] = ()) -> D
         if entry is not None:
             disc.files.append(entry)
     return disc
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether ``text`` (a name decoded with ``surrogateescape``) was valid UTF-8 on disk."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _excluded_prefixes(root: Path, exclude: Iterable[Path]) -> tuple[str, ...]:
@@ -311,10 +341,15 @@ def _walk(root: Path, cfg: DiscoverConfig, unreadable: list[str], own: tuple[str
             import pathspec  # only trees with .gitignore files outside git need it
 
             try:
-                lines = Path(base + rel_dir + ".gitignore").read_text("utf-8", "replace").splitlines()
-                specs = [*specs, (rel_dir, pathspec.GitIgnoreSpec.from_lines(lines))]
+                # as git reads it: a regular file only (a FIFO would block the walk forever, a symlink
+                # could point out of the root or at /dev/zero), at most git's own size limit
+                data = read_regular(base + rel_dir + ".gitignore", follow_symlinks=False,
+                                    limit=_GITIGNORE_MAX_BYTES + 1)
+                if len(data) <= _GITIGNORE_MAX_BYTES:
+                    lines = data.decode("utf-8", "replace").splitlines()
+                    specs = [*specs, (rel_dir, pathspec.GitIgnoreSpec.from_lines(lines))]
             except OSError:
-                pass
+                pass  # not applied; the name itself is listed and lstat says why it is skipped
         for e in entries:
             rel = rel_dir + e.name
             try:

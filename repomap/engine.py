@@ -40,6 +40,7 @@ from durable_navigator.repomap.presence import no_files_error
 from durable_navigator.repomap.engine_query import QueryMixin
 from durable_navigator.repomap.index import REC, full_bounds, full_cost
 from durable_navigator.repomap.rank import STRUCTURE_FORMAT, RankStructure
+from durable_navigator.repomap.regular import read_regular
 from durable_navigator.repomap.render import RenderInput, metadata, read_current, render_plan, summaries
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.symsearch import ChunkCache
@@ -181,8 +182,7 @@ class RepoMap(QueryMixin):
         keys = self._built.all_keys
         for rel in sorted(self._racy):
             try:
-                with open(fs_path(self.root, rel), "rb") as fh:
-                    data = fh.read()
+                data = read_regular(fs_path(self.root, rel))
             except OSError:
                 return False
             if not keys.get(rel, "").startswith(content_hash(data) + ":"):
@@ -368,7 +368,7 @@ class RepoMap(QueryMixin):
         elif not target.is_file():
             raise PathEscapeError(f"{path!r} is not a file in the repository; pass a path from the map")
         else:
-            data = target.read_bytes()
+            data = read_regular(target)
         lines = data.decode("utf-8", "replace").splitlines()
         lo, hi = max(1, int(start)), min(len(lines), int(end))
         return "\n".join(lines[lo - 1:hi]) + ("\n" if hi >= lo else "")

@@ -20,6 +20,7 @@ from durable_navigator.repomap.cache import own_dirs
 from durable_navigator.repomap.config import DiscoverConfig
 from durable_navigator.repomap.discover import check_root, discover
 from durable_navigator.repomap.fsnames import fs_path
+from durable_navigator.repomap.regular import read_regular
 
 __all__ = ["no_files_error", "require_files"]
 
@@ -59,11 +60,9 @@ def _content_skip(root: Path, rel: str, cfg: DiscoverConfig) -> str:
     from durable_navigator.repomap.index import content_skip  # the parsers load only when a check reads
 
     try:
-        with open(fs_path(root, rel), "rb") as fh:  # rel is a display name (fsnames)
-            head = fh.read(cfg.binary_sniff_bytes)
-            if b"\0" in head:
-                return "binary"
-            data = head + fh.read()
+        data = read_regular(fs_path(root, rel))  # rel is a display name (fsnames); never a FIFO
+        if b"\0" in data[:cfg.binary_sniff_bytes]:
+            return "binary"
     except OSError:
         return "unreadable"
     return content_skip(data, cfg)

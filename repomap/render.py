@@ -32,6 +32,7 @@ import numpy as np
 from durable_navigator.navtypes.errors import FlightPlanError
 from durable_navigator.navtypes.levels import MIN_TOKEN_BUDGET, Level
 from durable_navigator.repomap.config import RenderConfig
+from durable_navigator.repomap.regular import NotRegularFileError, read_regular
 from durable_navigator.repomap.discover import skip_listing
 from durable_navigator.repomap.fit import FileCosts, Fitter, must_price
 from durable_navigator.repomap.fsnames import fs_path
@@ -126,8 +127,9 @@ class _Unreadable(Exception):
 def read_current(target: Path, binary_sniff_bytes: int) -> tuple[bytes | None, str]:
     """The bytes of an indexed file as it is now, or ``(None, reason)`` when that is no text any more."""
     try:
-        data = target.read_bytes()
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        data = read_regular(target)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, NotRegularFileError):
+        # gone, or no longer a file (a directory or a FIFO took its name)
         return None, "vanished"
     except OSError:
         return None, "unreadable"

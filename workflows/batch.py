@@ -50,7 +50,7 @@ with workflow.unsafe.imports_passed_through():
         progress_of,
     )
     from durable_navigator.navcore.budget import micros_to_usd, usd_to_micros
-    from durable_navigator.navcore.messages import StopInput
+    from durable_navigator.navcore.messages import QUERY_BATCH_PROGRESS, StopInput
     from durable_navigator.navcore.report import markdown_text, run_details_markdown
     from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
     from durable_navigator.navcore.investigation import InvestigationRequest, InvestigationResult
@@ -381,7 +381,7 @@ class BatchWorkflow:
             self._wakeups += 1
             workflow.logger.info("batch %s stop requested by %s", self.req.batch_id, inp.sender)
 
-    @workflow.query(name="get_progress")
+    @workflow.query(name=QUERY_BATCH_PROGRESS)
     def get_progress(self) -> BatchProgress:
         """Counts, budget and the latest finished jobs."""
         return progress_of(self.req, self.state, self._done)

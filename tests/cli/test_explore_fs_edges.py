@@ -12,7 +12,9 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 from tests.support.cli import FIXTURE_REPO
@@ -55,6 +57,23 @@ def test_explore_finalizes_and_lists_the_same_skips_everywhere(tmp_path: Path) -
     # the Latin-1 name is indexed (counted in the map's files) and never skipped
     assert meta["files_total"] == report["map_metadata"]["files_total"]
     assert "caf\\xe9_latin1.py" not in section
+    # the repro named `status --json` too: it reads the closed run's result from history (on a server
+    # started for it: the explore's embedded one stopped with the command)
+    env = box.env(idle_timeout_s=120)
+    server = subprocess.Popen([str(NAVIGATOR), "server", "--headless"], cwd=tmp_path, env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(120):  # `status` exits 3 until the server answers
+            status = subprocess.run([str(NAVIGATOR), "status", result["workflow_id"], "--json"], cwd=tmp_path,
+                                    env=env, capture_output=True, text=True, timeout=120)
+            if status.returncode != 3:
+                break
+            time.sleep(0.5)
+        assert status.returncode == 0, status.stderr[-2000:]
+        assert json.loads(status.stdout)["result"]["map_metadata"]["not_indexed"] == meta["not_indexed"]
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=60)
     listing = subprocess.run([str(NAVIGATOR), "map", str(repo), "--tokens", "8000", "--goal", "cafe_budget"],
                              cwd=tmp_path, env=box.env(), capture_output=True, text=True, timeout=120)
     assert listing.returncode == 0 and "caf\\xe9_latin1.py [L" in listing.stdout, listing.stderr[-2000:]

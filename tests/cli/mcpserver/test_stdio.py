@@ -98,7 +98,13 @@ async def test_stdio_server_lists_explores_and_refuses(tmp_path: Path) -> None:
 
         # refusals are tool errors with a clear line, and the server keeps serving
         (root / "empty").mkdir()
+        latin1 = os.path.join(os.fsencode(root), b"caf\xe9")  # a folder whose own name is not UTF-8
+        os.makedirs(os.path.join(latin1, b"src"))
+        with open(os.path.join(latin1, b"src", b"a.py"), "w") as fh:
+            fh.write("def alpha():\n    return 1\n")
+        (root / "latin1-link").symlink_to(os.fsdecode(latin1))  # JSON text can only name it through a link
         for bad, words in [
+            ({"repo": str(root / "latin1-link"), "goal": GOAL}, "rename that folder to a UTF-8 name"),  # #29
             ({"repo": str(FIXTURE_REPO), "goal": GOAL}, "outside the allowed roots"),
             ({"repo": str(root / "escape" / FIXTURE_REPO.name), "goal": GOAL}, "outside the allowed roots"),
             ({"repo": str(root / "missing"), "goal": GOAL}, "does not exist"),
