@@ -35,7 +35,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.activities.models.base import CallContext, ModelCallError, ModelStalledError, UsageMeter
@@ -160,8 +160,11 @@ class ModelCallActivities:
                 # not a stop: this worker is going away; the workflow's next attempt goes to a live one
                 raise call.failure(ApplicationError(
                     "the worker shut down during the model call", type=WORKER_SHUTDOWN_TYPE)) from None
+            # benign: a stop is the user's choice, not a failure worth a warning and a traceback in
+            # the worker's log (the SDK logs a benign failure at debug)
             raise call.failure(ApplicationError(
-                "the model call was cancelled by the workflow (stop)", type=CANCELLED_ERROR_TYPE, non_retryable=True))
+                "the model call was cancelled by the workflow (stop)", type=CANCELLED_ERROR_TYPE, non_retryable=True,
+                category=ApplicationErrorCategory.BENIGN)) from None
         except ModelCallError as exc:
             call.meter.settle(exc.usage, cut=isinstance(exc, ModelStalledError))
             delay = timedelta(seconds=exc.retry_after_s) if exc.retry_after_s else None

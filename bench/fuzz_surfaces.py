@@ -100,6 +100,9 @@ def _record_start(state: State, call: Call, code: int) -> None:
     """A call that started a run puts its id where later calls find it."""
     if not call.starts or code != 0:
         return
+    options = call.argv[:call.argv.index("--")] if "--" in call.argv else call.argv
+    if "--help" in options or "--version" in options:
+        return  # exit 0, and nothing started (the noise added --help: seed 67's 'status of a finished id' exit 4)
     kind, _, wid = call.starts.partition(":")
     target = {"live": state.live, "parked": state.parked, "finished": state.finished, "batch": state.batches}[kind]
     target.append(wid)

@@ -9,6 +9,7 @@ retry backoff ends the wait at once.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 
@@ -97,7 +98,9 @@ async def _model_running(model: SlowModel, kind: str) -> None:
     raise AssertionError(f"the {kind} call never started")
 
 
-async def test_stop_cancels_a_turn_in_flight_books_it_and_finalizes(client, task_queue, start_worker, tmp_path) -> None:
+async def test_stop_cancels_a_turn_in_flight_books_it_and_finalizes(client, task_queue, start_worker, tmp_path,
+                                                                   caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="temporalio.activity")
     model = SlowModel(hang={"decide"})
     result, took = await _stop_during(client, task_queue, start_worker, tmp_path, model, "off",
                                       lambda h: _model_running(model, "decide"))
@@ -105,6 +108,8 @@ async def test_stop_cancels_a_turn_in_flight_books_it_and_finalizes(client, task
     assert model.cancelled == ["decide"]
     assert result.cost_micros == 1000 and result.usage.input_tokens == 1000  # what the cancelled call had read
     assert result.context_path and "Repository map" in open(result.context_path).read()
+    # a stop is no failure: the worker's log shows no warning and no traceback for the cancelled call
+    assert not [r for r in caplog.records if r.name == "temporalio.activity" and r.levelno >= logging.WARNING]
 
 
 async def test_stop_cancels_a_planning_call_in_flight(client, task_queue, start_worker, tmp_path) -> None:
