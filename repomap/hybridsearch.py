@@ -5,10 +5,12 @@ BM25, name bonuses). The learned ranker (``chunkrank``, ranker-v2: LightGBM over
 lexical, structural, size, goal-form and git-history features, trained on the
 corpus' train split only) ranks the repository's chunks for the same text. The two
 lists are fused by reciprocal rank: a hit's score is ``sum(w / (k + rank))`` over the
-lists that hold it (rank from 1), so a definition both lists like comes first and
+lists that hold it (rank from 1; ``SearchConfig.ranker_weight`` weighs the ranker's list,
+which is the better one on dev), so a definition both lists like comes first and
 one that only the ranker finds (a goal that names no identifier of its body) still
 enters the top ten. Reciprocal rank needs no calibration between BM25 scores and
-LightGBM margins, which live on unrelated scales.
+LightGBM margins, which live on unrelated scales. A keyword hit inside one of the
+ranker's chunks (a method of the class it ranks first) shares that chunk's credit.
 
 A ranker chunk that is a whole definition becomes that definition's hit; any other
 chunk (a class body between its methods, a window of a long function, a run of
@@ -23,20 +25,17 @@ of the query) gets the keyword hits unchanged; a query no keyword matches has no
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from durable_navigator.repomap.config import SearchConfig
 from durable_navigator.repomap.types import SearchHit
-
-if TYPE_CHECKING:
-    from durable_navigator.repomap.engine import RepoMap
 
 __all__ = ["ranker_hits", "fuse", "hybrid_search"]
 
 _Key = tuple[str, int | None, int | None]
 
 
-def ranker_hits(engine: "RepoMap", query: str, limit: int, history: bool) -> list[SearchHit]:
+def ranker_hits(engine: Any, query: str, limit: int, history: bool) -> list[SearchHit]:
     """The ranker's best ``limit`` chunks for ``query`` as hits, best first (ties: path, line).
 
     A run of module-level code (lines outside every definition) has ``why`` = ``module``.
@@ -95,6 +94,7 @@ def fuse(keyword: list[SearchHit], ranked: list[SearchHit], limit: int, cfg: Sea
             score[k] = score.get(k, 0.0) + weight / (cfg.rrf_k + r)
             hit.setdefault(k, h)
             why.setdefault(k, []).append(f"{name} #{r}")
+    _credit_inside(keyword, ranked, score, why, cfg)
     order = sorted(score, key=lambda k: (-score[k], k[0], k[1] or 0, k[2] or 0))
     per_file: dict[str, int] = {}
     out: list[SearchHit] = []
@@ -108,7 +108,24 @@ def fuse(keyword: list[SearchHit], ranked: list[SearchHit], limit: int, cfg: Sea
     return out
 
 
-def hybrid_search(engine: "RepoMap", query: str, limit: int, keyword: list[SearchHit],
+def _credit_inside(keyword: list[SearchHit], ranked: list[SearchHit], score: dict[_Key, float],
+                   why: dict[_Key, list[str]], cfg: SearchConfig) -> None:
+    """A keyword hit inside a ranker chunk (a method of the class the ranker likes) also gets the
+    chunk's share: the ranker names the region, the keywords the definition in it. Only the
+    best such chunk counts, and only for a hit the ranker did not list itself."""
+    for h in keyword:
+        k = _key(h)
+        if h.line is None or h.end_line is None or any(w.startswith("ranker") for w in why[k]):
+            continue
+        for r, c in enumerate(ranked, 1):
+            if (c.path == h.path and c.line is not None and c.end_line is not None
+                    and c.line <= h.line and h.end_line <= c.end_line):
+                score[k] += cfg.ranker_weight / (cfg.rrf_k + r)
+                why[k].append(f"inside ranker #{r}")
+                break
+
+
+def hybrid_search(engine: Any, query: str, limit: int, keyword: list[SearchHit],
                   cfg: SearchConfig) -> list[SearchHit]:
     """``keyword`` (the keyword search's hits, ``cfg.fuse_depth`` of them) fused with the ranker's."""
     if not keyword:
