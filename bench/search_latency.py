@@ -1,6 +1,6 @@
 """Warm search latency, keyword vs hybrid: the dev goals of one repository against one warm engine.
 
-Usage: ``.venv/bin/python bench/search_latency.py OWNER/NAME [--cache-dir DIR]`` (dev split only).
+Usage: ``PYTHONPATH=. .venv/bin/python bench/search_latency.py OWNER/NAME [--cache-dir DIR]`` (dev split only).
 The engine is opened and searched once before timing (the ranker's chunk table and model load),
 as a long-running worker has them; then every dev goal of the repository is searched in both modes.
 """
