@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 __all__ = ["DiscoverConfig", "RankConfig", "RenderConfig", "SearchConfig", "XrefConfig", "EngineConfig",
            "EngineConfigError"]
@@ -242,6 +242,18 @@ class SearchConfig(_Cfg):
     exact_name_bonus: float = Field(4.0, ge=0)
     #: definitions listed per file, so one long file cannot take every slot
     max_per_file: int = Field(3, gt=0)
+    #: ``hybrid``: the keyword hits fused with the learned chunk ranker's best chunks by reciprocal
+    #: rank (``hybridsearch.py``); ``keyword``: the keyword hits alone
+    mode: Literal["keyword", "hybrid"] = "hybrid"
+    #: hits each list contributes to the fusion
+    fuse_depth: int = Field(30, gt=0)
+    #: reciprocal-rank constant: a hit ranked r in a list adds ``weight / (rrf_k + r)``
+    rrf_k: float = Field(10.0, gt=0)
+    keyword_weight: float = Field(1.0, ge=0)
+    #: the ranker's list counts double (dev, tool query: file@1 0.66 -> 0.69, symbol@5 0.58 -> 0.62)
+    ranker_weight: float = Field(2.0, ge=0)
+    #: the ranker reads the repository's git history (``.git``) when there is one
+    history: bool = True
 
 
 @_config

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -275,12 +275,26 @@ class QueryMixin:
         """Definitions whose name, qualified name or id equals ``name`` (sorted by id)."""
         return sorted((self._symbol(p, k) for p, k in self._resolve_symbol(name)), key=lambda s: (s.id, s.start_line))
 
-    def search(self, query: str, limit: int = 20) -> list[SearchHit]:
-        """Definitions (with their line ranges) that match ``query``, best first (``symsearch.py``)."""
-        return search_symbols(query, limit, self._structure(), self.files, self._built.records,
+    def search(self, query: str, limit: int = 20, mode: Literal["keyword", "hybrid"] | None = None) -> list[SearchHit]:
+        """Definitions or line ranges that match ``query``, best first.
+
+        ``mode`` (default: ``config.search.mode``): ``hybrid`` fuses the keyword hits
+        (``symsearch.py``) with the learned chunk ranker's (``hybridsearch.py``);
+        ``keyword`` returns the keyword hits alone. A query no keyword matches has no hits
+        in either mode.
+        """
+        cfg = self.config.search
+        mode = mode or cfg.mode
+        depth = max(limit, cfg.fuse_depth) if mode == "hybrid" else limit
+        hits = search_symbols(query, depth, self._structure(), self.files, self._built.records,
                               lambda p: self.read_lines(p, 1, 1 << 62),  # type: ignore[attr-defined]
-                              self._chunks, self.config.search, self.config.rank.min_term_len,
+                              self._chunks, cfg, self.config.rank.min_term_len,
                               lambda name: self._resolve_symbol(name))
+        if mode == "keyword" or not hits:
+            return hits
+        from durable_navigator.repomap.hybridsearch import hybrid_search  # lightgbm: loaded on first use
+
+        return hybrid_search(self, query, limit, hits, cfg)  # type: ignore[arg-type]
 
     # ---- reference graph --------------------------------------------------------------
     def _references(self) -> References:

@@ -59,6 +59,8 @@ class SearchHit:
     line: int | None = None
     end_line: int | None = None
     kind: str | None = None
+    #: which ranking put it here (hybrid search: ``keyword #2 + ranker #1``); None for keyword-only
+    why: str | None = None
 
 
 class LevelTokens(Sequence[int]):

@@ -5,15 +5,26 @@ from __future__ import annotations
 import subprocess
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap.chunkrank.chunks import RepoChunks
 from durable_navigator.repomap.chunkrank.features import EngineView
 from durable_navigator.repomap.chunkrank.history import History, load_history
 
-if TYPE_CHECKING:
-    from durable_navigator.repomap.engine import RepoMap
+
+
+class RepoMap(Protocol):
+    """What the ranker reads of an open engine (``repomap.engine.RepoMap``; not imported: the
+    engine's search imports this module, and the import graph stays acyclic)."""
+
+    root: Any
+    files: list[str]
+    index_version: str
+
+    def read_lines(self, path: str, start: int, end: int) -> str: ...  # noqa: D102
+    def symbols(self, path: str) -> list[Any]: ...  # noqa: D102
+    def rank(self, plan: FlightPlan) -> list[Any]: ...  # noqa: D102
 
 __all__ = ["repo_chunks", "engine_view", "repo_history"]
 

@@ -130,8 +130,9 @@ class OfflineResearcher:
         idf: dict[str, float] = {}
         for term in dict.fromkeys(terms):
             # search answers with definitions (several per file) and module code: the files
-            # among its hits, best first, are the term's documents
-            hits = list(dict.fromkeys(h.path for h in engine.search(term, limit=total)))
+            # among its hits, best first, are the term's documents. Keyword mode: this counts the
+            # files that hold the word (its idf); the hybrid search would add files that do not
+            hits = list(dict.fromkeys(h.path for h in engine.search(term, limit=total, mode="keyword")))
             # damped: a rare word (often the question's verb) must not outweigh two common nouns
             idf[term] = math.sqrt(math.log(1.0 + total / max(len(hits), 1)))
             files += hits[: cfg.hits_per_term]
@@ -188,7 +189,7 @@ class OfflineResearcher:
         covered = [t for t in terms if t in words]
         missing = [t for t in terms if t not in words]
         # a term the repository never mentions cannot be found by another round
-        findable = [t for t in missing if engine is None or engine.search(t, limit=1)]
+        findable = [t for t in missing if engine is None or engine.search(t, limit=1, mode="keyword")]
         share = len(covered) / len(terms) if terms else 1.0
         last = task.index + 1 >= task.max_rounds
         # another round only helps if it would read something new: a symbol carrying a missing term

@@ -59,6 +59,8 @@ class OfflineExecutorConfig(BaseModel):
 _NUMBERED = re.compile(r"^\s*(\d+)  (.*)$")
 _READ_HEAD = re.compile(r"^(\S+) lines (\d+)-(\d+) of (\d+)")
 #: "path:12-40  score=…  path::Class.method" (a definition and its lines) or "path  score=…" (module code)
+#: a search hit's id for lines that are not a whole definition (``repomap.hybridsearch``): ``path::a-b``
+_LINES_ID = re.compile(r"(?P<path>.+)::(?P<a>[1-9][0-9]*)-(?P<b>[1-9][0-9]*)")
 _HIT = re.compile(r"^(\S+?)(?::(\d+)(?:-\d+)?)?\s+score=\S+(?:\s+(\S+))?\s*$")
 _REF_HEAD = re.compile(r"^(\S+::\S+): \d+ callers")
 #: "  path:line  enclosing id  (call, jedi)": a resolved caller and how the tool tied it
@@ -197,6 +199,8 @@ def is_doc(path: str) -> bool:
 
 
 def _symbol_span(engine: Any, symbol_id: str) -> tuple[str, int, int] | None:
+    if m := _LINES_ID.fullmatch(symbol_id):  # a hybrid search hit on lines, not a definition: those lines
+        return m["path"], int(m["a"]), int(m["b"])
     found = engine.find_symbol(symbol_id) if engine is not None else []
     if not found:
         return None

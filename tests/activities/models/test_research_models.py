@@ -50,3 +50,12 @@ def test_gemini_sends_tool_results_as_function_responses() -> None:
     # a corrective re-ask (no per-call results) still answers each call with the correction
     reask = _contents([Message(role="assistant", tool_calls=calls[:1]), Message(role="user", content="fix it")])
     assert reask[-1].parts[0].function_response.response == {"error": "fix it"}
+
+
+def test_a_line_range_search_hit_is_read_as_those_lines() -> None:
+    from durable_navigator.activities.models.offline.research_exec import _symbol_span
+
+    # the hybrid search answers a run of module code as ``path::a-b``: the executor reads those
+    # lines (no engine lookup: the id is not a definition's)
+    assert _symbol_span(None, "src/budgetkit/cli.py::1-9") == ("src/budgetkit/cli.py", 1, 9)
+    assert _symbol_span(None, "src/budgetkit/ledger.py::Ledger.record") is None
