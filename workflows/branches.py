@@ -24,22 +24,22 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_navigator.navcore.budget import BudgetLedger, format_usd, micros_to_usd, usd_to_micros
     from durable_navigator.navcore.investigation import BranchScore, ScoreInput, ScoreOutput
-    from durable_navigator.navcore.messages import StopInput
     from durable_navigator.navcore.report import TurnReport, shorten
     from durable_navigator.navcore.state import Status, StopReason
-    from durable_navigator.navcore.subagents import SIGNAL_CHILD_EVENT, AgentProfile, ChildEvent
-    from durable_navigator.navcore.turns import request_stop
+    from durable_navigator.navcore.subagents import AgentProfile
     from durable_navigator.workflows.blocks.branches import best, fork
     from durable_navigator.workflows.blocks.options import SHORT, run_activity
     from durable_navigator.workflows.blocks.subagents import SubagentRunner, SubagentSettings
+    from durable_navigator.workflows.blocks.steerable import ChildEvents, StoppableRun
     from durable_navigator.workflows.blocks.webui import Publisher
 
 __all__ = ["ExploreBranchesWorkflow"]
 
 
 @workflow.defn(name="ExploreBranchesWorkflow")
-class ExploreBranchesWorkflow:
-    """Branch-and-compare of one exploration."""
+class ExploreBranchesWorkflow(ChildEvents, StoppableRun):
+    """Branch-and-compare of one exploration (``stop`` reaches every branch: each finalizes its best map, and the
+    best of what they wrote is kept)."""
 
     @workflow.init
     def __init__(self, req: BranchExploreRequest) -> None:
@@ -51,7 +51,7 @@ class ExploreBranchesWorkflow:
             lambda: self.state.ledger, lambda: self.state.children,
             SubagentSettings(repo_root=ex.repo_path, model=ex.model, out_dir=ex.out_dir, model_call=ex.model_call,
                              approval=ex.approval, profiles={}, depth=0, max_depth=1, min_slice_micros=1000),
-            stopped=lambda: self.state.steering.stop_requested, count=self._count, publish=self._publish,
+            stopped=lambda: self.state.steering.stop_requested, count=self._count_activity, publish=self._publish,
         )
 
     @workflow.run
@@ -69,7 +69,7 @@ class ExploreBranchesWorkflow:
                                 timeout_s=86_400), ex.goal
 
         outcomes = await fork(self.subagents, s.ledger, Decimal(s.ledger.remaining_micros), req.branches, make, 0)
-        self._count()
+        self._count_activity()
         scored: ScoreOutput = await run_activity(
             "investigate.score_branches", ScoreInput(goal=ex.goal, packs=[o.result_ref for o in outcomes]),
             ScoreOutput, SHORT, f"score {req.branches} context packs")
@@ -100,10 +100,7 @@ class ExploreBranchesWorkflow:
             cost_micros=s.ledger.spent_micros, cost_usd=micros_to_usd(s.ledger.spent_micros),
             max_usd=micros_to_usd(s.ledger.max_micros), usage=s.ledger.total_usage())
 
-    def _count(self) -> None:
-        self.state.run.activities_used += 1
-
-    def _report(self) -> TurnReport:
+    def _turn_report(self) -> TurnReport:
         s = self.state
         return TurnReport(step=len(s.children), status=s.run.status.value, mode="autonomous",
                           stop_reason=s.run.stop_reason.value if s.run.stop_reason else None,
@@ -119,26 +116,4 @@ class ExploreBranchesWorkflow:
         s = self.state
         details = f"**explore branches** · {s.run.status.value} · {format_usd(s.ledger.spent_micros)}"
         self._ui.publish(self.req.exploration.repo_path, s.run.status.value, s.ledger.spent_micros, len(s.children),
-                         details + ("\n\n" + (self._report().stage_plan or "")))
-
-    @workflow.signal(name="stop")
-    def stop(self, inp: StopInput) -> None:
-        """Stop every branch (each finalizes its best map); the best of what they wrote is kept."""
-        if inp is not None:
-            request_stop(self.state.steering, inp.reason, inp.sender, inp.turn)
-
-    @workflow.signal(name=SIGNAL_CHILD_EVENT)
-    def child_event(self, inp: ChildEvent) -> None:
-        """A branch's progress while it runs."""
-        if inp is not None and self.subagents.on_event(inp):
-            self._publish()
-
-    @workflow.query(name="get_status")
-    def get_status(self) -> TurnReport:
-        """The branches and their scores."""
-        return self._report()
-
-    @workflow.query(name="status")
-    def status_alias(self) -> TurnReport:
-        """Alias of ``get_status``."""
-        return self._report()
+                         details + ("\n\n" + (self._turn_report().stage_plan or "")))

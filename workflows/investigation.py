@@ -32,10 +32,10 @@ between stages.
 from __future__ import annotations
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.activity_io import ScanInput, ScanOutput
+    from durable_navigator.navcore.activity_io import ScanInput
     from durable_navigator.navcore.budget import format_usd, micros_to_usd
     from durable_navigator.navcore.investigation import (
         InvestigationRequest,
@@ -58,22 +58,16 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_navigator.navcore.model_calls import InvestigateOut, InvestigateSpec
     from durable_navigator.navcore.report import TurnReport, shorten
-    from durable_navigator.navcore.state import PendingTurn, Status, StopReason
+    from durable_navigator.navcore.state import Status, StopReason
     from durable_navigator.navtypes.flightplan import FlightPlan
-    from durable_navigator.workflows.blocks.approval import ApprovalGate
-    from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter
-    from durable_navigator.workflows.blocks.model_call import CallOutcome, ModelCaller, one_line
-    from durable_navigator.workflows.blocks.options import RESULT, SCAN, run_activity
+    from durable_navigator.workflows.blocks.model_call import CallOutcome, one_line
+    from durable_navigator.workflows.blocks.options import RESULT, run_activity
     from durable_navigator.workflows.blocks.stage_planning import StagePlanning
     from durable_navigator.workflows.blocks.stage_work import BRANCH_STRATEGIES, InvestigationHooks, StageWork
     from durable_navigator.workflows.blocks.steerable import WithChildren
     from durable_navigator.workflows.blocks.subagents import SubagentRunner, SubagentSettings
-    from durable_navigator.workflows.blocks.webui import Publisher
 
 __all__ = ["InvestigationWorkflow", "BRANCH_STRATEGIES"]
-
-
-_TRANSIENT = frozenset({Status.PREPARING, Status.THINKING, Status.RENDERING})
 
 
 @workflow.defn(name="InvestigationWorkflow")
@@ -84,21 +78,17 @@ class InvestigationWorkflow(WithChildren):
     def __init__(self, req: InvestigationRequest) -> None:
         self.req = req
         self.state: InvestigationState = initial_investigation_state(req)
-        self._ui = Publisher()
-        self.log = DecisionLogWriter(lambda: self.state.log, lambda: None, self._publish)
-        self.caller = ModelCaller(lambda: self.state.ledger, req.model_call, stopped=self._stop_requested,
-                                  count_activity=self._count, on_attempt=self._thinking)
-        self.gate = ApprovalGate(lambda: self.state.steering, lambda: self.state.run, req.approval, self._publish)
+        self._wire(lambda: None)
         # workers are research children that do not delegate further (depth 1 = max depth)
         self.subagents = SubagentRunner(
             lambda: self.state.ledger, lambda: self.state.children,
             SubagentSettings(repo_root=req.repo_path, model=req.model, out_dir=req.out_dir, model_call=req.model_call,
                              approval=req.approval, profiles={}, depth=0, max_depth=1,
                              min_slice_micros=req.min_child_micros),
-            stopped=lambda: self.state.steering.stop_requested, count=self._count, publish=self._publish,
+            stopped=lambda: self.state.steering.stop_requested, count=self._count_activity, publish=self._publish,
         )
         hooks = InvestigationHooks(call=self._call, log=self._log, stop=self._stop, stop_detail=self._stop_detail,
-                                   count=self._count, publish=self._publish, out_of_budget=self._out_of_budget)
+                                   count=self._count_activity, publish=self._publish, out_of_budget=self._out_of_budget)
         self.planning = StagePlanning(lambda: self.state, req, self.gate, hooks)
         self.stages = StageWork(lambda: self.state, req, self.subagents, hooks)
 
@@ -121,34 +111,16 @@ class InvestigationWorkflow(WithChildren):
             except ActivityError as err:
                 self._stop(StopReason.FAILED, one_line(err))
             if s.phase == "stages" and s.run.stop_reason is None and self._should_continue_as_new():
-                await workflow.wait_condition(workflow.all_handlers_finished)
-                s.run.continued_runs += 1
-                workflow.continue_as_new(req.model_copy(update={"carried_state": s}))
+                await self._continue_as_new()
         return await self._finish()
 
     async def _scan(self) -> None:
         s = self.state
-        s.run.status = Status.SCANNING
-        self._count()
-        self._publish()
         others = sorted({p.model for p in [self.req.worker, *self.req.profiles.values()] if p.model} - {s.model})
-        try:
-            out: ScanOutput = await run_activity(
-                "navigator.scan", ScanInput(repo_root=s.repo_root, flight_plan=FlightPlan(goal=s.goal[:8000]),
-                                            model=s.model, goal=s.goal, other_models=others),
-                ScanOutput, SCAN, f"scan {shorten(s.repo_root, 80)} · {s.model}")
-        except ActivityError as err:
-            s.run.status = Status.FAILED
-            self._stop(StopReason.FAILED, one_line(err))
-            self._publish()
-            raise ApplicationError(f"scan failed: {s.run.stop_detail}", type="ScanFailed", non_retryable=True) from err
+        out = await self._scan_repo(ScanInput(repo_root=s.repo_root, flight_plan=FlightPlan(goal=s.goal[:8000]),
+                                              model=s.model, goal=s.goal, other_models=others))
         s.repo_root, s.goal_ref = out.repo_root, out.goal_ref
         s.run.status = Status.THINKING
-
-    def _should_continue_as_new(self) -> bool:
-        info = workflow.info()
-        return info.is_continue_as_new_suggested() or (
-            info.get_current_history_length() >= self.req.continue_as_new_events)
 
     # -- model calls ------------------------------------------------------------
 
@@ -203,7 +175,7 @@ class InvestigationWorkflow(WithChildren):
         info = workflow.info()
         reason = s.run.stop_reason or StopReason.FINALIZED
         normal = reason is StopReason.FINALIZED
-        self._count()
+        self._count_activity()
         written: WriteReportOutput = await run_activity(
             "investigate.write_report",
             WriteReportInput(out_dir=self.req.out_dir, workflow_id=info.workflow_id, repo_root=s.repo_root,
@@ -232,31 +204,14 @@ class InvestigationWorkflow(WithChildren):
         if self.state.phase in ("plan", "stages"):
             self.state.phase = "summary"
 
-    def _stop_detail(self, pending: PendingTurn | None = None) -> str:
-        st = self.state.steering
-        who = st.stop_sender or (pending.verdict_sender if pending else None) or "user"
-        return f"{st.stop_requested or 'stopped'} (by {who})"
-
     def _log(self, action: str, reasoning: str, diff: list[str], outcome: CallOutcome | None = None,
              error: str | None = None, taken: bool = True) -> None:
         self.log.write(self.state.run.iteration, action, reasoning, diff=diff,
                        cost_micros=outcome.cost_micros if outcome else 0, usage=outcome.usage if outcome else None,
                        attempts=outcome.attempts if outcome else 0, error=error, step_taken=taken)
 
-    def _thinking(self, attempt: int) -> None:
-        self.state.run.status = Status.THINKING
-        self._publish()
-
-    def _stop_requested(self) -> bool:
-        return self.state.steering.stop_requested is not None
-
-    def _count(self) -> None:
-        self.state.run.activities_used += 1
-
-    def _publish(self) -> None:
-        s = self.state
-        status = s.run.status if s.run.status not in _TRANSIENT else Status.THINKING
-        self._ui.publish(s.repo_root, status.value, s.ledger.spent_micros, s.run.iteration, investigation_details(s))
+    def _details(self) -> str:
+        return investigation_details(self.state)
 
     # -- messages ------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import json
 
 from pydantic import ValidationError
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.activity_io import (
@@ -26,7 +26,6 @@ with workflow.unsafe.imports_passed_through():
         RenderMapInput,
         RenderOutput,
         ScanInput,
-        ScanOutput,
         WriteResultInput,
         WriteResultOutput,
     )
@@ -67,11 +66,9 @@ with workflow.unsafe.imports_passed_through():
         report_dict,
         restore_turn,
     )
-    from durable_navigator.workflows.blocks.approval import ApprovalGate
     from durable_navigator.workflows.blocks.compression import Compressor
-    from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter
-    from durable_navigator.workflows.blocks.model_call import CallOutcome, ModelCaller, one_line
-    from durable_navigator.workflows.blocks.options import RESULT, SCAN, SHORT, run_activity
+    from durable_navigator.workflows.blocks.model_call import CallOutcome, one_line
+    from durable_navigator.workflows.blocks.options import RESULT, SHORT, run_activity
     from durable_navigator.workflows.blocks.stages import StageRunner, StageSettings
     from durable_navigator.workflows.blocks.steerable import SteerableRun
     from durable_navigator.workflows.blocks.tools import ToolRunner, tool_result_lines
@@ -81,7 +78,6 @@ with workflow.unsafe.imports_passed_through():
         SA_ITERATION,
         SA_REPO,
         SA_STATUS,
-        Publisher,
     )
 
 __all__ = [
@@ -93,8 +89,6 @@ __all__ = [
     "NAVIGATOR_SEARCH_ATTRIBUTES",
 ]
 
-#: statuses shown in the Web UI details but not upserted as search attributes
-_TRANSIENT = frozenset({Status.PREPARING, Status.THINKING, Status.RENDERING})
 #: final summary kept in state (the full one is in the decision artifact)
 _SUMMARY_CHARS = 2000
 
@@ -108,11 +102,7 @@ class NavigatorWorkflow(SteerableRun):
         self.req = req
         self.state: NavigatorState = initial_state(req)
         self.profile = req.run_profile()
-        self._ui = Publisher()
-        self.log = DecisionLogWriter(lambda: self.state.log, lambda: self.state.map.metadata, self._publish)
-        self.caller = ModelCaller(lambda: self.state.ledger, req.model_call, stopped=self._stop_requested,
-                                  count_activity=self._count_activity, on_attempt=self._thinking)
-        self.gate = ApprovalGate(lambda: self.state.steering, lambda: self.state.run, req.approval, self._publish)
+        self._wire(lambda: self.state.map.metadata)
         self.tools = ToolRunner(self._room, self._count_activity)
         self.compressor = Compressor(self.caller, self.profile.compression, self._room)
         cfg = self.profile.planning
@@ -144,38 +134,18 @@ class NavigatorWorkflow(SteerableRun):
                 # render/tool infrastructure failures end the run, but the best map so far is still written
                 self._stop(StopReason.FAILED, one_line(err))
             if s.run.stop_reason is None and self._should_continue_as_new():
-                await workflow.wait_condition(workflow.all_handlers_finished)
-                s.run.continued_runs += 1
-                workflow.logger.info("continuing as new after step %d", s.run.iteration)
-                workflow.continue_as_new(req.model_copy(update={"carried_state": s}))
+                await self._continue_as_new()
         return await self._finalize()
 
     async def _scan(self) -> None:
         s = self.state
-        s.run.status = Status.SCANNING
-        self._count_activity()
-        self._publish()
-        try:
-            out: ScanOutput = await run_activity(
-                "navigator.scan",
-                ScanInput(repo_root=s.repo_root, flight_plan=s.map.flight_plan, model=s.model, goal=s.goal,
-                          other_models=[m for m in self.profile.routing.models() if m != s.model]),
-                ScanOutput, SCAN, f"scan {shorten(s.repo_root, 80)} · {s.model}")
-        except ActivityError as err:
-            s.run.status = Status.FAILED
-            self._stop(StopReason.FAILED, one_line(err))
-            self._publish()
-            raise ApplicationError(f"scan failed: {s.run.stop_detail}", type="ScanFailed", non_retryable=True) from err
+        out = await self._scan_repo(ScanInput(
+            repo_root=s.repo_root, flight_plan=s.map.flight_plan, model=s.model, goal=s.goal,
+            other_models=[m for m in self.profile.routing.models() if m != s.model]))
         s.repo_root, s.map.index_version, s.goal_ref = out.repo_root, out.index_version, out.goal_ref
         s.model_rates = out.rates
         s.prices = dict(out.rates_by_model)
         self._take_render(out.render)
-
-    def _should_continue_as_new(self) -> bool:
-        info = workflow.info()
-        return info.is_continue_as_new_suggested() or (
-            info.get_current_history_length() >= self.req.continue_as_new_events
-        )
 
     # -- one iteration ---------------------------------------------------
 
@@ -417,29 +387,11 @@ class NavigatorWorkflow(SteerableRun):
         if self.state.run.stop(reason, detail):
             workflow.logger.info("navigator stopping: %s (%s)", reason.value, detail)
 
-    def _thinking(self, attempt: int) -> None:
-        self.state.run.status = Status.THINKING
-        self._publish()
-
-    def _stop_requested(self) -> bool:
-        return self.state.steering.stop_requested is not None
-
-    def _count_activity(self) -> None:
-        self.state.run.activities_used += 1
-
     def _room(self) -> bool:
         return self.state.run.activities_used < self.profile.safety.max_activities
 
-    def _publish(self) -> None:
-        """Search attributes (only when changed) and the Web UI details.
-
-        Transient statuses (thinking, rendering) are not upserted: each upsert
-        is a history event, and the Web UI details show them anyway.
-        """
-        s = self.state
-        status = s.run.status if s.run.status not in _TRANSIENT else Status.THINKING
-        self._ui.publish(s.repo_root, status.value, s.ledger.spent_micros, s.run.iteration,
-                         turn_report_markdown(build_turn_report(s), s.goal))
+    def _details(self) -> str:
+        return turn_report_markdown(build_turn_report(self.state), self.state.goal)
 
     # -- messages --------------------------------------------------------
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 import json
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.activity_io import ScanInput, ScanOutput
+    from durable_navigator.navcore.activity_io import ScanInput
     from durable_navigator.navcore.budget import format_usd, micros_to_usd
     from durable_navigator.navcore.findings import FALLBACK_STEP, PlannedStep
     from durable_navigator.navcore.model_calls import (
@@ -59,22 +59,17 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_navigator.navcore.state import ExecutionMode, PendingTurn, Status, StopReason
     from durable_navigator.navcore.subagents import SubagentOutcome
-    from durable_navigator.workflows.blocks.approval import ApprovalGate
     from durable_navigator.workflows.blocks.compression import Compressor
-    from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter
     from durable_navigator.workflows.blocks.model_call import CallOutcome, ModelCaller, one_line
-    from durable_navigator.workflows.blocks.options import RESULT, SCAN, SHORT, run_activity
+    from durable_navigator.workflows.blocks.options import RESULT, SHORT, run_activity
     from durable_navigator.workflows.blocks.react import ReactSettings, ReactStepRunner, StepOutcome
     from durable_navigator.workflows.blocks.steerable import WithChildren
     from durable_navigator.workflows.blocks.subagents import SubagentRunner, SubagentSettings
     from durable_navigator.workflows.blocks.tools import ToolRunner
-    from durable_navigator.workflows.blocks.webui import Publisher
 
 __all__ = ["ResearchWorkflow"]
 
 
-#: transient statuses are shown in the details but not upserted (each upsert is a history event)
-_TRANSIENT = frozenset({Status.PREPARING, Status.THINKING, Status.RENDERING})
 #: guard verdicts of a step → the run's stop reason
 _GUARD_STOP = {"loop_detected": StopReason.LOOP_DETECTED, "activity_cap": StopReason.ACTIVITY_CAP,
                "max_iterations": StopReason.MAX_ITERATIONS, "stalled": StopReason.STALLED,
@@ -96,14 +91,10 @@ class ResearchWorkflow(WithChildren):
         self.state: ResearchState = initial_research_state(req)
         self.guard = req.run_profile()
         self._stops = 0
-        self._ui = Publisher()
-        self.log = DecisionLogWriter(lambda: self.state.log, lambda: self.state.map.metadata, self._publish)
-        self.caller = ModelCaller(lambda: self.state.ledger, req.model_call, stopped=self._stop_requested,
-                                  count_activity=self._count_activity, on_attempt=self._thinking)
+        self._wire(lambda: self.state.map.metadata)
         # the answer after a stop: only a second stop cancels it
         self.final_caller = ModelCaller(lambda: self.state.ledger, req.model_call, stopped=lambda: self._stops >= 2,
                                         count_activity=self._count_activity, on_attempt=self._thinking)
-        self.gate = ApprovalGate(lambda: self.state.steering, lambda: self.state.run, req.approval, self._publish)
         self.tools = ToolRunner(self._room, self._count_activity)
         self.compressor = Compressor(self.caller, self.guard.compression, self._room)
         nested = req.depth < req.max_depth and bool(req.profiles)
@@ -143,9 +134,7 @@ class ResearchWorkflow(WithChildren):
                 # tool / aggregate infrastructure failures end the research; the answer is still written
                 self._stop(StopReason.FAILED, one_line(err))
             if s.phase in ("plan", "execute") and s.run.stop_reason is None and self._should_continue_as_new():
-                await workflow.wait_condition(workflow.all_handlers_finished)
-                s.run.continued_runs += 1
-                workflow.continue_as_new(req.model_copy(update={"carried_state": s}))
+                await self._continue_as_new()
         return await self._finish()
 
     async def _advance(self) -> None:
@@ -161,27 +150,11 @@ class ResearchWorkflow(WithChildren):
 
     async def _scan(self) -> None:
         s = self.state
-        s.run.status = Status.SCANNING
-        self._count_activity()
-        self._publish()
-        try:
-            out: ScanOutput = await run_activity(
-                "navigator.scan",
-                ScanInput(repo_root=s.repo_root, flight_plan=s.map.flight_plan, model=s.model, goal=s.question),
-                ScanOutput, SCAN, f"scan {shorten(s.repo_root, 80)} · {s.model}")
-        except ActivityError as err:
-            s.run.status = Status.FAILED
-            self._stop(StopReason.FAILED, one_line(err))
-            self._publish()
-            raise ApplicationError(f"scan failed: {s.run.stop_detail}", type="ScanFailed", non_retryable=True) from err
+        out = await self._scan_repo(ScanInput(repo_root=s.repo_root, flight_plan=s.map.flight_plan, model=s.model,
+                                              goal=s.question))
         s.repo_root, s.goal_ref, s.model_rates = out.repo_root, out.goal_ref, out.rates
         s.map.map_ref, s.map.view_ref, s.map.metadata = out.render.map_ref, out.render.view_ref, out.render.metadata
         s.map.index_version = out.index_version
-
-    def _should_continue_as_new(self) -> bool:
-        info = workflow.info()
-        return info.is_continue_as_new_suggested() or (
-            info.get_current_history_length() >= self.req.continue_as_new_events)
 
     def _common(self) -> dict:
         s = self.state
@@ -490,11 +463,6 @@ class ResearchWorkflow(WithChildren):
         if s.phase != "done":
             s.phase = "synthesize"
 
-    def _stop_detail(self, pending: PendingTurn | None = None) -> str:
-        st = self.state.steering
-        who = st.stop_sender or (pending.verdict_sender if pending else None) or "user"
-        return f"{st.stop_requested or 'stopped'} (by {who})"
-
     def _log(self, action: str, reasoning: str, diff: list[str], outcome: CallOutcome | None = None,
              error: str | None = None):  # type: ignore[no-untyped-def]
         s = self.state
@@ -507,25 +475,11 @@ class ResearchWorkflow(WithChildren):
         self.log.write(self.state.run.iteration, action, "", cost_micros=outcome.cost_micros, usage=outcome.usage,
                        attempts=outcome.attempts, error=outcome.error or outcome.status, step_taken=False)
 
-    def _thinking(self, attempt: int) -> None:
-        self.state.run.status = Status.THINKING
-        self._publish()
-
-    def _stop_requested(self) -> bool:
-        return self.state.steering.stop_requested is not None
-
-    def _count_activity(self) -> None:
-        self.state.run.activities_used += 1
-
     def _room(self) -> bool:
         return self.state.run.activities_used < self.guard.safety.max_activities
 
-    def _publish(self) -> None:
-        s = self.state
-        status = s.run.status if s.run.status not in _TRANSIENT else Status.THINKING
-        report = research_turn_report(s)
-        self._ui.publish(s.repo_root, status.value, s.ledger.spent_micros, s.run.iteration,
-                         research_details_markdown(report, s.question, s))
+    def _details(self) -> str:
+        return research_details_markdown(research_turn_report(self.state), self.state.question, self.state)
 
     # -- messages --------------------------------------------------------------
 
