@@ -14,7 +14,7 @@ a table squeezed to 80 columns wraps one word per line.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -30,6 +30,7 @@ from durable_navigator.navcore.activity_io import PackFigures
 from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.run_kinds import BRANCHES, EXPLORE, INVESTIGATION, RESEARCH, RunKind
 from durable_navigator.navcore.state import DecisionLogEntry
 from durable_navigator.navcore.subagents import ChildRun
 
@@ -50,10 +51,13 @@ __all__ = [
     "investigation_panel",
     "branches_panel",
     "children_blocks",
+    "RESULT_PANELS",
+    "run_result_panel",
+    "result_paths",
 ]
 
 #: workflows whose turns are steps of a stage plan (no flight-plan change to approve)
-_STAGED = ("research", "investigation")
+_STAGED = (RESEARCH.report_name, INVESTIGATION.report_name)
 
 #: interactive panels show this many diff lines; the rest is summarized
 MAX_DIFF_LINES = 20
@@ -76,9 +80,9 @@ def progress_line(report: TurnReport) -> Text:
     line.append(f"step {report.step}", style="bold")
     line.append(f" · {report.status}", style="cyan")
     line.append(f" · {report.cost_total_usd}/{report.budget_usd}")
-    if report.workflow in ("research", "investigation", "branches"):
+    if report.workflow in (RESEARCH.report_name, INVESTIGATION.report_name, BRANCHES.report_name):
         running = sum(1 for c in report.children if c.completed_normally is None)
-        if report.workflow == "research":
+        if report.workflow == RESEARCH.report_name:
             line.append(f" · {len(report.focus_areas)} cited files")
         if report.children:
             line.append(f" · subagents {len(report.children)} ({running} running)")
@@ -326,3 +330,30 @@ def children_blocks(children: Sequence[ChildRun]) -> list[str]:
         lines.append(f"  {c.workflow_id} · {c.profile} · {c.stop_reason or c.status} · iter {c.iteration} · "
                      f"{format_usd(c.cost_micros)} of {format_usd(c.slice_micros)} · completed normally {normal}")
     return lines
+
+
+#: each kind of run's result panel, keyed by its workflow type (``navcore/run_kinds.py``)
+RESULT_PANELS: dict[str, Callable[[Any], Panel]] = {
+    EXPLORE.workflow_type: result_panel, RESEARCH.workflow_type: research_panel,
+    INVESTIGATION.workflow_type: investigation_panel, BRANCHES.workflow_type: branches_panel,
+}
+
+
+def run_result_panel(kind: RunKind, result: Any) -> Panel:
+    """The panel of a finished run of ``kind`` (``result``: its result model, or its JSON dump)."""
+    if not isinstance(result, kind.result_type):
+        result = kind.result_type.model_validate(result)
+    return RESULT_PANELS[kind.workflow_type](result)
+
+
+def result_paths(result: Any) -> list[str]:
+    """The lines naming a finished run's files (``navigator result``): printed whole, after its panel."""
+    if isinstance(result, ResearchResult):
+        named = [("answer", result.answer_path), ("report", result.report_path)]
+    elif isinstance(result, InvestigationResult):
+        named = [("report", result.report_path), ("report.json", result.report_json_path)]
+    elif isinstance(result, BranchExploreResult):
+        named = [("context pack", result.context_path)]
+    else:
+        named = [("context pack", result.context_path), ("report", result.report_path)]
+    return [f"{label}: {path}" for label, path in named if path]

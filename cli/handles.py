@@ -26,6 +26,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_navigator.activities.artifacts import LocalArtifactStore, default_artifact_dir
 from durable_navigator.cli.errors import CliError, RunNotFoundError, TemporalUnreachableError
 from durable_navigator.navcore.report import HISTORY_REASONING_CHARS, TurnReport
+from durable_navigator.navcore.run_kinds import EXPLORE
 from durable_navigator.navtypes.errors import NavigatorError
 
 __all__ = [
@@ -41,8 +42,8 @@ __all__ = [
     "with_full_reasoning",
 ]
 
-#: the navigator workflow's registered type name (public API, like the message names)
-WORKFLOW_TYPE = "NavigatorWorkflow"
+#: the navigator workflow's registered type name (public API, like the message names; every kind: navcore/run_kinds.py)
+WORKFLOW_TYPE = EXPLORE.workflow_type
 #: a query needs a worker to answer; don't hang a terminal when none polls
 QUERY_TIMEOUT = timedelta(seconds=10)
 

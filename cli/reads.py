@@ -20,14 +20,12 @@ from durable_navigator.cli.connect import open_session, ui_base_for
 from durable_navigator.cli.display import (
     WIDE_COLUMNS,
     RunRow,
-    branches_panel,
     children_blocks,
     decision_lines,
-    investigation_panel,
     print_block,
     print_lines,
-    research_panel,
-    result_panel,
+    result_paths,
+    run_result_panel,
     runs_blocks,
     runs_table,
 )
@@ -35,7 +33,6 @@ from durable_navigator.cli.errors import CliError, RunFailedError, handles_error
 from durable_navigator.cli.handles import describe_run, is_running, query_run, status_name
 from durable_navigator.cli.runrows import (
     ABNORMAL_STOPS,
-    RESULT_TYPES,
     RUN_WORKFLOW_TYPES,
     STATUS_CHOICES,
     build_list_query,
@@ -51,6 +48,8 @@ from durable_navigator.navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS
 from durable_navigator.navcore.report import DecisionLogView, TurnReport
 from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.run_kinds import BRANCHES, RunKind, run_kind_of
+from durable_navigator.repomap.fsnames import is_utf8
 from durable_navigator.workers.devserver import workflow_ui_url
 
 __all__ = ["run_row", "fetch_status", "exit_code_for_result", "build_list_query", "ABNORMAL_STOPS",
@@ -59,8 +58,6 @@ __all__ = ["run_row", "fetch_status", "exit_code_for_result", "build_list_query"
 
 # reads_app and its commands' signatures and help: cli/signatures.py
 
-#: ``navigator explore --branches N``'s workflow type: its branches keep the decision logs
-_BRANCHES = "ExploreBranchesWorkflow"
 
 
 def _log_from_report(res: ExplorationResult | ResearchResult) -> DecisionLogView | None:
@@ -86,10 +83,11 @@ def run_log(
     async def go() -> DecisionLogView:
         async with open_session(config_of(ctx)) as session:
             _, desc = await describe_run(session.client, workflow_id)
-            result_type = RESULT_TYPES.get(desc.workflow_type or "")
+            kind = run_kind_of(desc.workflow_type)
+            result_type = kind.result_type if kind is not None else None
             handle = session.client.get_workflow_handle(workflow_id, result_type=result_type)
             completed = not is_running(desc) and status_name(desc.status) == "completed"
-            if desc.workflow_type == _BRANCHES:
+            if desc.workflow_type == BRANCHES.workflow_type:
                 # no decisions of its own (no get_decision_log query): each branch is an exploration with its log
                 children = ((await handle.result()).children if completed
                             else (await query_run(handle, QUERY_STATUS, TurnReport)).children)
@@ -128,15 +126,15 @@ def run_result(
 ) -> None:
     """The ``navigator result`` command (its options and help: :mod:`cli.signatures`)."""
 
-    async def go() -> tuple[ExplorationResult | ResearchResult | InvestigationResult | BranchExploreResult,
+    async def go() -> tuple[RunKind, ExplorationResult | ResearchResult | InvestigationResult | BranchExploreResult,
                             str | None]:
         async with open_session(config_of(ctx)) as session:
             _, desc = await describe_run(session.client, workflow_id)
-            result_type = RESULT_TYPES.get(desc.workflow_type or "")
-            if result_type is None:
+            kind = run_kind_of(desc.workflow_type)
+            if kind is None:
                 raise CliError(f"run {workflow_id} is a {desc.workflow_type}, not an exploration, research run or "
                                "investigation; see `navigator batch` for batches")
-            handle = session.client.get_workflow_handle(workflow_id, result_type=result_type)
+            handle = session.client.get_workflow_handle(workflow_id, result_type=kind.result_type)
             if is_running(desc) and not wait:
                 raise CliError(f"run {workflow_id} is still running; pass --wait or check `navigator status`")
             try:
@@ -146,51 +144,16 @@ def run_result(
                 raise RunFailedError(f"run {workflow_id} failed: {cause}") from None
             except RPCError as exc:
                 raise RunFailedError(f"cannot read the result of {workflow_id}: {exc.message}") from None
-            return res, session.ui_link(workflow_id)
+            return kind, res, session.ui_link(workflow_id)
 
-    res, link = run_async(go())
+    kind, res, link = run_async(go())
     if json_out:
         print_json({**res.model_dump(mode="json"), "ui_url": link})
-    elif isinstance(res, ResearchResult):
-        print_block(stdout, research_panel(res))
-        if res.answer_path:
-            stdout.print(f"answer: {res.answer_path}", markup=False, soft_wrap=True)
-        if res.report_path:
-            stdout.print(f"report: {res.report_path}", markup=False, soft_wrap=True)
-        if link:
-            stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
-    elif isinstance(res, InvestigationResult):
-        print_block(stdout, investigation_panel(res))
-        if res.report_path:
-            stdout.print(f"report: {res.report_path}", markup=False, soft_wrap=True)
-        if res.report_json_path:
-            stdout.print(f"report.json: {res.report_json_path}", markup=False, soft_wrap=True)
-        if link:
-            stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
-    elif isinstance(res, BranchExploreResult):
-        print_block(stdout, branches_panel(res))
-        if res.context_path:
-            stdout.print(f"context pack: {res.context_path}", markup=False, soft_wrap=True)
-        if link:
-            stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
     else:
-        print_block(stdout, result_panel(res))
-        if res.context_path:
-            stdout.print(f"context pack: {res.context_path}", markup=False, soft_wrap=True)
-        if res.report_path:
-            stdout.print(f"report: {res.report_path}", markup=False, soft_wrap=True)
-        if link:
-            stdout.print(f"Web UI: {link}", markup=False, soft_wrap=True)
+        print_block(stdout, run_result_panel(kind, res))
+        for line in result_paths(res) + ([f"Web UI: {link}"] if link else []):
+            stdout.print(line, markup=False, soft_wrap=True)
     raise typer.Exit(int(exit_code_for_result(res)))
-
-
-def _is_utf8(text: str) -> bool:
-    """Whether ``text`` encodes as UTF-8 (a non-UTF-8 argument byte arrives as a lone surrogate)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 @handles_errors
@@ -204,7 +167,7 @@ def run_list_runs(
     """The ``navigator ls`` command (its options and help: :mod:`cli.signatures`)."""
     if status_filter and status_filter not in STATUS_CHOICES:
         raise CliError(f"--status must be one of {', '.join(STATUS_CHOICES)}, got {status_filter!r}")
-    if repo is not None and not _is_utf8(repo):
+    if repo is not None and not is_utf8(repo):
         # no run records such a path (a request's repo_path is UTF-8 text), and the query could not carry it
         raise CliError(f"--repo {repo!r} is not valid UTF-8, so no run can have it as its repository; pass the "
                        "path as the run recorded it (`navigator ls` shows it)")

@@ -19,6 +19,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from durable_navigator.navcore.budget import MAX_RUN_USD, MIN_RUN_USD, RunUsd
 from durable_navigator.navtypes.errors import BudgetError, ConfigError
+from durable_navigator.repomap.fsnames import is_utf8
 from durable_navigator.repomap.presence import require_files
 
 __all__ = ["parse_usd", "budget_or_default", "check_text", "text_problem", "check_repository", "validated",
@@ -78,9 +79,7 @@ def text_problem(text: str, what: str) -> str | None:
         return f"{what} is a lone '-' (a goal is not read from stdin)"
     if not any(c.isalnum() for c in text):
         return f"{what} holds no word (only {text.strip()[:_SHOWN_CHARS]!r})"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
+    if not is_utf8(text):
         return f"{what} is not valid text (it holds bytes that are not UTF-8)"
     bad = sorted({c for c in text if unicodedata.category(c) == "Cc" and c not in _ALLOWED_CONTROLS})
     if bad:

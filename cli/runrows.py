@@ -10,12 +10,14 @@ from typing import Any
 
 from durable_navigator.cli.display import RunRow
 from durable_navigator.cli.errors import ExitCode
-from durable_navigator.cli.handles import WORKFLOW_TYPE, search_attribute, status_name
+from durable_navigator.cli.handles import search_attribute, status_name
 from durable_navigator.cli.options import EXECUTION_STATUSES, NAVIGATOR_STATUSES
 from durable_navigator.navcore.branches import BranchExploreResult
 from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.research import ResearchResult
+# the workflow types ``ls`` lists and ``result`` reads, and their result types: one row a kind of run
+from durable_navigator.navcore.run_kinds import RESULT_TYPES, RUN_WORKFLOW_TYPES
 
 __all__ = ["run_row", "memo_goal", "exit_code_for_result", "build_list_query", "ABNORMAL_STOPS", "STATUS_CHOICES",
            "RUN_WORKFLOW_TYPES", "RESULT_TYPES"]
@@ -23,11 +25,6 @@ __all__ = ["run_row", "memo_goal", "exit_code_for_result", "build_list_query", "
 #: stop reasons that exit 1: the run did not end the way the user asked for
 ABNORMAL_STOPS = frozenset({"failed", "approval_timeout"})
 
-#: the workflow types ``ls`` lists and ``result`` reads (explorations, research runs, investigations, branches)
-RUN_WORKFLOW_TYPES = (WORKFLOW_TYPE, "ResearchWorkflow", "InvestigationWorkflow", "ExploreBranchesWorkflow")
-RESULT_TYPES: dict[str, type] = {WORKFLOW_TYPE: ExplorationResult, "ResearchWorkflow": ResearchResult,
-                                  "InvestigationWorkflow": InvestigationResult,
-                                  "ExploreBranchesWorkflow": BranchExploreResult}
 
 
 def exit_code_for_result(

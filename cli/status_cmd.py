@@ -16,15 +16,12 @@ from rich.live import Live
 from durable_navigator.cli.common import config_of, print_json, run_async, stdout
 from durable_navigator.cli.connect import TemporalSession, open_session
 from durable_navigator.cli.display import (
-    branches_panel,
     children_blocks,
-    investigation_panel,
     last_turn_block,
     plan_text,
     print_block,
     progress_line,
-    research_panel,
-    result_panel,
+    run_result_panel,
     turn_panel,
 )
 from durable_navigator.cli.errors import ExitCode, handles_errors, stderr
@@ -32,19 +29,16 @@ from durable_navigator.cli.handles import describe_run, is_running, query_run, w
 from durable_navigator.cli.runrows import RESULT_TYPES, memo_goal, run_row
 from durable_navigator.cli.stuck import closed_error, stuck_message, stuck_reason
 from durable_navigator.navcore.batch import BatchProgress
-from durable_navigator.navcore.branches import BranchExploreResult
-from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.messages import BATCH_WORKFLOW, QUERY_BATCH_PROGRESS, QUERY_STATUS
 from durable_navigator.navcore.report import TurnReport
-from durable_navigator.navcore.requests import ExplorationResult
-from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.run_kinds import INVESTIGATION, RESEARCH, run_kind_of
 
 __all__ = ["fetch_status", "run_status", "WATCH_INTERVAL_S"]
 
 #: seconds between polls of ``status --watch``
 WATCH_INTERVAL_S = 1.0
 #: workflows whose turns are steps of a stage plan (their plan is shown inside the verdict panel)
-_STAGED = ("research", "investigation")
+_STAGED = (RESEARCH.report_name, INVESTIGATION.report_name)
 
 
 async def fetch_status(session: TemporalSession, workflow_id: str) -> dict[str, Any]:
@@ -84,9 +78,10 @@ async def fetch_status(session: TemporalSession, workflow_id: str) -> dict[str, 
 
 
 def _print_status(row: dict[str, Any]) -> None:
+    kind = run_kind_of(row.get("workflow_type"))
     stdout.print(f"[bold]{row['workflow_id']}[/bold] · {row['status']} · repo {row.get('repo') or '?'}")
     if row.get("goal"):
-        label = "question" if row.get("workflow_type") == "ResearchWorkflow" else "goal"
+        label = kind.text_label if kind is not None else "goal"
         stdout.print(f"{label}: {row['goal']}", markup=False, soft_wrap=True)
     if row["report"]:
         report = TurnReport.model_validate(row["report"])
@@ -104,7 +99,7 @@ def _print_status(row: dict[str, Any]) -> None:
                 stdout.print(line, markup=False, soft_wrap=True)
         if report.awaiting_turn is not None:
             if report.workflow in _STAGED:
-                plan = "research plan" if report.workflow == "research" else "stage plan"
+                plan = "research plan" if report.workflow == RESEARCH.report_name else "stage plan"
                 what = (f"{plan} (round {report.awaiting_turn})" if report.awaiting_kind == "plan"
                         else f"the findings of step {report.awaiting_turn}")
             else:
@@ -123,14 +118,8 @@ def _print_status(row: dict[str, Any]) -> None:
                              "(finish with what exists)", markup=False, soft_wrap=True)
             if report.decisions:
                 print_block(stdout, last_turn_block(report))
-    if row.get("result") and row.get("workflow_type") == "ResearchWorkflow":
-        print_block(stdout, research_panel(ResearchResult.model_validate(row["result"])))
-    elif row.get("result") and row.get("workflow_type") == "InvestigationWorkflow":
-        print_block(stdout, investigation_panel(InvestigationResult.model_validate(row["result"])))
-    elif row.get("result") and row.get("workflow_type") == "ExploreBranchesWorkflow":
-        print_block(stdout, branches_panel(BranchExploreResult.model_validate(row["result"])))
-    elif row.get("result"):
-        print_block(stdout, result_panel(ExplorationResult.model_validate(row["result"])))
+    if row.get("result") and kind is not None:
+        print_block(stdout, run_result_panel(kind, row["result"]))
     if row.get("workflow_type") == BATCH_WORKFLOW:
         _print_batch(row)
     if row.get("ui_url"):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.repomap.config import DiscoverConfig
-from durable_navigator.repomap.fsnames import display_name, round_trips
+from durable_navigator.repomap.fsnames import display_name, is_utf8, round_trips
 from durable_navigator.repomap.regular import read_regular
 from durable_navigator.repomap.safepath import is_inside
 
@@ -141,9 +141,9 @@ def check_utf8_root(resolved: Path) -> None:
     (``fsnames``); the root itself must be renamed.
     """
     text = str(resolved)
-    if _is_utf8(text):
+    if is_utf8(text):
         return
-    bad = next((part for part in resolved.parts if not _is_utf8(part)), text)
+    bad = next((part for part in resolved.parts if not is_utf8(part)), text)
     raise RepoError(f"repository path '{display_name(text)}' is not valid UTF-8 (the folder name "
                     f"'{display_name(bad)}'); rename that folder to a UTF-8 name (`mv`, or `convmv -f latin1 -t utf-8`) "
                     "or copy the repository to a path that is valid UTF-8")
@@ -182,15 +182,6 @@ def discover(root: Path, cfg: DiscoverConfig, exclude: Iterable[Path] = ()) -> D
         if entry is not None:
             disc.files.append(entry)
     return disc
-
-
-def _is_utf8(text: str) -> bool:
-    """Whether ``text`` (a name decoded with ``surrogateescape``) was valid UTF-8 on disk."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _excluded_prefixes(root: Path, exclude: Iterable[Path]) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["display_name", "fs_name", "fs_path", "round_trips"]
+__all__ = ["display_name", "fs_name", "fs_path", "round_trips", "is_utf8"]
 
 #: bytes a display form writes as ``\xNN`` once it is not plain text: C0 controls, DEL, the
 #: backslash (so escapes read back unambiguously) and the line breaks ``str.splitlines`` knows
@@ -35,6 +35,16 @@ __all__ = ["display_name", "fs_name", "fs_path", "round_trips"]
 _ESCAPED_BYTES = re.compile(rb"[\x00-\x1f\x7f\\]|\xc2\x85|\xe2\x80[\xa8\xa9]")
 _BREAKS = frozenset("\x7f\x85\u2028\u2029")
 _ESCAPE = re.compile(r"\\x([0-9a-f]{2})")
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8: False for a name (or a command-line argument) decoded with
+    ``surrogateescape`` from bytes that were not valid UTF-8 (they arrive as lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def display_name(name: str) -> str:

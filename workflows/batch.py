@@ -55,6 +55,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
     from durable_navigator.navcore.investigation import InvestigationRequest, InvestigationResult
     from durable_navigator.navcore.research import ResearchRequest, ResearchResult
+    from durable_navigator.navcore.run_kinds import EXPLORE, INVESTIGATION, RESEARCH, RunKind
     from durable_navigator.workflows.blocks.webui import SA_COST_USD, SA_ITERATION, SA_REPO, SA_STATUS
 
 __all__ = ["BatchWorkflow", "BATCH_REPO_TAG"]
@@ -66,12 +67,8 @@ _WRITE_RETRY = RetryPolicy(maximum_attempts=5, non_retryable_error_types=["Navig
 _RECOVER_RETRY = RetryPolicy(maximum_attempts=5)
 #: the child's failure type when the repository could not be scanned (nothing was spent)
 _SCAN_FAILED = "ScanFailed"
-#: a job's kind → its child workflow type and result type
-_CHILD_TYPES: dict[str, tuple[str, type]] = {
-    "explore": ("NavigatorWorkflow", ExplorationResult),
-    "ask": ("ResearchWorkflow", ResearchResult),
-    "investigate": ("InvestigationWorkflow", InvestigationResult),
-}
+#: a job's kind → its child's kind of run (workflow type and result type)
+_CHILD_KINDS: dict[str, RunKind] = {"explore": EXPLORE, "ask": RESEARCH, "investigate": INVESTIGATION}
 
 
 @workflow.defn(name="BatchWorkflow")
@@ -154,7 +151,8 @@ class BatchWorkflow:
 
     async def _run_child(self, job: BatchJob, wid: str, slice_micros: int) -> JobOutcome:
         req = self.req
-        child_type, result_type = _CHILD_TYPES[job.kind]
+        child = _CHILD_KINDS[job.kind]
+        child_type, result_type = child.workflow_type, child.result_type
         handle = await workflow.start_child_workflow(
             child_type,
             self._child_request(job, slice_micros),

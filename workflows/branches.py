@@ -25,6 +25,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.budget import BudgetLedger, format_usd, micros_to_usd, usd_to_micros
     from durable_navigator.navcore.investigation import BranchScore, ScoreInput, ScoreOutput
     from durable_navigator.navcore.report import TurnReport, shorten
+    from durable_navigator.navcore.run_kinds import BRANCHES
     from durable_navigator.navcore.state import Status, StopReason
     from durable_navigator.navcore.subagents import AgentProfile
     from durable_navigator.workflows.blocks.branches import best, fork
@@ -36,7 +37,7 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["ExploreBranchesWorkflow"]
 
 
-@workflow.defn(name="ExploreBranchesWorkflow")
+@workflow.defn(name=BRANCHES.workflow_type)
 class ExploreBranchesWorkflow(ChildEvents, StoppableRun):
     """Branch-and-compare of one exploration (``stop`` reaches every branch: each finalizes its best map, and the
     best of what they wrote is kept)."""
@@ -58,7 +59,7 @@ class ExploreBranchesWorkflow(ChildEvents, StoppableRun):
     async def run(self, req: BranchExploreRequest) -> BranchExploreResult:
         """Fork the branches, score their packs, keep the best."""
         ex, s = req.exploration, self.state
-        workflow.upsert_memo({"goal": shorten(ex.goal, 2000), "repo": ex.repo_path, "kind": "explore-branches"})
+        workflow.upsert_memo({"goal": shorten(ex.goal, 2000), "repo": ex.repo_path, "kind": BRANCHES.memo_kind})
         s.run.status = Status.THINKING
         self._publish()
         strategies = [EXPLORE_STRATEGIES[i % len(EXPLORE_STRATEGIES)] for i in range(req.branches)]

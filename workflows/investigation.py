@@ -58,6 +58,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_navigator.navcore.model_calls import InvestigateOut, InvestigateSpec
     from durable_navigator.navcore.report import TurnReport, shorten
+    from durable_navigator.navcore.run_kinds import INVESTIGATION
     from durable_navigator.navcore.state import Status, StopReason
     from durable_navigator.navtypes.flightplan import FlightPlan
     from durable_navigator.workflows.blocks.model_call import CallOutcome, one_line
@@ -70,7 +71,7 @@ with workflow.unsafe.imports_passed_through():
 __all__ = ["InvestigationWorkflow", "BRANCH_STRATEGIES"]
 
 
-@workflow.defn(name="InvestigationWorkflow")
+@workflow.defn(name=INVESTIGATION.workflow_type)
 class InvestigationWorkflow(WithChildren):
     """A durable, budgeted, staged investigation with subagents, criteria checks and reflection."""
 
@@ -100,7 +101,7 @@ class InvestigationWorkflow(WithChildren):
         s = self.state
         if s.goal_ref is None:
             workflow.upsert_memo({"goal": shorten(s.goal, 2000), "repo": s.repo_root, "model": s.model,
-                                  "kind": "investigation"})
+                                  "kind": INVESTIGATION.memo_kind})
             await self._scan()
         while s.phase in ("plan", "stages"):
             try:

@@ -47,6 +47,7 @@ with workflow.unsafe.imports_passed_through():
         update_diff_lines,
     )
     from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
+    from durable_navigator.navcore.run_kinds import EXPLORE
     from durable_navigator.navcore.routing import route_call, switch_line
     from durable_navigator.navcore.state import (
         DecisionLogEntry,
@@ -93,7 +94,7 @@ __all__ = [
 _SUMMARY_CHARS = 2000
 
 
-@workflow.defn(name="NavigatorWorkflow")
+@workflow.defn(name=EXPLORE.workflow_type)
 class NavigatorWorkflow(SteerableRun):
     """A durable exploration of one repository for one goal."""
 

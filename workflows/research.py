@@ -57,6 +57,7 @@ with workflow.unsafe.imports_passed_through():
         research_turn_report,
         research_view,
     )
+    from durable_navigator.navcore.run_kinds import RESEARCH
     from durable_navigator.navcore.state import ExecutionMode, PendingTurn, Status, StopReason
     from durable_navigator.navcore.subagents import SubagentOutcome
     from durable_navigator.workflows.blocks.compression import Compressor
@@ -76,7 +77,7 @@ _GUARD_STOP = {"loop_detected": StopReason.LOOP_DETECTED, "activity_cap": StopRe
                "max_calls": StopReason.ACTIVITY_CAP}
 
 
-@workflow.defn(name="ResearchWorkflow")
+@workflow.defn(name=RESEARCH.workflow_type)
 class ResearchWorkflow(WithChildren):
     """A durable, budgeted research run: a cited answer to one question about one repository."""
 
@@ -125,7 +126,7 @@ class ResearchWorkflow(WithChildren):
         s = self.state
         if s.goal_ref is None:
             workflow.upsert_memo({"goal": shorten(s.question, 2000), "repo": s.repo_root, "model": s.model,
-                                  "kind": "research"})
+                                  "kind": RESEARCH.memo_kind})
             await self._scan()
         while s.phase != "done":
             try:

@@ -7,8 +7,8 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = ["RunOutcome", "AskOutcome", "RunState", "StopSent", "RunListing", "RunSummary", "KIND_EXPLORE", "KIND_ASK"]
 
 #: what a run is: an exploration (``explore``, a context pack) or a research run (``ask``, a cited answer)
-KIND_EXPLORE = "explore"
-KIND_ASK = "ask"
+KIND_EXPLORE = "explore"  # EXPLORE.mcp_kind (navcore/run_kinds.py)
+KIND_ASK = "ask"  # RESEARCH.mcp_kind
 
 
 class RunOutcome(BaseModel):

@@ -22,12 +22,11 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from durable_navigator.cli.ask import RESEARCH_WORKFLOW_TYPE
 from durable_navigator.cli.common import cancel_and_wait
 from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.errors import CliError, RunNotFoundError
-from durable_navigator.cli.handles import WORKFLOW_TYPE, describe_run, query_run, signal_run
-from durable_navigator.cli.mcpserver.models import KIND_ASK, KIND_EXPLORE, AskOutcome, RunOutcome, RunState, RunSummary
+from durable_navigator.cli.handles import describe_run, query_run, signal_run
+from durable_navigator.cli.mcpserver.models import KIND_EXPLORE, AskOutcome, RunOutcome, RunState, RunSummary
 from durable_navigator.cli.mcpserver.pack import answer_uri, context_uri, read_answer, read_context, report_uri
 from durable_navigator.cli.mcpserver.paths import AllowedRoots
 from durable_navigator.cli.reads import build_list_query, run_row
@@ -37,6 +36,7 @@ from durable_navigator.navcore.budget import format_usd
 from durable_navigator.navcore.report import DecisionLogView, TurnReport
 from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
 from durable_navigator.navcore.research import ResearchRequest, ResearchResult
+from durable_navigator.navcore.run_kinds import EXPLORE, RESEARCH, RUN_KINDS, RunKind, run_kind_of
 from durable_navigator.navcore.state import DecisionLogEntry
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.repomap.tokens import count_tokens
@@ -65,9 +65,8 @@ SENDER = "mcp"
 
 #: ``(progress, total, message)`` → a progress notification
 ProgressSink = Callable[[float, float | None, str], Awaitable[None]]
-#: the workflow types the tools read, and what kind of run each is
-KINDS = {WORKFLOW_TYPE: KIND_EXPLORE, RESEARCH_WORKFLOW_TYPE: KIND_ASK}
-_RESULT_TYPES: dict[str, type] = {WORKFLOW_TYPE: ExplorationResult, RESEARCH_WORKFLOW_TYPE: ResearchResult}
+#: the workflow types the tools read, and what kind of run each is (explorations and research runs)
+KINDS = {k.workflow_type: k.mcp_kind for k in RUN_KINDS if k.mcp_kind is not None}
 
 
 def _usd(text: str | None) -> float | None:
@@ -81,11 +80,12 @@ def _step_message(step: int, cap: int, status: str, map_tokens: int, map_budget:
     return f"step {step}/{cap} · {status} · map {map_tokens}/{map_budget} tokens · {cost} of {budget}"
 
 
-async def _start(session: TemporalSession, workflow_type: str, request: Any, run_id: str, result_type: type,
-                 memo: dict[str, Any]) -> WorkflowHandle:
+async def _start(session: TemporalSession, kind: RunKind, request: Any, run_id: str, memo: dict[str, str],
+                 ) -> WorkflowHandle:
     try:
         return await session.client.start_workflow(
-            workflow_type, request, id=run_id, task_queue=session.task_queue, result_type=result_type, memo=memo)
+            kind.workflow_type, request, id=run_id, task_queue=session.task_queue, result_type=kind.result_type,
+            memo=memo)
     except WorkflowAlreadyStartedError:
         raise CliError(f"a run with id {run_id} already exists") from None
     except RPCError as exc:
@@ -94,14 +94,12 @@ async def _start(session: TemporalSession, workflow_type: str, request: Any, run
 
 async def start_run(session: TemporalSession, request: ExplorationRequest, run_id: str) -> WorkflowHandle:
     """Start the navigator workflow (the goal and repository in its memo)."""
-    return await _start(session, WORKFLOW_TYPE, request, run_id, ExplorationResult,
-                        {"goal": request.goal, "repo": request.repo_path})
+    return await _start(session, EXPLORE, request, run_id, EXPLORE.memo(request.goal, request.repo_path))
 
 
 async def start_research(session: TemporalSession, request: ResearchRequest, run_id: str) -> WorkflowHandle:
     """Start the research workflow, with the memo ``navigator ask`` writes (question as goal, repository, kind)."""
-    return await _start(session, RESEARCH_WORKFLOW_TYPE, request, run_id, ResearchResult,
-                        {"goal": request.question, "repo": request.repo_path, "kind": "research"})
+    return await _start(session, RESEARCH, request, run_id, RESEARCH.memo(request.question, request.repo_path))
 
 
 class _Progress:
@@ -235,7 +233,8 @@ def answer_of(result: ResearchResult) -> str:
 
 async def _describe(session: TemporalSession, roots: AllowedRoots, run_id: str) -> tuple[WorkflowHandle, Any, dict]:
     handle, desc = await describe_run(session.client, run_id)
-    result_type = _RESULT_TYPES.get(desc.workflow_type or "")
+    kind = run_kind_of(desc.workflow_type)
+    result_type = kind.result_type if kind is not None and kind.mcp_kind is not None else None
     if result_type is None:
         raise RunNotFoundError(f"{run_id} is not a navigator run (it is a {desc.workflow_type})")
     handle = session.client.get_workflow_handle(run_id, result_type=result_type)

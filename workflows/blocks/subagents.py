@@ -51,12 +51,13 @@ with workflow.unsafe.imports_passed_through():
         completed_normally,
         subagent_workflow_id,
     )
+    from durable_navigator.navcore.run_kinds import EXPLORE, RESEARCH
     from durable_navigator.workflows.blocks.model_call import one_line
 
 __all__ = ["SubagentRunner", "SubagentSettings", "RESEARCH_WORKFLOW", "NAVIGATOR_WORKFLOW"]
 
-RESEARCH_WORKFLOW = "ResearchWorkflow"
-NAVIGATOR_WORKFLOW = "NavigatorWorkflow"
+RESEARCH_WORKFLOW = RESEARCH.workflow_type
+NAVIGATOR_WORKFLOW = EXPLORE.workflow_type
 #: the longest a cancelled parent waits for a stopped child to finalize
 _CANCEL_GRACE = timedelta(minutes=5)
 
