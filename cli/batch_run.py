@@ -20,9 +20,9 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from durable_navigator.activities.batch import JobCheck, load_jobs_file
 from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
-from durable_navigator.cli.connect import TemporalSession, open_session
+from durable_navigator.cli.connect import TemporalSession, open_session, say_after, say_server
 from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, RunNotFoundError, handles_errors, stderr
-from durable_navigator.cli.explore import say_after, say_server, validate_model, stream_guard
+from durable_navigator.cli.runrequest import stream_guard, validate_model
 from durable_navigator.cli.handles import describe_run, query_run, signal_run, status_name
 from durable_navigator.cli.preflight import problems_here, problems_on_workers
 from durable_navigator.cli.runinput import check_repository, parse_usd, text_problem, validated

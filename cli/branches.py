@@ -5,23 +5,23 @@ from __future__ import annotations
 import asyncio
 
 from temporalio.client import WorkflowFailureError
-from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from durable_navigator.cli.common import cancel_and_wait, print_json, stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import open_session, print_started_id, say_after, say_server
+from durable_navigator.cli.launch import start_run
 from durable_navigator.cli.display import branches_panel, print_block
-from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, stderr
+from durable_navigator.cli.errors import ExitCode, RunFailedError, stderr
 from durable_navigator.cli.follow import follow_run
 from durable_navigator.cli.preflight import refuse_unservable_on_workers
 from durable_navigator.navcore.branches import BranchExploreRequest, BranchExploreResult
-from durable_navigator.navcore.report import run_details_markdown, run_summary
 from durable_navigator.navcore.requests import ExplorationRequest
+from durable_navigator.navcore.run_kinds import BRANCHES
 
 __all__ = ["BRANCHES_WORKFLOW_TYPE", "explore_branches"]
 
 #: the branch-and-compare workflow's registered type name (public API)
-BRANCHES_WORKFLOW_TYPE = "ExploreBranchesWorkflow"
+BRANCHES_WORKFLOW_TYPE = BRANCHES.workflow_type
 
 
 async def explore_branches(config: NavigatorConfig, request: ExplorationRequest, branches: int, wid: str,
@@ -32,17 +32,9 @@ async def explore_branches(config: NavigatorConfig, request: ExplorationRequest,
         say_server(session)
         # every branch runs the same exploration: the task queue's workers must serve its models, as for explore
         await refuse_unservable_on_workers(session, request.models())
-        try:
-            handle = await session.client.start_workflow(
-                BRANCHES_WORKFLOW_TYPE, BranchExploreRequest(exploration=request, branches=branches), id=wid,
-                task_queue=session.task_queue, result_type=BranchExploreResult,
-                memo={"goal": request.goal, "repo": request.repo_path, "kind": "explore-branches"},
-                static_summary=run_summary(request.goal, request.repo_path, request.model,
-                                           verb=f"explore ({branches} branches)"),
-                static_details=run_details_markdown(request.goal, request.repo_path,
-                                                    {**settings, "Branches": str(branches)}))
-        except WorkflowAlreadyStartedError:
-            raise CliError(f"a run with id {wid} already exists; pick another --id") from None
+        handle = await start_run(session, BRANCHES, BranchExploreRequest(exploration=request, branches=branches), wid,
+                                 text=request.goal, repo=request.repo_path, model=request.model,
+                                 verb=f"explore ({branches} branches)", settings={**settings, "Branches": str(branches)})
         link = session.ui_link(wid)
         stderr.print(f"started [bold]{wid}[/bold] ({branches} branches, {request.model})")
         if link:

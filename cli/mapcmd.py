@@ -15,7 +15,7 @@ import typer
 
 from durable_navigator.cli.common import config_of, stdout
 from durable_navigator.cli.errors import handles_errors, stderr
-from durable_navigator.cli.explore import check_token_budget
+from durable_navigator.cli.runrequest import check_token_budget
 from durable_navigator.cli.progress import IndexProgressBar
 from durable_navigator.cli.runinput import check_repository, check_text, validated
 from durable_navigator.navtypes.flightplan import FlightPlan

@@ -24,9 +24,9 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
-from durable_navigator.cli.ask import build_research_request, new_research_id
 from durable_navigator.cli.errors import RunNotFoundError, stderr
-from durable_navigator.cli.explore import build_request, new_workflow_id, refuse_unservable, validate_model
+from durable_navigator.cli.preflight import refuse_unservable
+from durable_navigator.cli.runrequest import build_request, build_research_request, new_run_id, validate_model
 from durable_navigator.cli.mcpserver.backend import Backend
 from durable_navigator.cli.mcpserver.cancel import client_cancelled
 from durable_navigator.cli.mcpserver.models import AskOutcome, RunListing, RunOutcome, RunState, StopSent
@@ -37,6 +37,7 @@ from durable_navigator.cli.runinput import USD_RANGE, check_text, parse_usd
 from durable_navigator.navcore.budget import MAX_RUN_USD, MIN_RUN_USD
 from durable_navigator.navcore.modelspec import parse_model_spec
 from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.run_kinds import EXPLORE, RESEARCH
 from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.navtypes.flightplan import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
@@ -168,7 +169,7 @@ class NavigatorTools:
             tokens=pack_tokens, model=chosen, max_iterations=None, out=backend.out_dir,
         )  # fmt: skip
         await self._servable(session, request.models())  # the run's model and its routing rules' models
-        run_id = new_workflow_id(root)
+        run_id = new_run_id(EXPLORE, root)
         handle = await runs.start_run(session, request, run_id)
         result = await self._follow(ctx, session, handle, request.max_iterations, research=False)
         outcome, text = runs.outcome_of(result, session.ui_link(run_id))
@@ -206,7 +207,7 @@ class NavigatorTools:
         )  # fmt: skip
         # the run's model and the models of the profiles its steps may be delegated to, as `navigator ask`
         await self._servable(session, sorted({request.model, *(p.model for p in request.profiles.values() if p.model)}))
-        run_id = new_research_id(root)
+        run_id = new_run_id(RESEARCH, root)
         handle = await runs.start_research(session, request, run_id)
         result = await self._follow(ctx, session, handle, request.run_profile().safety.max_iterations, research=True)
         return _result(runs.answer_of(result), runs.ask_outcome_of(result, session.ui_link(run_id)))

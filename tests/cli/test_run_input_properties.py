@@ -23,7 +23,7 @@ from tests.support.cli import FIXTURE_REPO
 
 from durable_navigator.activities.batch import JobsFileError, parse_jobs_text
 from durable_navigator.cli.config import NavigatorConfig
-from durable_navigator.cli.explore import build_request
+from durable_navigator.cli.runrequest import build_request
 from durable_navigator.cli.runinput import check_text, parse_usd, text_problem
 from durable_navigator.navcore.budget import MAX_RUN_USD, MIN_RUN_USD, BudgetLedger, usd_to_micros
 from durable_navigator.navcore.investigation import InvestigationRequest

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from durable_navigator.cli.config import ConfigValidationError, load_config
-from durable_navigator.cli.explore import build_request
+from durable_navigator.cli.runrequest import build_request
 from tests.support import FIXTURE_REPO
 
 
