@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["EvalTask", "MethodScore", "TaskResult", "MethodTotals", "EvalReport"]
+__all__ = ["EvalTask", "MethodScore", "TaskResult", "MethodTotals", "EvalReport", "EvalRun"]
 
 
 class EvalTask(BaseModel):
@@ -47,6 +47,9 @@ class MethodScore(BaseModel):
     error: str | None = None
     #: gold files with no visible line (what was missed)
     missed_files: list[str] = []
+    #: gold lines not visible, of ``gold_lines``
+    missed_lines: int = 0
+    gold_lines: int = 0
 
 
 class TaskResult(BaseModel):
@@ -99,3 +102,29 @@ class EvalReport(BaseModel):
     candidates: int
     tasks: list[TaskResult]
     totals: list[MethodTotals]
+
+
+class EvalRun(BaseModel):
+    """``eval-run.json``: what an eval was started with, written before its batch starts (``--resume`` reads it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    repo: str
+    git_dir: str
+    head: str
+    since: str | None = None
+    models: list[str]
+    budgets: list[int]
+    budget_usd: str
+    concurrency: int
+    batch_id: str
+    commits: int
+    candidates: int
+    started: str
+    #: where the parent checkouts live (the eval's cache dir, never the user's work tree)
+    checkouts: str
+    tasks: list[EvalTask]
+
+    def jobs(self) -> list[tuple[int, str, int]]:
+        """Every exploration as (task index, model, budget), in batch job order."""
+        return [(i, m, b) for i in range(len(self.tasks)) for m in self.models for b in self.budgets]

@@ -75,10 +75,12 @@ def _worst(report: EvalReport, method: str, budget: int) -> list[str]:
     rows = [(s, r) for r in report.tasks if (s := _score(r, method, budget))]
     rows.sort(key=lambda sr: (sr[0].line_recall, sr[1].task.id))
     lines = [f"Worst tasks of {method} at {budget:,} tokens:", "",
-             "| task | recall | chunk BM25 | missed gold files | goal |", "|---|---|---|---|---|"]
+             "| task | recall | chunk BM25 | what was missed | goal |", "|---|---|---|---|---|"]
     for s, r in rows[:WORST_SHOWN]:
         base = _score(r, CHUNK_BM25, budget)
-        missed = ", ".join(s.missed_files) or "(files shown; lines missed)"
+        missed = f"{s.missed_lines} of {s.gold_lines} gold lines"
+        if s.missed_files:
+            missed += "; files not shown: " + ", ".join(s.missed_files)
         if s.status != "completed":
             missed = f"run {s.status}: {s.error or s.stop_reason or 'no context'}"
         lines.append(f"| {r.task.id} | {s.line_recall:.2f} | {base.line_recall if base else 0:.2f} | "
