@@ -1,4 +1,4 @@
-"""``navigator eval``'s batch and report: run the explorations durably, score every method, write eval.json/md.
+"""``navigator eval``'s batch and report: run the explorations durably, score every method, write the report.
 
 The batch is ``navigator batch``'s (same workflow, same start policy: the same id joins a running
 batch or recovers a finished one's children), on the session's Temporal (the embedded one when none
@@ -25,6 +25,7 @@ from durable_navigator.cli.errors import ExitCode, stderr
 from durable_navigator.cli.explore import say_server
 from durable_navigator.cli.preflight import problems_on_workers
 from durable_navigator.navcore.batch import BatchRequest, BatchResult, JobStatus
+from durable_navigator.navcore.evaluation.html import report_html
 from durable_navigator.navcore.evaluation.models import EvalReport, EvalRun, TaskResult
 from durable_navigator.navcore.evaluation.summary import CHUNK_BM25, ENGINE, navigator_method, report_markdown, totals
 from durable_navigator.navcore.modelspec import parse_model_spec
@@ -96,7 +97,8 @@ def _runs(run: EvalRun, outcome: EvalOutcome) -> dict[int, list[NavigatorRun]]:
 
 
 def write_report(config: NavigatorConfig, run: EvalRun, outcome: EvalOutcome, out_dir: Path) -> ExitCode:
-    """Score every task, write ``eval.json`` + ``eval.md``, print the headline; exit 1 if any run failed."""
+    """Score every task, write ``eval.json``, ``eval.md`` and ``eval.html``, print the headline; exit 1 if any
+    run failed."""
     root = Path(run.checkouts)
     runs = _runs(run, outcome)
     results: list[TaskResult] = []
@@ -114,6 +116,7 @@ def write_report(config: NavigatorConfig, run: EvalRun, outcome: EvalOutcome, ou
         tasks=results, totals=totals(results, methods, run.budgets))
     (out_dir / "eval.json").write_text(report.model_dump_json(indent=1), encoding="utf-8")
     (out_dir / "eval.md").write_text(report_markdown(report), encoding="utf-8")
+    (out_dir / "eval.html").write_text(report_html(report), encoding="utf-8")
     remove_checkouts(Path(run.git_dir), root)
     for t in report.totals:
         stdout.print(f"{t.tokens_budget:>7,} tokens · {t.method:<20} recall {t.line_recall:.3f} · file hit "

@@ -82,7 +82,7 @@ def _mine_run(repo: Path, n: int, since: str | None, budgets: list[int], models:
                    budget_usd=usd, concurrency=concurrency, batch_id=f"eval-{_slug(repo.name)}-{uuid.uuid4().hex[:8]}",
                    commits=counts.commits, candidates=counts.candidates,
                    started=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                   checkouts=str(checkout_root(default_cache_dir().parent, git_dir)), tasks=tasks)
+                   checkouts=str(checkout_root(default_cache_dir().parent, git_dir, _slug(repo.name))), tasks=tasks)
 
 
 def prepare_run(config: NavigatorConfig, repo: Path, *, tasks: int, since: str | None, tokens: list[int],

@@ -1,7 +1,8 @@
-"""``navigator eval REPO``: how good is the context on this repository, with this model?
+"""``navigator eval REPO`` / ``navigator eval compare A B``: how good is the context on this repository?
 
-Standard library + typer only (``navigator eval --help`` imports nothing heavy); the command's body
-runs in :mod:`cli.eval_run`.
+``eval REPO`` is the group's default command (``eval run REPO`` spelled out); ``compare`` puts two
+reports side by side. Standard library + typer only (``navigator eval --help`` imports nothing
+heavy); the bodies run in :mod:`cli.eval_run` and :mod:`cli.eval_compare`.
 """
 
 from __future__ import annotations
@@ -10,15 +11,29 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
 from durable_navigator.cli.lazy import command_group
 
-__all__ = ["eval_app"]
-
-eval_app = command_group(help="Score the navigator on REPO's own history.")
+__all__ = ["eval_app", "EvalGroup"]
 
 
-@eval_app.command("eval")
+class EvalGroup(TyperGroup):
+    """``eval`` with a default command: ``navigator eval REPO …`` runs ``eval run REPO …``."""
+
+    def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        """Insert ``run`` unless the first word names a subcommand (or asks for the group's help)."""
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+eval_app = command_group(cls=EvalGroup, no_args_is_help=True,
+                         help="Score the context on REPO's own history (eval.md).\n\n"
+                              "`navigator eval REPO` runs an eval (`eval run`); `eval compare A B` compares two.")
+
+
+@eval_app.command("run")
 def eval_command(
     ctx: typer.Context,
     repo: Annotated[Path, typer.Argument(metavar="REPO", help="Git repository whose history is mined.",
@@ -51,3 +66,17 @@ def eval_command(
 
     run_eval(ctx=ctx, repo=repo, tasks=tasks, since=since, tokens=tokens or [], models=model or [],
              budget_usd=budget_usd, out=out, resume=resume, concurrency=concurrency)
+
+
+@eval_app.command("compare")
+def compare_command(
+    report_a: Annotated[Path, typer.Argument(metavar="A", help="eval.json (or its folder): the reference.",
+                                             show_default=False)],
+    report_b: Annotated[Path, typer.Argument(metavar="B", help="eval.json (or its folder): compared with A.",
+                                             show_default=False)],
+    json_out: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.", show_default="off")] = False,
+) -> None:
+    """Compare two eval reports: recall, file hit and cost per method and budget, B against A."""
+    from durable_navigator.cli.eval_compare import run_compare
+
+    run_compare(report_a=report_a, report_b=report_b, json_out=json_out)

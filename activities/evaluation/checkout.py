@@ -35,10 +35,10 @@ def read_source(root: Path) -> Callable[[str], list[str]]:
     return lines
 
 
-def checkout_root(cache_dir: Path, git_dir: Path) -> Path:
-    """Where the checkouts of the repository whose git dir is ``git_dir`` live (one folder per repository)."""
+def checkout_root(cache_dir: Path, git_dir: Path, name: str) -> Path:
+    """Where the checkouts of the repository ``name`` whose git dir is ``git_dir`` live (one folder each)."""
     key = hashlib.sha256(str(git_dir.resolve()).encode()).hexdigest()[:12]
-    return cache_dir / "eval" / f"{git_dir.resolve().parent.name or 'repo'}-{key}"
+    return cache_dir / "eval" / f"{name or 'repo'}-{key}"
 
 
 def _git(git_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -52,8 +52,9 @@ def ensure_checkout(git_dir: Path, root: Path, parent: str) -> Path:
         return dest
     if dest.exists():  # a half-made checkout of a killed run: git refuses a non-empty target
         shutil.rmtree(dest)
-    _git(git_dir, "worktree", "prune")
     dest.parent.mkdir(parents=True, exist_ok=True)
+    # --force: a killed run may have left git's record of this path behind (the folder gone). No
+    # `worktree prune`: it would drop the user's own stale records too
     proc = _git(git_dir, "worktree", "add", "--detach", "--force", str(dest), parent)
     if proc.returncode != 0:
         err = proc.stderr.decode("utf-8", "replace").strip().splitlines()
@@ -62,10 +63,9 @@ def ensure_checkout(git_dir: Path, root: Path, parent: str) -> Path:
 
 
 def remove_checkouts(git_dir: Path, root: Path) -> None:
-    """Remove every checkout under ``root`` and git's record of them."""
+    """Remove every checkout under ``root`` and git's record of it (no other worktree is touched)."""
     if root.is_dir():
         for dest in sorted(root.iterdir()):
             if (dest / ".git").exists():
                 _git(git_dir, "worktree", "remove", "--force", str(dest))
         shutil.rmtree(root, ignore_errors=True)
-    _git(git_dir, "worktree", "prune")

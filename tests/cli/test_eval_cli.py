@@ -67,6 +67,12 @@ def _check_report(out: Path, repo: Path, shas: list[str], budgets: list[int]) ->
     for total in report["totals"]:
         assert f"| {total['method']} | {total['line_recall']:.3f} | {total['file_hit']:.3f} |" in md
     assert "tune nothing" in md and "offline: 0 / 0" in md
+    html = (out / "eval.html").read_text()
+    # the plots are inline SVG: nothing fetched, nothing run; each recall bar carries its figure
+    assert html.count("<svg") == 6 and "<script" not in html and "http" not in html.replace(
+        'xmlns="http://www.w3.org/2000/svg"', "")
+    for total in report["totals"]:
+        assert f"<title>{total['method']} · {total['tokens_budget']:,} tokens: {total['line_recall']:.3f}</title>" in html
     # the user's work tree and history are untouched; the checkouts are gone
     assert git(repo, "status", "--porcelain") == "" and git(repo, "worktree", "list").count("\n") == 0
     return report
@@ -89,6 +95,20 @@ async def test_eval_end_to_end(eval_env: dict[str, str], start_worker, tmp_path:
     # the engine alone finds each changed line on this small repository at either budget
     engine = [t for t in report["totals"] if t["method"] == "engine"]
     assert all(t["line_recall"] == 1.0 for t in engine), engine
+    # compare: B is A with one navigator task scored lower -> one loss of B on that method and budget
+    worse = json.loads((tmp_path / "ev" / "eval.json").read_text())
+    nav = next(s for s in worse["tasks"][0]["scores"] if s["method"] == "navigator:offline" and s["tokens_budget"] == 1024)
+    nav["line_recall"] = -1.0
+    (tmp_path / "worse.json").write_text(json.dumps(worse))
+    code, out, err = await invoke("eval", "compare", "ev", "worse.json", "--json")
+    assert code == 0, err
+    rows = {(r["method"], r["tokens_budget"]): r for r in json.loads(out)}
+    assert len(rows) == 6 and all(r["shared_tasks"] == 4 for r in rows.values())
+    assert (rows[("navigator:offline", 1024)]["b_losses"], rows[("navigator:offline", 2048)]["b_losses"]) == (1, 0)
+    code, out, err = await invoke("eval", "compare", "ev", "ev")
+    assert code == 0 and "| engine | 1,024 | 1.000 | 1.000 | +0.000 |" in out, (out, err)
+    code, _, err = await invoke("eval", "compare", "ev", "shop")
+    assert code == 2 and "is not an eval report" in err, err
 
 
 async def test_eval_resumes_after_the_command_was_killed(eval_env: dict[str, str], start_worker, client,
