@@ -10,34 +10,62 @@ real one, B restores A's) so the process keeps a shadow tree as its ``sys.path``
 failed to import ``durable_navigator`` ("No module named 'durable_navigator'") and its workflow
 task kept failing, until the activity process pool died too.
 
-The fix: the swap happens under the interpreter's global import lock (``_imp.acquire_lock``, the
-lock ``importlib`` holds around every finder call), so no other thread's module search sees the
-swapped path and no two swaps interleave. The lock is reentrant, so jedi's own finder calls inside
-it proceed.
+A lock cannot fix it: ``multiprocessing`` copies ``sys.path`` into every process it spawns without
+any lock (the worker's activity pool then died with "No module named 'pkgutil'"). So the guarded
+lookup never touches ``sys.path``: it is jedi's own global lookup with the project's path handed to
+``PathFinder`` instead of installed as the process's path, and the fallback that found already
+imported modules (builtins, frozen ``os``) through the swapped path reading ``sys.modules``.
 """
 
 from __future__ import annotations
 
-import _imp
 import functools
+import importlib.machinery
+import sys
 import threading
 from typing import Any
 
-__all__ = ["install", "installed"]
+__all__ = ["install", "installed", "find_module_on"]
 
 _INSTALL_LOCK = threading.Lock()
+
+
+def find_module_on(sys_path: list[str], string: str) -> Any:
+    """Jedi's global module lookup of ``string`` as if ``sys_path`` were the process's path (it is not)."""
+    from jedi.inference.compiled.subprocess import functions
+    from jedi.inference.compiled.subprocess.functions import ImplicitNSInfo
+
+    loader = None
+    for finder in sys.meta_path:
+        find_spec = getattr(finder, "find_spec", None)
+        if find_spec is None:  # old-style finders: jedi skips them too
+            continue
+        spec = find_spec(string, sys_path if finder is importlib.machinery.PathFinder else None)
+        if spec is None:
+            continue
+        if spec.origin == "frozen":
+            continue
+        loader = spec.loader
+        if loader is None and not spec.has_location:  # a namespace package
+            return ImplicitNSInfo(string, spec.submodule_search_locations._path), True  # type: ignore[union-attr]
+        break
+    if loader is None and string in sys.modules:
+        # the swapped lookup's fallback (importlib.util.find_spec) found modules already imported
+        spec = getattr(sys.modules[string], "__spec__", None)
+        loader = spec.loader if spec is not None else None
+    return functions._find_module_py33(string, sys_path, loader)
 
 
 def _guard(original: Any) -> Any:
     @functools.wraps(original)
     def get_module_info(inference_state: Any, sys_path: Any = None, full_name: Any = None, **kwargs: Any) -> Any:
-        if sys_path is None:  # jedi leaves sys.path alone: nothing to guard
+        if sys_path is None or kwargs.get("path") is not None or not kwargs.get("is_global_search", True):
+            # jedi leaves sys.path alone for these: nothing to guard
             return original(inference_state, sys_path=sys_path, full_name=full_name, **kwargs)
-        _imp.acquire_lock()
         try:
-            return original(inference_state, sys_path=sys_path, full_name=full_name, **kwargs)
-        finally:
-            _imp.release_lock()
+            return find_module_on([str(p) for p in sys_path], kwargs["string"])
+        except ImportError:
+            return None, None
 
     get_module_info.__navigator_guarded__ = True  # type: ignore[attr-defined]
     return get_module_info

@@ -94,3 +94,30 @@ def test_two_lookups_at_once_leave_the_path_as_it_was() -> None:
     # unguarded, the save/restore pairs interleave and a shadow path stays behind
     assert any(_parallel_lookups(guarded.__wrapped__, 2000) != before for _ in range(5))
     assert all(_parallel_lookups(guarded, 2000) == before for _ in range(5))
+
+
+def _shape(result: Any) -> Any:
+    info, is_pkg = result
+    if info is None:
+        return None, is_pkg
+    return type(info).__name__, str(getattr(info, "path", "")), list(getattr(info, "paths", [])), is_pkg
+
+
+def test_the_guarded_lookup_answers_as_jedis_own(tmp_path: Path) -> None:
+    """Same answers as jedi's swapping lookup: a package, a module, a namespace package, builtins, stdlib
+    modules already imported, a missing name -- and sys.path is never touched."""
+    (tmp_path / "alpha").mkdir()
+    (tmp_path / "alpha" / "__init__.py").write_text("A = 1\n")
+    (tmp_path / "beta.py").write_text("B = 1\n")
+    (tmp_path / "gamma").mkdir()
+    (tmp_path / "gamma" / "x.py").write_text("X = 1\n")
+    jedi_guard.install()
+    guarded = functions.get_module_info
+    shadow = [str(tmp_path)]
+    for name in ("alpha", "beta", "gamma", "os", "sys", "json", "no_such_module_here"):
+        before = list(sys.path)
+        want = guarded.__wrapped__(None, sys_path=shadow, full_name=name, string=name, is_global_search=True)
+        got = guarded(None, sys_path=shadow, full_name=name, string=name, is_global_search=True)
+        assert _shape(got) == _shape(want), name
+        assert sys.path == before
+    assert _shape(guarded(None, sys_path=shadow, full_name="alpha", string="alpha", is_global_search=True))[3] is True
