@@ -100,11 +100,13 @@ def report_markdown(report: EvalReport) -> str:
         + "; ".join(f"{m}: {p}" for m, p in report.prices.items()),
         f"- **token budgets**: {', '.join(f'{b:,}' for b in report.budgets)}; **USD cap** (whole eval): "
         f"{report.budget_usd}, spent {report.spent_usd:.4f}",
-        f"- **machine**: {report.machine}; started {report.started}; wall time {report.wall_seconds:.0f} s; "
+        f"- **machine**: {report.machine}; started {report.started}; this command waited "
+        f"{report.wall_seconds:.0f} s; "
         f"batch `{report.batch_id}`",
         "- **methods**: the navigator (each model, through Temporal, default flags); the engine alone (the repo "
         "map for the goal, no model); chunk BM25 (function-level chunks in BM25 order while they fit)",
-        "- These tasks tune nothing: no weight, threshold or prompt the package ships was fitted to them. "
+        "- Seconds: an exploration's child workflow from start to close (time waiting for a worker "
+        "included), the engine's and BM25's in this process. These tasks tune nothing: no weight, threshold or prompt the package ships was fitted to them. "
         "A failed run scores 0 and is counted, never skipped.",
         "",
     ]
