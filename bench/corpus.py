@@ -44,6 +44,8 @@ from taskset import (  # noqa: E402
     DATA_ROOT, QUALITY_REPOS, QUALITY_SELECTION, RepoSpec, SelectionConfig, Task, git_dir_for, materialize,
 )
 
+from durable_navigator.navcore.evaluation.rules import spread_pick  # noqa: E402
+
 __all__ = [
     "CORPUS_REPOS", "CORPUS_SELECTION", "ALL_SPECS", "build_corpus", "history", "load_corpus",
     "materialize_with_git", "git_repo_dir", "stats",
@@ -130,14 +132,7 @@ def mine_repo(spec: RepoSpec, cfg: SelectionConfig, rev: str) -> tuple[list[Task
     commits = taskset._commits(spec.repo, rev)
     cands = [c for commit in commits if (c := taskset._candidate(spec, commit, cfg, boring))]
     cands.reverse()  # oldest first
-    n = min(cfg.per_repo, len(cands))
-    step = len(cands) / n if n else 1.0
-    tasks: list[Task] = []
-    for k in range(n):
-        for j in range(int(k * step), int((k + 1) * step)):
-            if task := taskset._finish(spec, cands[j], cfg):
-                tasks.append(task)
-                break
+    tasks = spread_pick(cands, cfg.per_repo, lambda cand: taskset._finish(spec, cand, cfg))
     return tasks, {"commits": len(commits), "candidates": len(cands), "tasks": len(tasks)}
 
 

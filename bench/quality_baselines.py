@@ -20,14 +20,15 @@ its content.
   ``GAP_LINES``-line windows. Chunks in rank order while they fit.
 
 Each file or chunk is rendered as ``### path:a-b`` plus its lines in a fence,
-counted with the project's exact counter; documents scoring 0 are never added.
+counted with the project's exact counter; documents scoring 0 are never added (``Doc`` and
+``pack``: the package's, ``activities/evaluation/baseline.py``, which ``navigator eval``'s chunk BM25
+uses over the package's own BM25 -- this benchmark keeps ``bm25s`` for its published figures).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import bm25s
 import numpy as np
@@ -35,6 +36,9 @@ from bm25s.stopwords import STOPWORDS_EN_PLUS
 
 # one chunker for the baseline and the learned ranker (repomap/chunkrank/chunks.py)
 from _project import GAP_LINES, SPLIT_LINES, chunk_ranges
+
+# one block format and packing rule for the benchmark and ``navigator eval``'s chunk BM25
+from durable_navigator.activities.evaluation.baseline import Doc, pack
 
 __all__ = ["Doc", "tokenize", "file_docs", "chunk_docs", "chunk_ranges", "pack", "Retriever",
            "SPLIT_LINES", "GAP_LINES"]
@@ -55,20 +59,6 @@ def tokenize(text: str) -> list[str]:
         if len(parts) > 1:
             out.extend(p for p in parts if len(p) >= 2 and p not in _STOP and not p.isdigit())
     return out
-
-
-@dataclass(frozen=True)
-class Doc:
-    """A retrievable unit: lines ``start..end`` (1-based, inclusive) of ``path``."""
-
-    path: str
-    start: int
-    end: int
-
-    def render(self, lines: list[str]) -> str:
-        """The block a baseline context shows for this unit."""
-        body = "\n".join(lines[self.start - 1:self.end])
-        return f"### {self.path}:{self.start}-{self.end}\n```\n{body}\n```\n"
 
 
 def file_docs(paths: Sequence[str], source: Callable[[str], list[str]]) -> list[Doc]:
@@ -105,29 +95,3 @@ class Retriever:
         order = sorted((i for i in range(len(self.docs)) if scores[i] > 0),
                        key=lambda i: (-scores[i], self.docs[i].path, self.docs[i].start))
         return [(self.docs[i], float(scores[i])) for i in order]
-
-
-def pack(ranked: list[tuple[Doc, float]], budget: int, source: Callable[[str], list[str]],
-         count: Callable[[str], int], costs: dict[Doc, int] | None = None) -> str:
-    """Blocks in rank order while they fit ``budget`` (exact count of the joined text).
-
-    ``costs`` memoises each block's count across budgets of the same task.
-    """
-    costs = {} if costs is None else costs
-    parts: list[str] = []
-    used = 0
-    for doc, _score in ranked:
-        block = doc.render(source(doc.path))
-        if doc not in costs:
-            costs[doc] = count(block)
-        cost = costs[doc]
-        if used + cost <= budget:
-            parts.append(block)
-            used += cost
-        if budget - used < 16:  # nothing fits in a handful of tokens: a block header alone costs more
-            break
-    text = "".join(parts)
-    while parts and count(text) > budget:  # BPE merges across blocks can add a token or two
-        parts.pop()
-        text = "".join(parts)
-    return text

@@ -31,8 +31,9 @@ Checkouts (``git archive`` of the parent) go outside the repository, to
 ``<data>/repos/<name>@<parent12>``; ``<data>`` is ``$BENCH_DATA`` or
 ``/work/bench-data``.
 
-This file mines and unpacks; the sets' repositories, selection rules and ``Task`` are in
-``taskset_spec.py``, the goal redaction in ``taskset_goal.py`` (both re-exported here).
+This file mines and unpacks; the sets' repositories and ``Task`` are in ``taskset_spec.py``; the
+selection rules, the goal redaction and the gold lines are the package's (``navcore/evaluation/``,
+``activities/evaluation/mine.py``: the same code ``navigator eval`` mines a user's repository with).
 """
 
 from __future__ import annotations
@@ -44,12 +45,10 @@ import re
 import subprocess
 import sys
 import tarfile
-from dataclasses import dataclass
 from pathlib import Path
 
-# the sets' definitions and the goal redaction live beside this file; every bench script imports
-# them from here (``from taskset import Task, redact_goal, ...``), as before they moved
-from taskset_goal import redact_goal
+# the sets' definitions live beside this file, the rules and the goal redaction in the package; every
+# bench script imports them from here (``from taskset import Task, redact_goal, ...``), as before they moved
 from taskset_spec import (
     HELD_OUT,
     LANGUAGES,
@@ -59,9 +58,13 @@ from taskset_spec import (
     RepoSpec,
     SelectionConfig,
     Task,
-    _is_source,
-    _language_of,
+    _is_source,  # noqa: F401 - taskset._is_source is read by bench/test_corpus.py
+    _language_of,  # noqa: F401
 )
+
+from durable_navigator.activities.evaluation.mine import GitHistory, finish
+from durable_navigator.navcore.evaluation.goal import redact_goal
+from durable_navigator.navcore.evaluation.rules import Candidate, GitCommit, candidate as first_rules
 
 __all__ = [
     "Task", "RepoSpec", "SelectionConfig", "QUALITY_REPOS", "QUALITY_SELECTION", "OFFLINE_REPOS", "HELD_OUT",
@@ -93,98 +96,40 @@ def git_dir_for(repo: str, clone: bool = True) -> Path:
     return local
 
 
+def _history(repo: str) -> GitHistory:
+    return GitHistory(git_dir_for(repo))
+
+
 def _git(repo: str, *args: str) -> str:
-    out = subprocess.run(["git", f"--git-dir={git_dir_for(repo)}", *args], capture_output=True, check=True)
-    return out.stdout.decode("utf-8", errors="replace")
+    return _history(repo).run(*args)
 
 
-@dataclass
-class _Commit:
-    sha: str
-    parents: list[str]
-    date: str
-    message: str
-    changes: list[tuple[str, str]]  # (status, path)
+# the rules themselves are the package's (``navcore/evaluation/rules.py``, git reads in
+# ``activities/evaluation/mine.py``), shared with ``navigator eval``; these adapt them to a RepoSpec
+_Commit = GitCommit
+_Candidate = Candidate
 
 
-def _commits(repo: str, rev: str = "HEAD") -> list[_Commit]:
-    raw = _git(
-        repo, "log", "--no-merges", "--no-renames", "--name-status",
-        "--format=%x1e%H %P%x1f%cI%x1f%B%x1f", rev,
-    )
-    commits: list[_Commit] = []
-    for chunk in raw.split("\x1e")[1:]:
-        head, date, message, files = chunk.split("\x1f")
-        shas = head.split()
-        changes = []
-        for line in files.strip().splitlines():
-            bits = line.split("\t")
-            if len(bits) == 2:
-                changes.append((bits[0][0], bits[1]))
-        commits.append(_Commit(shas[0], shas[1:], date, message, changes))
-    return commits
+def _commits(repo: str, rev: str = "HEAD") -> list[GitCommit]:
+    return _history(repo).commits(rev)
 
 
-# ---------------------------------------------------------------- gold lines
-def _hunk_lines(repo: str, parent: str, sha: str, path: str) -> tuple[list[int], int]:
-    diff = _git(repo, "diff", "-U0", "--no-renames", parent, sha, "--", path)
-    changed: set[int] = set()
-    anchors: set[int] = set()
-    for m in re.finditer(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@", diff, re.M):
-        start, count = int(m.group(1)), int(m.group(2) if m.group(2) is not None else 1)
-        if count:
-            changed.update(range(start, start + count))
-        else:
-            # pure insertion after parent line `start` (0 = top of file)
-            anchors.add(max(start, 1))
-    anchors -= changed
-    return sorted(changed | anchors), len(anchors)
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    """A commit that passed the cheap rules (files, subject, goal); its diff is not read yet."""
-
-    commit: _Commit
-    sources: tuple[str, ...]
-    goal: str
-
-
-def _candidate(spec: RepoSpec, c: _Commit, cfg: SelectionConfig, boring: re.Pattern[str]) -> _Candidate | None:
+def _candidate(spec: RepoSpec, c: GitCommit, cfg: SelectionConfig, boring: re.Pattern[str]) -> Candidate | None:
     """The rules that need no diff: one parent, 1-N modified source files, not noise, a long enough goal."""
-    if len(c.parents) != 1:
-        return None
-    sources = [(s, p) for s, p in c.changes if _is_source(p, spec, cfg)]
-    if not 1 <= len(sources) <= cfg.max_source_files or any(s != "M" for s, _ in sources):
-        return None
-    subject = c.message.strip().splitlines()[0] if c.message.strip() else ""
-    if boring.search(subject.lower()):
-        return None
-    goal = redact_goal(c.message, [p for _, p in c.changes], cfg.extended_redaction, cfg.max_goal_chars,
-                       cfg.extra_trailers)
-    if len(re.findall(r"[A-Za-z]{2,}", goal)) < cfg.min_goal_words:
-        return None
-    return _Candidate(c, tuple(p for _, p in sources), goal)
+    return first_rules(c, spec.languages, cfg, boring)
 
 
-def _finish(spec: RepoSpec, cand: _Candidate, cfg: SelectionConfig) -> Task | None:
-    """Read the diff: the gold lines, and the changed-lines rule."""
-    c = cand.commit
-    gold: dict[str, list[int]] = {}
-    anchors: dict[str, int] = {}
-    for path in cand.sources:
-        lines, n_anchor = _hunk_lines(spec.repo, c.parents[0], c.sha, path)
-        gold[path], anchors[path] = lines, n_anchor
-    total = sum(len(v) for v in gold.values())
-    if total == 0 or total > cfg.max_changed_lines:
-        return None
-    langs = [_language_of(p, spec) or "" for p in gold]
+def _finish(spec: RepoSpec, cand: Candidate, cfg: SelectionConfig) -> Task | None:
+    """Read the diff: the gold lines, and the changed-lines rule; the task in the bench's format."""
     name = spec.repo.split("/", 1)[1]
+    mined = finish(_history(spec.repo), cand, spec.languages, cfg, f"{name}-{cand.commit.sha[:10]}")
+    if mined is None:
+        return None
     return Task(
-        id=f"{name}-{c.sha[:10]}", mirror=spec.mirror, commit=c.sha, parent=c.parents[0],
-        goal=cand.goal, gold_files=sorted(gold), gold_lines=gold, gold_anchor_lines=anchors,
-        repo=spec.repo,
-        language=max(sorted(set(langs)), key=langs.count), split=spec.split,
+        id=mined.id, mirror=spec.mirror, commit=mined.commit, parent=mined.parent,
+        goal=mined.goal, gold_files=mined.gold_files, gold_lines=mined.gold_lines,
+        gold_anchor_lines=mined.gold_anchor_lines, repo=spec.repo,
+        language=mined.language, split=spec.split,
     )
 
 

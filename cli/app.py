@@ -42,6 +42,8 @@ COMMANDS: dict[str, LazyCommand] = {
     "budget": LazyCommand(f"{_PKG}.signatures", "signals_app", "Add USD to a run's budget."),
     "batch": LazyCommand(f"{_PKG}.batch", "batch_app", "Many repositories × goals under one USD budget.", group=True),
     "map": LazyCommand(f"{_PKG}.signatures", "map_app", "Print the repo map of REPO (what the navigator sees)."),
+    "eval": LazyCommand(f"{_PKG}.evalcmd", "eval_app", "Score the context on REPO's own history (eval.md).",
+                        group=True),
     "server": LazyCommand(f"{_PKG}.server", "server_app", "Run the embedded Temporal server; status; stop.",
                           group=True),
     "worker": LazyCommand(f"{_PKG}.signatures", "worker_app", "Run a navigator worker until SIGTERM / Ctrl-C."),

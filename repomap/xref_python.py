@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from durable_navigator.navtypes.errors import PathEscapeError
+from durable_navigator.repomap import jedi_guard
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.xref_sites import is_python
 
@@ -62,6 +63,7 @@ class PythonResolver:
             return
         import jedi
 
+        jedi_guard.install()  # jedi swaps the process-wide sys.path: other threads' imports must wait
         shadow = self._make_shadow()
         roots = sorted(_package_roots(self._files))
         self._project = jedi.Project(shadow, sys_path=[str(shadow / r) if r else str(shadow) for r in roots],

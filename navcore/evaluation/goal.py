@@ -1,9 +1,9 @@
-"""A benchmark task's goal from its commit message (bench-only code): what the commit says, not where.
+"""An evaluation task's goal from its commit message: what the commit says, not where.
 
 Trailers, PR references, URLs and every changed path, file name and module/import name are removed;
 with ``extended`` redaction also ``scope:`` subject prefixes, ``a::b`` / ``a/b`` module paths and the
-bookkeeping some histories carry, and a long goal is cut at a sentence or line end. Import
-:func:`redact_goal` through ``taskset``, which re-exports it.
+bookkeeping some histories carry, and a long goal is cut at a sentence or line end. One copy for
+``navigator eval`` and the benchmarks (``bench/taskset.py`` imports it). Pure: safe anywhere.
 """
 
 from __future__ import annotations
