@@ -22,7 +22,7 @@ from durable_navigator.cli.common import stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import open_session
 from durable_navigator.cli.errors import ExitCode, stderr
-from durable_navigator.cli.explore import say_server
+from durable_navigator.cli.connect import say_server
 from durable_navigator.cli.preflight import problems_on_workers
 from durable_navigator.navcore.batch import BatchRequest, BatchResult, JobStatus
 from durable_navigator.navcore.evaluation.html import report_html

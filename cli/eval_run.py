@@ -27,7 +27,7 @@ from durable_navigator.cli.common import config_of, run_async
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.errors import CliError, handles_errors, stderr
 from durable_navigator.cli.eval_report import EvalOutcome, run_batch, write_report
-from durable_navigator.cli.explore import check_token_budget, stream_guard, validate_model
+from durable_navigator.cli.runrequest import check_token_budget, stream_guard, validate_model
 from durable_navigator.cli.runinput import parse_usd, validated
 from durable_navigator.navcore.batch import BatchJob, BatchRequest, JobDefaults
 from durable_navigator.navcore.evaluation.models import EvalRun
