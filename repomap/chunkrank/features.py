@@ -17,9 +17,11 @@ Groups:
 * **size** -- lines, the file's lines, position in the file, definition or block;
 * **history** -- ``history.HISTORY_FEATURES`` of the chunk's file (0 without ``.git``).
 
-Candidates: the ``TOP_LEXICAL`` chunks by chunk BM25 plus every chunk of the
+Candidates: the ``TOP_LEXICAL`` chunks by chunk BM25, every chunk of the
 ``TOP_FILES`` best files of the engine's ranking (a goal that names no term of a
-chunk can still point at its file).
+chunk can still point at its file), and up to ``TOP_GRAPH`` chunks that call or are
+called by the best lexical chunks (the code that guards or uses what the goal names
+shares no term with it).
 """
 
 from __future__ import annotations
@@ -33,10 +35,11 @@ from durable_navigator.repomap.chunkrank.chunks import ChunkSpan, RepoChunks, to
 from durable_navigator.repomap.chunkrank.history import HISTORY_FEATURES, History
 from durable_navigator.repomap.chunkrank.lexical import bm25_scores, coverage, name_match, path_match
 
-__all__ = ["FEATURES", "GROUPS", "ChunkFeatures", "EngineView", "chunk_features", "TOP_LEXICAL", "TOP_FILES"]
+__all__ = ["FEATURES", "GROUPS", "ChunkFeatures", "EngineView", "chunk_features", "TOP_LEXICAL", "TOP_FILES", "TOP_GRAPH"]
 
 TOP_LEXICAL = 300
 TOP_FILES = 8
+TOP_GRAPH = 0
 _TOP_SEEDS = 5
 GROUPS: dict[str, tuple[str, ...]] = {
     "lexical": ("chunk_bm25", "chunk_bm25_rel", "chunk_bm25_rank", "chunk_cover", "file_bm25", "file_bm25_rel",
@@ -110,7 +113,8 @@ def _structure(rc: RepoChunks, lex: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History | None = None,
-                   top_lexical: int = TOP_LEXICAL, top_files: int = TOP_FILES) -> ChunkFeatures:
+                   top_lexical: int = TOP_LEXICAL, top_files: int = TOP_FILES,
+                   top_graph: int | None = None) -> ChunkFeatures:
     """Features of the candidate chunks of ``rc`` for ``goal`` (see the module docstring)."""
     terms = tokenize(goal)
     cols = rc.columns(terms)
@@ -154,6 +158,9 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
     for k, v in per_file.items():
         f[k] = v[rc.file_of]
     rows = _candidates(rc, lex, per_file["eng_score"], top_lexical, top_files)
+    graph = TOP_GRAPH if top_graph is None else top_graph
+    if graph > 0:
+        rows = np.union1d(rows, _graph_candidates(f["calls_top"], f["called_by_top"], f["chunk_bm25"], graph))
     X = np.column_stack([f[name][rows] for name in FEATURES]).astype(np.float32)
     return ChunkFeatures([rc.spans[i] for i in rows], rows, X)
 
@@ -167,3 +174,12 @@ def _candidates(rc: RepoChunks, lex: np.ndarray, file_score: np.ndarray, top_lex
     files = files[file_score[files] > 0]
     extra = np.flatnonzero(np.isin(rc.file_of, files))
     return np.unique(np.concatenate([best, extra])).astype(np.int64)
+
+
+def _graph_candidates(calls: np.ndarray, called: np.ndarray, lex: np.ndarray, limit: int) -> np.ndarray:
+    """Up to ``limit`` chunks linked to the best lexical chunks, the most linked (then the most lexical) first."""
+    linked = np.flatnonzero((calls > 0) | (called > 0))
+    if len(linked) == 0:
+        return linked.astype(np.int64)
+    order = np.lexsort((-lex[linked], -(calls[linked] + called[linked])))
+    return linked[order[:limit]].astype(np.int64)

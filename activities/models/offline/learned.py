@@ -41,13 +41,11 @@ class LearnedConfig(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     #: the learned ranker decides what the map shows (False: the hand-tuned rules of ``policy``).
-    #: Off by default: on the dev split at 8k, with ranker-v2 (trained on corpus train, it never
-    #: saw a dev repository) it shows 0.725 of the changed lines against the hand rules' 0.727
-    #: (gold file 0.972 vs 0.956, median 0.28 s vs 1.62 s per exploration in process, back to back at
-    #: load ~1; ``bench/RANKER.md``, "In the
-    #: navigator"), and on README's demo goal it misses the model call's budget guard
-    #: (``ModelCaller._call``: no candidate, it shares no term with the goal)
-    enabled: bool = False
+    #: On by default, chosen on dev: on the 242 corpus dev tasks the hand rules were never tuned on
+    #: (13 repositories, 8k, in process) it shows 0.778 of the changed lines against the hand
+    #: rules' 0.749 (40 tasks better, 28 worse; gold file 0.963 both; median 0.39 s vs 2.52 s), and
+    #: it ties them on the 180 quality dev tasks they were tuned on (``bench/RANKER.md``, session 4)
+    enabled: bool = True
     #: share of the map's budget the allocation spends (the map's budget: what the pack's frame
     #: leaves of the user's, ``activities.pack``); the header and the engine's auto levels (path
     #: lines) take the rest. A file's expansions show all or none (``repomap.render``), so a plan
@@ -71,6 +69,10 @@ class LearnedConfig(BaseModel):
     file_decay: float = Field(0.8, gt=0, le=1)
     #: tokens an expanded symbol's outline line(s) cost beside its body (estimate)
     line_cost: int = 10
+    #: a choice is priced again by rendering it (estimates miss a nested definition's outer
+    #: signature, fences, labels); over the allocation's share, it is made again with the
+    #: difference held back, at most this many times
+    fit_passes: int = Field(2, ge=0, le=5)
     #: the decision log names at most this many of the choices (the map shows them all)
     max_notes: int = 12
     #: most expansions one allocation makes (one plan update adds at most ``MAX_UPDATE_ITEMS``
@@ -150,7 +152,16 @@ def _options(engine: Any, cf: Any, full: Any, sig: Any, ranked: dict[str, Any],
             continue  # a file without symbols shows in full or not at all
         s = _containing(syms, span.start, span.end, span.name)
         whole = s is not None and (s.start_line, s.end_line) == (span.start, span.end)
-        if cfg.line_ranges and not whole:
+        if s is not None and (not cfg.line_ranges or whole) and sum(o.id == s.id for o in syms) > 1:
+            # the id names several definitions (cfg'd variants, one method name in two impls): the
+            # map would expand every one of them, so the option names its own lines instead
+            a, b = s.start_line, s.end_line
+            key = f"{span.path}::{a}-{b}"
+            if key not in expand:
+                text = engine.read_lines(span.path, a, b)
+                expand[key] = _Option("expand", span.path, 0.0, count(text) + count(key) + cfg.line_cost,
+                                      (a, b), None, ranged=True)
+        elif cfg.line_ranges and not whole:
             key = f"{span.path}::{span.start}-{span.end}"
             text = engine.read_lines(span.path, span.start, span.end)
             expand[key] = _Option("expand", span.path, 0.0, count(text) + count(key) + cfg.line_cost,
@@ -224,11 +235,12 @@ def _overlap(a: _Option, b: _Option) -> bool:
 
 
 def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
-                   excluded: Any, focused: Any) -> Choice:
-    """The learned allocation of :func:`plan_tokens` of the plan's budget for ``goal``.
+                   excluded: Any, focused: Any, reserve: int = 0) -> Choice:
+    """The learned allocation of :func:`plan_tokens` of the plan's budget, less ``reserve``, for ``goal``.
 
     ``excluded(path)`` says a file is zoomed out (never shown); ``focused(path)`` that a human
-    asked for it (its chunks' values are multiplied by ``feedback_boost``).
+    asked for it (its chunks' values are multiplied by ``feedback_boost``); ``reserve`` is what
+    an earlier choice's estimated costs fell short of the map's real count.
     """
     cf, ranker, (_scores, full, sig) = _engine_inputs(engine, goal)
     ranked = {r.path: r for r in engine.rank(plan) if not excluded(r.path)}
@@ -243,7 +255,8 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
         if span.path in ranked:
             best[span.path] = max(best.get(span.path, 0.0), boost(span.path, float(full[i])))
     state = _State(ranked, best, cfg.presence_bonus, cfg.file_decay)
-    left = plan_tokens(plan.token_budget, cfg)
+    limit = max(plan_tokens(plan.token_budget, cfg) - reserve, 0)
+    left = limit
     # lazy greedy: each key is the option's marginal worth on the empty map (the first-shown bonus
     # and the path line included), an upper bound of what it is worth later, so an option popped
     # with its current worth still at the top is the best one now
@@ -268,7 +281,7 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
         left -= cost
         state.take(options[i], value, cost)
         taken.append((options[i], value, cost))
-    return _choice(state, taken, plan_tokens(plan.token_budget, cfg) - left, cfg)
+    return _choice(state, taken, limit - left, cfg)
 
 
 def plan_tokens(budget: int, cfg: LearnedConfig) -> int:

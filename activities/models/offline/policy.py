@@ -39,7 +39,7 @@ from durable_navigator.activities.models.offline.config import (
     why,
 )
 from durable_navigator.activities.models.offline.diff import diff_allocation, fill_move, finalize_summary
-from durable_navigator.activities.models.offline.learned import learned_choice
+from durable_navigator.activities.models.offline.learned import learned_choice, plan_tokens
 from durable_navigator.activities.models.offline.symbols import ScoredSymbol, score_symbols
 from durable_navigator.activities.models.offline.terms import goal_terms
 from durable_navigator.activities.models.offline.tools import hint_update, parse_tool_results
@@ -128,13 +128,40 @@ def learned_allocation(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePol
     Zoomed-out files are never shown; files a human focused through feedback weigh more.
     """
     human = [f.glob for f in plan.focus_paths if f.weight == cfg.feedback_weight]
-    choice = learned_choice(
-        engine, plan, goal, cfg.learned,
-        excluded=lambda p: any(glob_matches(g, p) for g in plan.exclude),
-        focused=lambda p: any(glob_matches(g, p) for g in human),
-    )
-    what = f"learned ranker: {len(choice.expand)} expansions, {sum(1 for v in choice.levels.values() if v == Level.FULL)} files in full, {choice.cost} tokens planned"
+    reserve, priced = 0, ""
+    for attempt in range(cfg.learned.fit_passes + 1):
+        choice = learned_choice(
+            engine, plan, goal, cfg.learned,
+            excluded=lambda p: any(glob_matches(g, p) for g in plan.exclude),
+            focused=lambda p: any(glob_matches(g, p) for g in human),
+            reserve=reserve,
+        )
+        if attempt == cfg.learned.fit_passes or not choice.levels:
+            break
+        real, limit = _rendered_cost(engine, plan, choice, cfg), plan_tokens(plan.token_budget, cfg.learned)
+        if real <= limit:
+            break
+        reserve += real - limit
+        priced = f" ({real} rendered of a {choice.cost}-token choice: made again with {reserve} held back)"
+    what = (f"learned ranker: {len(choice.expand)} expansions, "
+            f"{sum(1 for v in choice.levels.values() if v == Level.FULL)} files in full, {choice.cost} tokens planned{priced}")
     return Allocation(levels=choice.levels, expand=choice.expand, cost=choice.cost, notes=[what, *choice.notes])
+
+
+def _rendered_cost(engine: Any, plan: FlightPlan, choice: Any, cfg: OfflinePolicyConfig) -> int:
+    """What the files of ``choice`` really cost in the map: rendered at the whole budget (the choice
+    keeps to a share of what the pack's frame leaves, so the rest is slack) and their blocks counted
+    (the engine's own auto levels are not the choice's). A chosen file cut even there costs at least
+    the whole budget: the choice is made again with all of its overshoot held back."""
+    update = FlightPlanUpdate(
+        set_rules=[VerbosityRule(glob=p, level=lv) for p, lv in choice.levels.items()],
+        add_focus_symbols=[FocusSymbol(symbol=s.symbol_id, weight=cfg.symbol_focus_weight, expand=True)
+                           for s in choice.expand],
+    )
+    files = {f.path: f for f in engine.render(plan.apply(update)).files}
+    if any(p not in files or files[p].level < lv for p, lv in choice.levels.items()):
+        return plan.token_budget + 1
+    return sum(files[p].tokens for p in choice.levels)
 
 
 def _expand_focus(alloc: Allocation, cfg: OfflinePolicyConfig) -> list[FocusSymbol]:

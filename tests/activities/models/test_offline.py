@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from durable_navigator.activities.models.base import CallContext, Model
-from durable_navigator.activities.models.offline import OfflineModel, OfflineTurn, offline_decision
+from durable_navigator.activities.models.offline import OfflineModel, OfflineTurn, offline_decision as _offline_decision
+from durable_navigator.activities.models.offline.config import OfflinePolicyConfig as _PolicyConfig
+from durable_navigator.activities.models.offline.learned import LearnedConfig
 from durable_navigator.activities.models.offline.config import glob_matches
 from durable_navigator.activities.models.offline.terms import goal_terms, parse_feedback
 from durable_navigator.navcore.decision import ModelDecision
@@ -17,6 +19,16 @@ from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, 
 
 from durable_navigator import repomap  # noqa: E402  (the real engine; no fake)
 from tests.support.models import decide_request
+
+
+# This module tests the hand-tuned rules (``learned.enabled=False``); the learned allocation,
+# the default, has its own tests (``test_offline_learned.py``).
+def OfflinePolicyConfig(**kw):  # noqa: N802 (stands in for the config class)
+    return _PolicyConfig(**{"learned": LearnedConfig(enabled=False), **kw})
+
+
+def offline_decision(turn, cfg=None):
+    return _offline_decision(turn, cfg or OfflinePolicyConfig())
 
 GOAL = "why are tokens double-counted when the ledger records usage?"
 
@@ -147,7 +159,6 @@ async def test_first_turn_surveys_goal_noise_and_top_files(engine) -> None:
     # no directory focus by default (it lifted every file of one folder above the goal's own files);
     # a configuration may still ask for it
     assert not any(f.glob.endswith("/**") for f in u.add_focus_paths)
-    from durable_navigator.activities.models.offline.config import OfflinePolicyConfig
 
     dirs = offline_decision(_call(engine, FlightPlan(token_budget=2000), 1), OfflinePolicyConfig(survey_dirs=2))
     assert any(f.glob == "src/shop/budget/**" for f in dirs.updates.add_focus_paths)
@@ -242,7 +253,7 @@ def test_a_repeated_undone_move_finalizes_as_a_cycle(engine) -> None:
 
 def test_fill_move_raises_the_best_file_into_unused_budget(engine) -> None:
     from durable_navigator.activities.models.offline.diff import fill_move
-    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, ranked_for
+    from durable_navigator.activities.models.offline.policy import ranked_for
 
     cfg = OfflinePolicyConfig()
     plan = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])
@@ -271,7 +282,7 @@ def test_a_fill_too_small_to_matter_finalizes_instead(engine) -> None:
     """A map past ``finalize_budget_use`` does not take a turn for a raise of a few tokens
     (fills of a dozen tokens a turn ran dev runs into the 12-iteration cap: 34 of 720)."""
     from durable_navigator.activities.models.offline.diff import fill_move
-    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, ranked_for
+    from durable_navigator.activities.models.offline.policy import ranked_for
 
     cfg = OfflinePolicyConfig(fill_reclaims_auto=False, fill_full_first=False)
     plan = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])
@@ -294,7 +305,7 @@ def test_fill_move_reclaims_the_tokens_of_auto_level_files(engine) -> None:
     those files give way to any rule, so a fill may raise the ranking's best file anyway
     (before: the policy finalized at "85% used" with the goal's file at L2 and filler at L4)."""
     from durable_navigator.activities.models.offline.diff import fill_move
-    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, ranked_for
+    from durable_navigator.activities.models.offline.policy import ranked_for
 
     cfg = OfflinePolicyConfig()
     plan = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])
@@ -328,7 +339,7 @@ def _run_goal(engine, goal: str) -> tuple[FlightPlan, list[ModelDecision]]:
 
 def test_an_undone_fill_is_not_retried(engine) -> None:
     from durable_navigator.activities.models.offline.diff import fill_move
-    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, _fill_was_undone, ranked_for
+    from durable_navigator.activities.models.offline.policy import _fill_was_undone, ranked_for
 
     cfg = OfflinePolicyConfig()
     plan = FlightPlan(token_budget=5000, goal=GOAL, exclude=["tests/**", "docs/**"])
@@ -357,7 +368,7 @@ def test_a_low_ranked_file_keeps_its_level_until_a_map_cannot_show_it(engine) ->
     """
     from durable_navigator.activities.models.offline.config import Allocation
     from durable_navigator.activities.models.offline.diff import diff_allocation
-    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, ranked_for
+    from durable_navigator.activities.models.offline.policy import ranked_for
     from durable_navigator.navtypes.flightplan import VerbosityRule
 
     cfg = OfflinePolicyConfig(survey_files=1)
@@ -387,7 +398,7 @@ def test_callers_of_the_file_in_full_are_expanded(engine) -> None:
     """The file shown in full says what a thing is; its callers elsewhere say where it is used:
     ``charge`` calls ``Ledger.record_usage`` and ``enforce`` calls ``Ledger.total`` — both are
     expanded, never the test that calls them too (tests are excluded), and not when turned off."""
-    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, allocate
+    from durable_navigator.activities.models.offline.policy import allocate
     from durable_navigator.repomap.tokens import estimate_tokens
 
     plan = FlightPlan(token_budget=3000, goal=GOAL, exclude=["tests/**", "docs/**"])
@@ -408,7 +419,6 @@ def test_a_fill_never_sets_more_rules_than_an_update_or_a_plan_holds(engine) -> 
     """A 32k fill over many small files once set 67 rules in one update: the update's
     validation (at most 64) failed the run (express, quality benchmark, test split)."""
     from durable_navigator.activities.models.offline.diff import fill_move
-    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig
     from durable_navigator.navtypes.flightplan import MAX_PLAN_RULES, MAX_UPDATE_ITEMS
     from durable_navigator.repomap.types import RankedFile
 
@@ -433,7 +443,7 @@ def test_a_file_too_big_to_outline_shows_only_its_expanded_symbols(tmp_path: Pat
     at L2: ~4,800 of 8,192 tokens) while function-level search spends the same tokens on the
     bodies that match. Past ``focused_outline_share`` the policy puts such a file at L1 with its
     best symbols expanded: the map shows those bodies (inside their class), not 60 signatures."""
-    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, allocate
+    from durable_navigator.activities.models.offline.policy import allocate
     from durable_navigator.repomap.tokens import count_tokens
 
     methods = "\n".join(
@@ -476,7 +486,7 @@ def test_module_level_code_competes_with_definitions(tmp_path: Path) -> None:
     """A sixth of the lines real fixes change lie outside every definition (imports, constants,
     a module docstring; dev split: 294 of 1,876). With ``symbols.module_code`` the file's
     module-level code is a candidate like a function, expanded as ``path::``."""
-    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, allocate
+    from durable_navigator.activities.models.offline.policy import allocate
     from durable_navigator.activities.models.offline.symbols import SymbolScoreConfig
     from durable_navigator.repomap.tokens import count_tokens
 
@@ -549,7 +559,7 @@ def test_the_best_file_is_shown_in_full_up_to_four_fifths_of_the_budget(tmp_path
     """The goal's one strong file in full beats its outline plus a few bodies when it fits: at a
     share of 0.7 a file costing three quarters of the budget was outlined, and most of its
     changed lines went unseen (dev split, 8k: 0.700 -> 0.714 at 0.8)."""
-    from durable_navigator.activities.models.offline.policy import OfflinePolicyConfig, allocate
+    from durable_navigator.activities.models.offline.policy import allocate
     from durable_navigator.repomap.tokens import count_tokens
 
     body = "\n".join(f"    def record_{i}(self, model: str, tokens: int) -> None:\n"

@@ -150,3 +150,43 @@ def test_an_allocation_makes_at_most_max_expansions(tmp_path: Path) -> None:
     few = learned_choice(engine, plan, goal, cfg.model_copy(update={"max_expansions": 2}),
                          excluded=lambda p: False, focused=lambda p: False)
     assert len(few.expand) == 2
+
+
+def test_a_name_shared_by_two_definitions_is_expanded_by_its_own_lines(tmp_path: Path) -> None:
+    """Two definitions under one id (platform variants) would both be expanded by ``path::name``: the
+    choice names the lines of the one it priced, so the map costs what was planned."""
+    variant = "\n".join(f"        flag_{i} = os.environ.get('READABLE_{i}')" for i in range(30))
+    # a file far too long to show in full at this budget: the choice must expand a part of it
+    filler = "".join(f"\n\ndef helper_{k}(value):\n" + "\n".join(f"    value = value * {j} + {k}" for j in range(40))
+                     + "\n    return value\n" for k in range(30))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "atty.py").write_text(
+        "import os\nimport sys\n\nif sys.platform == 'win32':\n"
+        f"    def stdin_is_readable():\n{variant}\n        return True\n"
+        f"else:\n    def stdin_is_readable():\n{variant}\n        return os.isatty(0)\n" + filler)
+    (tmp_path / "src" / "other.py").write_text("def unrelated():\n    return 1\n")
+    engine = repomap.RepoMap.open(tmp_path, cache_dir=tmp_path / ".cache")
+    syms = engine.symbols("src/atty.py")
+    assert sum(s.name == "stdin_is_readable" for s in syms) == 2 and len({s.id for s in syms}) < len(syms)
+    choice = learned_choice(engine, FlightPlan(token_budget=1500), "stdin is readable on a tty", CFG.learned,
+                            excluded=lambda p: False, focused=lambda p: False)
+    ids = [s.symbol_id for s in choice.expand]
+    assert ids, choice
+    for sid in ids:
+        assert sum(s.id == sid for s in syms) <= 1, ids  # never an id that names two definitions
+
+
+@pytest.mark.parametrize("budget", [600, 2000, 8192])
+def test_the_chosen_files_keep_their_levels_in_the_packs_map(engine, budget: int) -> None:
+    """The pack renders the map at what its frame leaves: no file the allocation chose is cut there
+    (a cut file loses all its expansions at once)."""
+    from durable_navigator.activities.pack import PACK_CONFIG
+
+    # estimates made short on purpose (no cost for an expansion's signature lines, the whole share):
+    # the rendered price of the choice is what keeps it inside
+    tight = OfflinePolicyConfig(learned=LearnedConfig(enabled=True, share=1.0, line_cost=0))
+    plan = FlightPlan(token_budget=budget)
+    first = offline_decision(_turn(engine, plan, 1, engine.render(plan).metadata), tight)
+    plan = plan.apply(first.updates)
+    packed = engine.render(plan.model_copy(update={"token_budget": budget - PACK_CONFIG.frame_tokens(budget)}))
+    assert packed.metadata.degraded == 0, packed.metadata

@@ -13,7 +13,9 @@ from tests.support import FIXTURE_REPO as FIXTURE_REPO_DIR
 import pytest
 from temporalio.testing import ActivityEnvironment
 
-from durable_navigator.activities.models.offline import OfflineTurn, offline_decision
+from durable_navigator.activities.models.offline import OfflineTurn, offline_decision as _offline_decision
+from durable_navigator.activities.models.offline.config import OfflinePolicyConfig as _PolicyConfig
+from durable_navigator.activities.models.offline.learned import LearnedConfig
 from durable_navigator.activities.models.offline.tools import (
     OfflineToolConfig,
     goal_identifiers,
@@ -27,6 +29,16 @@ from durable_navigator.navcore.tools import ToolCall, ToolRequest
 from durable_navigator.workflows.blocks.tools import tool_result_lines
 
 from durable_navigator import repomap  # noqa: E402  (the real engine; no fake)
+
+
+# This module tests the hand-tuned rules (``learned.enabled=False``); the learned allocation,
+# the default, has its own tests (``test_offline_learned.py``).
+def OfflinePolicyConfig(**kw):  # noqa: N802 (stands in for the config class)
+    return _PolicyConfig(**{"learned": LearnedConfig(enabled=False), **kw})
+
+
+def offline_decision(turn, cfg=None):
+    return _offline_decision(turn, cfg or OfflinePolicyConfig())
 
 FIXTURE = FIXTURE_REPO_DIR
 TRACE_GOAL = (
