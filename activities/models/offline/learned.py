@@ -22,6 +22,8 @@ per token (``value / cost ** p``, ``p`` shipped with the model) while it fits
 from __future__ import annotations
 
 import heapq
+import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,6 +137,8 @@ def _options(engine: Any, cf: Any, full: Any, sig: Any, ranked: dict[str, Any],
     expand: dict[str, _Option] = {}
     per_file: dict[str, dict[str, _Option]] = {}
     syms_of: dict[str, list[Any]] = {}
+    ids_of: dict[str, Counter[str]] = {}
+    read = _Lines(engine)
     for i, span in enumerate(cf.spans):
         r = ranked.get(span.path)
         if r is None:
@@ -142,6 +146,7 @@ def _options(engine: Any, cf: Any, full: Any, sig: Any, ranked: dict[str, Any],
         fv, sv = boost(span.path, float(full[i])), boost(span.path, float(sig[i]))
         if span.path not in syms_of:
             syms_of[span.path] = engine.symbols(span.path)
+            ids_of[span.path] = Counter(o.id for o in syms_of[span.path])
         syms = syms_of[span.path]
         f = per_file.setdefault(span.path, {"full": _Option("full", span.path, 0.0, r.level_tokens[Level.FULL])})
         f["full"].value += fv
@@ -152,35 +157,50 @@ def _options(engine: Any, cf: Any, full: Any, sig: Any, ranked: dict[str, Any],
             continue  # a file without symbols shows in full or not at all
         s = _containing(syms, span.start, span.end, span.name)
         whole = s is not None and (s.start_line, s.end_line) == (span.start, span.end)
-        if s is not None and (not cfg.line_ranges or whole) and sum(o.id == s.id for o in syms) > 1:
+        if s is not None and (not cfg.line_ranges or whole) and ids_of[span.path][s.id] > 1:
             # the id names several definitions (cfg'd variants, one method name in two impls): the
             # map would expand every one of them, so the option names its own lines instead
             a, b = s.start_line, s.end_line
             key = f"{span.path}::{a}-{b}"
             if key not in expand:
-                text = engine.read_lines(span.path, a, b)
+                text = read(span.path, a, b)
                 expand[key] = _Option("expand", span.path, 0.0, count(text) + count(key) + cfg.line_cost,
                                       (a, b), None, ranged=True)
         elif cfg.line_ranges and not whole:
             key = f"{span.path}::{span.start}-{span.end}"
-            text = engine.read_lines(span.path, span.start, span.end)
+            text = read(span.path, span.start, span.end)
             expand[key] = _Option("expand", span.path, 0.0, count(text) + count(key) + cfg.line_cost,
                                   (span.start, span.end), None, ranged=True)
         else:
             key = s.id if s is not None else f"{span.path}::"
         if key not in expand:
             if s is not None:
-                text = engine.read_lines(span.path, s.start_line, s.end_line)
+                text = read(span.path, s.start_line, s.end_line)
                 expand[key] = _Option("expand", span.path, 0.0, count(text) + count(s.signature) + cfg.line_cost,
                                       (s.start_line, s.end_line), s)
             else:
                 runs = engine.module_ranges(span.path)
-                lines = engine.read_lines(span.path, 1, runs[-1][1]).split("\n") if runs else []
+                lines = read(span.path, 1, runs[-1][1]).split("\n") if runs else []
                 text = "\n".join("\n".join(lines[a - 1:b]) for a, b in runs)
                 expand[key] = _Option("expand", span.path, 0.0, count(text) + 6 * len(runs), (0, 0), None)
         expand[key].value += fv
         expand[key].chunks.append(i)
     return expand, per_file
+
+
+class _Lines:
+    """``engine.read_lines`` with each file read once (a file has hundreds of candidate chunks)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.files: dict[str, list[str]] = {}
+
+    def __call__(self, path: str, start: int, end: int) -> str:
+        lines = self.files.get(path)
+        if lines is None:
+            lines = self.files[path] = self.engine.read_lines(path, 1, 1 << 62).splitlines()
+        lo, hi = max(1, start), min(len(lines), end)
+        return "\n".join(lines[lo - 1:hi]) + ("\n" if hi >= lo else "")
 
 
 class _State:
@@ -234,6 +254,27 @@ def _overlap(a: _Option, b: _Option) -> bool:
     return a.lines[0] <= b.lines[1] and b.lines[0] <= a.lines[1]
 
 
+#: the last goal's options: a choice made again with tokens held back (``reserve``) reuses them
+_MEMO: dict[tuple[Any, ...], tuple[list[_Option], dict[str, float], float]] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+def _priced_options(engine: Any, goal: str, cfg: LearnedConfig, ranked: dict[str, Any],
+                    focused: Any) -> tuple[list[_Option], dict[str, float], float]:
+    """Every option the map has for ``goal``, each file's best chunk value, and the ranker's cost power."""
+    cf, ranker, (_scores, full, sig) = _engine_inputs(engine, goal)
+    top = float(full.max()) if len(full) else 0.0
+    boost = (lambda p, v: max(v * cfg.feedback_boost, top) if focused(p) else v)
+    expand, per_file = _options(engine, cf, full, sig, ranked, cfg, boost)
+    options = list(expand.values()) + [o for f in per_file.values() for k, o in f.items()
+                                       if k == "full" or cfg.outlines]
+    best: dict[str, float] = {}
+    for i, span in enumerate(cf.spans):
+        if span.path in ranked:
+            best[span.path] = max(best.get(span.path, 0.0), boost(span.path, float(full[i])))
+    return options, best, ranker.cost_power
+
+
 def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
                    excluded: Any, focused: Any, reserve: int = 0) -> Choice:
     """The learned allocation of :func:`plan_tokens` of the plan's budget, less ``reserve``, for ``goal``.
@@ -242,18 +283,16 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
     asked for it (its chunks' values are multiplied by ``feedback_boost``); ``reserve`` is what
     an earlier choice's estimated costs fell short of the map's real count.
     """
-    cf, ranker, (_scores, full, sig) = _engine_inputs(engine, goal)
     ranked = {r.path: r for r in engine.rank(plan) if not excluded(r.path)}
-    top = float(full.max()) if len(full) else 0.0
-    boost = (lambda p, v: max(v * cfg.feedback_boost, top) if focused(p) else v)
-    expand, per_file = _options(engine, cf, full, sig, ranked, cfg, boost)
-    options = list(expand.values()) + [o for f in per_file.values() for k, o in f.items()
-                                       if k == "full" or cfg.outlines]
-    power = ranker.cost_power
-    best: dict[str, float] = {}
-    for i, span in enumerate(cf.spans):
-        if span.path in ranked:
-            best[span.path] = max(best.get(span.path, 0.0), boost(span.path, float(full[i])))
+    key = (id(engine), engine.index_version, goal, cfg, tuple(ranked), tuple(p for p in ranked if focused(p)))
+    with _MEMO_LOCK:
+        got = _MEMO.get(key)
+    if got is None:
+        got = _priced_options(engine, goal, cfg, ranked, focused)
+        with _MEMO_LOCK:
+            _MEMO.clear()
+            _MEMO[key] = got
+    options, best, power = got
     state = _State(ranked, best, cfg.presence_bonus, cfg.file_decay)
     limit = max(plan_tokens(plan.token_budget, cfg) - reserve, 0)
     left = limit
