@@ -35,9 +35,12 @@ def test_explore_on_the_embedded_server_writes_the_context_pack(tmp_path: Path) 
     report = json.loads((context.parent / "report.json").read_text())
     assert isinstance(report, dict) and report
     assert wid in json.dumps(report)
-    # planning is on by default: the plan is printed and logged; the offline model's tool round ran
+    # planning is on by default: the plan is printed and logged; the offline model's learned
+    # allocation (the default) surveys on its first turn and finalizes on its second
     actions = [d["action"] for d in report["decisions"]]
-    assert actions[:2] == ["planning_analysis", "stage_plan"] and "call_tools" in actions, actions
+    assert actions[:2] == ["planning_analysis", "stage_plan"] and "update_flight_plan" in actions, actions
+    assert "finalize_context" in actions and "call_tools" not in actions, actions
+    assert any("learned ranker" in (d.get("reasoning") or "") for d in report["decisions"]), report["decisions"]
     assert re.search(r"^Plan \((direct|\d+ stages)\)$", proc.stderr + proc.stdout, re.M), proc.stderr[-2000:]
     assert "## Stages and success criteria" in text
     # the embedded server was ours: it is gone, its database stays for `navigator server`

@@ -310,3 +310,17 @@ async def run(client: Client, task_queue: str, req: ExplorationRequest, wf_id: s
         execution_timeout=TIMEOUT,
         memo={"goal": req.goal},
     )
+
+
+def with_hand_rules(acts: NavigatorActivities) -> NavigatorActivities:
+    """``acts`` serving the offline model with its hand-tuned rules (``learned.enabled=False``): a
+    test of the code-tool round or of several steered turns needs the policy that takes them (the
+    default learned allocation takes no tool round and finalizes on its second turn)."""
+    from durable_navigator.activities.models.offline import OfflineModel
+    from durable_navigator.activities.models.offline.config import OfflinePolicyConfig
+    from durable_navigator.activities.models.offline.learned import LearnedConfig
+    from durable_navigator.activities.models.registry import ModelRegistry
+
+    hand = OfflinePolicyConfig(learned=LearnedConfig(enabled=False))
+    acts.models = ModelRegistry(acts.engine, overrides={"offline": OfflineModel(acts.engine, hand)})
+    return acts

@@ -93,7 +93,10 @@ async def test_offline_model_uses_code_tools_then_focuses_what_they_found(
 
     from durable_navigator.navcore.requests import ExplorationRequest
 
-    acts = NavigatorActivities(LocalArtifactStore(tmp_path / "artifacts"), pricer=TablePricer.load())
+    from tests.support.navigator import with_hand_rules
+
+    # the hand rules take the tool round (the default learned allocation ranks every chunk itself)
+    acts = with_hand_rules(NavigatorActivities(LocalArtifactStore(tmp_path / "artifacts"), pricer=TablePricer.load()))
     req = ExplorationRequest(repo_path=str(FIXTURE_REPO), goal="why does `Ledger.record` count tokens twice?",
                              model="offline", token_budget=1500, max_iterations=6, out_dir=str(tmp_path / "out"))
     wf_id = f"nav-offline-tools-{uuid.uuid4()}"

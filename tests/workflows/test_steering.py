@@ -22,6 +22,7 @@ from durable_navigator.navcore.requests import ExplorationRequest
 from durable_navigator.navcore.state import ExecutionMode, StopReason
 from durable_navigator.navtypes.flightplan import FlightPlanUpdate, Level, VerbosityRule
 from durable_navigator.workflows.navigator import NavigatorWorkflow
+from tests.support.navigator import with_hand_rules
 from tests.support import FIXTURE_REPO
 
 GOAL = "why does the budget plugin double-count tokens when the ledger records streamed usage?"
@@ -62,7 +63,8 @@ async def _drive(handle, steer) -> None:  # noqa: ANN001 - a workflow handle and
 
 async def test_an_edit_and_a_rejection_stick_for_the_rest_of_the_run(client, task_queue, start_worker,
                                                                       tmp_path: Path) -> None:
-    acts = NavigatorActivities(LocalArtifactStore(tmp_path / "artifacts"), pricer=TablePricer.load())
+    # the hand rules take several turns (the default learned allocation finalizes on its second)
+    acts = with_hand_rules(NavigatorActivities(LocalArtifactStore(tmp_path / "artifacts"), pricer=TablePricer.load()))
     req = ExplorationRequest(repo_path=str(_repo(tmp_path)), goal=GOAL, model="offline", token_budget=1500,
                              max_iterations=10, out_dir=str(tmp_path / "out"), planning="off",
                              mode=ExecutionMode.INTERACTIVE)
