@@ -44,9 +44,10 @@ class LearnedConfig(BaseModel):
 
     #: the learned ranker decides what the map shows (False: the hand-tuned rules of ``policy``).
     #: On by default, chosen on dev: on the 242 corpus dev tasks the hand rules were never tuned on
-    #: (13 repositories, 8k, in process) it shows 0.778 of the changed lines against the hand
-    #: rules' 0.749 (40 tasks better, 28 worse; gold file 0.963 both; median 0.39 s vs 2.52 s), and
-    #: it ties them on the 180 quality dev tasks they were tuned on (``bench/RANKER.md``, session 4)
+    #: (13 repositories, 8k, in process) it shows 0.809 of the changed lines against the hand
+    #: rules' 0.749 and chunk BM25's 0.614 (46 tasks better than the hand rules, 22 worse; gold file
+    #: 0.975 vs 0.963; median 0.40 s vs 2.52 s, p90 1.4 s vs 8.7 s), and it ties them on the 180
+    #: quality dev tasks they were tuned on (``bench/RANKER.md``, session 4)
     enabled: bool = True
     #: share of the map's budget the allocation spends (the map's budget: what the pack's frame
     #: leaves of the user's, ``activities.pack``); the header and the engine's auto levels (path
