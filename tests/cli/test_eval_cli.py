@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -109,6 +110,34 @@ async def test_eval_end_to_end(eval_env: dict[str, str], start_worker, tmp_path:
     assert code == 0 and "| engine | 1,024 | 1.000 | 1.000 | +0.000 |" in out, (out, err)
     code, _, err = await invoke("eval", "compare", "ev", "shop")
     assert code == 2 and "is not an eval report" in err, err
+    if CHROMIUM is not None:
+        _check_html_in_chromium(tmp_path / "ev" / "eval.html", tmp_path)
+
+
+CHROMIUM = shutil.which("chromium")
+_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+          "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def _check_html_in_chromium(page: Path, tmp_path: Path) -> None:
+    """``eval.html`` in headless Chromium: a screenshot of a real page, and every plot laid out with
+    its bars (a script in a copy of the page counts the SVGs the browser drew wider than 100 px that
+    hold bars, and writes the count into the title, which ``--dump-dom`` prints)."""
+    html = page.read_text()
+    plots = html.count("<svg")
+    assert plots >= 6, plots
+    probe = tmp_path / "eval-probe.html"
+    probe.write_text(html.replace("</body>", "<script>document.title = 'plots:' + [...document.querySelectorAll('svg')]"
+                                  ".filter(s => s.getBoundingClientRect().width > 100 && s.querySelector('rect'))"
+                                  ".length;</script></body>"))
+    dom = subprocess.run([CHROMIUM, *_FLAGS, "--dump-dom", probe.as_uri()], capture_output=True, text=True,
+                         timeout=120)
+    assert f"<title>plots:{plots}</title>" in dom.stdout, (dom.stdout[:500], dom.stderr[-1500:])
+    shot = tmp_path / "eval.png"
+    subprocess.run([CHROMIUM, *_FLAGS, f"--screenshot={shot}", "--window-size=1100,2400", page.as_uri()],
+                   capture_output=True, timeout=120, check=True)
+    png = shot.read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000, len(png)  # a drawn page, not a blank
 
 
 async def test_eval_resumes_after_the_command_was_killed(eval_env: dict[str, str], start_worker, client,
