@@ -277,12 +277,13 @@ def _priced_options(engine: Any, goal: str, cfg: LearnedConfig, ranked: dict[str
 
 
 def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
-                   excluded: Any, focused: Any, reserve: int = 0) -> Choice:
+                   excluded: Any, focused: Any, reserve: int = 0, max_files: int = MAX_UPDATE_ITEMS) -> Choice:
     """The learned allocation of :func:`plan_tokens` of the plan's budget, less ``reserve``, for ``goal``.
 
     ``excluded(path)`` says a file is zoomed out (never shown); ``focused(path)`` that a human
     asked for it (its chunks' values are multiplied by ``feedback_boost``); ``reserve`` is what
-    an earlier choice's estimated costs fell short of the map's real count.
+    an earlier choice's estimated costs fell short of the map's real count; ``max_files``: the most
+    files the choice may set a level for (one plan update holds ``MAX_UPDATE_ITEMS`` rules).
     """
     ranked = {r.path: r for r in engine.rank(plan) if not excluded(r.path)}
     key = (id(engine), engine.index_version, goal, cfg, tuple(ranked), tuple(p for p in ranked if focused(p)))
@@ -317,6 +318,8 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
             continue
         if cost > left or (options[i].kind == "expand" and room <= 0):
             continue
+        if options[i].path not in state.level and len(state.level) >= max_files:
+            continue  # a new file would take a rule one update cannot hold
         room -= options[i].kind == "expand"
         left -= cost
         state.take(options[i], value, cost)

@@ -43,7 +43,15 @@ from durable_navigator.activities.models.offline.learned import learned_choice, 
 from durable_navigator.activities.models.offline.symbols import ScoredSymbol, score_symbols
 from durable_navigator.activities.models.offline.terms import goal_terms
 from durable_navigator.activities.models.offline.tools import hint_update, parse_tool_results
-from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol, Level, VerbosityRule
+from durable_navigator.navtypes.flightplan import (
+    MAX_UPDATE_ITEMS,
+    FlightPlan,
+    FlightPlanUpdate,
+    FocusPath,
+    FocusSymbol,
+    Level,
+    VerbosityRule,
+)
 
 __all__ = ["survey", "allocate", "base_plan", "plan_turn", "ranked_for"]
 
@@ -92,7 +100,8 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
     if focus_dirs:
         notes.append("zoom in on " + ", ".join(f"{d}/ ({dirs[d] / total:.0%} of top-file score)" for d in focus_dirs))
     if cfg.learned.enabled:
-        alloc = learned_allocation(engine, draft, goal, cfg)
+        # full files join the directory focus in one update's focus paths
+        alloc = learned_allocation(engine, draft, goal, cfg, max_files=MAX_UPDATE_ITEMS - len(focus))
         notes += alloc.notes
         full = [FocusPath(glob=p, weight=cfg.file_focus_weight) for p, lv in alloc.levels.items() if lv == Level.FULL]
         update = FlightPlanUpdate(goal=goal, add_exclude=noise, add_focus_paths=focus + full,
@@ -122,7 +131,8 @@ def survey(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
     return PolicyOutcome(False, "survey: " + "; ".join(notes), update)
 
 
-def learned_allocation(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig) -> Allocation:
+def learned_allocation(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig,
+                       max_files: int = MAX_UPDATE_ITEMS) -> Allocation:
     """The learned ranker's allocation (:mod:`.learned`) as an :class:`Allocation`.
 
     Zoomed-out files are never shown; files a human focused through feedback weigh more.
@@ -134,7 +144,7 @@ def learned_allocation(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePol
             engine, plan, goal, cfg.learned,
             excluded=lambda p: any(glob_matches(g, p) for g in plan.exclude),
             focused=lambda p: any(glob_matches(g, p) for g in human),
-            reserve=reserve,
+            reserve=reserve, max_files=max_files,
         )
         if attempt == cfg.learned.fit_passes or not choice.levels:
             break

@@ -210,3 +210,21 @@ def test_a_choice_reads_each_file_once_and_a_choice_made_again_reads_nothing(eng
     reads.clear()
     again = learned_choice(*args, excluded=lambda p: False, focused=lambda p: False, reserve=200)
     assert reads == [] and again.cost <= first.cost
+
+
+def test_a_choice_of_more_files_than_one_update_holds_is_cut_to_what_it_holds(tmp_path: Path) -> None:
+    """At 32k on a repository of many small relevant files the allocation chose 67 files, one
+    ``set_rules`` item each, and the survey's update failed validation (at most 64): the run
+    failed (sinatra, test split). The choice keeps to what one update holds."""
+    from durable_navigator.navtypes.flightplan import MAX_UPDATE_ITEMS
+
+    for i in range(90):
+        (tmp_path / "lib").mkdir(exist_ok=True)
+        (tmp_path / "lib" / f"rack_test_{i:02d}.rb").write_text(
+            f"module RackTest{i}\n  def use_latest_rack_test_{i}\n    version = 'rack-test {i}'\n  end\nend\n")
+    engine = repomap.RepoMap.open(tmp_path, cache_dir=tmp_path / ".cache")
+    plan = FlightPlan(token_budget=32768)
+    first = offline_decision(_turn(engine, plan, 1, engine.render(plan).metadata, goal="Use latest version of rack-test"),
+                             CFG)
+    assert first.action == "update_flight_plan"
+    assert len(first.updates.set_rules) <= MAX_UPDATE_ITEMS and len(first.updates.add_focus_paths) <= MAX_UPDATE_ITEMS
