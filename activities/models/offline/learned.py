@@ -158,20 +158,19 @@ def _options(engine: Any, cf: Any, full: Any, sig: Any, ranked: dict[str, Any],
             continue  # a file without symbols shows in full or not at all
         s = _containing(syms, span.start, span.end, span.name)
         whole = s is not None and (s.start_line, s.end_line) == (span.start, span.end)
+        lines: tuple[int, int] | None = None
         if s is not None and (not cfg.line_ranges or whole) and ids_of[span.path][s.id] > 1:
             # the id names several definitions (cfg'd variants, one method name in two impls): the
             # map would expand every one of them, so the option names its own lines instead
-            a, b = s.start_line, s.end_line
-            key = f"{span.path}::{a}-{b}"
-            if key not in expand:
-                text = read(span.path, a, b)
-                expand[key] = _Option("expand", span.path, 0.0, count(text) + count(key) + cfg.line_cost,
-                                      (a, b), None, ranged=True)
+            lines = (s.start_line, s.end_line)
         elif cfg.line_ranges and not whole:
-            key = f"{span.path}::{span.start}-{span.end}"
-            text = read(span.path, span.start, span.end)
-            expand[key] = _Option("expand", span.path, 0.0, count(text) + count(key) + cfg.line_cost,
-                                  (span.start, span.end), None, ranged=True)
+            lines = (span.start, span.end)
+        if lines is not None:
+            key = f"{span.path}::{lines[0]}-{lines[1]}"
+            if key not in expand:
+                text = read(span.path, *lines)
+                expand[key] = _Option("expand", span.path, 0.0, count(text) + count(key) + cfg.line_cost,
+                                      lines, None, ranged=True)
         else:
             key = s.id if s is not None else f"{span.path}::"
         if key not in expand:
