@@ -163,5 +163,14 @@ class PreflightActivities:
 
 
 def _identity() -> str:
-    """The answering worker, as Temporal names it (``pid@host``)."""
+    """The answering worker, as Temporal names it: its client's identity (``pid@host`` by default).
+
+    That is the name ``DescribeTaskQueue`` lists it under and its own check queue is named after
+    (``navcore.preflight.worker_queue``), not always this process's pid (two workers in one process).
+    """
+    if activity.in_activity():
+        try:
+            return activity.client().identity
+        except RuntimeError:
+            pass  # a sync activity or a test environment without a client: the SDK's default name
     return f"{os.getpid()}@{os.uname().nodename}"

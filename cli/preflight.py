@@ -7,12 +7,12 @@ Two ways, one check (:func:`activities.preflight.model_problem`):
   check runs here, against the same environment, before any server starts;
 * otherwise the workers live elsewhere: the ``NavigatorPreflight`` workflow runs
   ``navigator.check_model`` on the run's task queue and the worker that picks it
-  up answers. One answer speaks for one worker only, and each check goes to whichever
-  worker polls: the check is repeated until every model has a worker that can serve it,
-  or every worker the queue lists as polling (``DescribeTaskQueue``) has answered. A model refused
-  by every worker that answered is refused (exit 2); one that some worker serves starts, and the
-  workers that cannot serve it are named (their tasks are handed back to the queue at run time:
-  ``navcore.preflight``). When no worker *takes* the check within :data:`PREFLIGHT_TIMEOUT` (no
+  up answers. One answer speaks for one worker only: when that worker cannot serve a model,
+  every other worker the queue lists as polling (``DescribeTaskQueue``) is asked by name, on the
+  queue only it polls (``navcore.preflight.worker_queue``; ``navigator worker`` serves it). A model
+  refused by every worker that answered is refused (exit 2); one that some worker serves starts, and
+  the workers that cannot serve it are named (their tasks are handed back to the queue at run time:
+  ``navcore.preflight``). When no worker *takes* the first check within :data:`PREFLIGHT_TIMEOUT` (no
   worker yet), or the one that takes it cannot run it (it predates the preflight), the run starts
   anyway — it waits for a worker — and the user is told.
 
@@ -41,7 +41,13 @@ from durable_navigator.activities.preflight import check_models, needs_worker_ch
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.errors import TemporalUnreachableError, stderr
-from durable_navigator.navcore.preflight import CHECK_TIMEOUT, PREFLIGHT_WORKFLOW, ModelCheckInput, ModelCheckResult
+from durable_navigator.navcore.preflight import (
+    CHECK_TIMEOUT,
+    PREFLIGHT_WORKFLOW,
+    ModelCheckInput,
+    ModelCheckResult,
+    worker_queue,
+)
 from durable_navigator.navtypes.errors import ModelError
 
 __all__ = ["PREFLIGHT_TIMEOUT", "IN_PROCESS", "problems_here", "problems_on_workers", "refuse_unservable",
@@ -99,14 +105,19 @@ async def _answered(handle: WorkflowHandle[object, ModelCheckResult]) -> None:
             raise _NoAnswer("the worker that took it could not run it (does it predate the preflight?)")
 
 
-async def _ask_one(session: TemporalSession, wanted: list[str], pickup_s: float) -> ModelCheckResult:
-    """One ``NavigatorPreflight`` run: the verdicts of whichever worker takes it within ``pickup_s``."""
+async def _ask_one(session: TemporalSession, wanted: list[str], pickup_s: float,
+                   task_queue: str | None = None) -> ModelCheckResult:
+    """One ``NavigatorPreflight`` run: the verdicts of whichever worker takes it within ``pickup_s``.
+
+    On ``task_queue`` (a worker's own queue) only that worker can take it; by default it goes to
+    the session's task queue, where whichever worker polls next takes it.
+    """
     pickup = timedelta(seconds=pickup_s)
     handle: WorkflowHandle[object, ModelCheckResult] = await session.client.start_workflow(
         PREFLIGHT_WORKFLOW,
         ModelCheckInput(models=wanted),
         id=f"preflight-{uuid.uuid4().hex[:12]}",
-        task_queue=session.task_queue,
+        task_queue=task_queue or session.task_queue,
         result_type=ModelCheckResult,
         # a backstop if this process dies before it ends an untaken check: the server ends it then
         execution_timeout=pickup + ANSWER_TIMEOUT,
@@ -142,34 +153,44 @@ def _unserved(wanted: list[str], answers: dict[str, dict[str, str]]) -> dict[str
 async def problems_on_workers(session: TemporalSession, models: list[str]) -> dict[str, str] | None:
     """``model -> problem`` for the models no worker on the session's task queue can serve.
 
-    ``None`` when none answered. Asks again (each check goes to whichever worker polls) until
-    every model has a worker that serves it or every listed poller has answered.
+    ``None`` when none answered. The check goes to the task queue first (whichever worker takes
+    it answers); when that worker cannot serve a model, every other worker the queue lists as
+    polling is asked by name, on its own queue (:func:`navcore.preflight.worker_queue`), all at
+    once. A worker that does not take its check in time (it stopped, or it serves no own queue)
+    has no say. Asking again on the shared queue would reach whichever worker polls next, maybe the
+    same one every time: a model that another worker serves was refused that way.
     """
     wanted = [m for m in dict.fromkeys(models) if needs_worker_check(m)]
     if not wanted:
         return {}
     pollers = await _pollers(session)
-    answers: dict[str, dict[str, str]] = {}
-    # each check goes to whichever worker polls: a few per listed poller reach them all
-    for _ in range(max(1, 4 * len(pollers))):
-        try:
-            result = await _ask_one(session, wanted, PREFLIGHT_TIMEOUT.total_seconds())
-        except (_NoAnswer, WorkflowFailureError, TimeoutError) as exc:
-            if answers:
-                break  # what the answers so far say stands
-            cause = getattr(getattr(exc, "cause", None), "message", None) or str(exc) or "no answer"
-            stderr.print(
-                f"no worker on task queue {session.task_queue!r} answered the model check ({cause}); "
-                "starting anyway: the run waits for a worker", markup=False,
-            )
-            return None
-        except RPCError as exc:
-            raise TemporalUnreachableError(
-                f"Temporal refused the model check on {session.address}: {exc.message[:200]}"
-            ) from None
-        answers[result.worker] = result.problems()
-        if not _unserved(wanted, answers) or pollers <= answers.keys():
-            break
+    try:
+        first = await _ask_one(session, wanted, PREFLIGHT_TIMEOUT.total_seconds())
+    except (_NoAnswer, WorkflowFailureError, TimeoutError) as exc:
+        cause = getattr(getattr(exc, "cause", None), "message", None) or str(exc) or "no answer"
+        stderr.print(
+            f"no worker on task queue {session.task_queue!r} answered the model check ({cause}); "
+            "starting anyway: the run waits for a worker", markup=False,
+        )
+        return None
+    except RPCError as exc:
+        raise TemporalUnreachableError(
+            f"Temporal refused the model check on {session.address}: {exc.message[:200]}"
+        ) from None
+    answers: dict[str, dict[str, str]] = {first.worker: first.problems()}
+    others = sorted(pollers - answers.keys())
+    if _unserved(wanted, answers) and others:
+        replies = await asyncio.gather(*(
+            _ask_one(session, wanted, PREFLIGHT_TIMEOUT.total_seconds(), worker_queue(session.task_queue, w))
+            for w in others), return_exceptions=True)
+        for reply in replies:
+            if isinstance(reply, RPCError):
+                raise TemporalUnreachableError(
+                    f"Temporal refused the model check on {session.address}: {reply.message[:200]}") from None
+            if isinstance(reply, ModelCheckResult):
+                answers[reply.worker] = reply.problems()
+            elif not isinstance(reply, (_NoAnswer, WorkflowFailureError, TimeoutError)):
+                raise reply
     _note_partial(session, wanted, answers)
     return _unserved(wanted, answers)
 

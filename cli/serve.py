@@ -62,15 +62,18 @@ def run_worker(
 
 
 async def _work(ctx: typer.Context, slots: int, health_port: int | None, health_host: str) -> None:
-    from durable_navigator.workers.worker import build_worker
+    from durable_navigator.workers.worker import build_activities, build_check_worker, build_worker
 
     config = config_of(ctx)
     stop = stop_event()
     state = HealthState(task_queue=config.temporal.task_queue)
     async with open_session(config, allow_embedded=False, in_process_worker=False) as session:
         bind_ids(task_queue=session.task_queue, namespace=session.namespace)
+        acts = build_activities(endpoints=config.endpoints, pricing_file=config.pricing_file)
         worker = build_worker(session.client, task_queue=session.task_queue, max_concurrent_activities=slots,
-                              endpoints=config.endpoints, pricing_file=config.pricing_file)
+                              activities=acts)
+        # the CLI's model check can ask this worker by name (cli/preflight.py)
+        check_worker = build_check_worker(session.client, session.task_queue, acts)
         monitor = asyncio.create_task(
             monitor_frontend(state, session.client.service_client.check_health, FRONTEND_CHECK_INTERVAL_S)
         )
@@ -78,7 +81,7 @@ async def _work(ctx: typer.Context, slots: int, health_port: int | None, health_
         try:
             if health is not None:
                 await health.__aenter__()
-            async with worker:
+            async with worker, check_worker:
                 state.worker_running = True
                 log.info("worker polling", address=session.address, slots=slots, health_port=health_port)
                 stderr.print(f"worker polling {session.task_queue!r} on {session.address}; SIGTERM/Ctrl-C to stop")

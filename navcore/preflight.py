@@ -28,6 +28,7 @@ __all__ = [
     "CHECK_TIMEOUT",
     "PREFLIGHT_WORKFLOW",
     "ACTIVITY_CHECK_MODEL",
+    "worker_queue",
     "ModelCheckInput",
     "ModelVerdict",
     "ModelCheckResult",
@@ -45,6 +46,16 @@ REDISPATCH_DELAY = timedelta(seconds=1)
 #: how long one ``navigator.check_model`` may run: a worker's first check builds the provider, which
 #: imports its SDK (google-genai took 7 s on a loaded 2-core machine); later checks take milliseconds
 CHECK_TIMEOUT = timedelta(seconds=60)
+
+
+def worker_queue(task_queue: str, identity: str) -> str:
+    """The task queue only the worker named ``identity`` polls beside ``task_queue``.
+
+    A check started on ``task_queue`` goes to whichever worker polls next; one started here is
+    answered by that worker alone (each ``navigator worker`` serves ``NavigatorPreflight`` on it).
+    """
+    return f"{task_queue}/worker/{identity}"
+
 
 ModelName = Annotated[str, Field(min_length=1, max_length=200)]
 

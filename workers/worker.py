@@ -26,6 +26,7 @@ from durable_navigator.activities.investigation import InvestigationActivities
 from durable_navigator.activities.research import ResearchActivities
 from durable_navigator.activities.tools import CodeToolActivities
 from durable_navigator.navcore.endpoints import Endpoint
+from durable_navigator.navcore.preflight import worker_queue
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 from durable_navigator.workflows.batch import BatchWorkflow
@@ -44,6 +45,7 @@ __all__ = [
     "default_artifact_dir",
     "build_activities",
     "build_worker",
+    "build_check_worker",
 ]
 
 DEFAULT_TASK_QUEUE = "navigator"
@@ -121,6 +123,18 @@ def build_worker(
         disable_eager_activity_execution=True,
         **({"max_concurrent_activities": max_concurrent_activities} if max_concurrent_activities else {}),
     )
+
+
+def build_check_worker(client: Client, task_queue: str, activities: NavigatorActivities) -> Worker:
+    """This worker's own model-check queue (:func:`navcore.preflight.worker_queue` of its identity).
+
+    Serves ``NavigatorPreflight`` and ``navigator.check_model`` only, with the registry and prices of
+    ``activities`` (the ones the worker of ``task_queue`` serves runs with), so the CLI can ask each
+    worker the queue lists as polling, not just whichever takes a check first.
+    """
+    preflight = PreflightActivities(registry=activities.models, pricer=activities.pricer)
+    return Worker(client, task_queue=worker_queue(task_queue, client.identity), workflows=[PreflightWorkflow],
+                  activities=preflight.all(), max_concurrent_activities=2, max_concurrent_workflow_tasks=2)
 
 
 def _activity_name(fn: Callable[..., Any]) -> str:
