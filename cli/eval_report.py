@@ -17,7 +17,7 @@ from pathlib import Path
 from durable_navigator.activities.evaluation.checkout import remove_checkouts
 from durable_navigator.activities.evaluation.scoring import NavigatorRun, score_task
 from durable_navigator.activities.pricing_loader import load_pricing_table
-from durable_navigator.cli.batch_run import _follow, _start
+from durable_navigator.cli.batch_run import follow_batch, start_batch
 from durable_navigator.cli.common import stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import open_session
@@ -53,11 +53,11 @@ async def run_batch(config: NavigatorConfig, req: BatchRequest) -> EvalOutcome:
             if problems:
                 raise ModelError(f"the worker(s) on task queue {session.task_queue!r} cannot serve: "
                                  + "; ".join(f"{m} ({p})" for m, p in problems.items()))
-        handle = await _start(session, req)
+        handle = await start_batch(session, req)
         link = session.ui_link(req.batch_id)
         if link:
             stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
-        result = await _follow(handle)
+        result = await follow_batch(handle)
         seconds: dict[int, float] = {}
         for o in result.outcomes:
             if o.status in (JobStatus.COMPLETED, JobStatus.FAILED):
