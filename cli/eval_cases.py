@@ -8,6 +8,7 @@ the scoring and the report are the mined eval's.
 
 from __future__ import annotations
 
+import subprocess
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,12 +24,15 @@ from durable_navigator.repomap.cache import default_cache_dir
 __all__ = ["cases_run", "ensure_run_checkouts", "remove_run_checkouts"]
 
 
-def _case_git_dir(repo: str, where: Path) -> Path:
+def _case_subdir(repo: str, where: Path) -> str:
+    """The case repository's folder inside its git work tree ("" at the top); RepoError when it is no git repository."""
     try:
-        return git_dir_of(Path(repo))
+        git_dir_of(Path(repo))
     except RepoError:
         raise RepoError(f"{where}: the case's repository {repo} is not a git repository here; run the eval where "
                         "it is (or clone it to that path)") from None
+    proc = subprocess.run(["git", "-C", repo, "rev-parse", "--show-prefix"], capture_output=True, check=False)
+    return proc.stdout.decode("utf-8", "replace").strip().rstrip("/")
 
 
 def _task(folder: Path, repo: str, commit: str, gold: list[str]) -> dict[str, int]:
@@ -47,11 +51,11 @@ def cases_run(cases_dir: Path, budgets: list[int], models: list[str], usd: str, 
     tasks: list[EvalTask] = []
     seen: set[str] = set()
     for folder, case in load_cases(cases_dir):
-        _case_git_dir(case.repo, folder)
+        subdir = _case_subdir(case.repo, folder)
         key = case.id if case.id not in seen else f"{case.id}-{len(seen)}"
         seen.add(key)
         # load_cases refused every case without a commit
-        tasks.append(case_task(case, key, _task(folder, case.repo, case.commit or "", case.gold_files)))
+        tasks.append(case_task(case, key, _task(folder, case.repo, case.commit or "", case.gold_files), subdir))
     slug = "cases"
     return EvalRun(repo=str(cases_dir), git_dir="", head="", models=models, budgets=budgets, budget_usd=usd,
                    concurrency=concurrency, batch_id=f"eval-{slug}-{uuid.uuid4().hex[:8]}", commits=len(tasks),

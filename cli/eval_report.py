@@ -103,7 +103,7 @@ def write_report(config: NavigatorConfig, run: EvalRun, outcome: EvalOutcome, ou
     runs = _runs(run, outcome)
     results: list[TaskResult] = []
     for i, task in enumerate(run.tasks):
-        results.append(score_task(task, root / run.checkout_of(task), run.budgets, runs[i]))
+        results.append(score_task(task, root / run.explore_dir(task), run.budgets, runs[i]))
     methods = [navigator_method(m) for m in run.models] + [ENGINE, CHUNK_BM25]
     first = run.tasks[0].date[:10] if run.tasks else ""
     report = EvalReport(

@@ -129,7 +129,8 @@ def batch_request(config: NavigatorConfig, run: EvalRun, out_dir: Path) -> Batch
     """The batch of every exploration: task x model x budget, each at its task's parent checkout."""
     d = JobDefaults()
     root = Path(run.checkouts)
-    jobs = [BatchJob(index=k, name=f"{run.tasks[i].id}·{model}·{budget}", repo_path=str(root / run.checkout_of(run.tasks[i])),
+    jobs = [BatchJob(index=k, name=f"{run.tasks[i].id}·{model}·{budget}",
+                     repo_path=str(root / run.explore_dir(run.tasks[i])),
                      goal=run.tasks[i].goal, model=model, token_budget=budget, max_iterations=d.max_iterations,
                      max_output_tokens=d.max_output_tokens)
             for k, (i, model, budget) in enumerate(run.jobs())]

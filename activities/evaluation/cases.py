@@ -61,7 +61,8 @@ def source_at(repo: Path, commit: str | None) -> Callable[[str], list[str]]:
                 except OSError:
                     data = b""
             else:
-                proc = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:{path}"], capture_output=True,
+                # ``./``: relative to ``repo``, which may be a folder inside the git work tree
+                proc = subprocess.run(["git", "-C", str(repo), "show", f"{commit}:./{path}"], capture_output=True,
                                       check=False)
                 data = proc.stdout if proc.returncode == 0 else b""
             cache[path] = data.decode("utf-8", "replace").splitlines()

@@ -75,17 +75,17 @@ class QualityCase(BaseModel):
     verdicts: list[CaseVerdict] = []
 
 
-def case_task(case: QualityCase, case_key: str, line_counts: dict[str, int]) -> EvalTask:
+def case_task(case: QualityCase, case_key: str, line_counts: dict[str, int], subdir: str = "") -> EvalTask:
     """The eval task of ``case``: explored at its commit, every line of each right file gold.
 
     ``line_counts``: the number of lines of each gold file at the commit (a file missing there has none
-    and can only be missed).
+    and can only be missed); ``subdir``: the case repository's folder inside its git work tree.
     """
     commit = case.commit or ""
     return EvalTask(id=case_key, commit=commit, parent=commit, date=case.commit_date, goal=case.goal,
                     gold_files=list(case.gold_files),
                     gold_lines={f: list(range(1, line_counts.get(f, 0) + 1)) for f in case.gold_files},
-                    repo=case.repo)
+                    repo=case.repo, subdir=subdir)
 
 
 _RUN_SUFFIX = re.compile(r"_run\d+$")

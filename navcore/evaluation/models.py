@@ -30,6 +30,8 @@ class EvalTask(BaseModel):
     language: str = ""
     #: the repository of an exported case (``eval --cases``); empty: the eval's REPO
     repo: str = ""
+    #: ``repo``'s folder inside its git work tree ("" at the top): what is explored in the checkout
+    subdir: str = ""
 
 
 class MethodScore(BaseModel):
@@ -141,6 +143,10 @@ class EvalRun(BaseModel):
         key = hashlib.sha256(task.repo.encode()).hexdigest()[:8]
         name = re.sub(r"[^A-Za-z0-9._-]+", "-", task.repo.rstrip("/").rsplit("/", 1)[-1]).strip("-")[:32] or "repo"
         return f"{name}-{key}/{task.parent[:12]}"
+
+    def explore_dir(self, task: EvalTask) -> str:
+        """The folder (under ``checkouts``) explored and scored for ``task``: its checkout, or the case's subfolder."""
+        return f"{self.checkout_of(task)}/{task.subdir}".rstrip("/")
 
     def jobs(self) -> list[tuple[int, str, int]]:
         """Every exploration as (task index, model, budget), in batch job order."""

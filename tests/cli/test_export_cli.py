@@ -6,14 +6,17 @@ refusals (unknown id, a run still running or not completed, an occupied --out) w
 from __future__ import annotations
 
 import json
+import shutil
 import uuid
 from datetime import timedelta
 from pathlib import Path
 
 from tests.support.batch import priced_activities
-from tests.support.cli import ainvoke, json_of
+from tests.support.cli import FIXTURE_REPO, ainvoke, json_of
 from tests.support.evalrepo import make_eval_repo
-from tests.support.git import git
+from tests.support.git import commit_all, git, init_repo
+from tests.support.navigator import NO_LOOP_GUARD, ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, make_activities, \
+    make_request, run
 from tests.workflows.test_replay import replay
 from temporalio.client import Client
 
@@ -73,6 +76,42 @@ async def test_an_exported_run_replays_and_its_case_is_rescored(eval_env: dict[s
     assert "1 quality cases exported by `navigator export`" in (tmp_path / "ev" / "eval.md").read_text()
     assert not (tmp_path / "bad").exists() and not list(tmp_path.glob(".bad.tmp-*"))
     assert git(repo, "worktree", "list").count("\n") == 0  # the case's checkout is gone
+
+
+async def test_a_continued_run_in_a_subfolder_exports_every_run_and_rescores(
+        eval_env: dict[str, str], client: Client, task_queue: str, start_worker, tmp_path: Path) -> None:
+    """A run that continued as new exports one history per run (each replays); a repository that is a folder
+    inside a git work tree (a monorepo's package) keeps its paths: --gold is checked there, and eval --cases
+    explores that folder of the commit's checkout."""
+    mono = tmp_path / "mono"
+    shutil.copytree(FIXTURE_REPO, mono / "pkg")
+    init_repo(mono)
+    head = commit_all(mono, "The budget kit as one package of a larger repository")
+    provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI] * 3)
+    req = make_request(tmp_path, repo_path=str(mono / "pkg"), max_iterations=6, continue_as_new_events=50,
+                       profile=NO_LOOP_GUARD)
+    async with start_worker(make_activities(tmp_path, provider)):
+        result = await run(client, task_queue, req, "nav-continued/in a subfolder")
+    assert result.continued_runs >= 1
+    exported = json_of(await ainvoke(["export", result.workflow_id, "--out", str(tmp_path / "cases" / "one"),
+                                      "--gold", "src/budgetkit/ledger.py", "--json"]))
+    runs = result.continued_runs + 1
+    # the id is percent-encoded in the names (a "/" cannot be in a file name) and read back by the replay test
+    assert exported["histories"] == [f"history/nav-continued%2Fin%20a%20subfolder_run{i}.json"
+                                     for i in range(1, runs + 1)]
+    assert exported["commit"] == git(mono, "rev-parse", "HEAD") and head
+    for path in exported["history_files"]:
+        await replay(Path(path))
+    async with start_worker(priced_activities(tmp_path)):
+        code = await ainvoke(["eval", "--cases", str(tmp_path / "cases"), "--tokens", "1024", "--out",
+                              str(tmp_path / "ev")])
+    assert code.exit_code == 0, (code.stdout, code.stderr)
+    task = json.loads((tmp_path / "ev" / "eval.json").read_text())["tasks"][0]
+    lines = len((mono / "pkg" / "src/budgetkit/ledger.py").read_text().splitlines())
+    assert task["task"]["subdir"] == "pkg" and task["task"]["gold_lines"] == {
+        "src/budgetkit/ledger.py": list(range(1, lines + 1))}
+    nav = [s for s in task["scores"] if s["method"] == "navigator:offline"]
+    assert nav and nav[0]["status"] == "completed" and nav[0]["file_hit"] == 1.0, nav
 
 
 async def test_export_refuses_what_it_cannot_export(eval_env: dict[str, str], client: Client, start_worker,
