@@ -158,7 +158,7 @@ def run_eval(ctx: typer.Context, repo: Path | None, tasks: int | None, since: st
         tmp = out_dir / (RUN_FILE + ".tmp")
         tmp.write_text(run.model_dump_json(indent=1), encoding="utf-8")
         tmp.replace(out_dir / RUN_FILE)
-    what = f"{len(run.tasks)} cases" if run.cases else f"{len(run.tasks)} tasks (of {run.candidates} candidates)"
+    what = f"{len(run.tasks)} case(s)" if run.cases else f"{len(run.tasks)} tasks (of {run.candidates} candidates)"
     stderr.print(f"eval of {run.repo}: {what} × {len(run.models)} model(s) × {len(run.budgets)} budget(s) · "
                  f"cap ${run.budget_usd} · batch {run.batch_id}", markup=False, soft_wrap=True)
     outcome: EvalOutcome = run_async(run_batch(config, batch_request(config, run, out_dir)))

@@ -90,7 +90,8 @@ def _worst(report: EvalReport, method: str, budget: int) -> list[str]:
 
 def _tasks_line(report: EvalReport) -> str:
     if report.cases:
-        return (f"- **tasks**: {len(report.tasks)} quality cases exported by `navigator export` (commits of "
+        n = len(report.tasks)
+        return (f"- **tasks**: {n} quality case{'' if n == 1 else 's'} exported by `navigator export` (commits of "
                 f"`{report.commit_range}`): goal = the exported run's goal, gold = every line of the files its "
                 "case.json marks right (its gold_source says whether a user named them or the run's pack showed "
                 "them in full); each explored at the commit the run saw")

@@ -73,7 +73,7 @@ async def test_an_exported_run_replays_and_its_case_is_rescored(eval_env: dict[s
     # the offline model is deterministic: the same commit, goal and budget show the same files in full
     assert (nav["line_recall"], nav["file_hit"], nav["failed"]) == (1.0, 1.0, 0), nav
     assert {t["method"] for t in report["totals"]} == {"navigator:offline", "engine", "chunk-bm25"}
-    assert "1 quality cases exported by `navigator export`" in (tmp_path / "ev" / "eval.md").read_text()
+    assert "1 quality case exported by `navigator export`" in (tmp_path / "ev" / "eval.md").read_text()
     assert not (tmp_path / "bad").exists() and not list(tmp_path.glob(".bad.tmp-*"))
     assert git(repo, "worktree", "list").count("\n") == 0  # the case's checkout is gone
 
