@@ -37,7 +37,7 @@ eval_app = command_group(cls=EvalGroup, no_args_is_help=True,
 @eval_app.command("run")
 def eval_command(
     ctx: typer.Context,
-    repo: Annotated[Path | None, typer.Argument(metavar="[REPO]", help="Git repository whose history is mined.",
+    repo: Annotated[Path | None, typer.Argument(metavar="REPO", help="Git repository whose history is mined.",
                                                 show_default=False)] = None,
     tasks: Annotated[int | None, typer.Option("--tasks", metavar="N", min=1, max=1000,
                                               help="Tasks to mine, spread over the history.",
