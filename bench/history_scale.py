@@ -112,7 +112,7 @@ def explore(repo: Path, state: Path, goal: str) -> dict[str, object]:
 
 
 def history_read(repo: Path) -> dict[str, float]:
-    """The learned navigator's history read, in process (labelled: the default policy skips it)."""
+    """The learned navigator's history read alone, in process (labelled; the default policy reads it too)."""
     from durable_navigator.repomap.chunkrank.fromengine import repo_history
     from durable_navigator.repomap.chunkrank.history import MAX_COMMITS
 

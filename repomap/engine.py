@@ -352,6 +352,22 @@ class RepoMap(QueryMixin):
         self._noticed(result.skipped)
         return inp, result, ctx, t0, t1
 
+    def _derived_key(self, kind: str) -> str:
+        return hashlib.blake2b((kind + "\n" + self._built.index_hash).encode(), digest_size=16).hexdigest()
+
+    def derived_blob(self, kind: str) -> Any:
+        """A blob derived from this index version and stored by :meth:`store_derived` (``kind`` names its
+        layout), memory-mapped read-only; ``None`` when none is stored. For what callers build from
+        the whole index (the chunk ranker's chunks): a warm open reads it instead of rebuilding it."""
+        return self._cache.map_structure(self._derived_key(kind))
+
+    def store_derived(self, kind: str, data: bytes) -> None:
+        """Store ``data`` as this index version's ``kind`` blob (atomically; best effort on a read-only cache)."""
+        try:
+            self._cache.put_structure(self._derived_key(kind), [data])
+        except OSError as exc:
+            log.warning("repo-map: could not store %s (%s); it is rebuilt next time", kind, exc)
+
     def read_lines(self, path: str, start: int, end: int) -> str:
         """Lines ``start..end`` (1-based, inclusive) of a file inside the root, as it is now.
 

@@ -15,17 +15,22 @@ stopwords dropped.
 
 from __future__ import annotations
 
+import marshal
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from durable_navigator.repomap.stopwords import is_stopword
 
-__all__ = ["SPLIT_LINES", "GAP_LINES", "ChunkSpan", "tokenize", "chunk_ranges", "RepoChunks"]
+__all__ = ["SPLIT_LINES", "GAP_LINES", "STORE_FORMAT", "ChunkSpan", "tokenize", "chunk_ranges", "RepoChunks"]
 
 SPLIT_LINES = 80
 GAP_LINES = 40
+#: the stored layout of :class:`RepoChunks` (``to_bytes``); bump it when the layout, the chunking or
+#: the tokenisation changes, so a stored blob of another kind is never read as this one
+STORE_FORMAT = f"repochunks-1-{SPLIT_LINES}-{GAP_LINES}"
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
@@ -161,7 +166,73 @@ class RepoChunks:
         self.file_df = np.bincount(self.file_tf.indices, minlength=len(vocab))
         self.starts = np.fromiter((s.start for s in spans), dtype=np.int64, count=len(spans))
         self.ends = np.fromiter((s.end for s in spans), dtype=np.int64, count=len(spans))
+        self.name_vocab, self.name_tf = _name_terms(spans)
+
+    def to_bytes(self) -> bytes:
+        """Everything but the per-term frequencies (recounted on load), in :data:`STORE_FORMAT`."""
+        return marshal.dumps({
+            "format": STORE_FORMAT, "files": self.files, "vocab": list(self.vocab),
+            "name_vocab": list(self.name_vocab), "names": [s.name for s in self.spans],
+            "kinds": [s.kind for s in self.spans], "file_of": self.file_of.tobytes(),
+            "starts": self.starts.tobytes(), "ends": self.ends.tobytes(), "file_lines": self.file_lines.tobytes(),
+            "tf": _csr_parts(self.tf), "file_tf": _csr_parts(self.file_tf), "name_tf": _csr_parts(self.name_tf)})
+
+    @classmethod
+    def from_bytes(cls, data: Any) -> "RepoChunks":
+        """The chunks :meth:`to_bytes` stored; ``ValueError`` for another layout or a torn blob."""
+        try:
+            d = marshal.loads(data)
+        except (EOFError, ValueError, TypeError) as exc:
+            raise ValueError(f"unreadable chunk store: {exc}") from None
+        if not isinstance(d, dict) or d.get("format") != STORE_FORMAT:
+            raise ValueError("a chunk store of another layout")
+        rc = cls.__new__(cls)
+        rc.files = d["files"]
+        rc.vocab = {t: i for i, t in enumerate(d["vocab"])}
+        rc.name_vocab = {t: i for i, t in enumerate(d["name_vocab"])}
+        rc.file_of, rc.starts, rc.ends, rc.file_lines = (
+            np.frombuffer(d[k], dtype=np.int64) for k in ("file_of", "starts", "ends", "file_lines"))
+        files = rc.files
+        rc.spans = [ChunkSpan(files[f], a, b, n, k) for f, a, b, n, k in zip(
+            rc.file_of.tolist(), rc.starts.tolist(), rc.ends.tolist(), d["names"], d["kinds"], strict=True)]
+        rc.tf, rc.file_tf, rc.name_tf = (_csr(d[k]) for k in ("tf", "file_tf", "name_tf"))
+        if rc.tf.shape != (len(rc.spans), len(rc.vocab)) or len(files) != len(rc.file_lines):
+            raise ValueError("a torn chunk store")
+        rc.chunk_df = np.bincount(rc.tf.indices, minlength=len(rc.vocab))
+        rc.file_df = np.bincount(rc.file_tf.indices, minlength=len(rc.vocab))
+        return rc
 
     def columns(self, terms: list[str]) -> list[int]:
         """Columns of the distinct ``terms`` the repository contains (first-seen order)."""
         return [c for t in dict.fromkeys(terms) if (c := self.vocab.get(t)) is not None]
+
+
+def _name_terms(spans: list[ChunkSpan]) -> tuple[dict[str, int], Any]:
+    """The terms of each chunk's definition name: a binary chunks x name-terms matrix and its columns."""
+    import scipy.sparse as sp
+
+    vocab: dict[str, int] = {}
+    rows: list[int] = []
+    cols: list[int] = []
+    by_name: dict[str, list[int]] = {}
+    for k, span in enumerate(spans):
+        if span.name not in by_name:
+            by_name[span.name] = [vocab.setdefault(t, len(vocab)) for t in dict.fromkeys(tokenize(span.name))]
+        got = by_name[span.name]
+        rows.extend([k] * len(got))
+        cols.extend(got)
+    m = sp.csr_matrix((np.ones(len(rows), dtype=np.float64), (rows, cols)), shape=(len(spans), len(vocab)))
+    return vocab, m
+
+
+def _csr_parts(m: Any) -> tuple[Any, ...]:
+    return (m.shape, m.data.dtype.str, m.data.tobytes(), m.indices.dtype.str, m.indices.tobytes(),
+            m.indptr.dtype.str, m.indptr.tobytes())
+
+
+def _csr(parts: tuple[Any, ...]) -> Any:
+    import scipy.sparse as sp
+
+    shape, dt, data, it, indices, pt, indptr = parts
+    return sp.csr_matrix((np.frombuffer(data, dtype=dt), np.frombuffer(indices, dtype=it),
+                          np.frombuffer(indptr, dtype=pt)), shape=tuple(shape))

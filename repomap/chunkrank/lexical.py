@@ -55,9 +55,18 @@ def _term_share(words: list[set[str]], goal: set[str], weight: dict[str, float])
 
 
 def name_match(rc: RepoChunks, goal_terms: list[str], weight: dict[str, float]) -> np.ndarray:
-    """Per chunk: weighted share of the goal's terms found in its definition's name parts."""
+    """Per chunk: weighted share of the goal's terms found in its definition's name parts.
+
+    Through the chunks' name-term matrix (built once per index version), not by tokenising every
+    chunk's name per request: 3 s of a request on a 20,000-file repository.
+    """
     goal = set(goal_terms)
-    return _term_share([set(tokenize(s.name)) for s in rc.spans], goal, weight)
+    total = sum(weight.get(t, 0.0) for t in goal) or 1.0
+    found = [(c, weight.get(t, 0.0)) for t in goal if (c := rc.name_vocab.get(t)) is not None]
+    if not found:
+        return np.zeros(len(rc.spans))
+    cols, w = zip(*found, strict=True)
+    return np.asarray(rc.name_tf[:, list(cols)] @ np.asarray(w, dtype=np.float64)).ravel() / total
 
 
 def path_match(rc: RepoChunks, goal_terms: list[str], weight: dict[str, float]) -> np.ndarray:

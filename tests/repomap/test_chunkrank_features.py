@@ -7,14 +7,16 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 
 from durable_navigator.repomap import RepoMap
 from durable_navigator.repomap.chunkrank import FEATURES, GROUPS, EngineView, RepoChunks, chunk_features, chunk_ranges
-from durable_navigator.repomap.chunkrank.chunks import tokenize
+from durable_navigator.repomap.chunkrank import fromengine
+from durable_navigator.repomap.chunkrank.chunks import STORE_FORMAT, tokenize
 from durable_navigator.repomap.chunkrank.fromengine import engine_view, repo_chunks, repo_history
 from durable_navigator.repomap.chunkrank.history import HISTORY_FEATURES, History, load_history
-from durable_navigator.repomap.chunkrank.lexical import bm25_scores, coverage
+from durable_navigator.repomap.chunkrank.lexical import bm25_scores, coverage, name_match
 
 
 def test_tokenize_splits_identifiers_and_drops_stopwords_and_short_tokens() -> None:
@@ -124,3 +126,46 @@ def test_features_from_a_real_engine_rank_the_named_definition_first(tmp_path: P
     best = cf.spans[int(np.argmax(cf.X[:, FEATURES.index("chunk_bm25")]))]
     assert (best.path, best.start, best.name) == ("pkg/ledger.py", 1, "reserve_funds")
     assert cf.X[[i for i, s in enumerate(cf.spans) if s.path == "pkg/ledger.py"][0], FEATURES.index("eng_score")] > 0
+
+
+def _same_chunks(a: RepoChunks, b: RepoChunks) -> None:
+    assert (a.files, a.spans, a.vocab, a.name_vocab) == (b.files, b.spans, b.vocab, b.name_vocab)
+    for name in ("file_of", "starts", "ends", "file_lines", "chunk_df", "file_df"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    for name in ("tf", "file_tf", "name_tf"):
+        assert (getattr(a, name) != getattr(b, name)).nnz == 0, name
+
+
+def test_stored_chunks_read_back_equal_and_another_layout_is_refused() -> None:
+    rc = _repo()
+    back = RepoChunks.from_bytes(rc.to_bytes())
+    _same_chunks(rc, back)
+    goal = tokenize("reserve funds settle helper")
+    weight = {t: 1.0 + i for i, t in enumerate(goal)}
+    assert np.array_equal(name_match(back, goal, weight), name_match(rc, goal, weight))
+    # the name share is each chunk's name terms against the goal's, weighted (what tokenising every name gave)
+    want = [sum(weight[t] for t in set(tokenize(s.name)) & set(goal)) / sum(weight[t] for t in set(goal))
+            for s in rc.spans]
+    assert np.allclose(name_match(rc, goal, weight), want)
+    for bad in (b"", b"not marshal", rc.to_bytes().replace(STORE_FORMAT.encode(), b"repochunks-0-80-40")):
+        with pytest.raises(ValueError):
+            RepoChunks.from_bytes(bad)
+
+
+def test_a_new_engine_process_reads_the_chunks_its_index_version_stored(tmp_path: Path) -> None:
+    """A warm open (a new worker, a new CLI command) reads the stored chunks: 40 s of a 20,000-file repository."""
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "ledger.py").write_text("def reserve_funds(amount):\n    return amount\n")
+    built = repo_chunks(RepoMap.open(root, cache_dir=tmp_path / "cache", jobs=1))
+    fromengine._CACHE.clear()  # what a new process starts with
+    engine = RepoMap.open(root, cache_dir=tmp_path / "cache", jobs=1)
+    read_lines = engine.read_lines
+    engine.read_lines = lambda *a: pytest.fail("read the files again instead of the stored chunks")  # type: ignore
+    _same_chunks(repo_chunks(engine), built)
+    engine.read_lines = read_lines  # type: ignore[method-assign]
+    # a changed file is another index version: its chunks are built again, not read stale
+    (root / "pkg" / "ledger.py").write_text("def settle(amount):\n    return -amount\n")
+    fromengine._CACHE.clear()
+    again = repo_chunks(RepoMap.open(root, cache_dir=tmp_path / "cache", jobs=1))
+    assert [s.name for s in again.spans] == ["settle"]
