@@ -36,6 +36,7 @@ from temporalio.client import Client, TLSConfig
 
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.errors import TemporalUnreachableError, stderr
+from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.workers.background import BackgroundOptions, start_background
 from durable_navigator.workers.devserver import (
     DevServer,
@@ -321,8 +322,9 @@ async def _in_process_worker(session: TemporalSession) -> AsyncIterator[None]:
     from durable_navigator.workers.worker import build_worker
 
     config = session.config
+    store = await asyncio.to_thread(open_artifact_store, config)
     worker = build_worker(session.client, task_queue=session.task_queue, endpoints=config.endpoints,
-                          pricing_file=config.pricing_file)
+                          pricing_file=config.pricing_file, store=store)
     running = asyncio.create_task(worker.run())
     command = asyncio.current_task()
     loop = asyncio.get_running_loop()

@@ -31,6 +31,7 @@ from durable_navigator.cli.display import (
 )
 from durable_navigator.cli.errors import CliError, RunFailedError, handles_errors
 from durable_navigator.cli.handles import describe_run, is_running, query_run, status_name
+from durable_navigator.cli.results_home import bring_home
 from durable_navigator.cli.runrows import (
     ABNORMAL_STOPS,
     RUN_WORKFLOW_TYPES,
@@ -41,6 +42,7 @@ from durable_navigator.cli.runrows import (
     run_row,
 )
 from durable_navigator.cli.status_cmd import WATCH_INTERVAL_S, fetch_status, run_status
+from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.cli.stuck import result_unless_stuck
 from durable_navigator.navcore.branches import BranchExploreResult
 from durable_navigator.navcore.investigation import InvestigationResult
@@ -124,7 +126,10 @@ def run_result(
     wait: bool,
     json_out: bool,
 ) -> None:
-    """The ``navigator result`` command (its options and help: :mod:`cli.signatures`)."""
+    """The ``navigator result`` command (its options and help: :mod:`cli.signatures`).
+
+    The run's files are written on this machine from the artifact store (:mod:`cli.results_home`)."""
+    store = open_artifact_store(config_of(ctx))
 
     async def go() -> tuple[RunKind, ExplorationResult | ResearchResult | InvestigationResult | BranchExploreResult,
                             str | None]:
@@ -147,6 +152,7 @@ def run_result(
             return kind, res, session.ui_link(workflow_id)
 
     kind, res, link = run_async(go())
+    bring_home(store, res)
     if json_out:
         print_json({**res.model_dump(mode="json"), "ui_url": link})
     else:
