@@ -34,6 +34,7 @@ from typing import Any
 
 from temporalio.client import Client, TLSConfig
 
+from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.errors import TemporalUnreachableError, stderr
 from durable_navigator.cli.stores import open_artifact_store
@@ -97,6 +98,13 @@ class TemporalSession:
     started_background: bool = False
     #: the in-process worker stopped and the command was cancelled for it (not a Ctrl-C)
     worker_lost: bool = False
+    _store: ArtifactStore | None = None
+
+    def artifact_store(self) -> ArtifactStore:
+        """The configured artifact store (opened on first use; a bad ``artifacts:`` setting raises then)."""
+        if self._store is None:
+            self._store = open_artifact_store(self.config, check=False)
+        return self._store
 
     @property
     def namespace(self) -> str:

@@ -29,7 +29,7 @@ from durable_navigator.cli.connect import (
 from durable_navigator.cli.errors import CliError, ExitCode, TemporalUnreachableError
 from durable_navigator.cli.follow import follow_to_result
 from durable_navigator.cli.preflight import refuse_unservable_on_workers
-from durable_navigator.cli.results_home import bring_home
+from durable_navigator.cli.results_home import bring_run_home
 from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.cli.runrows import exit_code_for_result
 from durable_navigator.navcore.report import run_details_markdown, run_summary
@@ -100,7 +100,7 @@ async def launch(config: NavigatorConfig, models: list[str], *, interactive: boo
         finally:
             await cancel_and_wait(closed)
         if store is not None:
-            await asyncio.to_thread(bring_home, store, result)
+            await bring_run_home(session.client, store, result)
         if json_out:
             print_json({**result.model_dump(mode="json"), "ui_url": link, **(extra_json(result) if extra_json else {})})
         else:

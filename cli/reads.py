@@ -31,7 +31,7 @@ from durable_navigator.cli.display import (
 )
 from durable_navigator.cli.errors import CliError, RunFailedError, handles_errors
 from durable_navigator.cli.handles import describe_run, is_running, query_run, status_name
-from durable_navigator.cli.results_home import bring_home
+from durable_navigator.cli.results_home import bring_run_home
 from durable_navigator.cli.runrows import (
     ABNORMAL_STOPS,
     RUN_WORKFLOW_TYPES,
@@ -129,11 +129,12 @@ def run_result(
     """The ``navigator result`` command (its options and help: :mod:`cli.signatures`).
 
     The run's files are written on this machine from the artifact store (:mod:`cli.results_home`)."""
-    store = open_artifact_store(config_of(ctx))
+    config = config_of(ctx)
+    store = open_artifact_store(config)  # a bad artifacts: setting is one line before anything is read
 
     async def go() -> tuple[RunKind, ExplorationResult | ResearchResult | InvestigationResult | BranchExploreResult,
                             str | None]:
-        async with open_session(config_of(ctx)) as session:
+        async with open_session(config) as session:
             _, desc = await describe_run(session.client, workflow_id)
             kind = run_kind_of(desc.workflow_type)
             if kind is None:
@@ -149,10 +150,10 @@ def run_result(
                 raise RunFailedError(f"run {workflow_id} failed: {cause}") from None
             except RPCError as exc:
                 raise RunFailedError(f"cannot read the result of {workflow_id}: {exc.message}") from None
+            await bring_run_home(session.client, store, res)
             return kind, res, session.ui_link(workflow_id)
 
     kind, res, link = run_async(go())
-    bring_home(store, res)
     if json_out:
         print_json({**res.model_dump(mode="json"), "ui_url": link})
     else:

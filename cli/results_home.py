@@ -5,23 +5,28 @@ under ``<out_dir>/<workflow id>/``, ``out_dir`` resolved by the CLI that started
 each file's :class:`ArtifactRef`. With an object store the worker may run on a host that shares no
 disk with the machine that asked, so it writes no files: ``explore``, ``ask``, ``investigate`` and
 ``result`` write them here, from the stored bytes (hash-checked by the store). With the local
-store the worker already wrote them; a file already holding the right bytes is left alone.
+store the worker already wrote them. A file already there is left alone: it is this run's (the
+folder is named by the workflow id), written by the worker or by an earlier command, and perhaps
+edited since — bringing a result home never overwrites the user's copy.
 """
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 from pathlib import Path
 from typing import Any
+
+from temporalio.client import Client
 
 from durable_navigator.activities.artifacts import ArtifactStore, atomic_write_bytes
 from durable_navigator.cli.errors import CliError
 from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.branches import BranchExploreResult
 from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.research import ResearchResult
 
-__all__ = ["result_files", "bring_home"]
+__all__ = ["result_files", "bring_home", "bring_run_home"]
 
 
 def result_files(result: Any) -> list[tuple[str, ArtifactRef]]:
@@ -37,15 +42,8 @@ def result_files(result: Any) -> list[tuple[str, ArtifactRef]]:
     return [(path, ref) for path, ref in named if path and ref is not None]
 
 
-def _holds(path: Path, ref: ArtifactRef) -> bool:
-    try:
-        return path.stat().st_size == ref.size and hashlib.sha256(path.read_bytes()).hexdigest() == ref.sha256
-    except OSError:
-        return False
-
-
 def bring_home(store: ArtifactStore, result: Any) -> list[Path]:
-    """Write the run's files on this machine from ``store``; the paths written (already right: skipped).
+    """Write the run's files missing on this machine from ``store``; the paths written.
 
     A store that does not answer, a missing or corrupt blob, or a path this machine cannot write
     is one :class:`CliError` line (the run itself is finished and kept: ``navigator result`` retries).
@@ -53,7 +51,7 @@ def bring_home(store: ArtifactStore, result: Any) -> list[Path]:
     written: list[Path] = []
     for name, ref in result_files(result):
         path = Path(name)
-        if _holds(path, ref):
+        if path.exists():
             continue
         try:
             data = store.get_bytes(ref)
@@ -68,3 +66,12 @@ def bring_home(store: ArtifactStore, result: Any) -> list[Path]:
                            f"{getattr(result, 'workflow_id', '')}` writes it again") from None
         written.append(path)
     return written
+
+
+async def bring_run_home(client: Client, store: ArtifactStore, result: Any) -> list[Path]:
+    """:func:`bring_home` off the event loop; a branches run brings its kept exploration's pack."""
+    if isinstance(result, BranchExploreResult):
+        if result.kept is None:
+            return []
+        result = await client.get_workflow_handle(result.kept, result_type=ExplorationResult).result()
+    return await asyncio.to_thread(bring_home, store, result)
