@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -23,7 +24,8 @@ from temporalio.client import Client
 
 from durable_navigator.navcore.requests import ExplorationResult
 from tests.support.cli import FIXTURE_REPO
-from tests.support.hosts import Host
+from tests.support.e2e import NAVIGATOR, Sandbox
+from tests.support.hosts import KEY_ENV, Host
 from tests.support.seaweed import BUCKET, SECRET_KEY, SeaweedS3
 
 GOAL = "how is the token budget enforced?"
@@ -121,3 +123,25 @@ def test_a_worker_with_a_bad_store_setting_stops_before_polling(
     explored = cli_host.run("explore", str(FIXTURE_REPO), GOAL, "--out", str(cli_host.root / "out"), **{drop: ""})
     assert explored.returncode != 0 and message in explored.stderr, explored.stderr[-2000:]
     assert not (cli_host.root / "out").exists()
+
+
+def test_the_in_process_worker_of_explore_uses_the_object_store(tmp_path: Path, s3_server: SeaweedS3) -> None:
+    """No TEMPORAL_ADDRESS: ``explore`` starts its embedded server and in-process worker, which must
+    write to the configured bucket too (not the local directory), and the command writes the files."""
+    box = Sandbox.create(tmp_path)
+    prefix = f"inproc-{uuid.uuid4().hex[:8]}"
+    config = tmp_path / "navigator.yaml"
+    config.write_text(config.read_text() + f"artifacts:\n  url: s3://{BUCKET}/{prefix}\n"
+                      f"  endpoint_url: {s3_server.endpoint_url}\n  access_key_env: NAV_S3_ACCESS\n"
+                      "  secret_key_env: NAV_S3_SECRET\n")
+    out = tmp_path / "out"
+    ran = subprocess.run([str(NAVIGATOR), "explore", str(FIXTURE_REPO), GOAL, "--json", "--max-iterations", "3",
+                          "--out", str(out)], cwd=tmp_path, env={**box.env(), **KEY_ENV}, capture_output=True,
+                         text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    result = json.loads(ran.stdout)
+    assert _sha(Path(result["context_path"])) == result["context_ref"]["sha256"]
+    assert not (tmp_path / "xdg-cache" / "durable-navigator" / "artifacts").exists()  # nothing kept locally
+    sha = result["context_ref"]["sha256"]
+    listed = s3_server.client().list_objects_v2(Bucket=BUCKET, Prefix=f"{prefix}/default/")["Contents"]
+    assert any(o["Key"] == f"{prefix}/default/{sha[:2]}/{sha}" for o in listed)
