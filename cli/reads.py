@@ -125,6 +125,7 @@ def run_result(
     workflow_id: str,
     wait: bool,
     json_out: bool,
+    out: Path | None = None,
 ) -> None:
     """The ``navigator result`` command (its options and help: :mod:`cli.signatures`).
 
@@ -150,7 +151,7 @@ def run_result(
                 raise RunFailedError(f"run {workflow_id} failed: {cause}") from None
             except RPCError as exc:
                 raise RunFailedError(f"cannot read the result of {workflow_id}: {exc.message}") from None
-            await bring_run_home(session.client, store, res)
+            res = await bring_run_home(session.client, store, res, out)
             return kind, res, session.ui_link(workflow_id)
 
     kind, res, link = run_async(go())

@@ -26,7 +26,7 @@ from durable_navigator.navcore.investigation import InvestigationResult
 from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.research import ResearchResult
 
-__all__ = ["result_files", "bring_home", "bring_run_home"]
+__all__ = ["result_files", "bring_home", "bring_run_home", "relocated"]
 
 
 def result_files(result: Any) -> list[tuple[str, ArtifactRef]]:
@@ -68,10 +68,27 @@ def bring_home(store: ArtifactStore, result: Any) -> list[Path]:
     return written
 
 
-async def bring_run_home(client: Client, store: ArtifactStore, result: Any) -> list[Path]:
-    """:func:`bring_home` off the event loop; a branches run brings its kept exploration's pack."""
+def relocated(result: Any, out: Path) -> Any:
+    """``result`` with each file it names moved to ``out/<workflow id>/<file name>`` (``result --out``)."""
+    fields = {ExplorationResult: ("context_path", "report_path"), ResearchResult: ("answer_path", "report_path"),
+              InvestigationResult: ("report_path", "report_json_path")}.get(type(result), ())
+    folder = out.expanduser().resolve() / result.workflow_id
+    return result.model_copy(update={name: str(folder / Path(getattr(result, name)).name)
+                                     for name in fields if getattr(result, name)})
+
+
+async def bring_run_home(client: Client, store: ArtifactStore, result: Any, out: Path | None = None) -> Any:
+    """:func:`bring_home` off the event loop (into ``out`` when given); the result naming the files here.
+
+    A branches run brings its kept exploration's pack (under the kept run's id).
+    """
     if isinstance(result, BranchExploreResult):
         if result.kept is None:
-            return []
-        result = await client.get_workflow_handle(result.kept, result_type=ExplorationResult).result()
-    return await asyncio.to_thread(bring_home, store, result)
+            return result
+        kept = await client.get_workflow_handle(result.kept, result_type=ExplorationResult).result()
+        kept = relocated(kept, out) if out is not None else kept
+        await asyncio.to_thread(bring_home, store, kept)
+        return result.model_copy(update={"context_path": kept.context_path})
+    result = relocated(result, out) if out is not None else result
+    await asyncio.to_thread(bring_home, store, result)
+    return result

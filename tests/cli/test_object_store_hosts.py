@@ -41,6 +41,10 @@ def _hosts(tmp_path: Path, s3: SeaweedS3, client: Client, task_queue: str) -> tu
             Host.create(tmp_path / "cli-host", s3, address, task_queue, prefix))
 
 
+def _prefix_of(host: Host) -> str:
+    return (host.root / "navigator.yaml").read_text().split(f"s3://{BUCKET}/")[1].split()[0]
+
+
 def _wait_polling(host: Host) -> None:
     deadline = time.monotonic() + POLLING_WITHIN_S
     while "worker polling" not in host.log():
@@ -73,6 +77,11 @@ async def test_results_come_home_from_a_worker_that_shares_no_disk(
                                                                                           "report.json")]
         shown = await asyncio.to_thread(cli_host.run, "result", wid, "--json")
         assert shown.returncode == 0, shown.stderr[-3000:]
+        # a teammate on a third host reads the same run into a folder of theirs
+        teammate = Host.create(tmp_path / "teammate-host", s3_server, cli_host.temporal_address, task_queue,
+                               _prefix_of(cli_host))
+        theirs = await asyncio.to_thread(teammate.run, "result", wid, "--json", "--out", str(teammate.root / "mine"))
+        assert theirs.returncode == 0, theirs.stderr[-3000:]
         followed = await asyncio.to_thread(cli_host.run, "explore", str(FIXTURE_REPO), GOAL, "--json",
                                            "--max-iterations", "3", "--out", str(out))
         asked = await asyncio.to_thread(cli_host.run, "ask", str(FIXTURE_REPO), QUESTION, "--json",
@@ -86,6 +95,9 @@ async def test_results_come_home_from_a_worker_that_shares_no_disk(
     assert _sha(context) == result["context_ref"]["sha256"] and _sha(report) == result["report_ref"]["sha256"]
     assert "## " in context.read_text()  # a real pack, not an empty file
     assert json.loads(report.read_text())["workflow_id"] == wid
+    their_result = json.loads(theirs.stdout)
+    assert their_result["context_path"] == str(teammate.root / "mine" / wid / "context.md")
+    assert Path(their_result["context_path"]).read_bytes() == context.read_bytes()
     # the same bytes are in the bucket, under <prefix>/<namespace>/<aa>/<sha256>
     sha = result["context_ref"]["sha256"]
     listed = s3_server.client().list_objects_v2(Bucket=BUCKET, Prefix="hosts-")["Contents"]

@@ -14,7 +14,7 @@ import pytest
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.cli.errors import CliError
-from durable_navigator.cli.results_home import bring_home, result_files
+from durable_navigator.cli.results_home import bring_home, relocated, result_files
 from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navtypes.errors import ArtifactError
@@ -61,6 +61,15 @@ def test_a_path_that_cannot_be_written_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "out").write_text("a file where the folder should be")
     with pytest.raises(CliError, match=r"cannot write .*context.md .*`navigator result nav-x` writes it again"):
         bring_home(store, _result(store, tmp_path / "out"))
+
+
+def test_result_out_moves_the_files_into_a_folder_of_this_machine(tmp_path: Path) -> None:
+    store = LocalArtifactStore(tmp_path / "blobs")
+    moved = relocated(_result(store, Path("/elsewhere/out")), tmp_path / "mine")
+    assert moved.context_path == str(tmp_path / "mine" / "nav-x" / "context.md")
+    assert bring_home(store, moved) == [tmp_path / "mine" / "nav-x" / "context.md",
+                                        tmp_path / "mine" / "nav-x" / "report.json"]
+    assert not Path("/elsewhere").exists()
 
 
 def test_a_result_names_its_files_with_their_refs(tmp_path: Path) -> None:
