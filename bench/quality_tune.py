@@ -239,7 +239,14 @@ def main() -> None:
     ap.add_argument("--with-git", action="store_true", help="checkouts with the parent's history in .git")
     ap.add_argument("--no-pack-frame", action="store_true",
                     help="score the map at the whole budget (before the pack budget left room for the frame)")
+    ap.add_argument("--ranker", default=None, metavar="ranker-vN",
+                    help="rank with this model of the package instead of model.MODEL_VERSION (choosing one on dev)")
     args = ap.parse_args()
+    if args.ranker:
+        from durable_navigator.repomap.chunkrank import model as chunk_model
+
+        chosen = chunk_model.load_ranker(args.ranker)  # fails here, before any task, on an unknown version
+        chunk_model.load_ranker = lambda *_a, **_k: chosen  # type: ignore[assignment]
     global POLICY, ENGINE, PACK_FRAME, WITH_GIT
     PACK_FRAME = not args.no_pack_frame
     WITH_GIT = args.with_git

@@ -44,6 +44,8 @@ COMMANDS: dict[str, LazyCommand] = {
     "map": LazyCommand(f"{_PKG}.signatures", "map_app", "Print the repo map of REPO (what the navigator sees)."),
     "eval": LazyCommand(f"{_PKG}.evalcmd", "eval_app", "Score the context on REPO's own history (eval.md).",
                         group=True),
+    "export": LazyCommand(f"{_PKG}.export_cmd", "export_app",
+                          "Save a finished run as a replay fixture and quality case."),
     "server": LazyCommand(f"{_PKG}.server", "server_app", "Run the embedded Temporal server; status; stop.",
                           group=True),
     "worker": LazyCommand(f"{_PKG}.signatures", "worker_app", "Run a navigator worker until SIGTERM / Ctrl-C."),

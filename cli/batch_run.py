@@ -32,7 +32,7 @@ from durable_navigator.navcore.report import markdown_text
 from durable_navigator.navcore.messages import BATCH_WORKFLOW, QUERY_BATCH_PROGRESS
 from durable_navigator.navtypes.errors import BudgetError, ModelError, NavigatorError, RepoError
 
-__all__ = ["build_batch_request", "new_batch_id"]
+__all__ = ["build_batch_request", "new_batch_id", "start_batch", "follow_batch"]
 
 
 #: how often `run` prints progress while it waits
@@ -137,7 +137,8 @@ def run_run(
     raise typer.Exit(int(run_async(_run(config, req, jobs_file, detach=detach, json_out=json_out))))
 
 
-async def _start(session: TemporalSession, req: BatchRequest) -> WorkflowHandle[object, BatchResult]:
+async def start_batch(session: TemporalSession, req: BatchRequest) -> WorkflowHandle[object, BatchResult]:
+    """Start the batch ``req`` (or join it: the same id while it runs; recover its finished children after it closed)."""
     return await session.client.start_workflow(
         BATCH_WORKFLOW,
         req,
@@ -167,7 +168,7 @@ async def _run(config: NavigatorConfig, req: BatchRequest, jobs_file: Path, *, d
                 load_jobs_file(jobs_file, check_job=_worker_refusals(problems, where))  # raises, with lines
                 # only reached when the file changed since it was read
                 raise ModelError(f"{where} cannot serve: " + "; ".join(f"{m} ({p})" for m, p in problems.items()))
-        handle = await _start(session, req)
+        handle = await start_batch(session, req)
         stderr.print(f"batch [bold]{req.batch_id}[/bold]: {len(req.jobs)} jobs · ${req.total_budget_usd:.4f} · "
                      f"{req.max_concurrency} at once")
         link = session.ui_link(req.batch_id)
@@ -176,13 +177,14 @@ async def _run(config: NavigatorConfig, req: BatchRequest, jobs_file: Path, *, d
         if detach:
             print_json({"batch_id": req.batch_id, "ui_url": link}) if json_out else stdout.print(req.batch_id)
             return ExitCode.OK
-        result = await _follow(handle)
+        result = await follow_batch(handle)
         _print_result(result, json_out)
         say_after(session)
         return ExitCode.OK if result.count(JobStatus.FAILED) == 0 else ExitCode.RUN_FAILED
 
 
-async def _follow(handle: WorkflowHandle[object, BatchResult]) -> BatchResult:
+async def follow_batch(handle: WorkflowHandle[object, BatchResult]) -> BatchResult:
+    """Wait for the batch's result, printing its progress to stderr every few seconds; a failed batch is a RunFailedError."""
     waiter = asyncio.ensure_future(handle.result())
     try:
         while not waiter.done():
@@ -274,7 +276,7 @@ async def _results(config: NavigatorConfig, batch_id: str, wait: bool) -> BatchR
             if not wait:
                 raise CliError(f"batch {batch_id} is still running; pass --wait, or see "
                                f"`navigator batch status {batch_id}`")
-            return await _follow(handle)
+            return await follow_batch(handle)
         try:
             return await handle.result()
         except WorkflowFailureError as exc:

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
-from durable_navigator.activities.evaluation.checkout import remove_checkouts
 from durable_navigator.activities.evaluation.scoring import NavigatorRun, score_task
 from durable_navigator.activities.pricing_loader import load_pricing_table
-from durable_navigator.cli.batch_run import _follow, _start
+from durable_navigator.cli.batch_run import follow_batch, start_batch
 from durable_navigator.cli.common import stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import open_session
 from durable_navigator.cli.errors import ExitCode, stderr
+from durable_navigator.cli.eval_cases import remove_run_checkouts
 from durable_navigator.cli.connect import say_server
 from durable_navigator.cli.preflight import problems_on_workers
 from durable_navigator.navcore.batch import BatchRequest, BatchResult, JobStatus
@@ -53,11 +53,11 @@ async def run_batch(config: NavigatorConfig, req: BatchRequest) -> EvalOutcome:
             if problems:
                 raise ModelError(f"the worker(s) on task queue {session.task_queue!r} cannot serve: "
                                  + "; ".join(f"{m} ({p})" for m, p in problems.items()))
-        handle = await _start(session, req)
+        handle = await start_batch(session, req)
         link = session.ui_link(req.batch_id)
         if link:
             stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
-        result = await _follow(handle)
+        result = await follow_batch(handle)
         seconds: dict[int, float] = {}
         for o in result.outcomes:
             if o.status in (JobStatus.COMPLETED, JobStatus.FAILED):
@@ -103,21 +103,21 @@ def write_report(config: NavigatorConfig, run: EvalRun, outcome: EvalOutcome, ou
     runs = _runs(run, outcome)
     results: list[TaskResult] = []
     for i, task in enumerate(run.tasks):
-        results.append(score_task(task, root / task.parent[:12], run.budgets, runs[i]))
+        results.append(score_task(task, root / run.explore_dir(task), run.budgets, runs[i]))
     methods = [navigator_method(m) for m in run.models] + [ENGINE, CHUNK_BM25]
     first = run.tasks[0].date[:10] if run.tasks else ""
     report = EvalReport(
         repo=run.repo, head=run.head, since=run.since,
-        commit_range=f"{min(t.date for t in run.tasks)[:10]} … {max(t.date for t in run.tasks)[:10]} "
-                     f"(HEAD {run.head[:12]})" if first else run.head[:12],
+        commit_range=(f"{min(t.date for t in run.tasks)[:10]} … {max(t.date for t in run.tasks)[:10]}"
+                      + (f" (HEAD {run.head[:12]})" if run.head else "")) if first else run.head[:12],
         models=run.models, budgets=run.budgets, budget_usd=run.budget_usd,
         spent_usd=float(Decimal(outcome.result.spent_usd)), prices=_prices(config, run.models), machine=_machine(),
         started=run.started, wall_seconds=outcome.wall_seconds, batch_id=run.batch_id, candidates=run.candidates,
-        tasks=results, totals=totals(results, methods, run.budgets))
+        tasks=results, totals=totals(results, methods, run.budgets), cases=run.cases)
     (out_dir / "eval.json").write_text(report.model_dump_json(indent=1), encoding="utf-8")
     (out_dir / "eval.md").write_text(report_markdown(report), encoding="utf-8")
     (out_dir / "eval.html").write_text(report_html(report), encoding="utf-8")
-    remove_checkouts(Path(run.git_dir), root)
+    remove_run_checkouts(run)
     for t in report.totals:
         stdout.print(f"{t.tokens_budget:>7,} tokens · {t.method:<20} recall {t.line_recall:.3f} · file hit "
                      f"{t.file_hit:.3f}" + ("" if t.wins is None else f" · W/T/L {t.wins}/{t.ties}/{t.losses}")

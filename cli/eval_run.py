@@ -21,11 +21,12 @@ from pathlib import Path
 
 import typer
 
-from durable_navigator.activities.evaluation.checkout import checkout_root, ensure_checkout
+from durable_navigator.activities.evaluation.checkout import checkout_root
 from durable_navigator.activities.evaluation.mine import GitHistory, git_dir_of, mine, repo_languages
 from durable_navigator.cli.common import config_of, run_async
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.errors import CliError, handles_errors, stderr
+from durable_navigator.cli.eval_cases import cases_run, ensure_run_checkouts
 from durable_navigator.cli.eval_report import EvalOutcome, run_batch, write_report
 from durable_navigator.cli.runrequest import check_token_budget, stream_guard, validate_model
 from durable_navigator.cli.runinput import parse_usd, validated
@@ -36,10 +37,12 @@ from durable_navigator.navcore.requests import ModelCallConfig
 from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.repomap.cache import default_cache_dir
 
-__all__ = ["run_eval", "prepare_run", "RUN_FILE"]
+__all__ = ["run_eval", "prepare_run", "eval_source", "RUN_FILE", "DEFAULT_TASKS"]
 
 #: the file that makes an eval resumable
 RUN_FILE = "eval-run.json"
+#: tasks mined when --tasks is not given
+DEFAULT_TASKS = 20
 _SLUG = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -85,10 +88,11 @@ def _mine_run(repo: Path, n: int, since: str | None, budgets: list[int], models:
                    checkouts=str(checkout_root(default_cache_dir().parent, git_dir, _slug(repo.name))), tasks=tasks)
 
 
-def prepare_run(config: NavigatorConfig, repo: Path, *, tasks: int, since: str | None, tokens: list[int],
-                models: list[str], budget_usd: str, out_dir: Path, resume: bool, concurrency: int,
-                local_worker: bool) -> EvalRun:
-    """Check every input and mine (or, with ``resume``, reload) the eval; nothing is started."""
+def prepare_run(config: NavigatorConfig, repo: Path | None, *, tasks: int | None, since: str | None,
+                tokens: list[int], models: list[str], budget_usd: str, out_dir: Path, resume: bool, concurrency: int,
+                local_worker: bool, cases: Path | None = None) -> EvalRun:
+    """Check every input and mine (or, with ``resume``, reload; with ``cases``, read the cases of) the eval;
+    nothing is started."""
     run_file = out_dir / RUN_FILE
     if resume:
         if not run_file.is_file():
@@ -103,14 +107,30 @@ def prepare_run(config: NavigatorConfig, repo: Path, *, tasks: int, since: str |
     if run_file.exists():
         raise CliError(f"{out_dir} already holds an eval; pass --resume to continue it, or --out another folder")
     budgets, names, usd = _checked_options(config, tokens, models, budget_usd, local_worker)
-    return _mine_run(repo.expanduser().resolve(), tasks, since, budgets, names, usd, concurrency)
+    if cases is not None:
+        return cases_run(cases, budgets, names, usd, concurrency)
+    assert repo is not None  # eval_source() asked for one of REPO / --cases
+    return _mine_run(repo.expanduser().resolve(), tasks or DEFAULT_TASKS, since, budgets, names, usd, concurrency)
+
+
+def eval_source(repo: Path | None, cases: Path | None, tasks: int | None, since: str | None,
+                resume: bool) -> None:
+    """Exactly one of REPO and --cases (--tasks / --since mine a history: not with --cases)."""
+    if resume:
+        return  # the eval in --out says what it runs
+    if (repo is None) == (cases is None):
+        raise CliError("give a REPO to mine (`navigator eval REPO`) or a folder of exported cases "
+                       "(`navigator eval --cases DIR`), not " + ("both" if repo else "neither"))
+    if cases is not None and (tasks is not None or since is not None):
+        raise CliError("--tasks and --since choose commits of a REPO's history; --cases runs every case in DIR")
 
 
 def batch_request(config: NavigatorConfig, run: EvalRun, out_dir: Path) -> BatchRequest:
     """The batch of every exploration: task x model x budget, each at its task's parent checkout."""
     d = JobDefaults()
     root = Path(run.checkouts)
-    jobs = [BatchJob(index=k, name=f"{run.tasks[i].id}·{model}·{budget}", repo_path=str(root / run.tasks[i].parent[:12]),
+    jobs = [BatchJob(index=k, name=f"{run.tasks[i].id}·{model}·{budget}",
+                     repo_path=str(root / run.explore_dir(run.tasks[i])),
                      goal=run.tasks[i].goal, model=model, token_budget=budget, max_iterations=d.max_iterations,
                      max_output_tokens=d.max_output_tokens)
             for k, (i, model, budget) in enumerate(run.jobs())]
@@ -121,25 +141,26 @@ def batch_request(config: NavigatorConfig, run: EvalRun, out_dir: Path) -> Batch
 
 
 @handles_errors
-def run_eval(ctx: typer.Context, repo: Path, tasks: int, since: str | None, tokens: list[int], models: list[str],
-             budget_usd: str, out: Path | None, resume: bool, concurrency: int) -> None:
-    """The ``navigator eval`` command."""
+def run_eval(ctx: typer.Context, repo: Path | None, tasks: int | None, since: str | None, tokens: list[int],
+             models: list[str], budget_usd: str, out: Path | None, resume: bool, concurrency: int,
+             cases: Path | None = None) -> None:
+    """The ``navigator eval`` command (``--cases DIR``: the exported cases under DIR instead of REPO's history)."""
+    eval_source(repo, cases, tasks, since, resume)
     config = config_of(ctx)
     local_worker = config.temporal.address is None
-    out_dir = (out or config.defaults.out_dir / f"eval-{_slug(repo.expanduser().resolve().name)}").expanduser().resolve()
+    name = "cases" if cases is not None else _slug((repo or Path(".")).expanduser().resolve().name)
+    out_dir = (out or config.defaults.out_dir / f"eval-{name}").expanduser().resolve()
     run = prepare_run(config, repo, tasks=tasks, since=since, tokens=tokens, models=models, budget_usd=budget_usd,
-                      out_dir=out_dir, resume=resume, concurrency=concurrency, local_worker=local_worker)
-    git_dir, root = Path(run.git_dir), Path(run.checkouts)
-    for parent in sorted({t.parent for t in run.tasks}):
-        ensure_checkout(git_dir, root, parent)
+                      out_dir=out_dir, resume=resume, concurrency=concurrency, local_worker=local_worker, cases=cases)
+    ensure_run_checkouts(run)
     out_dir.mkdir(parents=True, exist_ok=True)
     if not resume:
         tmp = out_dir / (RUN_FILE + ".tmp")
         tmp.write_text(run.model_dump_json(indent=1), encoding="utf-8")
         tmp.replace(out_dir / RUN_FILE)
-    stderr.print(f"eval of {run.repo}: {len(run.tasks)} tasks (of {run.candidates} candidates) × "
-                 f"{len(run.models)} model(s) × {len(run.budgets)} budget(s) · cap ${run.budget_usd} · "
-                 f"batch {run.batch_id}", markup=False, soft_wrap=True)
+    what = f"{len(run.tasks)} case(s)" if run.cases else f"{len(run.tasks)} tasks (of {run.candidates} candidates)"
+    stderr.print(f"eval of {run.repo}: {what} × {len(run.models)} model(s) × {len(run.budgets)} budget(s) · "
+                 f"cap ${run.budget_usd} · batch {run.batch_id}", markup=False, soft_wrap=True)
     outcome: EvalOutcome = run_async(run_batch(config, batch_request(config, run, out_dir)))
     code = write_report(config, run, outcome, out_dir)
     raise typer.Exit(int(code))

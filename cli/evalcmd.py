@@ -22,7 +22,8 @@ class EvalGroup(TyperGroup):
     """``eval`` with a default command: ``navigator eval REPO …`` runs ``eval run REPO …``."""
 
     def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
-        """Insert ``run`` unless the first word names a subcommand (or asks for the group's help)."""
+        """Insert ``run`` unless the first word names a subcommand (or asks for the group's help): ``eval REPO …``
+    and ``eval --cases DIR …`` both run."""
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["run", *args]
         return super().parse_args(ctx, args)
@@ -36,10 +37,11 @@ eval_app = command_group(cls=EvalGroup, no_args_is_help=True,
 @eval_app.command("run")
 def eval_command(
     ctx: typer.Context,
-    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Git repository whose history is mined.",
-                                         show_default=False)],
-    tasks: Annotated[int, typer.Option("--tasks", metavar="N", min=1, max=1000,
-                                       help="Tasks to mine, spread over the history.")] = 20,
+    repo: Annotated[Path | None, typer.Argument(metavar="REPO", help="Git repository whose history is mined.",
+                                                show_default=False)] = None,
+    tasks: Annotated[int | None, typer.Option("--tasks", metavar="N", min=1, max=1000,
+                                              help="Tasks to mine, spread over the history.",
+                                              show_default="20")] = None,
     since: Annotated[str | None, typer.Option("--since", metavar="DATE",
                                               help="Only commits after DATE (git's --since: 2024-01-01, '1 year').",
                                               show_default="the whole history")] = None,
@@ -55,17 +57,23 @@ def eval_command(
                                          show_default="off")] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", metavar="N", min=1, max=64,
                                              help="Explorations at once.")] = 2,
+    cases: Annotated[Path | None, typer.Option("--cases", metavar="DIR",
+                                               help="Re-score the quality cases `navigator export` wrote under DIR "
+                                                    "instead of mining REPO.", show_default="off: mine REPO")] = None,
 ) -> None:
     """Mine REPO's commits into tasks, explore each at its parent commit, and score the packs.
 
     Goal = a commit's message with the changed paths removed; gold = the lines it changed. The
     navigator (each --model) runs as one durable batch under one USD cap; the engine alone and
-    chunk BM25 are scored on the same checkouts. Writes eval.json and eval.md to --out.
+    chunk BM25 are scored on the same checkouts. Writes eval.json, eval.md and eval.html to --out.
+
+    With --cases DIR (no REPO): every case.json under DIR (`navigator export`) is a task, explored at
+    the commit its run saw; gold = every line of the files the case marks right.
     """
     from durable_navigator.cli.eval_run import run_eval
 
     run_eval(ctx=ctx, repo=repo, tasks=tasks, since=since, tokens=tokens or [], models=model or [],
-             budget_usd=budget_usd, out=out, resume=resume, concurrency=concurrency)
+             budget_usd=budget_usd, out=out, resume=resume, concurrency=concurrency, cases=cases)
 
 
 @eval_app.command("compare")

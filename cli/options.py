@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from durable_navigator.navtypes.runmodes import Status
+from durable_navigator.repomap.fsnames import is_utf8
 
 if TYPE_CHECKING:
     from durable_navigator.cli.config import NavigatorConfig
@@ -39,9 +40,7 @@ def utf8_id(value: str) -> str:
     """
     if not value.strip():
         refuse("the id is empty; copy the id from `navigator ls` (or `navigator batch ls`)")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
+    if not is_utf8(value):
         refuse(f"the id {value!r} is not valid UTF-8; copy the id from `navigator ls` (or `navigator batch ls`)")
     return value
 
@@ -92,9 +91,7 @@ def checked_sender(value: str | None) -> str | None:
     """Refuse a ``--sender`` no message would take (not UTF-8, too long) before anything is sent."""
     if value is None:
         return None
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
+    if not is_utf8(value):
         refuse(f"--sender {value!r} is not valid UTF-8; pass a plain name such as alice")
     if len(value) > MAX_SENDER_CHARS:
         refuse(f"--sender is {len(value):,} characters long, at most {MAX_SENDER_CHARS}; pass a short name such as alice")

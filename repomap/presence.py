@@ -18,6 +18,7 @@ from pathlib import Path
 from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.repomap.cache import own_dirs
 from durable_navigator.repomap.config import DiscoverConfig
+from durable_navigator.repomap.contentskip import content_skip
 from durable_navigator.repomap.discover import check_root, discover
 from durable_navigator.repomap.fsnames import fs_path
 from durable_navigator.repomap.regular import read_regular
@@ -57,8 +58,6 @@ def require_files(root: Path | str, config: DiscoverConfig | None = None) -> Pat
 
 def _content_skip(root: Path, rel: str, cfg: DiscoverConfig) -> str:
     """Why the indexer would skip ``rel`` by its bytes (``unreadable`` too), or ``""``."""
-    from durable_navigator.repomap.index import content_skip  # the parsers load only when a check reads
-
     try:
         data = read_regular(fs_path(root, rel))  # rel is a display name (fsnames); never a FIFO
         if b"\0" in data[:cfg.binary_sniff_bytes]:

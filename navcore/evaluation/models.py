@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
+
 from pydantic import BaseModel, ConfigDict
 
 __all__ = ["EvalTask", "MethodScore", "TaskResult", "MethodTotals", "EvalReport", "EvalRun"]
@@ -25,6 +28,10 @@ class EvalTask(BaseModel):
     gold_anchor_lines: dict[str, int] = {}
     #: language of the gold files (the majority one if they mix)
     language: str = ""
+    #: the repository of an exported case (``eval --cases``); empty: the eval's REPO
+    repo: str = ""
+    #: ``repo``'s folder inside its git work tree ("" at the top): what is explored in the checkout
+    subdir: str = ""
 
 
 class MethodScore(BaseModel):
@@ -102,6 +109,8 @@ class EvalReport(BaseModel):
     candidates: int
     tasks: list[TaskResult]
     totals: list[MethodTotals]
+    #: the tasks are exported quality cases (``eval --cases``), not mined commits
+    cases: bool = False
 
 
 class EvalRun(BaseModel):
@@ -124,6 +133,20 @@ class EvalRun(BaseModel):
     #: where the parent checkouts live (the eval's cache dir, never the user's work tree)
     checkouts: str
     tasks: list[EvalTask]
+    #: the tasks are exported quality cases (``eval --cases``): each names its own repository
+    cases: bool = False
+
+    def checkout_of(self, task: EvalTask) -> str:
+        """The folder (under ``checkouts``) of ``task``'s parent checkout: per repository for a case's task."""
+        if not task.repo:
+            return task.parent[:12]
+        key = hashlib.sha256(task.repo.encode()).hexdigest()[:8]
+        name = re.sub(r"[^A-Za-z0-9._-]+", "-", task.repo.rstrip("/").rsplit("/", 1)[-1]).strip("-")[:32] or "repo"
+        return f"{name}-{key}/{task.parent[:12]}"
+
+    def explore_dir(self, task: EvalTask) -> str:
+        """The folder (under ``checkouts``) explored and scored for ``task``: its checkout, or the case's subfolder."""
+        return f"{self.checkout_of(task)}/{task.subdir}".rstrip("/")
 
     def jobs(self) -> list[tuple[int, str, int]]:
         """Every exploration as (task index, model, budget), in batch job order."""

@@ -88,14 +88,24 @@ def _worst(report: EvalReport, method: str, budget: int) -> list[str]:
     return lines
 
 
+def _tasks_line(report: EvalReport) -> str:
+    if report.cases:
+        n = len(report.tasks)
+        return (f"- **tasks**: {n} quality case{'' if n == 1 else 's'} exported by `navigator export` (commits of "
+                f"`{report.commit_range}`): goal = the exported run's goal, gold = every line of the files its "
+                "case.json marks right (its gold_source says whether a user named them or the run's pack showed "
+                "them in full); each explored at the commit the run saw")
+    return (f"- **tasks**: {len(report.tasks)} commits of `{report.commit_range}` (of {report.candidates} that pass "
+            "the task rules of bench/QUALITY.md: goal = the commit message with the changed paths removed, gold = "
+            "the changed lines in the parent revision); each explored at its parent commit")
+
+
 def report_markdown(report: EvalReport) -> str:
     """``eval.md``: what was run, the headline table per budget, the worst tasks with what was missed."""
     navs = [navigator_method(m) for m in report.models]
     lines = [
         f"# navigator eval — {report.repo}", "",
-        f"- **tasks**: {len(report.tasks)} commits of `{report.commit_range}` (of {report.candidates} that pass "
-        "the task rules of bench/QUALITY.md: goal = the commit message with the changed paths removed, gold = "
-        "the changed lines in the parent revision); each explored at its parent commit",
+        _tasks_line(report),
         f"- **models**: {', '.join(report.models)}; **prices** (USD per million input / output tokens): "
         + "; ".join(f"{m}: {p}" for m, p in report.prices.items()),
         f"- **token budgets**: {', '.join(f'{b:,}' for b in report.budgets)}; **USD cap** (whole eval): "

@@ -25,20 +25,6 @@ from durable_navigator.cli.app import app
 NAVIGATOR = Path(sys.executable).parent / "navigator"
 
 
-@pytest.fixture
-def eval_env(client, task_queue, tmp_path, monkeypatch) -> dict[str, str]:
-    """The CLI pointed at the test server and task queue, with a private config and cache dir."""
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "navigator.yaml").write_text("{}\n")
-    env = {"TEMPORAL_ADDRESS": client.service_client.config.target_host, "NAVIGATOR_TASK_QUEUE": task_queue,
-           "NAVIGATOR_CONFIG": str(tmp_path / "navigator.yaml"), "NAVIGATOR_CACHE_DIR": str(tmp_path / "cache")}
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "TEMPORAL_API_KEY"):
-        monkeypatch.delenv(key, raising=False)
-    return env
-
-
 async def invoke(*args: str) -> tuple[int, str, str]:
     """Run the CLI in a thread (its commands call ``asyncio.run`` themselves)."""
     result = await asyncio.to_thread(CliRunner().invoke, app, list(args))

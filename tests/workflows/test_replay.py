@@ -4,22 +4,41 @@ Nothing has been released, so a deliberate workflow change re-records these
 (``python -m tests.histories.record`` / ``record_batch`` / ``record_preflight`` / ``record_research`` /
 ``record_investigation``); versioning with ``workflow.patched``
 starts with the first tagged release.
+
+``exported/`` holds histories written by ``navigator export ID`` (``history/*.json`` of the case folder),
+dropped in unchanged; they replay here like the recorded ones (``record_exported`` re-records the one
+committed there through the CLI).
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
+from durable_navigator.navcore.evaluation.cases import workflow_id_of
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workers.worker import WORKFLOW_FAILURE_EXCEPTION_TYPES, WORKFLOWS
 
 HISTORY_DIR = Path(__file__).resolve().parents[1] / "histories"
-HISTORIES = sorted(HISTORY_DIR.glob("*.json"))
+#: where ``navigator export``'s histories go, unchanged
+EXPORTED_DIR = HISTORY_DIR / "exported"
+HISTORIES = sorted(HISTORY_DIR.glob("*.json")) + sorted(EXPORTED_DIR.glob("*.json"))
+
+
+async def replay(path: Path) -> None:
+    """Replay one history file with the worker's workflows and data converter; fail on any nondeterminism."""
+    # a run that started children replays under its recorded id: the file's name (without ``_run<n>``)
+    history = WorkflowHistory.from_json(workflow_id_of(path.stem), path.read_text())
+    replayer = Replayer(
+        workflows=WORKFLOWS,
+        data_converter=DATA_CONVERTER,
+        workflow_failure_exception_types=WORKFLOW_FAILURE_EXCEPTION_TYPES,
+    )
+    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
 
 
 def test_histories_are_committed() -> None:
@@ -30,19 +49,13 @@ def test_histories_are_committed() -> None:
             "research_continue_as_new", "investigation_scripted", "investigation_offline", "investigation_stop",
             "investigation_branches", "investigation_continue_as_new", "investigation_explore_branches",
             "investigation_steering"} <= names
+    # at least one history as `navigator export` wrote it (record_exported), so the drop-in path stays covered
+    assert any(p.parent == EXPORTED_DIR for p in HISTORIES)
 
 
-@pytest.mark.parametrize("path", HISTORIES, ids=[p.stem for p in HISTORIES])
+@pytest.mark.parametrize("path", HISTORIES, ids=[str(p.relative_to(HISTORY_DIR).with_suffix("")) for p in HISTORIES])
 async def test_replay(path: Path) -> None:
-    # a run that started children replays under its recorded id: the file's stem (without ``_run<n>``)
-    history = WorkflowHistory.from_json(re.sub(r"_run\d+$", "", path.stem), path.read_text())
-    replayer = Replayer(
-        workflows=WORKFLOWS,
-        data_converter=DATA_CONVERTER,
-        workflow_failure_exception_types=WORKFLOW_FAILURE_EXCEPTION_TYPES,
-    )
-    result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
-    assert result.replay_failure is None, f"{path.name}: {result.replay_failure}"
+    await replay(path)
 
 
 def _scheduled(history: WorkflowHistory, name: str) -> list:
