@@ -74,8 +74,10 @@ def checked_criterion(status: CriterionStatus, count: Callable[[str], int | None
 class InvestigationActivities:
     """``investigate.check_evidence`` and ``investigate.write_report`` (one instance per worker)."""
 
-    def __init__(self, store: ArtifactStore, engines: EngineSource) -> None:
+    def __init__(self, store: ArtifactStore, engines: EngineSource, *, write_files: bool = True) -> None:
+        """``write_files``: write report.md / report.json here (see ``NavigatorActivities``)."""
         self.store = store
+        self.write_files = write_files
         self.engines = engines
 
     def all(self) -> list[Callable[..., Any]]:
@@ -138,7 +140,9 @@ class InvestigationActivities:
         out = Path(inp.out_dir).expanduser().resolve() / inp.workflow_id
         report_text = json.dumps(report, indent=2, sort_keys=True) + "\n"
         ref = self.store.put_bytes(text.encode("utf-8"), MEDIA_MARKDOWN, f"investigation report for {inp.workflow_id}")
-        atomic_write_bytes(out / "report.md", text.encode("utf-8"))
-        atomic_write_bytes(out / "report.json", report_text.encode("utf-8"))
+        json_ref = self.store.put_bytes(report_text.encode("utf-8"), MEDIA_JSON, f"report for {inp.workflow_id}")
+        if self.write_files:
+            atomic_write_bytes(out / "report.md", text.encode("utf-8"))
+            atomic_write_bytes(out / "report.json", report_text.encode("utf-8"))
         return WriteReportOutput(report_path=str(out / "report.md"), report_json_path=str(out / "report.json"),
-                                 report_ref=ref, summary=text[:600])
+                                 report_ref=ref, report_json_ref=json_ref, summary=text[:600])

@@ -150,10 +150,14 @@ class NavigatorActivities:
         token_counter: Callable[[str], int] | None = None,
         limits: ActivityLimits | None = None,
         endpoints: Mapping[str, Endpoint] | None = None,
+        write_files: bool = True,
     ) -> None:
         """``model_overrides``: models served under a name of their own (tests, embedders);
-        ``endpoints``: the configured OpenAI-compatible endpoints (``navigator.yaml``)."""
+        ``endpoints``: the configured OpenAI-compatible endpoints (``navigator.yaml``);
+        ``write_files``: write result files under the request's ``out_dir`` here — off with an object
+        store, where this host need not share a disk with the one that asked (it writes them)."""
         self.store = store
+        self.write_files = write_files
         self.pricer = pricer
         self.engine_factory = engine_factory or open_repomap
         self.engines = EngineCache(self.engine_factory)
@@ -269,8 +273,9 @@ class NavigatorActivities:
             context_ref = self._put_text(context, MEDIA_MARKDOWN, f"context pack for {inp.workflow_id}")
             report_text = json.dumps(composed.report, indent=2, sort_keys=True) + "\n"
             report_ref = self._put_text(report_text, MEDIA_JSON, f"report for {inp.workflow_id}")
-            await asyncio.to_thread(atomic_write_bytes, out / "context.md", context.encode("utf-8"))
-            await asyncio.to_thread(atomic_write_bytes, out / "report.json", report_text.encode("utf-8"))
+            if self.write_files:
+                await asyncio.to_thread(atomic_write_bytes, out / "context.md", context.encode("utf-8"))
+                await asyncio.to_thread(atomic_write_bytes, out / "report.json", report_text.encode("utf-8"))
             return WriteResultOutput(
                 context_path=str(out / "context.md"),
                 report_path=str(out / "report.json"),

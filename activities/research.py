@@ -131,8 +131,11 @@ def answer_markdown(question: str, repo_root: str, answer: str | None, findings:
 class ResearchActivities:
     """``research.aggregate`` and ``research.write_answer`` with their dependencies (one per worker)."""
 
-    def __init__(self, store: ArtifactStore, engines: EngineSource, heartbeat_every_s: float = 5.0) -> None:
+    def __init__(self, store: ArtifactStore, engines: EngineSource, heartbeat_every_s: float = 5.0,
+                 *, write_files: bool = True) -> None:
+        """``write_files``: write answer.md / report.json here (see ``NavigatorActivities``)."""
         self.store = store
+        self.write_files = write_files
         self.engines = engines
         self.heartbeat_every_s = heartbeat_every_s
 
@@ -225,8 +228,9 @@ class ResearchActivities:
         report_text = json.dumps(report, indent=2, sort_keys=True) + "\n"
         answer_ref = self.store.put_bytes(text.encode("utf-8"), MEDIA_MARKDOWN, f"answer for {inp.workflow_id}")
         report_ref = self.store.put_bytes(report_text.encode("utf-8"), MEDIA_JSON, f"report for {inp.workflow_id}")
-        atomic_write_bytes(out / "answer.md", text.encode("utf-8"))
-        atomic_write_bytes(out / "report.json", report_text.encode("utf-8"))
+        if self.write_files:
+            atomic_write_bytes(out / "answer.md", text.encode("utf-8"))
+            atomic_write_bytes(out / "report.json", report_text.encode("utf-8"))
         body = text.split("## Answer", 1)[-1].strip()
         return WriteAnswerOutput(answer_path=str(out / "answer.md"), report_path=str(out / "report.json"),
                                  answer_ref=answer_ref, report_ref=report_ref, citations=len(parse_citations(text)),

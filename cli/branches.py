@@ -14,6 +14,8 @@ from durable_navigator.cli.display import branches_panel, print_block
 from durable_navigator.cli.errors import ExitCode, RunFailedError, stderr
 from durable_navigator.cli.follow import follow_run
 from durable_navigator.cli.preflight import refuse_unservable_on_workers
+from durable_navigator.cli.results_home import bring_run_home
+from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.navcore.branches import BranchExploreRequest, BranchExploreResult
 from durable_navigator.navcore.requests import ExplorationRequest
 from durable_navigator.navcore.run_kinds import BRANCHES
@@ -27,7 +29,8 @@ BRANCHES_WORKFLOW_TYPE = BRANCHES.workflow_type
 async def explore_branches(config: NavigatorConfig, request: ExplorationRequest, branches: int, wid: str,
                            settings: dict[str, str], *, detach: bool, json_out: bool) -> ExitCode:
     """Start the branches run, follow it, print the kept pack and the scores (``settings``: the
-    exploration's settings for the run's static details)."""
+    exploration's settings for the run's static details); the kept pack is written here from the store."""
+    store = None if detach else await asyncio.to_thread(open_artifact_store, config)
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
         say_server(session)
         # every branch runs the same exploration: the task queue's workers must serve its models, as for explore
@@ -51,6 +54,8 @@ async def explore_branches(config: NavigatorConfig, request: ExplorationRequest,
             raise RunFailedError(f"run {wid} failed: {cause}; see the Web UI for the history") from None
         finally:
             await cancel_and_wait(closed)
+        if store is not None:
+            await bring_run_home(session.client, store, result)
         if json_out:
             print_json({**result.model_dump(mode="json"), "ui_url": link})
         else:

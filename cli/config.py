@@ -44,6 +44,7 @@ __all__ = [
     "RunDefaults",
     "WorkerSettings",
     "LogSettings",
+    "ArtifactSettings",
     "NavigatorConfig",
     "ConfigValidationError",
     "find_config_file",
@@ -70,6 +71,8 @@ ENV_VARS: dict[str, str] = {
     "NAVIGATOR_INTER_CHUNK_TIMEOUT_S": "stream.inter_chunk_timeout_s",
     "NAVIGATOR_IDLE_TIMEOUT_S": "embedded.idle_timeout_s",
     "NAVIGATOR_STARTUP_TIMEOUT_S": "embedded.startup_timeout_s",
+    "NAVIGATOR_ARTIFACTS_URL": "artifacts.url",
+    "NAVIGATOR_ARTIFACTS_ENDPOINT_URL": "artifacts.endpoint_url",
 }
 #: credentials: read from the environment only, never printed
 SECRET_ENV_VARS: tuple[str, ...] = ("TEMPORAL_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_API_KEY",
@@ -165,6 +168,36 @@ class StreamSettings(_Section):
     inter_chunk_timeout_s: float = Field(30.0, gt=0, le=3600)
 
 
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class ArtifactSettings(_Section):
+    """Where maps, prompts and results live by content hash (``artifacts:`` in navigator.yaml).
+
+    No ``url``: a local directory (``dir``, default the user cache dir) — one machine. ``url:
+    s3://BUCKET/PREFIX``: an S3-compatible object store every worker and CLI shares; keys are
+    ``PREFIX/<namespace>/<aa>/<sha256>``. Credentials only by the *name* of the variable holding
+    them (both names or neither: neither means boto3's own chain — AWS_* variables, ~/.aws, a role).
+    """
+
+    url: str | None = Field(None, min_length=1)
+    dir: Path | None = None
+    endpoint_url: str | None = Field(None, pattern=r"^https?://[^\s/]+")
+    region: str | None = Field(None, min_length=1)
+    access_key_env: str | None = Field(None, pattern=_ENV_NAME)
+    secret_key_env: str | None = Field(None, pattern=_ENV_NAME)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ArtifactSettings:
+        if (self.access_key_env is None) != (self.secret_key_env is None):
+            raise ValueError("name both access_key_env and secret_key_env (or neither, for boto3's own chain)")
+        if self.url is None and any(v is not None for v in (self.endpoint_url, self.region, self.access_key_env)):
+            raise ValueError("endpoint_url, region and the key variables need url: s3://BUCKET/PREFIX")
+        if self.url is not None and self.dir is not None:
+            raise ValueError("give url (an object store) or dir (a local directory), not both")
+        return self
+
+
 class NavigatorConfig(_Section):
     """The whole CLI / worker configuration."""
 
@@ -176,6 +209,7 @@ class NavigatorConfig(_Section):
     worker: WorkerSettings = WorkerSettings()
     log: LogSettings = LogSettings()
     stream: StreamSettings = StreamSettings()
+    artifacts: ArtifactSettings = ArtifactSettings()
     #: the file this config was read from, if any (not settable in the file)
     source: Path | None = None
     #: GEMINI_API_KEY or GOOGLE_API_KEY is set (the value itself is never kept)
@@ -262,6 +296,11 @@ def _read_yaml(path: Path) -> dict[str, Any]:
             raise ConfigError(f"{path}: '{forbidden}' is computed, not a setting; remove it")
     if isinstance(data.get("temporal"), dict) and "api_key" in data["temporal"]:
         raise ConfigError(f"{path}: temporal.api_key must not be stored in a file; set TEMPORAL_API_KEY")
+    artifacts = data.get("artifacts")
+    for secret in ("access_key", "secret_key", "aws_access_key_id", "aws_secret_access_key"):
+        if isinstance(artifacts, dict) and secret in artifacts:
+            raise ConfigError(f"{path}: artifacts.{secret} must not be stored in a file; set artifacts.access_key_env "
+                              "and artifacts.secret_key_env to the names of environment variables holding the keys")
     for name, endpoint in (data.get("endpoints") or {}).items() if isinstance(data.get("endpoints"), dict) else ():
         if isinstance(endpoint, dict) and "api_key" in endpoint:
             raise ConfigError(f"{path}: endpoints.{name}.api_key must not be stored in a file; set "

@@ -34,8 +34,10 @@ from typing import Any
 
 from temporalio.client import Client, TLSConfig
 
+from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.errors import TemporalUnreachableError, stderr
+from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.workers.background import BackgroundOptions, start_background
 from durable_navigator.workers.devserver import (
     DevServer,
@@ -96,6 +98,13 @@ class TemporalSession:
     started_background: bool = False
     #: the in-process worker stopped and the command was cancelled for it (not a Ctrl-C)
     worker_lost: bool = False
+    _store: ArtifactStore | None = None
+
+    def artifact_store(self) -> ArtifactStore:
+        """The configured artifact store (opened on first use; a bad ``artifacts:`` setting raises then)."""
+        if self._store is None:
+            self._store = open_artifact_store(self.config, check=False)
+        return self._store
 
     @property
     def namespace(self) -> str:
@@ -321,8 +330,9 @@ async def _in_process_worker(session: TemporalSession) -> AsyncIterator[None]:
     from durable_navigator.workers.worker import build_worker
 
     config = session.config
+    store = await asyncio.to_thread(open_artifact_store, config)
     worker = build_worker(session.client, task_queue=session.task_queue, endpoints=config.endpoints,
-                          pricing_file=config.pricing_file)
+                          pricing_file=config.pricing_file, store=store)
     running = asyncio.create_task(worker.run())
     command = asyncio.current_task()
     loop = asyncio.get_running_loop()

@@ -147,7 +147,7 @@ class RunPrompts:
             what = f"research plan (round {turn})" if kind == "plan" else f"the findings of step {turn}"
         else:
             what = "stage plan" if kind == "plan" else f"turn {turn}"
-        print_block(stderr, turn_panel(with_full_reasoning(report), title=f"{what} · awaiting your verdict"))
+        print_block(stderr, turn_panel(with_full_reasoning(report, self.session.artifact_store()), title=f"{what} · awaiting your verdict"))
         await self.asking(lambda now: (now.awaiting_kind or "turn", now.awaiting_turn) == (kind, turn),
                           f"{what} was answered elsewhere (another terminal, or `navigator approve|reject|stop`)",
                           self._verdict(report, what))

@@ -23,7 +23,7 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_navigator.activities.artifacts import LocalArtifactStore, default_artifact_dir
+from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.cli.errors import CliError, RunNotFoundError, TemporalUnreachableError
 from durable_navigator.navcore.report import HISTORY_REASONING_CHARS, TurnReport
 from durable_navigator.navcore.run_kinds import EXPLORE
@@ -143,20 +143,20 @@ async def update_run(
         raise _map_rpc(exc, workflow_id, f"update {name}") from None
 
 
-def with_full_reasoning(report: TurnReport) -> TurnReport:
+def with_full_reasoning(report: TurnReport, store: ArtifactStore) -> TurnReport:
     """``report`` with the last step's reasoning untrimmed, read from the artifact store.
 
     The workflow's history keeps a decision's reasoning trimmed (the full decision is an
-    artifact); the default local store is read when this machine sees it (an in-process
-    or local worker). Otherwise the trimmed text stays, marked with ``…`` when cut.
+    artifact in ``store``, the configured one: the workers' bucket, or the local directory an
+    in-process or local worker wrote). When it cannot be read the trimmed text stays, marked
+    with ``…`` when cut: this is display only.
     """
     ref = report.reasoning_ref
     if ref is None:
         return report
-    root = default_artifact_dir()
     try:
-        decision = json.loads(LocalArtifactStore(root).get_text(ref)) if root.is_dir() else None
-    except (OSError, ValueError, NavigatorError):
+        decision = json.loads(store.get_bytes(ref).decode("utf-8"))
+    except (OSError, ValueError, NavigatorError):  # OSError: not there, or the object store did not answer
         decision = None
     full = decision.get("reasoning") if isinstance(decision, dict) else None
     if isinstance(full, str) and full.strip() and full.startswith(report.reasoning[:40]):

@@ -29,6 +29,8 @@ from durable_navigator.cli.connect import (
 from durable_navigator.cli.errors import CliError, ExitCode, TemporalUnreachableError
 from durable_navigator.cli.follow import follow_to_result
 from durable_navigator.cli.preflight import refuse_unservable_on_workers
+from durable_navigator.cli.results_home import bring_run_home
+from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.cli.runrows import exit_code_for_result
 from durable_navigator.navcore.report import run_details_markdown, run_summary
 from durable_navigator.navcore.requests import ExplorationRequest
@@ -78,7 +80,10 @@ async def launch(config: NavigatorConfig, models: list[str], *, interactive: boo
                  extra_json: Callable[[Any], dict[str, Any]] | None = None) -> ExitCode:
     """Open the session, start the run (``start(session)`` → its handle), announce it (``what``: the run's
     short description); ``interactive``: the run waits for verdicts (the follower asks for them); with ``detach`` print its id, else follow it to its result and print that as JSON
-    (plus ``extra_json(result)``) or through ``show(result, link, handle)`` (awaited)."""
+    (plus ``extra_json(result)``) or through ``show(result, link, handle)`` (awaited). The run's files are
+    written here from the artifact store before either (:mod:`cli.results_home`), whatever host ran it."""
+    # the store the files come home from answers before anything starts (a bad artifacts: section is one line)
+    store = None if detach else await asyncio.to_thread(open_artifact_store, config)
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
         say_server(session)
         await refuse_unservable_on_workers(session, models)
@@ -94,6 +99,8 @@ async def launch(config: NavigatorConfig, models: list[str], *, interactive: boo
             result = await follow_to_result(session, handle, closed, interactive)
         finally:
             await cancel_and_wait(closed)
+        if store is not None:
+            await bring_run_home(session.client, store, result)
         if json_out:
             print_json({**result.model_dump(mode="json"), "ui_url": link, **(extra_json(result) if extra_json else {})})
         else:

@@ -31,6 +31,7 @@ from durable_navigator.cli.display import (
 )
 from durable_navigator.cli.errors import CliError, RunFailedError, handles_errors
 from durable_navigator.cli.handles import describe_run, is_running, query_run, status_name
+from durable_navigator.cli.results_home import bring_run_home
 from durable_navigator.cli.runrows import (
     ABNORMAL_STOPS,
     RUN_WORKFLOW_TYPES,
@@ -41,6 +42,7 @@ from durable_navigator.cli.runrows import (
     run_row,
 )
 from durable_navigator.cli.status_cmd import WATCH_INTERVAL_S, fetch_status, run_status
+from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.cli.stuck import result_unless_stuck
 from durable_navigator.navcore.branches import BranchExploreResult
 from durable_navigator.navcore.investigation import InvestigationResult
@@ -123,12 +125,17 @@ def run_result(
     workflow_id: str,
     wait: bool,
     json_out: bool,
+    out: Path | None = None,
 ) -> None:
-    """The ``navigator result`` command (its options and help: :mod:`cli.signatures`)."""
+    """The ``navigator result`` command (its options and help: :mod:`cli.signatures`).
+
+    The run's files are written on this machine from the artifact store (:mod:`cli.results_home`)."""
+    config = config_of(ctx)
+    store = open_artifact_store(config)  # a bad artifacts: setting is one line before anything is read
 
     async def go() -> tuple[RunKind, ExplorationResult | ResearchResult | InvestigationResult | BranchExploreResult,
                             str | None]:
-        async with open_session(config_of(ctx)) as session:
+        async with open_session(config) as session:
             _, desc = await describe_run(session.client, workflow_id)
             kind = run_kind_of(desc.workflow_type)
             if kind is None:
@@ -144,6 +151,7 @@ def run_result(
                 raise RunFailedError(f"run {workflow_id} failed: {cause}") from None
             except RPCError as exc:
                 raise RunFailedError(f"cannot read the result of {workflow_id}: {exc.message}") from None
+            res = await bring_run_home(session.client, store, res, out)
             return kind, res, session.ui_link(workflow_id)
 
     kind, res, link = run_async(go())

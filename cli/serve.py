@@ -14,6 +14,7 @@ from durable_navigator.cli.common import cancel_and_wait, config_of, run_async
 from durable_navigator.cli.connect import open_session
 from durable_navigator.cli.errors import handles_errors, stderr
 from durable_navigator.cli.health import HealthState, monitor_frontend, serve_health
+from durable_navigator.cli.stores import open_artifact_store, store_description
 from durable_navigator.workers.logging import bind_ids, configure_logging, get_logger
 
 __all__ = ["stop_event", "FRONTEND_CHECK_INTERVAL_S"]
@@ -65,11 +66,13 @@ async def _work(ctx: typer.Context, slots: int, health_port: int | None, health_
     from durable_navigator.workers.worker import build_activities, build_check_worker, build_worker
 
     config = config_of(ctx)
+    # a bad artifacts: section (or a bucket that does not answer) stops the worker before it polls
+    store = await asyncio.to_thread(open_artifact_store, config)
     stop = stop_event()
     state = HealthState(task_queue=config.temporal.task_queue)
     async with open_session(config, allow_embedded=False, in_process_worker=False) as session:
         bind_ids(task_queue=session.task_queue, namespace=session.namespace)
-        acts = build_activities(endpoints=config.endpoints, pricing_file=config.pricing_file)
+        acts = build_activities(endpoints=config.endpoints, pricing_file=config.pricing_file, store=store)
         worker = build_worker(session.client, task_queue=session.task_queue, max_concurrent_activities=slots,
                               activities=acts)
         # the CLI's model check can ask this worker by name (cli/preflight.py)
@@ -83,8 +86,10 @@ async def _work(ctx: typer.Context, slots: int, health_port: int | None, health_
                 await health.__aenter__()
             async with worker, check_worker:
                 state.worker_running = True
-                log.info("worker polling", address=session.address, slots=slots, health_port=health_port)
-                stderr.print(f"worker polling {session.task_queue!r} on {session.address}; SIGTERM/Ctrl-C to stop")
+                log.info("worker polling", address=session.address, slots=slots, health_port=health_port,
+                         artifacts=store_description(config))
+                stderr.print(f"worker polling {session.task_queue!r} on {session.address} (artifacts: "
+                             f"{store_description(config)}); SIGTERM/Ctrl-C to stop", markup=False)
                 await stop.wait()
                 stderr.print("shutting down: no new tasks; interrupted activities are retried by Temporal")
                 state.worker_running = False

@@ -71,15 +71,19 @@ def result(
     ctx: typer.Context,
     workflow_id: WorkflowIdArg,
     wait: Annotated[bool, typer.Option("--wait", help="Wait for a running run to finish.", show_default="off")] = False,
+    out: Annotated[Path | None, typer.Option(
+        "--out", metavar="DIR", show_default="the folder the run was started with",
+        help="Write the run's files into DIR/<workflow id>/ on this machine.")] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """The result of a run: stop reason, cost, context pack.
 
-    Also the paths of context.md and report.json and the run's Web UI link.
+    Also the paths of context.md and report.json and the run's Web UI link. Files missing on
+    this machine are written from the artifact store.
     """
     from durable_navigator.cli.reads import run_result
 
-    run_result(ctx=ctx, workflow_id=workflow_id, wait=wait, json_out=json_out)
+    run_result(ctx=ctx, workflow_id=workflow_id, wait=wait, json_out=json_out, out=out)
 
 
 @reads_app.command("ls")

@@ -69,7 +69,7 @@ async def fetch_status(session: TemporalSession, workflow_id: str) -> dict[str, 
             row["batch"] = (await query_run(handle, QUERY_BATCH_PROGRESS, BatchProgress)).model_dump(mode="json")
             return row
         report = await query_run(handle, QUERY_STATUS, TurnReport)
-        row["report"] = with_full_reasoning(report).model_dump(mode="json")
+        row["report"] = with_full_reasoning(report, session.artifact_store()).model_dump(mode="json")
     elif row["status"] == "completed" and desc.workflow_type in RESULT_TYPES:
         row["result"] = (await handle.result()).model_dump(mode="json")
     elif row["status"] != "completed":

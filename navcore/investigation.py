@@ -219,6 +219,9 @@ class InvestigationResult(BaseModel):
     usage: TokenUsage
     report_path: str | None = None
     report_json_path: str | None = None
+    #: report.md and report.json in the artifact store: the CLI writes them on the machine that asked
+    report_ref: ArtifactRef | None = None
+    report_json_ref: ArtifactRef | None = None
     summary: str = ""
     continued_runs: int = 0
     #: the orchestrator's model calls and its decision-log entries
@@ -271,6 +274,8 @@ class WriteReportOutput(BaseModel):
     report_path: str
     report_json_path: str
     report_ref: ArtifactRef
+    #: report.json in the artifact store (the CLI that asked writes it from here)
+    report_json_ref: ArtifactRef | None = None
     summary: str = ""
 
 

@@ -140,6 +140,8 @@ class ExplorationResult(BaseModel):
     context_path: str | None = None
     report_path: str | None = None
     context_ref: ArtifactRef | None = None
+    #: report.json in the artifact store (the CLI writes both files on the machine that asked)
+    report_ref: ArtifactRef | None = None
     #: context.md against the token budget (None: a result from before the pack had figures)
     pack: PackFigures | None = None
     #: the final map in the artifact store

@@ -242,6 +242,8 @@ class ResearchResult(BaseModel):
     answer_path: str | None = None
     report_path: str | None = None
     answer_ref: ArtifactRef | None = None
+    #: report.json in the artifact store (the CLI writes both files on the machine that asked)
+    report_ref: ArtifactRef | None = None
     #: the merged findings (a ``FindingsDoc``): a parent merges a research child's into its own
     findings_ref: ArtifactRef | None = None
     #: the answer's first lines (the whole answer is at ``answer_path``)

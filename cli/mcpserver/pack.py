@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from durable_navigator.activities.artifacts import LocalArtifactStore
+from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.navcore.requests import ExplorationResult
 from durable_navigator.navcore.research import ResearchResult
 from durable_navigator.navtypes.errors import NavigatorError
-from durable_navigator.workers.worker import default_artifact_dir
 
 __all__ = ["read_context", "read_answer", "read_report", "context_uri", "answer_uri", "report_uri"]
 
@@ -36,34 +35,35 @@ def report_uri(run_id: str) -> str:
     return f"navigator://runs/{run_id}/report"
 
 
-def _read(path: str | None, ref: object, what: str, run_id: str) -> str:
-    """A result file, from its path or (the worker wrote it elsewhere) from the local artifact store."""
+def _read(path: str | None, ref: object, what: str, run_id: str, store: ArtifactStore) -> str:
+    """A result file, from its path or (the worker wrote none here) from the configured artifact store."""
     if path:
         try:
             return Path(path).read_text(encoding="utf-8")
         except OSError:
             pass
+    problem = "it has no stored copy"
     if ref is not None:
         try:
-            return LocalArtifactStore(default_artifact_dir()).get_text(ref)  # type: ignore[arg-type]
-        except NavigatorError:
-            pass
+            return store.get_bytes(ref).decode("utf-8")  # type: ignore[arg-type]
+        except (NavigatorError, OSError) as exc:  # OSError: the object store did not answer
+            problem = str(exc)
     raise NavigatorError(
-        f"the {what} of run {run_id} is not readable here (written to {path or 'nowhere'} by the worker "
-        "that ran it); read it on that machine, or point every worker at one artifact store"
+        f"the {what} of run {run_id} is not readable here ({path or 'no file'} is not on this machine and "
+        f"{problem}); give this server the artifacts: settings of the workers"
     )
 
 
-def read_context(result: ExplorationResult) -> str:
+def read_context(result: ExplorationResult, store: ArtifactStore) -> str:
     """The run's context.md."""
-    return _read(result.context_path, result.context_ref, "context pack", result.workflow_id)
+    return _read(result.context_path, result.context_ref, "context pack", result.workflow_id, store)
 
 
-def read_answer(result: ResearchResult) -> str:
+def read_answer(result: ResearchResult, store: ArtifactStore) -> str:
     """A research run's whole answer.md."""
-    return _read(result.answer_path, result.answer_ref, "answer", result.workflow_id)
+    return _read(result.answer_path, result.answer_ref, "answer", result.workflow_id, store)
 
 
-def read_report(result: ExplorationResult | ResearchResult) -> str:
+def read_report(result: ExplorationResult | ResearchResult, store: ArtifactStore) -> str:
     """The run's report.json text."""
-    return _read(result.report_path, None, "report", result.workflow_id)
+    return _read(result.report_path, result.report_ref, "report", result.workflow_id, store)

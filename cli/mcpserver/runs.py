@@ -22,6 +22,7 @@ from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureEr
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
+from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.cli.common import cancel_and_wait
 from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.errors import CliError, RunNotFoundError
@@ -191,9 +192,9 @@ async def follow_run(handle: WorkflowHandle, sink: ProgressSink, cap: int, resea
         await cancel_and_wait(closed)
 
 
-def outcome_of(result: ExplorationResult, ui_url: str | None) -> tuple[RunOutcome, str]:
+def outcome_of(result: ExplorationResult, ui_url: str | None, store: ArtifactStore) -> tuple[RunOutcome, str]:
     """The structured outcome and the pack text (context.md, within the run's token budget)."""
-    text = read_context(result)
+    text = read_context(result, store)
     run_id = result.workflow_id
     pack = result.pack
     meta = result.map_metadata
@@ -220,10 +221,10 @@ def ask_outcome_of(result: ResearchResult, ui_url: str | None) -> AskOutcome:
     )
 
 
-def answer_of(result: ResearchResult) -> str:
+def answer_of(result: ResearchResult, store: ArtifactStore) -> str:
     """The cited answer (answer.md); its first lines when the worker wrote it where this server cannot read."""
     try:
-        return read_answer(result)
+        return read_answer(result, store)
     except NavigatorError:  # not readable here: the summary in the result still says what it found
         if result.summary:
             return (f"{result.summary}\n\n(the whole answer is not readable on this machine: "
@@ -290,8 +291,8 @@ async def run_state(session: TemporalSession, roots: AllowedRoots, run_id: str) 
         asked = ask_outcome_of(result, state.ui_url)
         state.outcome, state.cost_usd, state.budget_usd = asked, asked.cost_usd, asked.budget_usd
         state.step = result.iterations
-        return state, answer_of(result)
-    outcome, text = outcome_of(result, state.ui_url)
+        return state, answer_of(result, session.artifact_store())
+    outcome, text = outcome_of(result, state.ui_url, session.artifact_store())
     state.outcome, state.cost_usd, state.budget_usd = outcome, outcome.cost_usd, outcome.budget_usd
     state.step, state.map_tokens = result.iterations, outcome.map_tokens
     return state, text

@@ -24,6 +24,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
+from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.cli.errors import RunNotFoundError, stderr
 from durable_navigator.cli.preflight import refuse_unservable
 from durable_navigator.cli.runrequest import build_request, build_research_request, new_run_id, validate_model
@@ -172,7 +173,7 @@ class NavigatorTools:
         run_id = new_run_id(EXPLORE, root)
         handle = await runs.start_run(session, request, run_id)
         result = await self._follow(ctx, session, handle, request.max_iterations, research=False)
-        outcome, text = runs.outcome_of(result, session.ui_link(run_id))
+        outcome, text = runs.outcome_of(result, session.ui_link(run_id), session.artifact_store())
         return _result(text, outcome)
 
     @tool("Answer a question about a repository, with citations", ToolAnnotations(
@@ -210,7 +211,8 @@ class NavigatorTools:
         run_id = new_run_id(RESEARCH, root)
         handle = await runs.start_research(session, request, run_id)
         result = await self._follow(ctx, session, handle, request.run_profile().safety.max_iterations, research=True)
-        return _result(runs.answer_of(result), runs.ask_outcome_of(result, session.ui_link(run_id)))
+        return _result(runs.answer_of(result, session.artifact_store()),
+                       runs.ask_outcome_of(result, session.ui_link(run_id)))
 
     def _model(self, model: str | None) -> str:
         """The model a run uses; a scripted model's file must be under the allowed roots, like the repository."""
@@ -293,7 +295,7 @@ class NavigatorTools:
         if not isinstance(result, ExplorationResult):
             raise ResourceNotFoundError(f"{run_id} is a research run: it has no context pack; its answer is "
                                         f"{answer_uri(run_id)}")
-        return self._read(read_context, result)
+        return await self._read(read_context, result)
 
     async def answer_resource(self, run_id: str) -> str:
         """The whole answer.md of a finished research run."""
@@ -301,16 +303,15 @@ class NavigatorTools:
         if not isinstance(result, ResearchResult):
             raise ResourceNotFoundError(f"{run_id} is an exploration: it has no answer; its context pack is "
                                         f"{context_uri(run_id)}")
-        return self._read(runs.answer_of, result)
+        return await self._read(runs.answer_of, result)
 
     async def report_resource(self, run_id: str) -> str:
         """The report.json of a finished run (either kind)."""
-        return self._read(read_report, await self._finished(run_id))
+        return await self._read(read_report, await self._finished(run_id))
 
-    @staticmethod
-    def _read(reader: Callable[[Any], str], result: Any) -> str:
+    async def _read(self, reader: Callable[[Any, ArtifactStore], str], result: Any) -> str:
         try:
-            return reader(result)
+            return reader(result, (await self.backend.session()).artifact_store())
         except NavigatorError as exc:
             raise ResourceError(str(exc)) from None
 

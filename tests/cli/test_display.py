@@ -123,7 +123,7 @@ def test_index_progress_piped_prints_a_line_then_the_end() -> None:
     assert quiet.getvalue() == ""  # a small repository indexes too fast for a bar
 
 
-def test_status_reads_the_full_reasoning_from_the_artifact_store(tmp_path, monkeypatch) -> None:
+def test_status_reads_the_full_reasoning_from_the_artifact_store(tmp_path) -> None:
     import json
 
     from durable_navigator.activities.artifacts import LocalArtifactStore
@@ -132,13 +132,14 @@ def test_status_reads_the_full_reasoning_from_the_artifact_store(tmp_path, monke
 
     full = "survey: " + "rank and zoom; " * 60
     trimmed = full[:HISTORY_REASONING_CHARS]
-    ref = LocalArtifactStore(tmp_path).put_bytes(json.dumps({"reasoning": full}).encode(), "application/json")
-    monkeypatch.setattr(handles, "default_artifact_dir", lambda: tmp_path)
-    assert handles.with_full_reasoning(_report(reasoning=trimmed, reasoning_ref=ref)).reasoning == full
-    # the store is elsewhere (a remote worker): the trimmed text, marked as cut
-    monkeypatch.setattr(handles, "default_artifact_dir", lambda: tmp_path / "elsewhere")
-    assert handles.with_full_reasoning(_report(reasoning=trimmed, reasoning_ref=ref)).reasoning == trimmed + "…"
-    assert handles.with_full_reasoning(_report()).reasoning == REASONING
+    store = LocalArtifactStore(tmp_path)
+    ref = store.put_bytes(json.dumps({"reasoning": full}).encode(), "application/json")
+    assert handles.with_full_reasoning(_report(reasoning=trimmed, reasoning_ref=ref), store).reasoning == full
+    # the configured store does not hold it (a worker with another store): the trimmed text, marked as cut
+    elsewhere = LocalArtifactStore(tmp_path / "elsewhere")
+    assert handles.with_full_reasoning(_report(reasoning=trimmed, reasoning_ref=ref), elsewhere).reasoning == \
+        trimmed + "…"
+    assert handles.with_full_reasoning(_report(), store).reasoning == REASONING
 
 
 def test_plan_text_drops_markdown_marks() -> None:
