@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from durable_navigator.navtypes.runmodes import Status
-from durable_navigator.repomap.fsnames import is_utf8
 
 if TYPE_CHECKING:
     from durable_navigator.cli.config import NavigatorConfig
@@ -31,6 +30,13 @@ def refuse(message: str) -> NoReturn:
     from durable_navigator.cli.errors import ExitCode, fail  # rich: imported only to refuse
 
     raise fail(message.replace("[", r"\["), ExitCode.BAD_INPUT)
+
+
+def is_utf8(text: str) -> bool:
+    """:func:`repomap.fsnames.is_utf8`, imported on use: ``--help`` must not load the repomap package."""
+    from durable_navigator.repomap.fsnames import is_utf8 as check
+
+    return check(text)
 
 
 def utf8_id(value: str) -> str:
