@@ -26,7 +26,9 @@ from durable_navigator.cli.common import config_of, print_json, run_async, stdou
 from durable_navigator.cli.connect import open_session
 from durable_navigator.cli.errors import CliError, handles_errors
 from durable_navigator.cli.handles import describe_run, is_running, status_name
+from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.cli.mcpserver.pack import read_context, read_report
+from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.navcore.evaluation.cases import (CASE_FILE, GOLD_NOTES, CaseVerdict, QualityCase,
                                                         history_file_name)
 from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
@@ -73,8 +75,8 @@ async def _finished_run(client: Client, workflow_id: str) -> FinishedRun:
     return FinishedRun(histories, request, await handle.result())
 
 
-def _verdicts(result: ExplorationResult) -> list[CaseVerdict]:
-    report = json.loads(read_report(result))
+def _verdicts(result: ExplorationResult, store: ArtifactStore) -> list[CaseVerdict]:
+    report = json.loads(read_report(result, store))
     return [CaseVerdict(step=d["step"], verdict=d["verdict"], feedback=d.get("feedback"))
             for d in report.get("decisions", []) if d.get("verdict")]
 
@@ -96,11 +98,13 @@ def _gold(repo: Path, commit: str | None, context: str, gold: list[str]) -> tupl
     return files, "pack-full"
 
 
-def build_case(run: FinishedRun, gold: list[str]) -> tuple[QualityCase, dict[str, bytes]]:
-    """The case and every file of its folder (relative path -> bytes)."""
+def build_case(run: FinishedRun, gold: list[str], store: ArtifactStore) -> tuple[QualityCase, dict[str, bytes]]:
+    """The case and every file of its folder (relative path -> bytes); the pack and report read from
+    where the run wrote them, else from ``store`` (the configured artifact store: a worker on another
+    host wrote them there)."""
     req, res = run.request, run.result
     repo = Path(req.repo_path)
-    context = read_context(res)
+    context = read_context(res, store)
     commit = run_commit(repo, res.map_metadata.index_version if res.map_metadata else "")
     files, source = _gold(repo, commit, context, gold)
     names = [history_file_name(res.workflow_id, i + 1, len(run.histories)) for i in range(len(run.histories))]
@@ -108,7 +112,7 @@ def build_case(run: FinishedRun, gold: list[str]) -> tuple[QualityCase, dict[str
                        commit_date=commit_date(repo, commit) if commit else "", gold_files=files,
                        gold_source=source, gold_note=GOLD_NOTES[source], model=req.model,
                        token_budget=req.token_budget, stop_reason=res.stop_reason.value, cost_usd=str(res.cost_usd),
-                       histories=[f"history/{n}" for n in names], verdicts=_verdicts(res))
+                       histories=[f"history/{n}" for n in names], verdicts=_verdicts(res, store))
     out: dict[str, bytes] = {f"history/{n}": h.to_json().encode() for n, h in zip(names, run.histories, strict=True)}
     out[case.pack] = context.encode("utf-8")
     out[CASE_FILE] = case.model_dump_json(indent=1).encode("utf-8")
@@ -123,12 +127,13 @@ def run_export(ctx: typer.Context, workflow_id: str, out: Path | None, gold: lis
     folder = folder.expanduser().resolve()
     if folder.exists():  # checked again when renaming into place; said here before any work
         raise CliError(f"{folder} already exists; pass another --out or remove it")
+    store = open_artifact_store(config)  # a bad artifacts: section is refused before any work
 
     async def go() -> FinishedRun:
         async with open_session(config) as session:
             return await _finished_run(session.client, workflow_id)
 
-    case, files = build_case(run_async(go()), gold)
+    case, files = build_case(run_async(go()), gold, store)
     write_folder(folder, files)
     histories = [str(folder / h) for h in case.histories]
     if json_out:
