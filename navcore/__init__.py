@@ -7,8 +7,7 @@ build every model of the package — a third of each CLI command's start-up befo
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from durable_navigator.navtypes.lazy import lazy_names
 
 __all__ = [
     "ApprovalConfig",
@@ -116,8 +115,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_names(__name__, globals(), _HOME)

@@ -13,8 +13,9 @@ engine, numpy and pydantic behind it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from durable_navigator.navtypes.lazy import lazy_names
 
 if TYPE_CHECKING:
     from durable_navigator.repomap.config import DiscoverConfig, EngineConfig, RankConfig, RenderConfig
@@ -48,14 +49,8 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(__name__, globals(), {name: f".{module}" for name, module in _WHERE.items()})
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+    return sorted({*globals(), *__all__})

@@ -7,8 +7,7 @@ every workflow and activity through ``workers.worker``.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from durable_navigator.navtypes.lazy import lazy_names
 
 __all__ = [
     "DATA_CONVERTER",
@@ -33,8 +32,4 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_names(__name__, globals(), {name: f".{module}" for name, module in _HOME.items()})

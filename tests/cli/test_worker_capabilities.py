@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from temporalio.client import Client
@@ -26,28 +24,16 @@ from durable_navigator.navcore.requests import ExplorationResult
 from tests.cli.test_explore_openai import GOAL, MODEL, REPLIES, SECRET, _clean_env, _cost, _decoded, _endpoint_yaml
 from tests.support.cli import FIXTURE_REPO
 from tests.support.e2e import NAVIGATOR
+from tests.support.hosts import navigator_worker
 from tests.support.openai_server import LocalServer
 
 #: the run's first model task must have been refused by the older worker within this long
 REFUSAL_WITHIN_S = 60.0
 
 
-@contextmanager
-def _worker(name: str, env: dict[str, str], cwd: Path) -> Iterator[subprocess.Popen[str]]:
+def _worker(name: str, env: dict[str, str], cwd: Path) -> AbstractContextManager[subprocess.Popen[str]]:
     """``navigator worker`` with ``env``; SIGTERM (ours, by pid) at the end. Its log goes to ``cwd/name.log``."""
-    log = (cwd / f"{name}.log").open("w")
-    proc = subprocess.Popen([str(NAVIGATOR), "worker"], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            text=True)
-    try:
-        yield proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+    return navigator_worker(env, cwd, cwd / f"{name}.log")
 
 
 async def _history_text(client: Client, workflow_id: str) -> str:

@@ -12,7 +12,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,12 +66,23 @@ class Host:
         return sorted(p for p in self.root.rglob("*") if p.is_file() and p.name != "navigator.yaml"
                       and p.suffix != ".log")
 
-    @contextmanager
-    def worker(self, **extra: str) -> Iterator[subprocess.Popen[str]]:
+    def worker(self, **extra: str) -> AbstractContextManager[subprocess.Popen[str]]:
         """``navigator worker`` on this host; SIGTERM (ours, by pid) at the end; log in ``root/worker.log``."""
-        log = (self.root / "worker.log").open("w")
-        proc = subprocess.Popen([str(NAVIGATOR), "worker"], cwd=self.root / "cwd", env=self.env(**extra),
-                                stdout=log, stderr=subprocess.STDOUT, text=True)
+        return navigator_worker(self.env(**extra), self.root / "cwd", self.root / "worker.log")
+
+    def log(self) -> str:
+        """The worker's log so far."""
+        path = self.root / "worker.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+
+@contextmanager
+def navigator_worker(env: dict[str, str], cwd: Path, log_path: Path) -> Iterator[subprocess.Popen[str]]:
+    """A ``navigator worker`` process with ``env`` in ``cwd``, its output in ``log_path``; SIGTERM (ours,
+    by pid) at the end, SIGKILL after a minute."""
+    with log_path.open("w") as log:
+        proc = subprocess.Popen([str(NAVIGATOR), "worker"], cwd=cwd, env=env, stdout=log,
+                                stderr=subprocess.STDOUT, text=True)
         try:
             yield proc
         finally:
@@ -81,9 +92,3 @@ class Host:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-            log.close()
-
-    def log(self) -> str:
-        """The worker's log so far."""
-        path = self.root / "worker.log"
-        return path.read_text(errors="replace") if path.exists() else ""
