@@ -29,16 +29,17 @@ from durable_navigator.navcore.research import ResearchResult
 __all__ = ["result_files", "bring_home", "bring_run_home", "relocated"]
 
 
+#: per result type: the (path field, ref field) of each file it names
+_FILES: dict[type, tuple[tuple[str, str], ...]] = {
+    ExplorationResult: (("context_path", "context_ref"), ("report_path", "report_ref")),
+    ResearchResult: (("answer_path", "answer_ref"), ("report_path", "report_ref")),
+    InvestigationResult: (("report_path", "report_ref"), ("report_json_path", "report_json_ref")),
+}
+
+
 def result_files(result: Any) -> list[tuple[str, ArtifactRef]]:
     """``(path, ref)`` of every file a finished run names and stored (runs of other kinds: none)."""
-    if isinstance(result, ExplorationResult):
-        named = [(result.context_path, result.context_ref), (result.report_path, result.report_ref)]
-    elif isinstance(result, ResearchResult):
-        named = [(result.answer_path, result.answer_ref), (result.report_path, result.report_ref)]
-    elif isinstance(result, InvestigationResult):
-        named = [(result.report_path, result.report_ref), (result.report_json_path, result.report_json_ref)]
-    else:
-        named = []
+    named = [(getattr(result, path), getattr(result, ref)) for path, ref in _FILES.get(type(result), ())]
     return [(path, ref) for path, ref in named if path and ref is not None]
 
 
@@ -70,11 +71,9 @@ def bring_home(store: ArtifactStore, result: Any) -> list[Path]:
 
 def relocated(result: Any, out: Path) -> Any:
     """``result`` with each file it names moved to ``out/<workflow id>/<file name>`` (``result --out``)."""
-    fields = {ExplorationResult: ("context_path", "report_path"), ResearchResult: ("answer_path", "report_path"),
-              InvestigationResult: ("report_path", "report_json_path")}.get(type(result), ())
     folder = out.expanduser().resolve() / result.workflow_id
     return result.model_copy(update={name: str(folder / Path(getattr(result, name)).name)
-                                     for name in fields if getattr(result, name)})
+                                     for name, _ in _FILES.get(type(result), ()) if getattr(result, name)})
 
 
 async def bring_run_home(client: Client, store: ArtifactStore, result: Any, out: Path | None = None) -> Any:
