@@ -330,14 +330,9 @@ def run_stop(
     sender: str,
 ) -> None:
     """The ``navigator batch stop`` command (its options and help: :mod:`cli.batch`)."""
-    for name, text in (("--reason", reason), ("--sender", sender)):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            # the stop message's model refuses it: a pydantic traceback before this check
-            raise CliError(f"{name} {text[:40]!r} is not valid UTF-8; write it as plain text") from None
+    # --reason and --sender were checked by their options (cli.options): the stop message takes them
     config = config_of(ctx)
-    payload = BatchStopInput(reason=reason[:500] or "stopped by user", sender=sender[:200] or "cli")
+    payload = BatchStopInput(reason=reason or "stopped by user", sender=sender or "cli")
     run_async(_stop(config, batch_id, payload))
     stdout.print(f"stop sent to {batch_id}", markup=False)
 
