@@ -34,7 +34,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from durable_navigator.activities.artifacts import ArtifactStore, BlobInfo
 from durable_navigator.cli.common import config_of, print_json, run_async, stdout
 from durable_navigator.cli.connect import open_session
-from durable_navigator.cli.errors import CliError, handles_errors, stderr
+from durable_navigator.cli.errors import CliError, TemporalUnreachableError, handles_errors, stderr
 from durable_navigator.cli.stores import open_artifact_store, store_description
 from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navtypes.errors import ArtifactError
@@ -150,7 +150,11 @@ def run_gc(ctx: typer.Context, older_than: str, dry_run: bool, json_out: bool) -
 
     async def go() -> tuple[GcPlan, int]:
         async with open_session(config, allow_embedded=True, own_embedded=True) as session:
-            plan = await plan_gc(session.client, store, age)
+            try:
+                plan = await plan_gc(session.client, store, age)
+            except RPCError as exc:  # an unread history may be the one naming a blob: delete nothing
+                raise TemporalUnreachableError(f"reading the runs' histories failed ({exc.message}); nothing was "
+                                               "deleted: run `navigator gc` again once Temporal answers") from None
         deleted = 0 if dry_run else await asyncio.to_thread(store.delete, [b.sha256 for b in plan.doomed])
         return plan, deleted
 
