@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from durable_navigator.navcore.artifacts import ArtifactRef
 from durable_navigator.navcore.budget import RunUsd, format_usd, micros_to_usd, usd_to_micros
 from durable_navigator.navcore.decision import TokenUsage
 from durable_navigator.navtypes.flightplan import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
@@ -202,6 +203,9 @@ class JobOutcome(BaseModel):
     #: context.md of an exploration, answer.md of a research job
     context_path: str | None = None
     report_path: str | None = None
+    #: the two files in the artifact store: with an object store the command that asked writes them from these
+    context_ref: ArtifactRef | None = None
+    report_ref: ArtifactRef | None = None
     #: a research job finished on its own terms (None for explorations)
     completed_normally: bool | None = None
     #: True when the child had already completed in an earlier run of this batch id
@@ -335,6 +339,9 @@ class BatchResult(BaseModel):
     spent_usd: Decimal
     results_path: str | None = None
     summary_path: str | None = None
+    #: results.jsonl and summary.json in the artifact store (the command that asked writes them)
+    results_ref: ArtifactRef | None = None
+    summary_ref: ArtifactRef | None = None
     stopped: str | None = None
     continued_runs: int = 0
 
@@ -412,6 +419,8 @@ class WriteBatchResultsOutput(BaseModel):
 
     results_path: str
     summary_path: str
+    results_ref: ArtifactRef | None = None
+    summary_ref: ArtifactRef | None = None
 
 
 class RecoverChildInput(BaseModel):

@@ -108,7 +108,7 @@ def build_worker(
     preflight = PreflightActivities(registry=acts.models, pricer=acts.pricer)
     research = ResearchActivities(acts.store, acts.engine, write_files=acts.write_files)
     investigation = InvestigationActivities(acts.store, acts.engine, write_files=acts.write_files)
-    for fn in [*acts.all(), *models.all(), *tools.all(), *BatchActivities().all(), *preflight.all(),
+    for fn in [*acts.all(), *models.all(), *tools.all(), *BatchActivities(acts.store, write_files=acts.write_files).all(), *preflight.all(),
                *research.all(), *investigation.all(), *extra_activities]:
         by_name[_activity_name(fn)] = fn
     return Worker(

@@ -260,8 +260,14 @@ class BatchWorkflow:
         outcome.context_path, outcome.report_path, outcome.recovered = result.context_path, result.report_path, recovered
         if isinstance(result, ResearchResult | InvestigationResult):
             outcome.completed_normally = result.completed_normally
-        if isinstance(result, InvestigationResult):
+        # the stored files, so the command that asked writes them (a worker with an object store writes none)
+        if isinstance(result, ExplorationResult):
+            outcome.context_ref, outcome.report_ref = result.context_ref, result.report_ref
+        elif isinstance(result, ResearchResult):
+            outcome.context_ref, outcome.report_ref = result.answer_ref, result.report_ref
+        else:
             outcome.report_path = result.report_json_path
+            outcome.context_ref, outcome.report_ref = result.report_ref, result.report_json_ref
         return outcome
 
     def _failed(self, job: BatchJob, slice_micros: int, err: ChildWorkflowError) -> JobOutcome:
@@ -344,6 +350,8 @@ class BatchWorkflow:
             spent_usd=micros_to_usd(s.pool.spent_micros),
             results_path=written.results_path,
             summary_path=written.summary_path,
+            results_ref=written.results_ref,
+            summary_ref=written.summary_ref,
             stopped=s.stop_requested,
             continued_runs=s.continued_runs,
         )
