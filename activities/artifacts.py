@@ -24,7 +24,7 @@ from typing import Protocol, runtime_checkable
 
 import platformdirs
 
-from durable_navigator.navcore.artifacts import SUMMARY_MAX_CHARS, ArtifactRef
+from durable_navigator.navcore.run.artifacts import SUMMARY_MAX_CHARS, ArtifactRef
 from durable_navigator.navtypes.errors import ArtifactError
 
 __all__ = ["ArtifactStore", "LocalArtifactStore", "BlobInfo", "default_artifact_dir", "make_ref", "atomic_write_bytes",

@@ -26,7 +26,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_navigator.activities.artifacts import ArtifactStore, atomic_write_bytes
-from durable_navigator.navcore.batch import (
+from durable_navigator.navcore.batch.batch import (
     BatchJob,
     JobDefaults,
     JobsFile,
@@ -37,13 +37,13 @@ from durable_navigator.navcore.batch import (
     WriteBatchResultsOutput,
     resolve_jobs,
 )
-from durable_navigator.navcore.budget import micros_to_usd
+from durable_navigator.navcore.run.budget import micros_to_usd
 from durable_navigator.navtypes.errors import ConfigError, RepoError
 from durable_navigator.repomap.discover import check_utf8_root
 from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
-from durable_navigator.navcore.requests import ExplorationResult
-from durable_navigator.navcore.investigation import InvestigationResult
-from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.navigator.requests import ExplorationResult
+from durable_navigator.navcore.investigation.investigation import InvestigationResult
+from durable_navigator.navcore.research.research import ResearchResult
 
 __all__ = ["JobsFileError", "JobCheck", "load_jobs_file", "parse_jobs_text", "BatchActivities", "MAX_JOBS_FILE_BYTES"]
 

@@ -31,7 +31,7 @@ from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.preflight import refuse_unless_served
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.result_pack import compose
-from durable_navigator.navcore.activity_io import (
+from durable_navigator.navcore.navigator.activity_io import (
     IndexProgress,
     MapView,
     RenderMapInput,
@@ -41,8 +41,8 @@ from durable_navigator.navcore.activity_io import (
     WriteResultInput,
     WriteResultOutput,
 )
-from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.endpoints import Endpoint
+from durable_navigator.navcore.run.artifacts import ArtifactRef
+from durable_navigator.navcore.model.endpoints import Endpoint
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navtypes.mapmeta import MapMetadata

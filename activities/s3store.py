@@ -29,7 +29,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from durable_navigator.activities.artifacts import REFRESH_AFTER_S, BlobInfo, make_ref
-from durable_navigator.navcore.artifacts import SUMMARY_MAX_CHARS, ArtifactRef
+from durable_navigator.navcore.run.artifacts import SUMMARY_MAX_CHARS, ArtifactRef
 from durable_navigator.navtypes.errors import ArtifactError, ConfigError
 
 __all__ = ["S3Location", "S3ArtifactStore", "StoreUnavailableError", "parse_s3_url"]

@@ -33,7 +33,7 @@ from durable_navigator.activities.models.offline import OfflineTurn, offline_dec
 from durable_navigator.activities.models.offline.config import OfflinePolicyConfig
 from durable_navigator.activities.pack import PACK_CONFIG
 from durable_navigator.activities.tools import CodeToolActivities
-from durable_navigator.navcore.tools import ToolRequest
+from durable_navigator.navcore.run.tools import ToolRequest
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap import RepoMap
 from durable_navigator.repomap.config import EngineConfig

@@ -18,9 +18,9 @@ from durable_navigator.cli.display import print_block, research_panel
 from durable_navigator.cli.errors import ExitCode, handles_errors
 from durable_navigator.cli.launch import launch, research_settings, start_run
 from durable_navigator.cli.runrequest import build_research_request, check_models, new_run_id
-from durable_navigator.navcore.research import ResearchRequest, ResearchResult
+from durable_navigator.navcore.research.research import ResearchRequest, ResearchResult
 from durable_navigator.navcore.run_kinds import RESEARCH
-from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.navcore.navigator.state import ExecutionMode
 
 __all__ = ["run_ask"]
 

@@ -28,10 +28,10 @@ from durable_navigator.cli.preflight import problems_here, problems_on_workers
 from durable_navigator.cli.results_home import bring_home
 from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.cli.runinput import check_repository, parse_usd, text_problem, validated
-from durable_navigator.navcore.requests import ModelCallConfig
-from durable_navigator.navcore.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
-from durable_navigator.navcore.report import markdown_text
-from durable_navigator.navcore.messages import BATCH_WORKFLOW, QUERY_BATCH_PROGRESS
+from durable_navigator.navcore.navigator.requests import ModelCallConfig
+from durable_navigator.navcore.batch.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
+from durable_navigator.navcore.navigator.report import markdown_text
+from durable_navigator.navcore.navigator.messages import BATCH_WORKFLOW, QUERY_BATCH_PROGRESS
 from durable_navigator.navtypes.errors import BudgetError, ModelError, NavigatorError, RepoError
 
 __all__ = ["build_batch_request", "new_batch_id", "start_batch", "follow_batch"]

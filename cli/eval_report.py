@@ -27,11 +27,11 @@ from durable_navigator.cli.eval_cases import remove_run_checkouts
 from durable_navigator.cli.connect import say_server
 from durable_navigator.cli.preflight import problems_on_workers
 from durable_navigator.cli.results_home import bring_home
-from durable_navigator.navcore.batch import BatchRequest, BatchResult, JobStatus
+from durable_navigator.navcore.batch.batch import BatchRequest, BatchResult, JobStatus
 from durable_navigator.navcore.evaluation.html import report_html
 from durable_navigator.navcore.evaluation.models import EvalReport, EvalRun, TaskResult
 from durable_navigator.navcore.evaluation.summary import CHUNK_BM25, ENGINE, navigator_method, report_markdown, totals
-from durable_navigator.navcore.modelspec import parse_model_spec
+from durable_navigator.navcore.model.modelspec import parse_model_spec
 from durable_navigator.navtypes.errors import ModelError
 
 __all__ = ["EvalOutcome", "run_batch", "write_report"]

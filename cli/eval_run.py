@@ -31,10 +31,10 @@ from durable_navigator.cli.eval_report import EvalOutcome, run_batch, write_repo
 from durable_navigator.cli.runrequest import check_token_budget, stream_guard, validate_model
 from durable_navigator.cli.runinput import parse_usd, validated
 from durable_navigator.cli.stores import open_artifact_store
-from durable_navigator.navcore.batch import BatchJob, BatchRequest, JobDefaults
+from durable_navigator.navcore.batch.batch import BatchJob, BatchRequest, JobDefaults
 from durable_navigator.navcore.evaluation.models import EvalRun
 from durable_navigator.navcore.evaluation.rules import EVAL_SELECTION
-from durable_navigator.navcore.requests import ModelCallConfig
+from durable_navigator.navcore.navigator.requests import ModelCallConfig
 from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.repomap.cache import default_cache_dir
 

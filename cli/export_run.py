@@ -31,7 +31,7 @@ from durable_navigator.cli.mcpserver.pack import read_context, read_report
 from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.navcore.evaluation.cases import (CASE_FILE, GOLD_NOTES, CaseVerdict, QualityCase,
                                                         history_file_name)
-from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
 from durable_navigator.navcore.run_kinds import EXPLORE
 
 __all__ = ["run_export", "fetch_chain"]

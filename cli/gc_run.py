@@ -36,7 +36,7 @@ from durable_navigator.cli.common import config_of, print_json, run_async, stdou
 from durable_navigator.cli.connect import open_session
 from durable_navigator.cli.errors import CliError, TemporalUnreachableError, handles_errors, stderr
 from durable_navigator.cli.stores import open_artifact_store, store_description
-from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.run.artifacts import ArtifactRef
 from durable_navigator.navtypes.errors import ArtifactError
 
 __all__ = ["run_gc", "parse_age", "GcPlan", "plan_gc", "history_references"]

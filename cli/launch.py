@@ -32,9 +32,9 @@ from durable_navigator.cli.preflight import refuse_unservable_on_workers
 from durable_navigator.cli.results_home import bring_run_home
 from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.cli.runrows import exit_code_for_result
-from durable_navigator.navcore.report import run_details_markdown, run_summary
-from durable_navigator.navcore.requests import ExplorationRequest
-from durable_navigator.navcore.research import ResearchRequest
+from durable_navigator.navcore.navigator.report import run_details_markdown, run_summary
+from durable_navigator.navcore.navigator.requests import ExplorationRequest
+from durable_navigator.navcore.research.research import ResearchRequest
 from durable_navigator.navcore.run_kinds import RunKind
 
 __all__ = ["start_run", "launch", "request_settings", "research_settings"]

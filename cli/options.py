@@ -89,7 +89,7 @@ PlanOpt = Annotated[
                  show_default="off"),
 ]
 
-#: the longest sender a message takes (navcore.messages.Sender; not imported: this module stays light)
+#: the longest sender a message takes (navcore.navigator.messages.Sender; not imported: this module stays light)
 MAX_SENDER_CHARS = 200
 
 
@@ -109,7 +109,7 @@ SenderOpt = Annotated[
                              show_default="$USER@cli", callback=checked_sender)
 ]
 
-#: the longest stop reason a message takes (navcore.messages.StopInput and BatchStopInput)
+#: the longest stop reason a message takes (navcore.navigator.messages.StopInput and BatchStopInput)
 MAX_REASON_CHARS = 500
 
 

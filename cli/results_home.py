@@ -20,12 +20,12 @@ from temporalio.client import Client
 
 from durable_navigator.activities.artifacts import ArtifactStore, atomic_write_bytes
 from durable_navigator.cli.errors import CliError
-from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.batch import BatchResult
-from durable_navigator.navcore.branches import BranchExploreResult
-from durable_navigator.navcore.investigation import InvestigationResult
-from durable_navigator.navcore.requests import ExplorationResult
-from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.run.artifacts import ArtifactRef
+from durable_navigator.navcore.batch.batch import BatchResult
+from durable_navigator.navcore.batch.branches import BranchExploreResult
+from durable_navigator.navcore.investigation.investigation import InvestigationResult
+from durable_navigator.navcore.navigator.requests import ExplorationResult
+from durable_navigator.navcore.research.research import ResearchResult
 
 __all__ = ["result_files", "bring_home", "bring_run_home", "relocated"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.activities.evaluation.baseline import Doc, chunk_bm25_ranked, engine_alone, pack
 from durable_navigator.activities.evaluation.checkout import read_source
-from durable_navigator.navcore.artifacts import ArtifactRef
+from durable_navigator.navcore.run.artifacts import ArtifactRef
 from durable_navigator.navcore.evaluation.models import EvalTask, MethodScore, TaskResult
 from durable_navigator.navcore.evaluation.score import map_section, parse_context, score_context
 from durable_navigator.navcore.evaluation.summary import CHUNK_BM25, ENGINE, navigator_method

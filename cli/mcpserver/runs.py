@@ -32,13 +32,13 @@ from durable_navigator.cli.mcpserver.pack import answer_uri, context_uri, read_a
 from durable_navigator.cli.mcpserver.paths import AllowedRoots
 from durable_navigator.cli.reads import build_list_query, run_row
 from durable_navigator.cli.stuck import STUCK_CHECK_EVERY_S, RunStuckError, stuck_message, stuck_reason, terminate_stuck
-from durable_navigator.navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS, SIGNAL_STOP, StopInput
-from durable_navigator.navcore.budget import format_usd
-from durable_navigator.navcore.report import DecisionLogView, TurnReport
-from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
-from durable_navigator.navcore.research import ResearchRequest, ResearchResult
+from durable_navigator.navcore.navigator.messages import QUERY_DECISION_LOG, QUERY_STATUS, SIGNAL_STOP, StopInput
+from durable_navigator.navcore.run.budget import format_usd
+from durable_navigator.navcore.navigator.report import DecisionLogView, TurnReport
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.research.research import ResearchRequest, ResearchResult
 from durable_navigator.navcore.run_kinds import EXPLORE, RESEARCH, RUN_KINDS, run_kind_of
-from durable_navigator.navcore.state import DecisionLogEntry
+from durable_navigator.navcore.navigator.state import DecisionLogEntry
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.repomap.tokens import count_tokens
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from durable_navigator.navcore.batch import BatchResult
+from durable_navigator.navcore.batch.batch import BatchResult
 from tests.support.cli import FIXTURE_REPO
 from tests.support.evalrepo import make_eval_repo
 from tests.support.hosts import Host

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from durable_navigator.navcore.batch import BatchProgress, progress_markdown
-from durable_navigator.navcore.report import (
+from durable_navigator.navcore.batch.batch import BatchProgress, progress_markdown
+from durable_navigator.navcore.navigator.report import (
     TurnReport,
     markdown_text,
     run_details_markdown,
