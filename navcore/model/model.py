@@ -49,6 +49,11 @@ __all__ = [
     "ToolSpec",
     "ToolCallOut",
     "DecideTask",
+    "AnalyzeCall",
+    "ReviewCall",
+    "PlanCall",
+    "ReflectCall",
+    "CompressCall",
     "AnalyzeTask",
     "ReviewTask",
     "PlanTask",
@@ -144,16 +149,17 @@ class DecideTask(_Task):
     tool_results: list[str] = []
 
 
-class AnalyzeTask(_Task):
-    """Planning: DIRECT, or an analysis ending ``REFLECT: yes|no``."""
+class AnalyzeCall(BaseModel):
+    """What an analysis call carries, both to the model (:class:`AnalyzeTask`) and from the workflow
+    (``AnalyzeSpec``): declared once. So are the review, plan, reflection and compression calls."""
 
     kind: Literal["planning.analyze"] = "planning.analyze"
     config: PlanningConfig
     map_metadata: MapMetadata | None = None
 
 
-class ReviewTask(_Task):
-    """Planning: critic, pragmatist, detailer."""
+class ReviewCall(BaseModel):
+    """What a plan review carries (critic, pragmatist, detailer)."""
 
     kind: Literal["planning.review"] = "planning.review"
     config: PlanningConfig
@@ -161,14 +167,44 @@ class ReviewTask(_Task):
     map_metadata: MapMetadata | None = None
 
 
-class PlanTask(_Task):
-    """Planning: the stage plan."""
+class PlanCall(BaseModel):
+    """What a stage-plan call carries (a re-plan carries the user's feedback in the analysis)."""
 
     kind: Literal["planning.plan"] = "planning.plan"
     config: PlanningConfig
     analysis: PlanningAnalysis
     review: PlanReview | None = None
     map_metadata: MapMetadata | None = None
+
+
+class ReflectCall(BaseModel):
+    """What a reflection after a stage carries."""
+
+    kind: Literal["stages.reflect"] = "stages.reflect"
+    config: PlanningConfig
+    plan: StagePlan
+    completed_index: int = Field(ge=0)
+    check: CriteriaCheck
+
+
+class CompressCall(BaseModel):
+    """What a decision-log compression carries."""
+
+    kind: Literal["navigator.compress"] = "navigator.compress"
+    request: SummaryRequest
+
+
+# the payload first, the base second: the base's fields come first (the field order of the JSON unchanged)
+class AnalyzeTask(AnalyzeCall, _Task):
+    """Planning: DIRECT, or an analysis ending ``REFLECT: yes|no``."""
+
+
+class ReviewTask(ReviewCall, _Task):
+    """Planning: critic, pragmatist, detailer."""
+
+
+class PlanTask(PlanCall, _Task):
+    """Planning: the stage plan."""
 
 
 class CriteriaTask(_Task):
@@ -182,21 +218,12 @@ class CriteriaTask(_Task):
     map_metadata: MapMetadata | None = None
 
 
-class ReflectTask(_Task):
+class ReflectTask(ReflectCall, _Task):
     """A stage's end: keep or rewrite the remaining stages."""
 
-    kind: Literal["stages.reflect"] = "stages.reflect"
-    config: PlanningConfig
-    plan: StagePlan
-    completed_index: int = Field(ge=0)
-    check: CriteriaCheck
 
-
-class CompressTask(_Task):
+class CompressTask(CompressCall, _Task):
     """Summarize older decision-log entries."""
-
-    kind: Literal["navigator.compress"] = "navigator.compress"
-    request: SummaryRequest
 
 
 class ExecTurn(BaseModel):

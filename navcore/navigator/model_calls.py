@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from durable_navigator.navcore.model.call_kinds import INVESTIGATE_KINDS, InvestigateKind
 from durable_navigator.navcore.navigator.activity_io import PromptInput
 from durable_navigator.navcore.run.artifacts import ArtifactRef
-from durable_navigator.navcore.model.model import StreamGuard
-from durable_navigator.navcore.run.compression import SummaryRequest
+from durable_navigator.navcore.model.model import (AnalyzeCall, CompressCall, PlanCall, ReflectCall, ReviewCall,
+                                                   StreamGuard)
 from durable_navigator.navcore.run.decision import ModelDecision, TokenUsage
 from durable_navigator.navcore.run.findings import PlannedStep
 from durable_navigator.navcore.planning.investigation_plan import CriterionStatus, PlannedStage, StageChange
@@ -107,31 +107,17 @@ class DecideSpec(_IO):
     prompt: PromptInput
 
 
-class AnalyzeSpec(_Spec):
+# the payload first (declared once with its task), the base second: the base's fields come first
+class AnalyzeSpec(AnalyzeCall, _Spec):
     """Planning: analyze the goal (renders the coarse map for an excerpt)."""
 
-    kind: Literal["planning.analyze"] = "planning.analyze"
-    config: PlanningConfig
-    map_metadata: MapMetadata | None = None
 
-
-class ReviewSpec(_Spec):
+class ReviewSpec(ReviewCall, _Spec):
     """Planning: critic / pragmatist / detailer."""
 
-    kind: Literal["planning.review"] = "planning.review"
-    config: PlanningConfig
-    analysis: PlanningAnalysis
-    map_metadata: MapMetadata | None = None
 
-
-class PlanSpec(_Spec):
+class PlanSpec(PlanCall, _Spec):
     """Planning: the stage plan (a re-plan carries the user's feedback in the analysis)."""
-
-    kind: Literal["planning.plan"] = "planning.plan"
-    config: PlanningConfig
-    analysis: PlanningAnalysis
-    review: PlanReview | None = None
-    map_metadata: MapMetadata | None = None
 
 
 class CriteriaSpec(_Spec):
@@ -145,21 +131,13 @@ class CriteriaSpec(_Spec):
     map_metadata: MapMetadata | None = None
 
 
-class ReflectSpec(_Spec):
+class ReflectSpec(ReflectCall, _Spec):
     """A stage's end: keep or rewrite the remaining stages."""
 
-    kind: Literal["stages.reflect"] = "stages.reflect"
-    config: PlanningConfig
-    plan: StagePlan
-    completed_index: int = Field(ge=0)
-    check: CriteriaCheck
 
-
-class CompressSpec(_Spec):
+class CompressSpec(CompressCall, _Spec):
     """Summarize older decision-log entries (``ordinal``: the how-many-th compression)."""
 
-    kind: Literal["navigator.compress"] = "navigator.compress"
-    request: SummaryRequest
     ordinal: int = Field(0, ge=0)
 
 
