@@ -23,7 +23,7 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
+import shutil
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -73,38 +73,42 @@ def _environment(root: Path) -> dict[str, str]:
     return env
 
 
-def _unpacked(checkout: Path, root: Path) -> Path:
-    """This repository at :data:`SELF_COMMIT`, unpacked once under ``root`` (no ``.git``: same bytes every run)."""
-    tree = root / f"self@{SELF_COMMIT}"
-    if not tree.exists():
-        tree.mkdir()
+def _tree(checkout: Path, repo: str, root: Path) -> Path:
+    """The case's repository as a copy under ``root``, outside any git repository: the same path and bytes
+    in every run (inside the checkout, the map's index id would name the checkout's own commit)."""
+    tree = root / repo.replace("/", "_")
+    if tree.exists():
+        return tree
+    if repo.startswith("self@"):
+        tree.mkdir(parents=True)
         archive = subprocess.run(["git", "-C", str(checkout), "archive", SELF_COMMIT], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    else:
+        shutil.copytree(checkout / repo, tree)
     return tree
 
 
-def run_cases(navigator: Path, checkout: Path) -> dict[str, dict[str, str]]:
-    """Each case's masked ``context.md`` and its digest, keyed ``repo :: goal``."""
+def run_cases(navigator: Path, checkout: Path, work: Path) -> dict[str, dict[str, str]]:
+    """Each case's masked ``context.md`` and its digest, keyed ``repo :: goal``; ``work`` is emptied first."""
     out: dict[str, dict[str, str]] = {}
-    with tempfile.TemporaryDirectory(prefix="pack-identity-") as tmp:
-        root = Path(tmp)
-        env = _environment(root)
-        try:
-            for repo, goal in CASES:
-                path = _unpacked(checkout, root) if repo.startswith("self@") else checkout / repo
-                dest = root / "out" / str(len(out))
-                done = subprocess.run([str(navigator), "explore", str(path), goal, "--out", str(dest)], env=env,
-                                      capture_output=True, text=True, timeout=900, check=False)
-                if done.returncode != 0:
-                    raise SystemExit(f"{repo} :: {goal}: exit {done.returncode}\n{done.stderr[-2000:]}")
-                [context] = sorted(dest.rglob("context.md"))
-                text = normalized(context.read_text())
-                out[f"{Path(repo).name} :: {goal}"] = {"sha256": hashlib.sha256(text.encode()).hexdigest(),
-                                                      "text": text}
-                print(f"{len(out)}/{len(CASES)} {Path(repo).name}: {out[f'{Path(repo).name} :: {goal}']['sha256'][:12]}",
-                      file=sys.stderr, flush=True)
-        finally:
-            subprocess.run([str(navigator), "server", "stop"], env=env, capture_output=True, timeout=120, check=False)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    env = _environment(work)
+    try:
+        for repo, goal in CASES:
+            path = _tree(checkout, repo, work / "trees")
+            dest = work / "out" / str(len(out))
+            done = subprocess.run([str(navigator), "explore", str(path), goal, "--out", str(dest)], env=env,
+                                  capture_output=True, text=True, timeout=900, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"{repo} :: {goal}: exit {done.returncode}\n{done.stderr[-2000:]}")
+            [context] = sorted(dest.rglob("context.md"))
+            text = normalized(context.read_text())
+            key = f"{Path(repo).name} :: {goal}"
+            out[key] = {"sha256": hashlib.sha256(text.encode()).hexdigest(), "text": text}
+            print(f"{len(out)}/{len(CASES)} {key[:60]}: {out[key]['sha256'][:12]}", file=sys.stderr, flush=True)
+    finally:
+        subprocess.run([str(navigator), "server", "stop"], env=env, capture_output=True, timeout=120, check=False)
     return out
 
 
@@ -124,10 +128,19 @@ def compare(a: Path, b: Path) -> int:
     return 1 if differ else 0
 
 
+def tempfile_root() -> str:
+    """The system's temporary folder."""
+    import tempfile
+
+    return tempfile.gettempdir()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--navigator", type=Path, help="the installed CLI of the checkout under test")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--work", type=Path, default=Path(tempfile_root()) / "pack-identity",
+                    help="emptied and reused: the repositories are copied here, at the same path in every run")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     args = ap.parse_args()
     if args.compare:
@@ -135,7 +148,7 @@ def main() -> None:
     if args.navigator is None or args.out is None:
         ap.error("pass --navigator and --out (or --compare BEFORE AFTER)")
     checkout = args.navigator.resolve().parent.parent.parent  # <checkout>/.venv/bin/navigator
-    result = run_cases(args.navigator, checkout)
+    result = run_cases(args.navigator, checkout, args.work)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1))
 
