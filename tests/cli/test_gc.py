@@ -131,3 +131,18 @@ async def test_gc_of_an_s3_bucket_keeps_what_runs_reference(client: Client, task
                                     str(cli_host.root / "again"))
     assert again.returncode == 0, again.stderr[-3000:]
     assert Path(json.loads(again.stdout)["context_path"]).read_bytes() == Path(run["context_path"]).read_bytes()
+
+
+async def test_gc_deletes_nothing_when_temporal_refuses_to_list_the_runs(eval_env: dict[str, str],
+                                                                       tmp_path: Path) -> None:
+    """Runs Temporal cannot show may be the ones naming a blob: an RPC error ends gc, one line, exit 3.
+
+    Before: the RPCError of an unreadable namespace came out as a traceback (exit 1).
+    """
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    orphan = store.put_bytes(b"maybe someone names me " + uuid.uuid4().bytes, "text/plain")
+    _age(store.root / orphan.sha256[:2] / orphan.sha256, TEN_DAYS_S)
+    refused = await ainvoke(["gc", "--older-than", "0s"], {**eval_env, "TEMPORAL_NAMESPACE": "no-such-namespace"})
+    assert refused.exit_code == 3, (refused.exit_code, refused.stdout, refused.stderr)
+    assert refused.stderr.count("\n") == 1 and "nothing was deleted" in refused.stderr, refused.stderr
+    assert store.exists(orphan)
