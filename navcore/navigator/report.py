@@ -19,6 +19,7 @@ __all__ = [
     "plan_diff_lines",
     "build_turn_report",
     "turn_report_markdown",
+    "steering_lines",
     "short_action_label",
     "shorten",
     "markdown_text",
@@ -213,6 +214,19 @@ def _stage_markdown(stages: StageState) -> str | None:
     return plan_markdown(stages.plan, checks, stages.index)
 
 
+def steering_lines(report: TurnReport, *, plan: str, turn: str) -> list[str]:
+    """The Web UI details' lines on why a run stopped, what verdict it awaits and its planning fallback
+    (``plan`` / ``turn``: what the run calls its plan and a turn awaiting a verdict)."""
+    md = markdown_text
+    lines = [f"**Stopped:** {md(report.stop_reason)}"] if report.stop_reason else []
+    if report.awaiting_turn is not None:
+        what = plan if report.awaiting_kind == "plan" else f"{turn} {report.awaiting_turn}"
+        lines.append(f"**Awaiting a verdict on {what}** (approve / reject / stop)")
+    if report.planning_fallback:
+        lines.append(f"**Planning fallback:** {md(report.planning_fallback)}")
+    return lines
+
+
 def turn_report_markdown(report: TurnReport, goal: str) -> str:
     """The report as markdown for ``workflow.set_current_details`` (every value escaped)."""
     md = markdown_text
@@ -223,13 +237,7 @@ def turn_report_markdown(report: TurnReport, goal: str) -> str:
         f"(last turn {md(report.cost_this_turn_usd)}) · **Map:** "
         f"{report.map_tokens}/{report.map_token_budget} tokens · **Mode:** {md(report.mode)}",
     ]
-    if report.stop_reason:
-        lines.append(f"**Stopped:** {md(report.stop_reason)}")
-    if report.awaiting_turn is not None:
-        what = "the stage plan" if report.awaiting_kind == "plan" else f"turn {report.awaiting_turn}"
-        lines.append(f"**Awaiting a verdict on {what}** (approve / reject / stop)")
-    if report.planning_fallback:
-        lines.append(f"**Planning fallback:** {md(report.planning_fallback)}")
+    lines += steering_lines(report, plan="the stage plan", turn="turn")
     if report.model_switches:
         lines.append(f"**Model:** {code_span(report.model or '')} · **Routing switches:**")
         lines += [f"- {md(line)}" for line in report.model_switches]

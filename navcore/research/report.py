@@ -11,6 +11,7 @@ from durable_navigator.navcore.navigator.report import (
     markdown_text,
     reasoning_preview,
     shorten,
+    steering_lines,
 )
 from durable_navigator.navcore.research.research import ResearchState, ResearchView
 from durable_navigator.navcore.run.subagents import ChildRun
@@ -97,13 +98,7 @@ def research_details_markdown(report: TurnReport, question: str, state: Research
         f"(last turn {md(report.cost_this_turn_usd)}) · **Findings:** {f.count} "
         f"({f.lines} cited lines in {len(f.files)} files) · **Calls:** {state.calls_used} · **Mode:** {md(report.mode)}",
     ]
-    if report.stop_reason:
-        lines.append(f"**Stopped:** {md(report.stop_reason)}")
-    if report.awaiting_turn is not None:
-        what = "the research plan" if report.awaiting_kind == "plan" else f"step turn {report.awaiting_turn}"
-        lines.append(f"**Awaiting a verdict on {what}** (approve / reject / stop)")
-    if report.planning_fallback:
-        lines.append(f"**Planning fallback:** {md(report.planning_fallback)}")
+    lines += steering_lines(report, plan="the research plan", turn="step turn")
     if report.focus_areas:
         lines.append("**Cited:** " + ", ".join(code_span(p) for p in report.focus_areas))
     if report.proposed_diff:
