@@ -265,11 +265,22 @@ def base_plan(plan: FlightPlan, cfg: OfflinePolicyConfig) -> FlightPlan:
     )
 
 
+def _without_own_levels(plan: FlightPlan, cfg: OfflinePolicyConfig) -> FlightPlan:
+    """``plan`` without the exact-file rules the policy set (a glob, a pinned file or a file a human
+    focused through feedback is a human's: kept)."""
+    human = set(plan.pinned) | {f.glob for f in plan.focus_paths if f.weight == cfg.feedback_weight}
+    rules = [r for r in plan.rules if any(c in r.glob for c in "*?[") or r.glob in human]
+    return plan.model_copy(update={"rules": rules})
+
+
 def allocate(engine: Any, plan: FlightPlan, goal: str, cfg: OfflinePolicyConfig, estimate: Any) -> tuple[Allocation, list[Any]]:
     """Plan levels, expansions and neighbour focus for the current ranking."""
     ranked = ranked_for(engine, base_plan(plan, cfg))
     if cfg.learned.enabled:
-        return learned_allocation(engine, base_plan(plan, cfg), goal, cfg), ranked
+        # chosen on the footing of the survey's choice: without the levels the policy itself set since
+        # (they changed what the choice's files measured when rendered, so a second turn chose anew and
+        # undid part of the first: not a fixed point). A human's rules and globs stay.
+        return learned_allocation(engine, _without_own_levels(base_plan(plan, cfg), cfg), goal, cfg), ranked
     by_path = {r.path: r for r in ranked}
     budget = plan.token_budget
     cap = budget * cfg.explicit_share

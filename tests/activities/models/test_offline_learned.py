@@ -228,3 +228,25 @@ def test_a_choice_of_more_files_than_one_update_holds_is_cut_to_what_it_holds(tm
                              CFG)
     assert first.action == "update_flight_plan"
     assert len(first.updates.set_rules) <= MAX_UPDATE_ITEMS and len(first.updates.add_focus_paths) <= MAX_UPDATE_ITEMS
+
+
+def test_the_learned_allocation_is_a_fixed_point_of_its_own_levels(tmp_path) -> None:
+    """Turn two chooses on the footing of the survey's choice (without the levels the policy set since), so a
+    map it is content with finalizes instead of undoing part of itself.
+
+    Before: the levels of turn one changed what the choice's files measured when rendered, turn two chose
+    anew and collapsed one of its own expansions (README's demo goal on this repository, after navcore
+    was regrouped: ``collapse workflows/blocks/webui.py::SA_COST_USD``).
+    """
+    from durable_navigator.activities.models.offline.config import OfflinePolicyConfig
+    from durable_navigator.activities.models.offline.policy import _without_own_levels
+    from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, VerbosityRule, Level
+
+    cfg = OfflinePolicyConfig()
+    plan = FlightPlan(token_budget=8192).apply(FlightPlanUpdate(
+        set_rules=[VerbosityRule(glob="src/a.py", level=Level.FULL), VerbosityRule(glob="tests/**", level=Level.PATH),
+                   VerbosityRule(glob="src/human.py", level=Level.OUTLINE)],
+        add_focus_paths=[FocusPath(glob="src/human.py", weight=cfg.feedback_weight)]))
+    kept = {r.glob for r in _without_own_levels(plan, cfg).rules}
+    assert kept == {"tests/**", "src/human.py"}  # the policy's exact-file level goes; globs and a human's stay
+    # end to end: README's demo goal on this repository finalizes on turn two (test_offline_demo.py)
