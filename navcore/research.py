@@ -33,6 +33,7 @@ from durable_navigator.navcore.pricing import ModelPricingRates
 from durable_navigator.navcore.requests import ApprovalConfig, ModelCallConfig
 from durable_navigator.navcore.state import DecisionLog, ExecutionMode, MapState, RunStatus, Steering, StopReason
 from durable_navigator.navcore.subagents import AgentProfile, ChildRun
+from durable_navigator.navcore.sources import SourcedRequest
 from durable_navigator.navtypes.flightplan import FlightPlan
 
 __all__ = [
@@ -128,12 +129,11 @@ class AnswerState(BaseModel):
     citations: int = 0
 
 
-class ResearchRequest(BaseModel):
+class ResearchRequest(SourcedRequest):
     """Input of ``ResearchWorkflow`` (also its continue-as-new input)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    repo_path: Annotated[str, Field(min_length=1, max_length=4096)]
     question: Annotated[str, Field(min_length=1, max_length=8000)]
     mode: ExecutionMode = ExecutionMode.AUTONOMOUS
     budget_usd: RunUsd = Decimal("0.50")
