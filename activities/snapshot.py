@@ -33,8 +33,10 @@ from durable_navigator.navcore.sources import SNAPSHOT_MEDIA_TYPE, SnapshotSourc
 from durable_navigator.navtypes.errors import ArtifactError, RepoError
 from durable_navigator.repomap.cache import own_dirs
 from durable_navigator.repomap.config import EngineConfig
-from durable_navigator.repomap.discover import check_root, discover
+from durable_navigator.repomap.chunkrank.fromengine import history_log
+from durable_navigator.repomap.discover import check_root, discover, git_commit
 from durable_navigator.repomap.fsnames import fs_path
+from durable_navigator.repomap.origin import Origin, write_origin
 
 __all__ = ["Manifest", "SnapshotFigures", "take_snapshot", "materialize_snapshot"]
 
@@ -44,6 +46,7 @@ UPLOAD_THREADS = 8
 _PLACEHOLDER_SKIPS = ("oversized", "lockfile", "minified")
 _LINK_SKIPS = ("symlink_escape", "dangling_symlink", "symlink_loop")
 _BLOB_MEDIA = "application/octet-stream"
+_LOG_MEDIA = "text/plain; charset=utf-8"
 
 
 def _relative(path: str) -> str:
@@ -67,6 +70,9 @@ class Manifest(BaseModel):
     links: list[tuple[_Path, str]] = []
     #: files discovery skips by name or size: (path, size) — recreated empty or sparse
     placeholders: list[tuple[_Path, int]] = []
+    #: the origin's git HEAD (short) and its ``git log`` blob (sha256, size): see ``repomap.origin``
+    commit: Annotated[str, Field(pattern=r"^[0-9a-f]{4,64}$")] | None = None
+    history: tuple[Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")], int] | None = None
 
     @field_validator("files", "links", "placeholders")
     @classmethod
@@ -125,8 +131,11 @@ def take_snapshot(root: Path, store: ArtifactStore) -> SnapshotFigures:
             links.append((rel, os.readlink(full)))
         elif reason in _PLACEHOLDER_SKIPS:
             holders.append((rel, os.lstat(full).st_size if reason == "oversized" else 0))
+    log = history_log(real).encode("utf-8")
+    history = store.put_bytes(log, _LOG_MEDIA, f"git log of {real.name}") if log else None
     manifest = Manifest(files=[(rel, sha, size, mode) for rel, (sha, size, mode, _) in zip(rels, sent)],
-                        links=links, placeholders=holders)
+                        links=links, placeholders=holders, commit=git_commit(real),
+                        history=(history.sha256, history.size) if history is not None else None)
     data = manifest.model_dump_json().encode("utf-8")
     ref = store.put_bytes(data, SNAPSHOT_MEDIA_TYPE, f"snapshot of {real.name}")
     source = SnapshotSource(manifest_sha256=ref.sha256, manifest_size=ref.size, label=str(real))
@@ -192,6 +201,11 @@ def materialize_snapshot(store: ArtifactStore, source: SnapshotSource, cache: Pa
     tmp = Path(tempfile.mkdtemp(prefix=f".{source.manifest_sha256[:12]}.", dir=trees))
     try:
         _build(store, manifest, cache / "blobs", tmp)
+        if manifest.commit is not None or manifest.history is not None:
+            # beside the tree, written before the tree is in place: a reader never sees one without the other
+            sha, size = manifest.history or (None, 0)
+            log = store.get_bytes(ArtifactRef(sha256=sha, size=size)).decode("utf-8") if sha else ""
+            write_origin(final, Origin(manifest.commit, log))
         os.rename(tmp, final)
     except OSError:
         if not final.is_dir():

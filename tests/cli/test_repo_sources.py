@@ -64,12 +64,21 @@ async def _finished(client: Client, wid: str) -> ExplorationResult:
     return await asyncio.wait_for(handle.result(), timeout=240)
 
 
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
+                          env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+                               "GIT_COMMITTER_EMAIL": "t@example.com", "HOME": str(repo)}).stdout.strip()
+
+
 async def test_a_snapshot_reaches_a_worker_that_cannot_read_the_path(
     client: Client, task_queue: str, tmp_path: Path, s3_server: SeaweedS3
 ) -> None:
     worker_host, cli_host = _hosts(tmp_path, s3_server, client, task_queue)
     repo = cli_host.root / "cwd" / "app"
     shutil.copytree(FIXTURE_REPO, repo)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "first")
     (repo / "src" / "budgetkit" / "refunds.py").write_text(EXTRA)  # a change nobody committed anywhere
     args = ("explore", str(repo), GOAL, "--detach", "--json", "--max-iterations", "3")
     first = await asyncio.to_thread(cli_host.run, *args)
@@ -105,14 +114,10 @@ async def test_a_snapshot_reaches_a_worker_that_cannot_read_the_path(
     context = Path(json.loads(shown.stdout)["context_path"]).read_text()
     assert f"Repository: `{repo}`" in context and "refunds.py" in context  # the uncommitted file is in the pack
     # the worker built the tree once, in its own cache, keyed by the manifest's hash
-    trees = list((worker_host.root / "cache" / "durable-navigator" / "sources" / "snapshots" / "trees").iterdir())
-    assert [t.name for t in trees] == [request.source.manifest_sha256]
-
-
-def _git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                          env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
-                               "GIT_COMMITTER_EMAIL": "t@example.com", "HOME": str(repo)}).stdout.strip()
+    trees = (worker_host.root / "cache" / "durable-navigator" / "sources" / "snapshots" / "trees")
+    assert [t.name for t in trees.iterdir() if t.is_dir()] == [request.source.manifest_sha256]
+    # with the origin's commit and history beside it (the map's header and the offline ranker use them)
+    assert json.loads((trees / f"{request.source.manifest_sha256}.origin.json").read_text())["commit"]
 
 
 async def test_a_git_url_and_ref_are_fetched_by_the_worker_host(
