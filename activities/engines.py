@@ -92,7 +92,8 @@ class EngineCache:
         text = str(repo_root)
         if not is_reference(text):
             return Path(repo_root).expanduser().resolve()
-        if text not in self._located:
+        known = self._located.get(text)
+        if known is None or not known.is_dir():  # new here, or its tree was removed from the cache since
             if self._resolve is None:
                 raise RepoError("this worker cannot fetch repositories by snapshot or git URL; run `navigator "
                                 "worker` with the same artifacts: section as the command that asked")

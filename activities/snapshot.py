@@ -20,6 +20,8 @@ import os
 import shutil
 import stat
 import tempfile
+import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -100,17 +102,18 @@ class SnapshotFigures:
                 f"{self.bytes_total:,} B; uploaded {self.uploaded_files} files, {self.uploaded_bytes:,} B")
 
 
-def _upload(store: ArtifactStore, root: Path, rel: str) -> tuple[str, int, int, int]:
-    """(sha256, size, mode, bytes sent) of one file; sent only when the store lacks it."""
+def _upload(store: ArtifactStore, root: Path, rel: str, first: Callable[[str], bool]) -> tuple[str, int, int, bool]:
+    """(sha256, size, mode, whether it was sent) of one file; sent only when the store lacks it and no other
+    file of the tree with the same bytes is being sent (``first(sha256)``)."""
     full = fs_path(root, rel)
     with open(full, "rb") as handle:
         data = handle.read()
     mode = 0o755 if os.stat(full).st_mode & stat.S_IXUSR else 0o644
     ref = make_ref(data, _BLOB_MEDIA, "")
-    if store.exists(ref):
-        return ref.sha256, ref.size, mode, 0
+    if not first(ref.sha256) or store.exists(ref):
+        return ref.sha256, ref.size, mode, False
     store.put_bytes(data, _BLOB_MEDIA, "")
-    return ref.sha256, ref.size, mode, ref.size
+    return ref.sha256, ref.size, mode, True
 
 
 def take_snapshot(root: Path, store: ArtifactStore) -> SnapshotFigures:
@@ -118,9 +121,18 @@ def take_snapshot(root: Path, store: ArtifactStore) -> SnapshotFigures:
     real = check_root(root)
     disc = discover(real, EngineConfig().discover, own_dirs())
     rels = [entry.path for entry in disc.files]
+    claimed: set[str] = set()
+    lock = threading.Lock()
+
+    def first(sha: str) -> bool:
+        with lock:
+            new = sha not in claimed
+            claimed.add(sha)
+        return new
+
     try:
         with ThreadPoolExecutor(UPLOAD_THREADS) as pool:
-            sent = list(pool.map(lambda rel: _upload(store, real, rel), rels))
+            sent = list(pool.map(lambda rel: _upload(store, real, rel, first), rels))
     except OSError as exc:
         raise RepoError(f"cannot read {exc.filename or real} for the snapshot ({exc.strerror or exc}); "
                         "fix its permissions or pass another repository") from None
@@ -140,7 +152,7 @@ def take_snapshot(root: Path, store: ArtifactStore) -> SnapshotFigures:
     ref = store.put_bytes(data, SNAPSHOT_MEDIA_TYPE, f"snapshot of {real.name}")
     source = SnapshotSource(manifest_sha256=ref.sha256, manifest_size=ref.size, label=str(real))
     return SnapshotFigures(source=source, files=len(rels), bytes_total=sum(s[1] for s in sent),
-                           uploaded_files=sum(1 for s in sent if s[3]), uploaded_bytes=sum(s[3] for s in sent),
+                           uploaded_files=sum(1 for s in sent if s[3]), uploaded_bytes=sum(s[1] for s in sent if s[3]),
                            manifest_bytes=len(data))
 
 
