@@ -125,6 +125,9 @@ def _fetch(url: str, mirror: Path, commit: str) -> None:
 
 def checkout_commit(url: str, commit: str, cache: Path) -> Path:
     """``commit`` of ``url`` checked out on this host (``cache/trees/<commit>``), fetched if missing."""
+    if not is_git_url(url) or not _COMMIT.match(commit):
+        # a locator from a run's history, not typed here: refuse what the CLI would never have sent
+        raise RepoError(f"{url!r} at {commit!r} is not a git URL and commit; start the run with a git URL REPO")
     trees = cache / "trees"
     final = trees / commit
     if final.is_dir():

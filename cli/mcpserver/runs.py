@@ -39,6 +39,7 @@ from durable_navigator.navcore.requests import ExplorationRequest, ExplorationRe
 from durable_navigator.navcore.research import ResearchRequest, ResearchResult
 from durable_navigator.navcore.run_kinds import EXPLORE, RESEARCH, RUN_KINDS, RunKind, run_kind_of
 from durable_navigator.navcore.state import DecisionLogEntry
+from durable_navigator.navcore.sources import display_root
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.repomap.tokens import count_tokens
 
@@ -91,6 +92,11 @@ async def _start(session: TemporalSession, kind: RunKind, request: Any, run_id: 
         raise CliError(f"a run with id {run_id} already exists") from None
     except RPCError as exc:
         raise CliError(f"Temporal refused to start the run: {exc.message[:200]}") from None
+
+
+def _shown_repo(recorded: str | None) -> str | None:
+    """The repository a run records, as a user names it (a snapshot's origin path, not its locator)."""
+    return display_root(recorded) if recorded else recorded
 
 
 async def start_run(session: TemporalSession, request: ExplorationRequest, run_id: str) -> WorkflowHandle:
@@ -244,7 +250,7 @@ async def _describe(session: TemporalSession, roots: AllowedRoots, run_id: str) 
     except Exception:  # noqa: BLE001 - an undecodable memo only loses the goal and repository
         memo = {}
     memo = memo if isinstance(memo, dict) else {}
-    roots.recorded(memo.get("repo") or run_row(desc)["repo"], run_id)
+    roots.recorded(_shown_repo(memo.get("repo") or run_row(desc)["repo"]), run_id)
     return handle, desc, memo
 
 
@@ -267,7 +273,8 @@ async def run_state(session: TemporalSession, roots: AllowedRoots, run_id: str) 
     row = run_row(desc)
     state = RunState(run_id=run_id, kind=KINDS[desc.workflow_type], state=row["status"],
                      navigator_status=row["navigator_status"],
-                     repo=memo.get("repo") or row["repo"], goal=memo.get("goal"), ui_url=session.ui_link(run_id))
+                     repo=_shown_repo(memo.get("repo") or row["repo"]), goal=memo.get("goal"),
+                     ui_url=session.ui_link(run_id))
     if desc.status == WorkflowExecutionStatus.RUNNING:
         stuck = await stuck_reason(session.client, run_id)
         if stuck is not None:
@@ -326,7 +333,7 @@ async def list_runs(session: TemporalSession, roots: AllowedRoots, repo: str | N
             except Exception:  # noqa: BLE001 - the goal column just stays empty
                 memo = {}
             memo = memo if isinstance(memo, dict) else {}
-            run_repo: str | None = memo.get("repo") or row["repo"]
+            run_repo: str | None = _shown_repo(memo.get("repo") or row["repo"])
             if roots.restricted and not (run_repo and roots.contains(Path(run_repo))):
                 continue
             runs.append(RunSummary(

@@ -63,3 +63,10 @@ def test_a_host_keeps_one_mirror_and_fetches_only_new_commits(origin: Path, tmp_
     assert len(list((cache / "mirrors").glob("*.git"))) == 1
     with pytest.raises(RepoError, match=f"commit {'0' * 40} is not in"):
         checkout_commit(url, "0" * 40, cache)
+
+
+@pytest.mark.parametrize("url", ["--upload-pack=touch /tmp/x", "ext::sh -c id", "/srv/repo"])
+def test_a_worker_refuses_what_is_not_a_git_url(url: str, tmp_path: Path) -> None:
+    with pytest.raises(RepoError, match="is not a git URL"):
+        checkout_commit(url, "0" * 40, tmp_path / "cache")
+    assert not (tmp_path / "cache").exists()

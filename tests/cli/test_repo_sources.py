@@ -158,6 +158,12 @@ async def test_a_git_url_and_ref_are_fetched_by_the_worker_host(
     assert request.source == GitSource(url=url, ref="main", commit=second_commit)  # recorded in the run's history
     context = Path(second["context_path"]).read_text()
     assert f"Repository: `{url}@{second_commit}`" in context and "refunds.py" in context
+    # an export names the commit: the asking host checks it out from its own mirror of the URL
+    exported = await asyncio.to_thread(cli_host.run, "export", second["workflow_id"], "--json", "--out",
+                                       str(cli_host.root / "cases"), "--gold", "src/budgetkit/refunds.py")
+    assert exported.returncode == 0, exported.stderr[-3000:]
+    case = json.loads(Path(json.loads(exported.stdout)["case_file"]).read_text())
+    assert second_commit.startswith(case["commit"]) and case["gold_files"] == ["src/budgetkit/refunds.py"]
     git_cache = worker_host.root / "cache" / "durable-navigator" / "sources" / "git"
     assert len(list((git_cache / "mirrors").glob("*.git"))) == 1  # one mirror per URL, fetched into
     assert sorted(t.name for t in (git_cache / "trees").iterdir()) == sorted([first_commit, second_commit])
