@@ -153,16 +153,18 @@ class NavigatorActivities:
         limits: ActivityLimits | None = None,
         endpoints: Mapping[str, Endpoint] | None = None,
         write_files: bool = True,
+        source_cache: Path | None = None,
     ) -> None:
         """``model_overrides``: models served under a name of their own (tests, embedders);
         ``endpoints``: the configured OpenAI-compatible endpoints (``navigator.yaml``);
         ``write_files``: write result files under the request's ``out_dir`` here — off with an object
-        store, where this host need not share a disk with the one that asked (it writes them)."""
+        store, where this host need not share a disk with the one that asked (it writes them);
+        ``source_cache``: where snapshots and git checkouts are built (default: the user cache directory)."""
         self.store = store
         self.write_files = write_files
         self.pricer = pricer
         self.engine_factory = engine_factory or open_repomap
-        self.engines = EngineCache(self.engine_factory, resolve=SourceResolver(store))
+        self.engines = EngineCache(self.engine_factory, resolve=SourceResolver(store, source_cache))
         #: the exact token counter ``model.prepare`` counts prompts with (None: the engine's)
         self.count_tokens = token_counter
         self.limits = limits or ActivityLimits()
