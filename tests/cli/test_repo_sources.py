@@ -84,6 +84,9 @@ async def test_a_snapshot_reaches_a_worker_that_cannot_read_the_path(
     first = await asyncio.to_thread(cli_host.run, *args)
     second = await asyncio.to_thread(cli_host.run, *args)
     wids = [_started(first), _started(second)]
+    # an ask and an investigation (whose stages run as child workflows) of the same tree, by the same snapshot
+    others = [_started(await asyncio.to_thread(cli_host.run, verb, str(repo), text, "--detach", "--json"))
+              for verb, text in (("ask", "where is the token budget checked?"), ("investigate", GOAL))]
     # the CLI says which source it picked, and the second snapshot of the same tree sends no file again
     said = [line for line in first.stderr.splitlines() if line.startswith("source: ")]
     assert len(said) == 1 and said[0].startswith("source: snapshot ") and "9 files" in said[0], first.stderr
@@ -95,6 +98,13 @@ async def test_a_snapshot_reaches_a_worker_that_cannot_read_the_path(
     with worker_host.worker():
         await asyncio.to_thread(_wait_polling, worker_host)
         results = [await _finished(client, wid) for wid in wids]
+        for wid in others:
+            came = await asyncio.to_thread(cli_host.run, "result", wid, "--wait", "--json", "--out",
+                                           str(cli_host.root / "out"))
+            assert came.returncode == 0, came.stderr[-3000:]
+            assert "snapshot:" not in came.stdout  # the answer and report name the repository by its path
+            answer = json.loads(came.stdout).get("answer_path")
+            assert answer is None or f"Repository: `{repo}`" in Path(answer).read_text()
         request = await _request_of(client, wids[0])
         assert isinstance(request.source, SnapshotSource) and request.source.label == str(repo)
         # the same tree by path, once it is back where it was: the worker reads it from its disk
