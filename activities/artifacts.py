@@ -4,23 +4,46 @@
 workers implements the same four methods); :class:`LocalArtifactStore` keeps
 blobs in a local directory as ``<root>/<aa>/<sha256>`` with atomic writes
 (temp file + ``os.replace``), so a crash never leaves a half-written blob under
-its final name, and a re-put of the same bytes is a no-op (idempotent retries).
+its final name, and a re-put of the same bytes is a no-op (idempotent retries) but for
+refreshing the time of a blob stored long ago (``navigator gc``'s age guard counts from the
+last put). ``blobs`` / ``delete`` serve ``navigator gc``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import tempfile
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import platformdirs
 
-from durable_navigator.navcore.artifacts import SUMMARY_MAX_CHARS, ArtifactRef
+from durable_navigator.navcore.run.artifacts import SUMMARY_MAX_CHARS, ArtifactRef
 from durable_navigator.navtypes.errors import ArtifactError
 
-__all__ = ["ArtifactStore", "LocalArtifactStore", "default_artifact_dir", "make_ref", "atomic_write_bytes"]
+__all__ = ["ArtifactStore", "LocalArtifactStore", "BlobInfo", "default_artifact_dir", "make_ref", "atomic_write_bytes",
+           "REFRESH_AFTER_S"]
+
+#: a re-put of a blob stored longer ago than this refreshes its time, so ``navigator gc``'s age guard
+#: counts from the last put: a blob a run uses now is never "old", however long ago it was first stored
+REFRESH_AFTER_S = 3600.0
+_SHA = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class BlobInfo:
+    """One stored blob, as ``navigator gc`` lists it."""
+
+    sha256: str
+    size: int
+    #: when it was last put (a re-put older than :data:`REFRESH_AFTER_S` refreshes it)
+    modified: datetime
 
 
 def _summary(text: str) -> str:
@@ -93,8 +116,14 @@ class LocalArtifactStore:
         """Store ``data`` under its SHA-256 (skipped when already present)."""
         ref = make_ref(data, media_type, summary)
         path = self._path(ref.sha256)
-        if not (path.exists() and path.stat().st_size == ref.size):
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            stat = None
+        if stat is None or stat.st_size != ref.size:
             atomic_write_bytes(path, data)
+        elif time.time() - stat.st_mtime > REFRESH_AFTER_S:
+            os.utime(path)  # in use again: gc's age guard counts from now
         return ref
 
     def put_text(self, text: str, media_type: str = "text/plain; charset=utf-8", summary: str = "") -> ArtifactRef:
@@ -126,3 +155,28 @@ class LocalArtifactStore:
     def location(self, ref: ArtifactRef) -> str:
         """The blob's path."""
         return str(self._path(ref.sha256))
+
+    def blobs(self) -> Iterator[BlobInfo]:
+        """Every blob in the directory (temp files and foreign names skipped)."""
+        for folder in sorted(self.root.iterdir()):
+            if not (folder.is_dir() and len(folder.name) == 2):
+                continue
+            for path in sorted(folder.iterdir()):
+                if not (_SHA.match(path.name) and path.name[:2] == folder.name):
+                    continue
+                try:
+                    stat = path.stat()
+                except FileNotFoundError:  # deleted meanwhile (another gc)
+                    continue
+                yield BlobInfo(path.name, stat.st_size, datetime.fromtimestamp(stat.st_mtime, timezone.utc))
+
+    def delete(self, sha256s: Iterable[str]) -> int:
+        """Remove these blobs; how many were there."""
+        removed = 0
+        for sha in sha256s:
+            try:
+                self._path(sha).unlink()
+                removed += 1
+            except FileNotFoundError:
+                pass
+        return removed

@@ -3,9 +3,10 @@
 * :func:`load_jobs_file` reads a YAML jobs file and validates it up front:
   every problem is reported with the job index, the field, its line in the
   file and what to do (:class:`JobsFileError`, a ``ConfigError``).
-* :class:`BatchActivities` — ``batch.write_results`` writes one JSONL line per
-  job (cost, tokens, iterations, stop reason, context-pack path) plus a
-  summary JSON, atomically; ``batch.recover_child`` fetches the result of a
+* :class:`BatchActivities` — ``batch.write_results`` stores one JSONL line per
+  job (cost, tokens, iterations, stop reason, context-pack path and ref) plus a
+  summary JSON in the artifact store (and writes them, atomically, with a local
+  store); ``batch.recover_child`` fetches the result of a
   child workflow an earlier run of the same batch id already completed.
 """
 
@@ -24,8 +25,8 @@ from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
-from durable_navigator.activities.artifacts import atomic_write_bytes
-from durable_navigator.navcore.batch import (
+from durable_navigator.activities.artifacts import ArtifactStore, atomic_write_bytes
+from durable_navigator.navcore.batch.batch import (
     BatchJob,
     JobDefaults,
     JobsFile,
@@ -36,13 +37,13 @@ from durable_navigator.navcore.batch import (
     WriteBatchResultsOutput,
     resolve_jobs,
 )
-from durable_navigator.navcore.budget import micros_to_usd
+from durable_navigator.navcore.run.budget import micros_to_usd
 from durable_navigator.navtypes.errors import ConfigError, RepoError
 from durable_navigator.repomap.discover import check_utf8_root
 from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
-from durable_navigator.navcore.requests import ExplorationResult
-from durable_navigator.navcore.investigation import InvestigationResult
-from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.navigator.requests import ExplorationResult
+from durable_navigator.navcore.investigation.investigation import InvestigationResult
+from durable_navigator.navcore.research.research import ResearchResult
 
 __all__ = ["JobsFileError", "JobCheck", "load_jobs_file", "parse_jobs_text", "BatchActivities", "MAX_JOBS_FILE_BYTES"]
 
@@ -278,11 +279,21 @@ def load_jobs_file(path: Path | str, *, check_job: JobCheck | None = None) -> Jo
 
 
 class BatchActivities:
-    """The ``batch.*`` activities (stateless; the client comes from the activity context)."""
+    """The ``batch.*`` activities (the client comes from the activity context).
+
+    ``store``: the worker's artifact store, which keeps both files of a batch; ``write_files``: also
+    write them under ``out_dir`` (a local store only: with an object store the worker may share no
+    disk with the machine that asked, whose command writes them from the store).
+    """
+
+    def __init__(self, store: ArtifactStore, *, write_files: bool = True) -> None:
+        self.store = store
+        self.write_files = write_files
 
     @activity.defn(name="batch.write_results")
     async def write_results(self, inp: WriteBatchResultsInput) -> WriteBatchResultsOutput:
-        """Write ``<out>/<batch>/results.jsonl`` (one line per job) and ``summary.json`` atomically."""
+        """Store ``results.jsonl`` (one line per job) and ``summary.json`` (and with a local store write
+        them atomically into ``<out>/<batch>/``)."""
         folder = Path(inp.out_dir).expanduser().resolve() / inp.batch_id
         lines = []
         for o in inp.outcomes:
@@ -304,10 +315,16 @@ class BatchActivities:
             "context_packs": [o.context_path for o in inp.outcomes if o.context_path],
         }
         summary_bytes = (json.dumps(summary, indent=2, sort_keys=True) + "\n").encode("utf-8")
-        await asyncio.to_thread(atomic_write_bytes, folder / "results.jsonl", jsonl)
-        await asyncio.to_thread(atomic_write_bytes, folder / "summary.json", summary_bytes)
+        results_ref = await asyncio.to_thread(self.store.put_bytes, jsonl, "application/x-ndjson",
+                                              f"results of batch {inp.batch_id}")
+        summary_ref = await asyncio.to_thread(self.store.put_bytes, summary_bytes, "application/json",
+                                              f"summary of batch {inp.batch_id}")
+        if self.write_files:
+            await asyncio.to_thread(atomic_write_bytes, folder / "results.jsonl", jsonl)
+            await asyncio.to_thread(atomic_write_bytes, folder / "summary.json", summary_bytes)
         return WriteBatchResultsOutput(
-            results_path=str(folder / "results.jsonl"), summary_path=str(folder / "summary.json")
+            results_path=str(folder / "results.jsonl"), summary_path=str(folder / "summary.json"),
+            results_ref=results_ref, summary_ref=summary_ref,
         )
 
     @activity.defn(name="batch.recover_child")

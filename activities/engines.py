@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from durable_navigator.navcore.sources import is_reference
+from durable_navigator.navcore.run.sources import is_reference
 from durable_navigator.navtypes.errors import RepoError
 
 __all__ = ["EngineCache", "EngineFactory", "open_repomap", "INDEX_PROGRESS"]

@@ -25,9 +25,9 @@ from durable_navigator.activities.navigator import to_application_error
 from durable_navigator.activities.requests import EngineSource
 from durable_navigator.activities.research import LineCounter
 from durable_navigator.activities.research_calls import load_findings
-from durable_navigator.navcore.citations import check_citation, parse_citations
-from durable_navigator.navcore.findings import Finding
-from durable_navigator.navcore.investigation import (
+from durable_navigator.navcore.run.citations import check_citation, parse_citations
+from durable_navigator.navcore.run.findings import Finding
+from durable_navigator.navcore.investigation.investigation import (
     CriterionStatus,
     EvidenceInput,
     EvidenceOutput,
@@ -37,7 +37,7 @@ from durable_navigator.navcore.investigation import (
     WriteReportInput,
     WriteReportOutput,
 )
-from durable_navigator.navcore.investigation_report import report_dict, report_markdown
+from durable_navigator.navcore.investigation.report import report_dict, report_markdown
 from durable_navigator.navtypes.errors import NavigatorError
 
 __all__ = ["InvestigationActivities", "checked_criterion"]

@@ -44,12 +44,12 @@ from durable_navigator.activities.preflight import refuse_unless_served
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.requests import EngineSource, RequestBuilder
 from durable_navigator.activities.research_calls import RESEARCH_KINDS, invalid_turn, parse_research
-from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.report import HISTORY_REASONING_CHARS
-from durable_navigator.navcore.decision import FUNCTION_NAMES, ModelDecision
+from durable_navigator.navcore.run.artifacts import ArtifactRef
+from durable_navigator.navcore.navigator.report import HISTORY_REASONING_CHARS
+from durable_navigator.navcore.run.decision import FUNCTION_NAMES, ModelDecision
 from durable_navigator.navtypes.errors import BudgetError, NavigatorError
-from durable_navigator.navcore.model import Message, ModelRequest, ModelResponse
-from durable_navigator.navcore.model_calls import (
+from durable_navigator.navcore.model.model import Message, ModelRequest, ModelResponse
+from durable_navigator.navcore.navigator.model_calls import (
     AnalysisOut,
     AttemptUsage,
     CheckOut,
@@ -65,18 +65,18 @@ from durable_navigator.navcore.model_calls import (
     ReviewOut,
     SummaryOut,
 )
-from durable_navigator.navcore.map_criteria import apply_map_checks
-from durable_navigator.navcore.planning import PlanParseError
-from durable_navigator.navcore.planning_parse import (
+from durable_navigator.navcore.navigator.map_criteria import apply_map_checks
+from durable_navigator.navcore.planning.planning import PlanParseError
+from durable_navigator.navcore.planning.parse import (
     parse_analysis,
     parse_criteria_check,
     parse_reflection,
     parse_review,
     parse_stage_plan,
 )
-from durable_navigator.navcore.planning_prompts import corrective_suffix
-from durable_navigator.navcore.investigation_prompts import parse_investigate, record_text
-from durable_navigator.navcore.model import InvestigateTask
+from durable_navigator.navcore.planning.prompts import corrective_suffix
+from durable_navigator.navcore.investigation.prompts import parse_investigate, record_text
+from durable_navigator.navcore.model.model import InvestigateTask
 
 __all__ = ["ModelCallActivities", "CANCELLED_ERROR_TYPE", "WORKER_SHUTDOWN_TYPE", "PARSE_ERROR_TYPE"]
 
@@ -87,7 +87,7 @@ PARSE_ERROR_TYPE = "PlanParseError"
 MEDIA_JSON = "application/json"
 MEDIA_TEXT = "text/plain; charset=utf-8"
 #: summary characters of a decision kept in history (full text in its artifact; the reasoning's
-#: limit, HISTORY_REASONING_CHARS, is shared with the CLI in navcore.report)
+#: limit, HISTORY_REASONING_CHARS, is shared with the CLI in navcore.navigator.report)
 HISTORY_SUMMARY_CHARS = 2000
 #: seconds between heartbeats of a running call (the worker's throttle sends at most ~1/s)
 HEARTBEAT_EVERY_S = 0.5
@@ -262,7 +262,7 @@ class _Attempt:
             return (f"the arguments of {call.name} were not a JSON object ({call.raw_arguments[:200]!r}); "
                     "send them as one valid JSON object")
         if task.kind == "decide":
-            from durable_navigator.navcore.decision import decision_from_calls
+            from durable_navigator.navcore.run.decision import decision_from_calls
 
             decision = decision_from_calls([(c.name, c.args) for c in resp.tool_calls], self.inp.model, text)
             return decision if isinstance(decision, str) else self._decision_out(decision)

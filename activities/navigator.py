@@ -32,7 +32,7 @@ from durable_navigator.activities.preflight import refuse_unless_served
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.result_pack import compose
 from durable_navigator.activities.sources import SourceResolver
-from durable_navigator.navcore.activity_io import (
+from durable_navigator.navcore.navigator.activity_io import (
     IndexProgress,
     MapView,
     RenderMapInput,
@@ -42,9 +42,9 @@ from durable_navigator.navcore.activity_io import (
     WriteResultInput,
     WriteResultOutput,
 )
-from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.endpoints import Endpoint
-from durable_navigator.navcore.sources import is_reference
+from durable_navigator.navcore.run.artifacts import ArtifactRef
+from durable_navigator.navcore.model.endpoints import Endpoint
+from durable_navigator.navcore.run.sources import is_reference
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navtypes.mapmeta import MapMetadata

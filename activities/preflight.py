@@ -21,9 +21,9 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navcore.modelspec import parse_model_spec
+from durable_navigator.navcore.model.modelspec import parse_model_spec
 from durable_navigator.navtypes.errors import ModelError, NavigatorError
-from durable_navigator.navcore.preflight import (
+from durable_navigator.navcore.model.preflight import (
     ACTIVITY_CHECK_MODEL,
     NOT_SERVED_HERE_TYPE,
     ModelCheckInput,
@@ -121,7 +121,7 @@ def refuse_unless_served(models: list[str], *, registry: ModelRegistry, pricer: 
 
     Raises a *retryable* ``ApplicationError`` of type :data:`NOT_SERVED_HERE_TYPE` naming this worker
     and the reason: the workflow schedules the task again and another worker of the queue takes it
-    (``navcore.preflight``). A worker with an older configuration must not fail a run that the
+    (``navcore.model.preflight``). A worker with an older configuration must not fail a run that the
     others can serve; when none can, the run fails with this message once the window is over.
     """
     for model in dict.fromkeys(models):
@@ -166,7 +166,7 @@ def _identity() -> str:
     """The answering worker, as Temporal names it: its client's identity (``pid@host`` by default).
 
     That is the name ``DescribeTaskQueue`` lists it under and its own check queue is named after
-    (``navcore.preflight.worker_queue``), not always this process's pid (two workers in one process).
+    (``navcore.model.preflight.worker_queue``), not always this process's pid (two workers in one process).
     """
     if activity.in_activity():
         try:

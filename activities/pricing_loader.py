@@ -1,7 +1,7 @@
-"""Load the pricing table: the shipped ``navcore/pricing.yaml`` plus a user override.
+"""Load the pricing table: the shipped ``navcore/model/pricing.yaml`` plus a user override.
 
 This is the I/O half of pricing (file reads, YAML parsing, the environment);
-the pure half — models, validation, cost math — is :mod:`navcore.pricing`, so
+the pure half — models, validation, cost math — is :mod:`navcore.model.pricing`, so
 workflow code can price usage without touching the filesystem. The CLI calls
 :func:`load_pricing_table` before starting a workflow (an unknown model is
 refused up front), and the worker calls it once at start-up.
@@ -18,10 +18,10 @@ from typing import Any
 
 import yaml
 
-from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.endpoints import Endpoint, endpoint_price_entries, resolve_endpoints
+from durable_navigator.navcore.run.decision import TokenUsage
+from durable_navigator.navcore.model.endpoints import Endpoint, endpoint_price_entries, resolve_endpoints
 from durable_navigator.navtypes.errors import ConfigError
-from durable_navigator.navcore.pricing import (
+from durable_navigator.navcore.model.pricing import (
     PRICING_FILE_ENV,
     ModelPricingRates,
     PricingTable,
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 #: the shipped table, as package data of ``navcore`` (see pyproject package-data)
-SHIPPED_PRICING_RESOURCE = ("durable_navigator.navcore", "pricing.yaml")
+SHIPPED_PRICING_RESOURCE = ("durable_navigator.navcore.model", "pricing.yaml")
 
 #: refuse absurdly large override files before parsing them
 _MAX_OVERRIDE_BYTES = 1_000_000

@@ -1,6 +1,6 @@
 """Read run profiles (guardrails, caps, planning, compression) and agent profiles from YAML.
 
-The profile itself is pure data (:class:`navcore.guardrails.RunProfile`) and
+The profile itself is pure data (:class:`navcore.navigator.guardrails.RunProfile`) and
 travels in the workflow input; this is the file-reading half, used by the CLI
 before anything starts.
 """
@@ -14,8 +14,8 @@ import yaml
 from pydantic import ValidationError
 
 from durable_navigator.navtypes.errors import ConfigError
-from durable_navigator.navcore.guardrails import RunProfile
-from durable_navigator.navcore.subagents import AgentProfile
+from durable_navigator.navcore.navigator.guardrails import RunProfile
+from durable_navigator.navcore.run.subagents import AgentProfile
 
 __all__ = ["load_run_profile", "load_agent_profiles", "SHIPPED_AGENT_PROFILES"]
 
@@ -51,7 +51,7 @@ def load_run_profile(path_or_text: str | Path) -> RunProfile:
 
 
 #: the shipped agent profiles (package data of navcore)
-SHIPPED_AGENT_PROFILES = ("durable_navigator.navcore", "agent_profiles.yaml")
+SHIPPED_AGENT_PROFILES = ("durable_navigator.navcore.run", "agent_profiles.yaml")
 
 
 def _profiles_from_yaml(text: str, source: str) -> dict[str, AgentProfile]:

@@ -1,6 +1,6 @@
-"""Build the :class:`~navcore.model.ModelRequest` of a prompt spec (inside ``model.prepare``).
+"""Build the :class:`~navcore.model.model.ModelRequest` of a prompt spec (inside ``model.prepare``).
 
-A spec is small (references and settings, see :mod:`navcore.model_calls`);
+A spec is small (references and settings, see :mod:`navcore.navigator.model_calls`);
 the request is large (the prompt with the map, the typed task for
 deterministic models) and goes to the artifact store. The prompt texts come
 from the pure builders of ``navcore`` (``prompt``, ``planning_prompts``,
@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 
 from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.activities.research_calls import build_research_request, finding_line, load_findings
-from durable_navigator.navcore.activity_io import MapView, RecentDecision
-from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.call_kinds import INVESTIGATE_KINDS, RESEARCH_KINDS
-from durable_navigator.navcore.compression import summary_prompt
-from durable_navigator.navcore.decision import ModelDecision, navigator_function_declarations
+from durable_navigator.navcore.navigator.activity_io import MapView, RecentDecision
+from durable_navigator.navcore.run.artifacts import ArtifactRef
+from durable_navigator.navcore.model.call_kinds import INVESTIGATE_KINDS, RESEARCH_KINDS
+from durable_navigator.navcore.run.compression import summary_prompt
+from durable_navigator.navcore.run.decision import ModelDecision, navigator_function_declarations
 from durable_navigator.navtypes.errors import ArtifactError
 from durable_navigator.navtypes.flightplan import FlightPlan
-from durable_navigator.navcore.model import (
+from durable_navigator.navcore.model.model import (
     AnalyzeTask,
     CompressTask,
     CriteriaTask,
@@ -36,7 +36,7 @@ from durable_navigator.navcore.model import (
     ReviewTask,
     ToolSpec,
 )
-from durable_navigator.navcore.model_calls import (
+from durable_navigator.navcore.navigator.model_calls import (
     AnalyzeSpec,
     CompressSpec,
     CriteriaSpec,
@@ -47,14 +47,14 @@ from durable_navigator.navcore.model_calls import (
     ReflectSpec,
     ReviewSpec,
 )
-from durable_navigator.navcore.planning_prompts import (
+from durable_navigator.navcore.planning.prompts import (
     analysis_prompt,
     criteria_prompt,
     plan_prompt,
     reflect_prompt,
     review_prompt,
 )
-from durable_navigator.navcore.prompt import (
+from durable_navigator.navcore.navigator.prompt import (
     GOAL_SLOT,
     RECENT_DIFF_LINES,
     RECENT_REASONING_CHARS,
@@ -62,8 +62,8 @@ from durable_navigator.navcore.prompt import (
     PromptParts,
     build_user_prompt,
 )
-from durable_navigator.navcore.report import shorten, update_diff_lines
-from durable_navigator.navcore.investigation_prompts import investigate_prompt
+from durable_navigator.navcore.navigator.report import shorten, update_diff_lines
+from durable_navigator.navcore.investigation.prompts import investigate_prompt
 
 if TYPE_CHECKING:
     from durable_navigator.repomap import RepoMap

@@ -29,16 +29,16 @@ from durable_navigator.activities.artifacts import ArtifactStore, atomic_write_b
 from durable_navigator.activities.navigator import to_application_error
 from durable_navigator.activities.requests import EngineSource
 from durable_navigator.activities.research_calls import finding_line, load_findings
-from durable_navigator.navcore.citations import Citation, CitationCheck, check_citation, parse_citations, rewrite_citations
-from durable_navigator.navcore.findings import Finding, FindingsDoc
-from durable_navigator.navcore.research import (
+from durable_navigator.navcore.run.citations import Citation, CitationCheck, check_citation, parse_citations, rewrite_citations
+from durable_navigator.navcore.run.findings import Finding, FindingsDoc
+from durable_navigator.navcore.research.research import (
     AggregateInput,
     AggregateOutput,
     FindingsState,
     WriteAnswerInput,
     WriteAnswerOutput,
 )
-from durable_navigator.navcore.sources import display_root
+from durable_navigator.navcore.run.sources import display_root
 from durable_navigator.navtypes.errors import NavigatorError, PathEscapeError
 
 __all__ = ["ResearchActivities", "LineCounter", "answer_markdown"]

@@ -1,6 +1,6 @@
 """The research model calls inside ``model.prepare`` / ``model.request``: build the request, parse the answer.
 
-* :func:`build_research_request` — the :class:`~navcore.model.ModelRequest` of a
+* :func:`build_research_request` — the :class:`~navcore.model.model.ModelRequest` of a
   research spec. An executor turn after the first continues the stored
   conversation of the previous turn (``previous_ref``) with the model's calls
   and their results, so the conversation lives in the artifact store and only
@@ -16,12 +16,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from durable_navigator.navcore.call_kinds import RESEARCH_KINDS
+from durable_navigator.navcore.model.call_kinds import RESEARCH_KINDS
 from durable_navigator.activities.artifacts import ArtifactStore
-from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.citations import parse_citations
-from durable_navigator.navcore.findings import FindingsDoc
-from durable_navigator.navcore.model import (
+from durable_navigator.navcore.run.artifacts import ArtifactRef
+from durable_navigator.navcore.run.citations import parse_citations
+from durable_navigator.navcore.run.findings import FindingsDoc
+from durable_navigator.navcore.model.model import (
     ExecTurn,
     Message,
     ModelRequest,
@@ -32,7 +32,7 @@ from durable_navigator.navcore.model import (
     ResearchSynthesizeTask,
     ToolSpec,
 )
-from durable_navigator.navcore.model_calls import (
+from durable_navigator.navcore.navigator.model_calls import (
     AnswerOut,
     ExecuteOut,
     ModelResult,
@@ -43,10 +43,10 @@ from durable_navigator.navcore.model_calls import (
     ResearchRefineSpec,
     ResearchSynthesizeSpec,
 )
-from durable_navigator.navcore.planning import PlanParseError
-from durable_navigator.navcore.prompt import GOAL_SLOT
-from durable_navigator.navcore.research_parse import execute_from_calls, parse_refine, parse_research_plan
-from durable_navigator.navcore.research_prompts import (
+from durable_navigator.navcore.planning.planning import PlanParseError
+from durable_navigator.navcore.navigator.prompt import GOAL_SLOT
+from durable_navigator.navcore.research.parse import execute_from_calls, parse_refine, parse_research_plan
+from durable_navigator.navcore.research.prompts import (
     execute_system,
     execute_user,
     executor_declarations,

@@ -14,9 +14,9 @@ from typing import Any
 
 from durable_navigator.activities.pack import Frame, Pack, Renderer, build_pack
 from durable_navigator.activities.skips import files_not_in_map, skipped_files_markdown
-from durable_navigator.navcore.activity_io import WriteResultInput
-from durable_navigator.navcore.activity_io import PackFigures
-from durable_navigator.navcore.sources import display_root
+from durable_navigator.navcore.navigator.activity_io import WriteResultInput
+from durable_navigator.navcore.navigator.activity_io import PackFigures
+from durable_navigator.navcore.run.sources import display_root
 from durable_navigator.navtypes.flightplan import FlightPlan
 
 __all__ = ["compose", "ComposedResult", "decision_lines", "DECISION_LINE_CHARS", "NO_SUMMARY"]

@@ -3,7 +3,9 @@
 Workers on hosts that share no disk, and the CLI that asked, meet here: blobs are
 content-addressed under ``<prefix>/<namespace>/<aa>/<sha256>`` of one bucket (AWS S3,
 MinIO, SeaweedFS, GCS's XML API ...), so a re-put of the same bytes by a retried
-activity or another host is a HEAD and nothing more, and a read checks the hash.
+activity or another host is a HEAD and nothing more (plus, for a blob stored over
+:data:`REFRESH_AFTER_S` ago, a copy onto itself that makes it young for ``navigator gc``'s
+age guard), and a read checks the hash. ``blobs`` / ``delete`` serve ``navigator gc``.
 
 Errors split the way Temporal needs them: a blob that is missing or corrupt can never
 appear by retrying (:class:`ArtifactError`, non-retryable in activities); an endpoint
@@ -15,7 +17,10 @@ retries, STYLE pitfall "retrying inside an activity").
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,8 +28,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from durable_navigator.activities.artifacts import make_ref
-from durable_navigator.navcore.artifacts import SUMMARY_MAX_CHARS, ArtifactRef
+from durable_navigator.activities.artifacts import REFRESH_AFTER_S, BlobInfo, make_ref
+from durable_navigator.navcore.run.artifacts import SUMMARY_MAX_CHARS, ArtifactRef
 from durable_navigator.navtypes.errors import ArtifactError, ConfigError
 
 __all__ = ["S3Location", "S3ArtifactStore", "StoreUnavailableError", "parse_s3_url"]
@@ -33,6 +38,7 @@ __all__ = ["S3Location", "S3ArtifactStore", "StoreUnavailableError", "parse_s3_u
 CONNECT_TIMEOUT_S = 5.0
 READ_TIMEOUT_S = 60.0
 _MISSING_CODES = frozenset({"404", "NoSuchKey", "NotFound"})
+_SHA = re.compile(r"^[0-9a-f]{64}$")
 
 
 class StoreUnavailableError(OSError):
@@ -117,7 +123,8 @@ class S3ArtifactStore:
         except BotoCoreError as exc:
             raise ConfigError(str(self._unavailable("opening the bucket", exc))) from None
 
-    def _size(self, sha256: str) -> int | None:
+    def _head(self, sha256: str) -> tuple[int, datetime] | None:
+        """``(size, last modified)`` of a blob, or None when it is missing."""
         try:
             head = self._client.head_object(Bucket=self.where.bucket, Key=self.where.key(sha256))
         except ClientError as exc:
@@ -126,12 +133,20 @@ class S3ArtifactStore:
             raise self._unavailable("HEAD", exc) from None
         except BotoCoreError as exc:
             raise self._unavailable("HEAD", exc) from None
-        return int(head["ContentLength"])
+        return int(head["ContentLength"]), head["LastModified"]
+
+    def _size(self, sha256: str) -> int | None:
+        head = self._head(sha256)
+        return None if head is None else head[0]
 
     def put_bytes(self, data: bytes, media_type: str, summary: str = "") -> ArtifactRef:
-        """Store ``data`` under its SHA-256 (a HEAD first: present with the right size is a no-op)."""
+        """Store ``data`` under its SHA-256 (a HEAD first: present with the right size is a no-op, but for
+        refreshing its time when it was last put over :data:`REFRESH_AFTER_S` ago — gc's age guard)."""
         ref = make_ref(data, media_type, summary)
-        if self._size(ref.sha256) == ref.size:
+        head = self._head(ref.sha256)
+        if head is not None and head[0] == ref.size:
+            if (datetime.now(timezone.utc) - head[1]).total_seconds() > REFRESH_AFTER_S:
+                self._touch(ref.sha256, media_type)
             return ref
         try:
             # one PUT is atomic on S3: a reader sees the whole blob or none (no temp name needed)
@@ -173,3 +188,42 @@ class S3ArtifactStore:
     def location(self, ref: ArtifactRef) -> str:
         """The blob's ``s3://`` URL."""
         return self.where.url(ref.sha256)
+
+    def _touch(self, sha256: str, media_type: str) -> None:
+        """Give a blob a new LastModified: a copy onto itself (S3 has no other way; its bytes stay)."""
+        key = self.where.key(sha256)
+        try:
+            self._client.copy_object(Bucket=self.where.bucket, Key=key, CopySource={"Bucket": self.where.bucket,
+                                     "Key": key}, MetadataDirective="REPLACE", ContentType=media_type)
+        except (ClientError, BotoCoreError) as exc:
+            raise self._unavailable("COPY (refresh)", exc) from None
+
+    def blobs(self) -> Iterator[BlobInfo]:
+        """Every blob under this namespace's prefix (objects with other names are not ours: skipped)."""
+        pages = self._client.get_paginator("list_objects_v2").paginate(Bucket=self.where.bucket,
+                                                                      Prefix=f"{self.where.base}/")
+        try:
+            for page in pages:
+                for obj in page.get("Contents", []):
+                    key = str(obj["Key"])
+                    if key == self.where.key(key.rsplit("/", 1)[-1]) and _SHA.match(key.rsplit("/", 1)[-1]):
+                        yield BlobInfo(key.rsplit("/", 1)[-1], int(obj["Size"]), obj["LastModified"])
+        except (ClientError, BotoCoreError) as exc:
+            raise self._unavailable("LIST", exc) from None
+
+    def delete(self, sha256s: Iterable[str]) -> int:
+        """Remove these blobs (up to 1,000 per request); how many were asked to go."""
+        shas = list(sha256s)
+        for start in range(0, len(shas), 1000):
+            chunk = shas[start:start + 1000]
+            try:
+                answer = self._client.delete_objects(Bucket=self.where.bucket, Delete={
+                    "Objects": [{"Key": self.where.key(sha)} for sha in chunk], "Quiet": True})
+            except (ClientError, BotoCoreError) as exc:
+                raise self._unavailable("DELETE", exc) from None
+            if answer.get("Errors"):
+                first = answer["Errors"][0]
+                raise StoreUnavailableError(f"object store {self.where.url()}: deleting {first.get('Key')} failed "
+                                            f"({first.get('Code')} {first.get('Message', '')}); nothing else is "
+                                            "wrong: run `navigator gc` again")
+        return len(shas)

@@ -30,8 +30,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from durable_navigator.activities.artifacts import ArtifactStore, make_ref
-from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.sources import SNAPSHOT_MEDIA_TYPE, SnapshotSource
+from durable_navigator.navcore.run.artifacts import ArtifactRef
+from durable_navigator.navcore.run.sources import SNAPSHOT_MEDIA_TYPE, SnapshotSource
 from durable_navigator.navtypes.errors import ArtifactError, RepoError
 from durable_navigator.repomap.cache import own_dirs
 from durable_navigator.repomap.config import EngineConfig
@@ -167,7 +167,14 @@ def _blob(store: ArtifactStore, blobs: Path, sha: str, size: int) -> Path:
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
     os.chmod(tmp, 0o444)
-    os.replace(tmp, path)  # a concurrent download of the same blob writes the same bytes
+    try:
+        # link, not replace: a blob a tree already links to must keep its inode (a concurrent download
+        # replacing it would leave that tree with a private copy, and the disk no longer shared)
+        os.link(tmp, path)
+    except FileExistsError:
+        pass  # another download of the same bytes got there first
+    finally:
+        os.unlink(tmp)
     return path
 
 

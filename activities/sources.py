@@ -15,7 +15,7 @@ import platformdirs
 from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.activities.gitsource import checkout_commit
 from durable_navigator.activities.snapshot import materialize_snapshot
-from durable_navigator.navcore.sources import GitSource, SnapshotSource, parse_locator
+from durable_navigator.navcore.run.sources import GitSource, SnapshotSource, parse_locator
 
 __all__ = ["SourceResolver", "default_source_cache"]
 

@@ -7,10 +7,10 @@ other activities use and the artifact store, and register :meth:`all`::
 
     tools = CodeToolActivities(engine_for=nav_acts.engine, store=artifact_store)
 
-Activity names are ``navcore.tools.TOOL_ACTIVITY[name]`` (``tools.search_codebase``,
+Activity names are ``navcore.run.tools.TOOL_ACTIVITY[name]`` (``tools.search_codebase``,
 ``tools.read_file``, ``tools.list_directory``, ``tools.get_callers``,
-``tools.get_callees``); each takes a :class:`~navcore.tools.ToolRequest` and
-returns a :class:`~navcore.tools.ToolResult`. Errors the model can cause (bad
+``tools.get_callees``); each takes a :class:`~navcore.run.tools.ToolRequest` and
+returns a :class:`~navcore.run.tools.ToolResult`. Errors the model can cause (bad
 arguments, paths outside the repository, unknown symbols, missing files) come
 back as ``ok=False`` results with a one-line error saying what to do — they
 never fail the workflow. Bugs (anything else) still raise, so Temporal's retry
@@ -32,11 +32,11 @@ from pydantic import ValidationError
 from temporalio import activity
 
 from durable_navigator.activities.requests import EngineSource
-from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.compression import truncate_text
+from durable_navigator.navcore.run.artifacts import ArtifactRef
+from durable_navigator.navcore.run.compression import truncate_text
 from durable_navigator.navtypes.errors import NavigatorError, PathEscapeError
 from durable_navigator.repomap.regular import NotRegularFileError, read_regular
-from durable_navigator.navcore.tools import (
+from durable_navigator.navcore.run.tools import (
     ListDirectoryArgs,
     ReadFileArgs,
     SearchArgs,

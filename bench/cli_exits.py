@@ -39,6 +39,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from durable_navigator.workers.devserver import free_port as _free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 NAVIGATOR = Path(sys.executable).parent / "navigator"
@@ -82,13 +83,6 @@ class Summary:
     by_kind: dict[str, dict[str, int]] = field(default_factory=dict)
     failures: list[dict[str, object]] = field(default_factory=list)
 
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _sandbox(root: Path) -> tuple[dict[str, str], int]:

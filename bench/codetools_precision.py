@@ -60,7 +60,7 @@ from durable_navigator.activities.models.offline.tools import (
     tool_round,
 )
 from durable_navigator.activities.tools import CodeToolActivities
-from durable_navigator.navcore.tools import ToolRequest
+from durable_navigator.navcore.run.tools import ToolRequest
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
 from durable_navigator.workflows.blocks.tools import tool_result_lines
 from durable_navigator.repomap import EngineConfig, RepoMap

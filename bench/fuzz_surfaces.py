@@ -49,15 +49,11 @@ from fuzz_calls import State, generate  # noqa: E402
 from fuzz_exec import BIN, Call, Outcome, Zygote, check, execute  # noqa: E402
 from fuzz_inputs import ROOT, build_zoo  # noqa: E402
 from fuzz_report import RunFinding, log_tracebacks, shrink_groups, write_report  # noqa: E402
+from durable_navigator.workers.devserver import free_port as _free_port
 
 #: seconds every run still open gets to close after ``navigator stop``
 STOP_BOUND_S = 180
 
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def sandbox(root: Path) -> tuple[dict[str, str], int, str]:

@@ -34,7 +34,7 @@ from typing import Any
 
 from temporalio.client import Client
 
-from durable_navigator.navcore.citations import parse_citations
+from durable_navigator.navcore.run.citations import parse_citations
 from durable_navigator.workers.converter import DATA_CONVERTER
 
 BENCH = Path(__file__).resolve().parent

@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from durable_navigator.workers.devserver import free_port
 
 __all__ = ["Stack", "CallResult", "free_port", "bin_path"]
 
@@ -41,12 +41,6 @@ _READY_TIMEOUT_S = 120.0
 _WATCH_EVERY_S = 0.2
 _TAIL_CHARS = 2000
 
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now (other people's servers run here too)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def bin_path(name: str) -> str:

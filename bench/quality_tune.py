@@ -19,6 +19,7 @@ next to the engine alone and both BM25 baselines, per budget and per repository.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import sys
@@ -33,7 +34,7 @@ from durable_navigator.activities.models.offline import OfflineTurn, offline_dec
 from durable_navigator.activities.models.offline.config import OfflinePolicyConfig
 from durable_navigator.activities.pack import PACK_CONFIG
 from durable_navigator.activities.tools import CodeToolActivities
-from durable_navigator.navcore.tools import ToolRequest
+from durable_navigator.navcore.run.tools import ToolRequest
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap import RepoMap
 from durable_navigator.repomap.config import EngineConfig
@@ -168,7 +169,9 @@ def run(tasks: list[Task], budgets: tuple[int, ...]) -> list[dict[str, Any]]:
                 t0 = time.perf_counter()
                 text, trace = explore(engine, task.goal, budget)
                 took = time.perf_counter() - t0
-                rec = {"task": task.id, "repo": task.repo, "budget": budget, "seconds": round(took, 3), **trace}
+                rec = {"task": task.id, "repo": task.repo, "budget": budget, "seconds": round(took, 3), **trace,
+                       # the map itself, to tell a refactor that changed no map from one that did
+                       "map_sha256": hashlib.sha256(text.encode()).hexdigest()}
                 rec["navigator"] = score_context(parse_context(text, source), task.gold_lines, source)
                 eng = engine.render(FlightPlan(token_budget=budget, goal=task.goal)).text
                 rec["engine"] = score_context(parse_context(eng, source), task.gold_lines, source)

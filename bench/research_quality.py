@@ -45,7 +45,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from durable_navigator.navcore.citations import citation_spans
+from durable_navigator.navcore.run.citations import citation_spans
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent

@@ -89,7 +89,7 @@ class MeteredModel:
         self.inner = inner
 
     async def request(self, req: Any, ctx: Any) -> Any:
-        from durable_navigator.navcore.decision import TokenUsage
+        from durable_navigator.navcore.run.decision import TokenUsage
 
         answer = await self.inner.request(req, ctx)
         usage = TokenUsage(input_tokens=ctx.prompt_tokens, output_tokens=METERED_OUTPUT_TOKENS)
@@ -114,7 +114,7 @@ async def run_worker(target: str, task_queue: str, artifacts: str) -> None:
     from durable_navigator.activities.artifacts import LocalArtifactStore
     from durable_navigator.activities.pricing_loader import TablePricer
     from durable_navigator.activities.navigator import NavigatorActivities
-    from durable_navigator.navcore.pricing import PricingTable
+    from durable_navigator.navcore.model.pricing import PricingTable
     from durable_navigator.workers.converter import DATA_CONVERTER
     from durable_navigator.workers.logging import configure_logging
     from durable_navigator.workers.worker import build_worker
@@ -189,8 +189,8 @@ def _goals(repo: Path, n: int, seed: int) -> list[str]:
 
 
 def _batch_request(cfg: SoakConfig, repo: Path, out: Path, batch_id: str) -> Any:
-    from durable_navigator.navcore.batch import BatchJob, BatchLimits, BatchRequest
-    from durable_navigator.navcore.requests import ModelCallConfig
+    from durable_navigator.navcore.batch.batch import BatchJob, BatchLimits, BatchRequest
+    from durable_navigator.navcore.navigator.requests import ModelCallConfig
 
     jobs = [
         BatchJob(index=i, name=f"soak-{i}", repo_path=str(repo), goal=goal, model="offline",
@@ -303,7 +303,7 @@ async def _histories(client: Any, workflow_id: str) -> list[Any]:
 
 async def _check_exploration(client: Any, outcome: Any) -> dict[str, Any]:
     """One exploration's checks: complete, steps, decide completions, ledger, key, history size."""
-    from durable_navigator.navcore.report import DecisionLogView
+    from durable_navigator.navcore.navigator.report import DecisionLogView
 
     histories = await _histories(client, outcome.workflow_id)
     texts = [h.to_json() for h in histories]
@@ -387,7 +387,7 @@ async def soak(cfg: SoakConfig) -> dict[str, Any]:
     from gen_large_tree import generate
     from temporalio.client import Client
 
-    from durable_navigator.navcore.batch import BatchResult
+    from durable_navigator.navcore.batch.batch import BatchResult
     from durable_navigator.workers.converter import DATA_CONVERTER
     from durable_navigator.workers.devserver import DevServer, DevServerConfig, free_port
 

@@ -40,7 +40,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -50,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from websockets.sync.client import connect
+from durable_navigator.workers.devserver import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_REPO = ROOT / "tests" / "fixtures" / "navigator_repo"
@@ -61,11 +61,6 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 COST_TEXT = re.compile(r"Cost: \$\d+\.\d{4} of \$\d+\.\d{4}")
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Chromium:

@@ -46,6 +46,7 @@ COMMANDS: dict[str, LazyCommand] = {
                         group=True),
     "export": LazyCommand(f"{_PKG}.export_cmd", "export_app",
                           "Save a finished run as a replay fixture and quality case."),
+    "gc": LazyCommand(f"{_PKG}.gc_cmd", "gc_app", "Delete the artifact store's blobs that no run references."),
     "server": LazyCommand(f"{_PKG}.server", "server_app", "Run the embedded Temporal server; status; stop.",
                           group=True),
     "worker": LazyCommand(f"{_PKG}.signatures", "worker_app", "Run a navigator worker until SIGTERM / Ctrl-C."),

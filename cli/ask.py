@@ -16,12 +16,12 @@ from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.display import print_block, research_panel
 from durable_navigator.cli.errors import ExitCode, handles_errors
-from durable_navigator.cli.launch import launch, start_run
+from durable_navigator.cli.launch import launch, research_settings, start_run
 from durable_navigator.cli.runrequest import build_research_request, check_models, new_run_id
 from durable_navigator.cli.sources import settled_source
-from durable_navigator.navcore.research import ResearchRequest, ResearchResult
+from durable_navigator.navcore.research.research import ResearchRequest, ResearchResult
 from durable_navigator.navcore.run_kinds import RESEARCH
-from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.navcore.navigator.state import ExecutionMode
 
 __all__ = ["run_ask"]
 
@@ -61,13 +61,8 @@ async def _ask(config: NavigatorConfig, request: ResearchRequest, wid: str, mode
         # after the workers' refusals, before the start: a snapshot is uploaded only for a run that starts
         sourced = await settled_source(config, request)
         return await start_run(session, RESEARCH, sourced, wid, text=request.question, repo=sourced.repo_path,
-                               model=request.model, verb="ask", label="Question", settings={
-                                   "Model": request.model,
-                                   "Mode": request.mode.value,
-                                   "Budget": f"${request.budget_usd:.4f}",
-                                   "Profile": request.profile.name,
-                                   "Output": f"{request.out_dir}/<workflow id>/answer.md",
-                               })
+                               model=request.model, verb="ask", label="Question",
+                               settings=research_settings(request))
 
     async def show(result: ResearchResult, link: str | None, handle: WorkflowHandle[Any, Any]) -> None:
         answer = _answer_text(result)

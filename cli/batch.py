@@ -18,7 +18,7 @@ from typing import Annotated
 import typer
 
 from durable_navigator.cli.lazy import command_group
-from durable_navigator.cli.options import BatchIdArg, JsonOpt
+from durable_navigator.cli.options import BatchIdArg, JsonOpt, checked_sender, reason_option
 
 __all__ = ["batch_app"]
 
@@ -91,9 +91,9 @@ def list_batches(
 def stop(
     ctx: typer.Context,
     batch_id: BatchIdArg,
-    reason: Annotated[str, typer.Option("--reason", metavar="TEXT", help="Why (shown in progress and results).")] = (
-        "stopped by user"),
-    sender: Annotated[str, typer.Option("--sender", metavar="NAME", help="Who stops it.", envvar="USER")] = "cli",
+    reason: Annotated[str, reason_option("Why (shown in progress and results).")] = "stopped by user",
+    sender: Annotated[str, typer.Option("--sender", metavar="NAME", help="Who stops it.", envvar="USER",
+                                        callback=checked_sender)] = "cli",
 ) -> None:
     """Start no more jobs; running explorations finalize their best map so far."""
     from durable_navigator.cli.batch_run import run_stop

@@ -25,11 +25,13 @@ from durable_navigator.cli.errors import CliError, ExitCode, RunFailedError, Run
 from durable_navigator.cli.runrequest import stream_guard, validate_model
 from durable_navigator.cli.handles import describe_run, query_run, signal_run, status_name
 from durable_navigator.cli.preflight import problems_here, problems_on_workers
+from durable_navigator.cli.results_home import bring_home
+from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.cli.runinput import check_repository, parse_usd, text_problem, validated
-from durable_navigator.navcore.requests import ModelCallConfig
-from durable_navigator.navcore.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
-from durable_navigator.navcore.report import markdown_text
-from durable_navigator.navcore.messages import BATCH_WORKFLOW, QUERY_BATCH_PROGRESS
+from durable_navigator.navcore.navigator.requests import ModelCallConfig
+from durable_navigator.navcore.batch.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
+from durable_navigator.navcore.navigator.report import markdown_text
+from durable_navigator.navcore.navigator.messages import BATCH_WORKFLOW, QUERY_BATCH_PROGRESS
 from durable_navigator.navtypes.errors import BudgetError, ModelError, NavigatorError, RepoError
 
 __all__ = ["build_batch_request", "new_batch_id", "start_batch", "follow_batch"]
@@ -159,6 +161,8 @@ async def start_batch(session: TemporalSession, req: BatchRequest) -> WorkflowHa
 
 async def _run(config: NavigatorConfig, req: BatchRequest, jobs_file: Path, *, detach: bool,
                json_out: bool) -> ExitCode:
+    # the store the files come home from answers before anything starts (a bad artifacts: section is one line)
+    store = None if detach else await asyncio.to_thread(open_artifact_store, config)
     async with open_session(config, allow_embedded=not detach, in_process_worker=False if detach else None) as session:
         say_server(session)
         if not session.in_process_worker:
@@ -178,6 +182,8 @@ async def _run(config: NavigatorConfig, req: BatchRequest, jobs_file: Path, *, d
             print_json({"batch_id": req.batch_id, "ui_url": link}) if json_out else stdout.print(req.batch_id)
             return ExitCode.OK
         result = await follow_batch(handle)
+        assert store is not None
+        await asyncio.to_thread(bring_home, store, result)
         _print_result(result, json_out)
         say_after(session)
         return ExitCode.OK if result.count(JobStatus.FAILED) == 0 else ExitCode.RUN_FAILED
@@ -270,17 +276,21 @@ def run_results(
 
 
 async def _results(config: NavigatorConfig, batch_id: str, wait: bool) -> BatchResult:
+    """The batch's result, its files (results.jsonl, summary.json, every job's) written here when missing."""
     async with open_session(config) as session:
         handle, desc = await _describe_batch(session.client, batch_id, result_type=BatchResult)
         if desc.status == WorkflowExecutionStatus.RUNNING:
             if not wait:
                 raise CliError(f"batch {batch_id} is still running; pass --wait, or see "
                                f"`navigator batch status {batch_id}`")
-            return await follow_batch(handle)
-        try:
-            return await handle.result()
-        except WorkflowFailureError as exc:
-            raise RunFailedError(f"batch {batch_id} failed: {exc.cause or exc}") from None
+            result = await follow_batch(handle)
+        else:
+            try:
+                result = await handle.result()
+            except WorkflowFailureError as exc:
+                raise RunFailedError(f"batch {batch_id} failed: {exc.cause or exc}") from None
+        await asyncio.to_thread(bring_home, session.artifact_store(), result)
+        return result
 
 
 @handles_errors
@@ -330,14 +340,9 @@ def run_stop(
     sender: str,
 ) -> None:
     """The ``navigator batch stop`` command (its options and help: :mod:`cli.batch`)."""
-    for name, text in (("--reason", reason), ("--sender", sender)):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            # the stop message's model refuses it: a pydantic traceback before this check
-            raise CliError(f"{name} {text[:40]!r} is not valid UTF-8; write it as plain text") from None
+    # --reason and --sender were checked by their options (cli.options): the stop message takes them
     config = config_of(ctx)
-    payload = BatchStopInput(reason=reason[:500] or "stopped by user", sender=sender[:200] or "cli")
+    payload = BatchStopInput(reason=reason or "stopped by user", sender=sender or "cli")
     run_async(_stop(config, batch_id, payload))
     stdout.print(f"stop sent to {batch_id}", markup=False)
 

@@ -17,8 +17,8 @@ from durable_navigator.cli.preflight import refuse_unservable_on_workers
 from durable_navigator.cli.results_home import bring_run_home
 from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.cli.sources import settled_source
-from durable_navigator.navcore.branches import BranchExploreRequest, BranchExploreResult
-from durable_navigator.navcore.requests import ExplorationRequest
+from durable_navigator.navcore.batch.branches import BranchExploreRequest, BranchExploreResult
+from durable_navigator.navcore.navigator.requests import ExplorationRequest
 from durable_navigator.navcore.run_kinds import BRANCHES
 
 __all__ = ["BRANCHES_WORKFLOW_TYPE", "explore_branches"]

@@ -30,7 +30,7 @@ from pydantic import (
     model_validator,
 )
 
-from durable_navigator.navcore.endpoints import Endpoint, check_endpoint_name, resolve_endpoints
+from durable_navigator.navcore.model.endpoints import Endpoint, check_endpoint_name, resolve_endpoints
 from durable_navigator.navtypes.errors import ConfigError
 from durable_navigator.workers.devserver import APP_NAME, default_db_path
 

@@ -23,16 +23,16 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from durable_navigator.navcore.branches import BranchExploreResult
-from durable_navigator.navcore.budget import format_usd
-from durable_navigator.navcore.report import TurnReport
-from durable_navigator.navcore.activity_io import PackFigures
-from durable_navigator.navcore.requests import ExplorationResult
-from durable_navigator.navcore.investigation import InvestigationResult
-from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.batch.branches import BranchExploreResult
+from durable_navigator.navcore.run.budget import format_usd
+from durable_navigator.navcore.navigator.report import TurnReport
+from durable_navigator.navcore.navigator.activity_io import PackFigures
+from durable_navigator.navcore.navigator.requests import ExplorationResult
+from durable_navigator.navcore.investigation.investigation import InvestigationResult
+from durable_navigator.navcore.research.research import ResearchResult
 from durable_navigator.navcore.run_kinds import BRANCHES, EXPLORE, INVESTIGATION, RESEARCH, RunKind
-from durable_navigator.navcore.state import DecisionLogEntry
-from durable_navigator.navcore.subagents import ChildRun
+from durable_navigator.navcore.navigator.state import DecisionLogEntry
+from durable_navigator.navcore.run.subagents import ChildRun
 
 __all__ = [
     "print_block",

@@ -7,6 +7,7 @@ is configured). Each exploration's wall time is its child workflow's start-to-cl
 
 from __future__ import annotations
 
+import asyncio
 import os
 import platform
 import time
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.activities.evaluation.scoring import NavigatorRun, score_task
 from durable_navigator.activities.pricing_loader import load_pricing_table
 from durable_navigator.cli.batch_run import follow_batch, start_batch
@@ -24,11 +26,12 @@ from durable_navigator.cli.errors import ExitCode, stderr
 from durable_navigator.cli.eval_cases import remove_run_checkouts
 from durable_navigator.cli.connect import say_server
 from durable_navigator.cli.preflight import problems_on_workers
-from durable_navigator.navcore.batch import BatchRequest, BatchResult, JobStatus
+from durable_navigator.cli.results_home import bring_home
+from durable_navigator.navcore.batch.batch import BatchRequest, BatchResult, JobStatus
 from durable_navigator.navcore.evaluation.html import report_html
 from durable_navigator.navcore.evaluation.models import EvalReport, EvalRun, TaskResult
 from durable_navigator.navcore.evaluation.summary import CHUNK_BM25, ENGINE, navigator_method, report_markdown, totals
-from durable_navigator.navcore.modelspec import parse_model_spec
+from durable_navigator.navcore.model.modelspec import parse_model_spec
 from durable_navigator.navtypes.errors import ModelError
 
 __all__ = ["EvalOutcome", "run_batch", "write_report"]
@@ -43,8 +46,10 @@ class EvalOutcome:
     wall_seconds: float
 
 
-async def run_batch(config: NavigatorConfig, req: BatchRequest) -> EvalOutcome:
-    """Start (or join) the eval's batch, follow it to the end, and read each child's wall time."""
+async def run_batch(config: NavigatorConfig, req: BatchRequest, store: ArtifactStore) -> EvalOutcome:
+    """Start (or join) the eval's batch, follow it to the end, write its files here from ``store`` (every
+    run's ``context.md`` + ``report.json``, the batch's ``results.jsonl``; a worker with an object store writes
+    none) and read each child's wall time."""
     t0 = time.monotonic()
     async with open_session(config, allow_embedded=True, in_process_worker=None) as session:
         say_server(session)
@@ -58,6 +63,7 @@ async def run_batch(config: NavigatorConfig, req: BatchRequest) -> EvalOutcome:
         if link:
             stderr.print(f"Web UI: {link}", markup=False, soft_wrap=True)
         result = await follow_batch(handle)
+        await asyncio.to_thread(bring_home, store, result)
         seconds: dict[int, float] = {}
         for o in result.outcomes:
             if o.status in (JobStatus.COMPLETED, JobStatus.FAILED):
@@ -89,21 +95,22 @@ def _runs(run: EvalRun, outcome: EvalOutcome) -> dict[int, list[NavigatorRun]]:
         o = by_index.get(k)
         status = o.status.value if o else "failed"
         runs[i].append(NavigatorRun(
-            model=model, tokens_budget=budget, status=status, context_path=o.context_path if o else None,
+            model=model, tokens_budget=budget, status=status, context_ref=o.context_ref if o else None,
             seconds=outcome.seconds.get(k, 0.0), cost_usd=(o.spent_micros if o else 0) / 1e6,
             stop_reason=o.stop_reason if o else None,
             error=(o.error if o else "the batch reported no outcome") or (None if status == "completed" else status)))
     return runs
 
 
-def write_report(config: NavigatorConfig, run: EvalRun, outcome: EvalOutcome, out_dir: Path) -> ExitCode:
-    """Score every task, write ``eval.json``, ``eval.md`` and ``eval.html``, print the headline; exit 1 if any
-    run failed."""
+def write_report(config: NavigatorConfig, run: EvalRun, outcome: EvalOutcome, out_dir: Path,
+                 store: ArtifactStore) -> ExitCode:
+    """Score every task (the packs read from ``store``), write ``eval.json``, ``eval.md`` and ``eval.html``, print
+    the headline; exit 1 if any run failed."""
     root = Path(run.checkouts)
     runs = _runs(run, outcome)
     results: list[TaskResult] = []
     for i, task in enumerate(run.tasks):
-        results.append(score_task(task, root / run.explore_dir(task), run.budgets, runs[i]))
+        results.append(score_task(task, root / run.explore_dir(task), run.budgets, runs[i], store))
     methods = [navigator_method(m) for m in run.models] + [ENGINE, CHUNK_BM25]
     first = run.tasks[0].date[:10] if run.tasks else ""
     report = EvalReport(

@@ -30,10 +30,11 @@ from durable_navigator.cli.eval_cases import cases_run, ensure_run_checkouts
 from durable_navigator.cli.eval_report import EvalOutcome, run_batch, write_report
 from durable_navigator.cli.runrequest import check_token_budget, stream_guard, validate_model
 from durable_navigator.cli.runinput import parse_usd, validated
-from durable_navigator.navcore.batch import BatchJob, BatchRequest, JobDefaults
+from durable_navigator.cli.stores import open_artifact_store
+from durable_navigator.navcore.batch.batch import BatchJob, BatchRequest, JobDefaults
 from durable_navigator.navcore.evaluation.models import EvalRun
 from durable_navigator.navcore.evaluation.rules import EVAL_SELECTION
-from durable_navigator.navcore.requests import ModelCallConfig
+from durable_navigator.navcore.navigator.requests import ModelCallConfig
 from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.repomap.cache import default_cache_dir
 
@@ -152,6 +153,8 @@ def run_eval(ctx: typer.Context, repo: Path | None, tasks: int | None, since: st
     out_dir = (out or config.defaults.out_dir / f"eval-{name}").expanduser().resolve()
     run = prepare_run(config, repo, tasks=tasks, since=since, tokens=tokens, models=models, budget_usd=budget_usd,
                       out_dir=out_dir, resume=resume, concurrency=concurrency, local_worker=local_worker, cases=cases)
+    # the packs are scored from the store: it answers before any work (a bad artifacts: section is one line)
+    store = open_artifact_store(config)
     ensure_run_checkouts(run)
     out_dir.mkdir(parents=True, exist_ok=True)
     if not resume:
@@ -161,6 +164,6 @@ def run_eval(ctx: typer.Context, repo: Path | None, tasks: int | None, since: st
     what = f"{len(run.tasks)} case(s)" if run.cases else f"{len(run.tasks)} tasks (of {run.candidates} candidates)"
     stderr.print(f"eval of {run.repo}: {what} × {len(run.models)} model(s) × {len(run.budgets)} budget(s) · "
                  f"cap ${run.budget_usd} · batch {run.batch_id}", markup=False, soft_wrap=True)
-    outcome: EvalOutcome = run_async(run_batch(config, batch_request(config, run, out_dir)))
-    code = write_report(config, run, outcome, out_dir)
+    outcome: EvalOutcome = run_async(run_batch(config, batch_request(config, run, out_dir), store))
+    code = write_report(config, run, outcome, out_dir, store)
     raise typer.Exit(int(code))

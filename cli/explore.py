@@ -22,11 +22,11 @@ from durable_navigator.cli.handles import query_run
 from durable_navigator.cli.launch import launch, request_settings, start_run
 from durable_navigator.cli.runrequest import build_request, check_models, new_run_id
 from durable_navigator.cli.sources import settled_source
-from durable_navigator.navcore.messages import QUERY_STATUS
-from durable_navigator.navcore.report import TurnReport
-from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.navigator.messages import QUERY_STATUS
+from durable_navigator.navcore.navigator.report import TurnReport
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
 from durable_navigator.navcore.run_kinds import EXPLORE
-from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.navcore.navigator.state import ExecutionMode
 
 __all__ = ["run_explore"]
 

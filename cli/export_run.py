@@ -31,11 +31,11 @@ from durable_navigator.cli.mcpserver.pack import read_context, read_report
 from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.navcore.evaluation.cases import (CASE_FILE, GOLD_NOTES, CaseVerdict, QualityCase,
                                                         history_file_name)
-from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
 from durable_navigator.navcore.run_kinds import EXPLORE
 from durable_navigator.activities.gitsource import checkout_commit
 from durable_navigator.activities.sources import default_source_cache
-from durable_navigator.navcore.sources import GitSource, display_root, parse_locator
+from durable_navigator.navcore.run.sources import GitSource, display_root, parse_locator
 
 __all__ = ["run_export", "fetch_chain"]
 

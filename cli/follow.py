@@ -33,9 +33,9 @@ from durable_navigator.cli.follow_prompts import (
 from durable_navigator.cli.handles import query_run
 from durable_navigator.cli.progress import IndexProgressBar
 from durable_navigator.cli.stuck import STUCK_CHECK_EVERY_S, RunStuckError, stuck_message, stuck_reason
-from durable_navigator.navcore.activity_io import IndexProgress
-from durable_navigator.navcore.messages import QUERY_STATUS
-from durable_navigator.navcore.report import TurnReport
+from durable_navigator.navcore.navigator.activity_io import IndexProgress
+from durable_navigator.navcore.navigator.messages import QUERY_STATUS
+from durable_navigator.navcore.navigator.report import TurnReport
 
 # the prompts and update_problems are re-exported: their import path has been cli.follow
 __all__ = ["follow_run", "follow_to_result", "scan_progress", "update_problems", "POLL_INTERVAL_S", "VERDICT_PROMPT",

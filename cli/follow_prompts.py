@@ -29,8 +29,8 @@ from durable_navigator.cli.handles import query_run, signal_run, update_run, wit
 from durable_navigator.cli.planfile import PLAN_FILE_HELP, dump_stage_plan, load_stage_plan, send_plan_edit
 from durable_navigator.cli.prompt import LineReader, Superseded, ask
 from durable_navigator.cli.signals import default_sender, send_verdict
-from durable_navigator.navcore.investigation import InvestigationState
-from durable_navigator.navcore.messages import (
+from durable_navigator.navcore.investigation.investigation import InvestigationState
+from durable_navigator.navcore.navigator.messages import (
     QUERY_STATUS,
     SIGNAL_RAISE_BUDGET,
     SIGNAL_STOP,
@@ -40,7 +40,7 @@ from durable_navigator.navcore.messages import (
     StopInput,
     VerdictInput,
 )
-from durable_navigator.navcore.report import TurnReport
+from durable_navigator.navcore.navigator.report import TurnReport
 from durable_navigator.navtypes.errors import validation_lines
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
 

@@ -2,7 +2,7 @@
 
 The CLI never imports the workflow class: it talks to runs by their stable
 public names (workflow type, signal / query / update names from
-``navcore.messages``) through the client, like any other Temporal client would.
+``navcore.navigator.messages``) through the client, like any other Temporal client would.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.cli.errors import CliError, RunNotFoundError, TemporalUnreachableError
-from durable_navigator.navcore.report import HISTORY_REASONING_CHARS, TurnReport
+from durable_navigator.navcore.navigator.report import HISTORY_REASONING_CHARS, TurnReport
 from durable_navigator.navcore.run_kinds import EXPLORE
 from durable_navigator.navtypes.errors import NavigatorError
 

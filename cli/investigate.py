@@ -19,9 +19,9 @@ from durable_navigator.cli.errors import ExitCode, handles_errors
 from durable_navigator.cli.launch import launch, start_run
 from durable_navigator.cli.runrequest import build_investigation_request, check_models, new_run_id
 from durable_navigator.cli.sources import settled_source
-from durable_navigator.navcore.investigation import InvestigationRequest, InvestigationResult
+from durable_navigator.navcore.investigation.investigation import InvestigationRequest, InvestigationResult
 from durable_navigator.navcore.run_kinds import INVESTIGATION
-from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.navcore.navigator.state import ExecutionMode
 
 __all__ = ["run_investigate"]
 

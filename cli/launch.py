@@ -32,11 +32,12 @@ from durable_navigator.cli.preflight import refuse_unservable_on_workers
 from durable_navigator.cli.results_home import bring_run_home
 from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.cli.runrows import exit_code_for_result
-from durable_navigator.navcore.report import run_details_markdown, run_summary
-from durable_navigator.navcore.requests import ExplorationRequest
+from durable_navigator.navcore.navigator.report import run_details_markdown, run_summary
+from durable_navigator.navcore.navigator.requests import ExplorationRequest
+from durable_navigator.navcore.research.research import ResearchRequest
 from durable_navigator.navcore.run_kinds import RunKind
 
-__all__ = ["start_run", "launch", "request_settings"]
+__all__ = ["start_run", "launch", "request_settings", "research_settings"]
 
 
 def request_settings(request: ExplorationRequest) -> dict[str, str]:
@@ -55,6 +56,17 @@ def request_settings(request: ExplorationRequest) -> dict[str, str]:
     return settings
 
 
+def research_settings(request: ResearchRequest) -> dict[str, str]:
+    """The settings a research run (``ask``) started with, for its static details in the Web UI."""
+    return {
+        "Model": request.model,
+        "Mode": request.mode.value,
+        "Budget": f"${request.budget_usd:.4f}",
+        "Profile": request.profile.name,
+        "Output": f"{request.out_dir}/<workflow id>/answer.md",
+    }
+
+
 async def start_run(session: TemporalSession, kind: RunKind, request: Any, wid: str, *, text: str, repo: str,
                     model: str, verb: str, settings: dict[str, str], label: str = "Goal") -> WorkflowHandle:
     """Start a run of ``kind`` (memo, Web UI summary and details); a taken id or a lost server is one line."""
@@ -66,7 +78,7 @@ async def start_run(session: TemporalSession, kind: RunKind, request: Any, wid: 
             static_details=run_details_markdown(text, repo, settings, label=label),
         )
     except WorkflowAlreadyStartedError:
-        raise CliError(f"a run with id {wid} already exists; pick another --id") from None
+        raise CliError(f"a run with id {wid} already exists; pick another id (--id)") from None
     except RPCError as exc:
         raise TemporalUnreachableError(
             f"lost Temporal at {session.address} before {wid} started ({exc.message[:120]}); nothing was started: "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from durable_navigator.cli.config import NavigatorConfig
 
 __all__ = ["GlobalOptions", "JsonOpt", "WorkflowIdArg", "TurnOpt", "PlanOpt", "SenderOpt", "EXECUTION_STATUSES",
-           "NAVIGATOR_STATUSES", "DEFAULT_PORT", "refuse"]
+           "NAVIGATOR_STATUSES", "DEFAULT_PORT", "refuse", "reason_option", "checked_sender"]
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON to stdout.", show_default="off")]
 
@@ -89,7 +89,7 @@ PlanOpt = Annotated[
                  show_default="off"),
 ]
 
-#: the longest sender a message takes (navcore.messages.Sender; not imported: this module stays light)
+#: the longest sender a message takes (navcore.navigator.messages.Sender; not imported: this module stays light)
 MAX_SENDER_CHARS = 200
 
 
@@ -108,6 +108,24 @@ SenderOpt = Annotated[
     str | None, typer.Option("--sender", metavar="NAME", help="Who sends it.", envvar="NAVIGATOR_SENDER",
                              show_default="$USER@cli", callback=checked_sender)
 ]
+
+#: the longest stop reason a message takes (navcore.navigator.messages.StopInput and BatchStopInput)
+MAX_REASON_CHARS = 500
+
+
+def checked_reason(value: str) -> str:
+    """Refuse a ``--reason`` no stop message would take (not UTF-8, too long) before anything is sent."""
+    if not is_utf8(value):
+        refuse(f"--reason {value[:40]!r} is not valid UTF-8; write it as plain text")
+    if len(value) > MAX_REASON_CHARS:
+        refuse(f"--reason is {len(value):,} characters long, at most {MAX_REASON_CHARS}; say it shorter")
+    return value
+
+
+def reason_option(help_text: str) -> Any:
+    """The ``--reason TEXT`` of a stop command (``help_text`` says where it is shown)."""
+    return typer.Option("--reason", metavar="TEXT", help=help_text, callback=checked_reason)
+
 
 #: the streamable HTTP endpoint's default port and path
 DEFAULT_PORT = 8765

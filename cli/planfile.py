@@ -25,8 +25,8 @@ from pydantic import ValidationError
 
 from durable_navigator.cli.errors import CliError
 from durable_navigator.cli.handles import update_run
-from durable_navigator.navcore.investigation import PlannedStage, StageRecord
-from durable_navigator.navcore.messages import UPDATE_EDIT_STAGE_PLAN, EditStagePlanInput, StagePlanEdited
+from durable_navigator.navcore.investigation.investigation import PlannedStage, StageRecord
+from durable_navigator.navcore.navigator.messages import UPDATE_EDIT_STAGE_PLAN, EditStagePlanInput, StagePlanEdited
 from durable_navigator.navtypes.errors import validation_lines
 
 __all__ = ["load_stage_plan", "parse_stage_plan", "dump_stage_plan", "send_plan_edit", "PLAN_FILE_HELP"]

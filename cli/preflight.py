@@ -9,17 +9,17 @@ Two ways, one check (:func:`activities.preflight.model_problem`):
   ``navigator.check_model`` on the run's task queue and the worker that picks it
   up answers. One answer speaks for one worker only: when that worker cannot serve a model,
   every other worker the queue lists as polling (``DescribeTaskQueue``) is asked by name, on the
-  queue only it polls (``navcore.preflight.worker_queue``; ``navigator worker`` serves it). A model
+  queue only it polls (``navcore.model.preflight.worker_queue``; ``navigator worker`` serves it). A model
   refused by every worker that answered is refused (exit 2); one that some worker serves starts, and
   the workers that cannot serve it are named (their tasks are handed back to the queue at run time:
-  ``navcore.preflight``). When no worker *takes* the first check within :data:`PREFLIGHT_TIMEOUT` (no
+  ``navcore.model.preflight``). When no worker *takes* the first check within :data:`PREFLIGHT_TIMEOUT` (no
   worker yet), or the one that takes it cannot run it (it predates the preflight), the run starts
   anyway — it waits for a worker — and the user is told.
 
 The deadline bounds the wait for a worker to take the check (its first workflow task starting,
 seen in the check's history), not the check itself: a worker's first check builds the provider
 and imports its SDK (seconds on a loaded machine), and a worker that has taken the check will
-answer; that wait is bounded by the check's own timeouts (``navcore.preflight.CHECK_TIMEOUT``).
+answer; that wait is bounded by the check's own timeouts (``navcore.model.preflight.CHECK_TIMEOUT``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from durable_navigator.activities.preflight import check_models, needs_worker_ch
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.errors import TemporalUnreachableError, stderr
-from durable_navigator.navcore.preflight import (
+from durable_navigator.navcore.model.preflight import (
     CHECK_TIMEOUT,
     PREFLIGHT_WORKFLOW,
     ModelCheckInput,
@@ -155,7 +155,7 @@ async def problems_on_workers(session: TemporalSession, models: list[str]) -> di
 
     ``None`` when none answered. The check goes to the task queue first (whichever worker takes
     it answers); when that worker cannot serve a model, every other worker the queue lists as
-    polling is asked by name, on its own queue (:func:`navcore.preflight.worker_queue`), all at
+    polling is asked by name, on its own queue (:func:`navcore.model.preflight.worker_queue`), all at
     once. A worker that does not take its check in time (it stopped, or it serves no own queue)
     has no say. Asking again on the shared queue would reach whichever worker polls next, maybe the
     same one every time: a model that another worker serves was refused that way.

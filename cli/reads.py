@@ -44,12 +44,12 @@ from durable_navigator.cli.runrows import (
 from durable_navigator.cli.status_cmd import WATCH_INTERVAL_S, fetch_status, run_status
 from durable_navigator.cli.stores import open_artifact_store
 from durable_navigator.cli.stuck import result_unless_stuck
-from durable_navigator.navcore.branches import BranchExploreResult
-from durable_navigator.navcore.investigation import InvestigationResult
-from durable_navigator.navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS
-from durable_navigator.navcore.report import DecisionLogView, TurnReport
-from durable_navigator.navcore.requests import ExplorationResult
-from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.batch.branches import BranchExploreResult
+from durable_navigator.navcore.investigation.investigation import InvestigationResult
+from durable_navigator.navcore.navigator.messages import QUERY_DECISION_LOG, QUERY_STATUS
+from durable_navigator.navcore.navigator.report import DecisionLogView, TurnReport
+from durable_navigator.navcore.navigator.requests import ExplorationResult
+from durable_navigator.navcore.research.research import ResearchResult
 from durable_navigator.navcore.run_kinds import BRANCHES, RunKind, run_kind_of
 from durable_navigator.repomap.fsnames import is_utf8
 from durable_navigator.workers.devserver import workflow_ui_url

@@ -1,10 +1,10 @@
 """Results come home: the command that asked writes a run's files from the artifact store.
 
 A finished run names its files (``context.md`` / ``answer.md`` / ``report.md`` + ``report.json``
-under ``<out_dir>/<workflow id>/``, ``out_dir`` resolved by the CLI that started it) and carries
-each file's :class:`ArtifactRef`. With an object store the worker may run on a host that shares no
-disk with the machine that asked, so it writes no files: ``explore``, ``ask``, ``investigate`` and
-``result`` write them here, from the stored bytes (hash-checked by the store). With the local
+under ``<out_dir>/<workflow id>/``, ``out_dir`` resolved by the CLI that started it; a batch's
+``results.jsonl`` + ``summary.json`` and every job's files) and carries each file's :class:`ArtifactRef`. With an object store the worker may run on a host that shares no
+disk with the machine that asked, so it writes no files: ``explore``, ``ask``, ``investigate``,
+``result``, ``batch run|results`` and ``eval`` write them here, from the stored bytes (hash-checked by the store). With the local
 store the worker already wrote them. A file already there is left alone: it is this run's (the
 folder is named by the workflow id), written by the worker or by an earlier command, and perhaps
 edited since — bringing a result home never overwrites the user's copy.
@@ -20,11 +20,12 @@ from temporalio.client import Client
 
 from durable_navigator.activities.artifacts import ArtifactStore, atomic_write_bytes
 from durable_navigator.cli.errors import CliError
-from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.branches import BranchExploreResult
-from durable_navigator.navcore.investigation import InvestigationResult
-from durable_navigator.navcore.requests import ExplorationResult
-from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.run.artifacts import ArtifactRef
+from durable_navigator.navcore.batch.batch import BatchResult
+from durable_navigator.navcore.batch.branches import BranchExploreResult
+from durable_navigator.navcore.investigation.investigation import InvestigationResult
+from durable_navigator.navcore.navigator.requests import ExplorationResult
+from durable_navigator.navcore.research.research import ResearchResult
 
 __all__ = ["result_files", "bring_home", "bring_run_home", "relocated"]
 
@@ -37,9 +38,22 @@ _FILES: dict[type, tuple[tuple[str, str], ...]] = {
 }
 
 
+#: a batch's own files, then each job's (a ``JobOutcome``'s pack / answer / report.md and its report)
+_BATCH_FILES = (("results_path", "results_ref"), ("summary_path", "summary_ref"))
+_JOB_FILES = (("context_path", "context_ref"), ("report_path", "report_ref"))
+
+
 def result_files(result: Any) -> list[tuple[str, ArtifactRef]]:
-    """``(path, ref)`` of every file a finished run names and stored (runs of other kinds: none)."""
-    named = [(getattr(result, path), getattr(result, ref)) for path, ref in _FILES.get(type(result), ())]
+    """``(path, ref)`` of every file a finished run names and stored (runs of other kinds: none).
+
+    A batch (``navigator batch``, ``navigator eval``) names its ``results.jsonl`` and ``summary.json``
+    and every job's files.
+    """
+    if isinstance(result, BatchResult):
+        named = [(getattr(result, path), getattr(result, ref)) for path, ref in _BATCH_FILES]
+        named += [(getattr(job, path), getattr(job, ref)) for job in result.outcomes for path, ref in _JOB_FILES]
+    else:
+        named = [(getattr(result, path), getattr(result, ref)) for path, ref in _FILES.get(type(result), ())]
     return [(path, ref) for path, ref in named if path and ref is not None]
 
 

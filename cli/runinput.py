@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from durable_navigator.navcore.budget import MAX_RUN_USD, MIN_RUN_USD, RunUsd
+from durable_navigator.navcore.run.budget import MAX_RUN_USD, MIN_RUN_USD, RunUsd
 from durable_navigator.navtypes.errors import BudgetError, ConfigError
 from durable_navigator.repomap.fsnames import is_utf8
 from durable_navigator.repomap.presence import require_files
@@ -39,11 +39,11 @@ MAX_TEXT_CHARS = 8000
 
 
 def parse_usd(text: str | Decimal | float | int, name: str = "--budget-usd") -> Decimal:
-    """A USD budget as every run takes it (:data:`navcore.budget.RunUsd`), or a ``BudgetError``.
+    """A USD budget as every run takes it (:data:`navcore.run.budget.RunUsd`), or a ``BudgetError``.
 
     Refused: anything that is not a number (``abc``, ``nan``, ``inf``), zero, negative, an amount
     that rounds to no micro-dollar at all (``1e-7``: the ledger counts whole micro-dollars, so the
-    run could not spend anything), and more than :data:`navcore.budget.MAX_RUN_USD`.
+    run could not spend anything), and more than :data:`navcore.run.budget.MAX_RUN_USD`.
     """
     shown = repr(str(text)[:_SHOWN_CHARS])
     try:

@@ -23,14 +23,14 @@ from durable_navigator.cli.errors import CliError
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, refuse_unservable
 from durable_navigator.cli.runinput import budget_or_default, check_text, validated
 from durable_navigator.cli.sources import source_fields
-from durable_navigator.navcore.guardrails import RunProfile
-from durable_navigator.navcore.investigation import WORKER_PROFILE, InvestigationRequest
-from durable_navigator.navcore.model import StreamGuard
-from durable_navigator.navcore.modelspec import parse_model_spec
-from durable_navigator.navcore.requests import ApprovalConfig, ExplorationRequest, ModelCallConfig
-from durable_navigator.navcore.research import ResearchRequest
+from durable_navigator.navcore.navigator.guardrails import RunProfile
+from durable_navigator.navcore.investigation.investigation import WORKER_PROFILE, InvestigationRequest
+from durable_navigator.navcore.model.model import StreamGuard
+from durable_navigator.navcore.model.modelspec import parse_model_spec
+from durable_navigator.navcore.navigator.requests import ApprovalConfig, ExplorationRequest, ModelCallConfig
+from durable_navigator.navcore.research.research import ResearchRequest
 from durable_navigator.navcore.run_kinds import EXPLORE, INVESTIGATION, RESEARCH, RunKind
-from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.navcore.navigator.state import ExecutionMode
 from durable_navigator.navtypes.errors import BudgetError, ConfigError, ModelError
 from durable_navigator.navtypes.levels import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
 

@@ -12,10 +12,10 @@ from durable_navigator.cli.display import RunRow
 from durable_navigator.cli.errors import ExitCode
 from durable_navigator.cli.handles import search_attribute, status_name
 from durable_navigator.cli.options import EXECUTION_STATUSES, NAVIGATOR_STATUSES
-from durable_navigator.navcore.branches import BranchExploreResult
-from durable_navigator.navcore.investigation import InvestigationResult
-from durable_navigator.navcore.requests import ExplorationResult
-from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.batch.branches import BranchExploreResult
+from durable_navigator.navcore.investigation.investigation import InvestigationResult
+from durable_navigator.navcore.navigator.requests import ExplorationResult
+from durable_navigator.navcore.research.research import ResearchResult
 # the workflow types ``ls`` lists and ``result`` reads, and their result types: one row a kind of run
 from durable_navigator.navcore.run_kinds import RESULT_TYPES, RUN_WORKFLOW_TYPES
 

@@ -24,8 +24,8 @@ from durable_navigator.cli.errors import CliError, RunFailedError, RunNotFoundEr
 from durable_navigator.cli.handles import describe_run, is_running, query_run, signal_run, update_run
 from durable_navigator.cli.planfile import load_stage_plan, send_plan_edit
 from durable_navigator.cli.stuck import terminate_stuck
-from durable_navigator.navcore.batch import BatchStopInput
-from durable_navigator.navcore.messages import (
+from durable_navigator.navcore.batch.batch import BatchStopInput
+from durable_navigator.navcore.navigator.messages import (
     BATCH_WORKFLOW,
     QUERY_STATUS,
     SIGNAL_RAISE_BUDGET,
@@ -38,8 +38,8 @@ from durable_navigator.navcore.messages import (
     VerdictInput,
     VerdictOutcome,
 )
-from durable_navigator.navcore.report import TurnReport
-from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.navcore.navigator.report import TurnReport
+from durable_navigator.navcore.navigator.state import ExecutionMode
 
 __all__ = ["default_sender", "send_verdict"]
 

@@ -17,6 +17,7 @@ import typer
 from durable_navigator.cli.lazy import command_group
 from durable_navigator.cli.options import (
     DEFAULT_PORT,
+    reason_option,
     EXECUTION_STATUSES,
     NAVIGATOR_STATUSES,
     JsonOpt,
@@ -178,7 +179,7 @@ def reject(
 def stop(
     ctx: typer.Context,
     workflow_id: WorkflowIdArg,
-    reason: Annotated[str, typer.Option("--reason", metavar="TEXT", help="Recorded in the report.")] = "stopped by user",
+    reason: Annotated[str, reason_option("Recorded in the report.")] = "stopped by user",
     sender: SenderOpt = None,
     json_out: JsonOpt = False,
 ) -> None:

@@ -2,7 +2,7 @@
 
 * ``REPO`` is a git URL (``https://``, ``ssh://``, ``git@host:``, ``file://``): the ref (``--ref``,
   default ``HEAD``) is resolved to a commit here, before anything starts, and the run names that
-  commit (:class:`~navcore.sources.GitSource`); every worker host checks it out from its own mirror.
+  commit (:class:`~navcore.run.sources.GitSource`); every worker host checks it out from its own mirror.
 * ``REPO`` is a path and the artifact store is an object store (workers share no disk with this
   machine): the working tree — uncommitted changes included — is uploaded file by file by content
   (:mod:`activities.snapshot`), only what the store lacks, and the run names the snapshot.
@@ -23,7 +23,7 @@ from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.errors import CliError, stderr
 from durable_navigator.cli.runinput import check_repository
 from durable_navigator.cli.stores import is_shared_store, open_artifact_store
-from durable_navigator.navcore.sources import GitSource, PathSource, SourcedRequest
+from durable_navigator.navcore.run.sources import GitSource, PathSource, SourcedRequest
 from durable_navigator.navtypes.errors import ArtifactError
 
 __all__ = ["source_fields", "settle_source", "settled_source"]

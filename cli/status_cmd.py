@@ -28,9 +28,9 @@ from durable_navigator.cli.errors import ExitCode, handles_errors, stderr
 from durable_navigator.cli.handles import describe_run, is_running, query_run, with_full_reasoning
 from durable_navigator.cli.runrows import RESULT_TYPES, memo_goal, run_row
 from durable_navigator.cli.stuck import closed_error, stuck_message, stuck_reason
-from durable_navigator.navcore.batch import BatchProgress
-from durable_navigator.navcore.messages import BATCH_WORKFLOW, QUERY_BATCH_PROGRESS, QUERY_STATUS
-from durable_navigator.navcore.report import TurnReport
+from durable_navigator.navcore.batch.batch import BatchProgress
+from durable_navigator.navcore.navigator.messages import BATCH_WORKFLOW, QUERY_BATCH_PROGRESS, QUERY_STATUS
+from durable_navigator.navcore.navigator.report import TurnReport
 from durable_navigator.navcore.run_kinds import INVESTIGATION, RESEARCH, run_kind_of
 
 __all__ = ["fetch_status", "run_status", "WATCH_INTERVAL_S"]

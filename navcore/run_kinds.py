@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from durable_navigator.navcore.branches import BranchExploreRequest, BranchExploreResult
-from durable_navigator.navcore.investigation import InvestigationRequest, InvestigationResult
-from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
-from durable_navigator.navcore.research import ResearchRequest, ResearchResult
+from durable_navigator.navcore.batch.branches import BranchExploreRequest, BranchExploreResult
+from durable_navigator.navcore.investigation.investigation import InvestigationRequest, InvestigationResult
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.research.research import ResearchRequest, ResearchResult
 
 __all__ = ["RunKind", "EXPLORE", "RESEARCH", "INVESTIGATION", "BRANCHES", "RUN_KINDS", "BY_WORKFLOW_TYPE",
            "RUN_WORKFLOW_TYPES", "RESULT_TYPES", "run_kind_of"]

@@ -1,7 +1,7 @@
 """Package names loaded on first use (PEP 562), for the packages whose ``__init__`` would
 otherwise import every submodule: ``navcore``, ``repomap`` and ``workers``.
 
-Importing one submodule of such a package (the CLI reads ``navcore.endpoints``, reaches
+Importing one submodule of such a package (the CLI reads ``navcore.model.endpoints``, reaches
 ``workers.devserver``) must not build every model or import every workflow; a name of the
 package is imported from its module when it is first read, then kept in the package's globals.
 """

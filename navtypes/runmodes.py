@@ -1,4 +1,4 @@
-"""A run's execution mode and status (plain enums, re-exported by :mod:`navcore.state`).
+"""A run's execution mode and status (plain enums, re-exported by :mod:`navcore.navigator.state`).
 
 Kept apart from the pydantic state models so the CLI's command signatures
 (``navigator mode``, ``navigator ls --status``) use them without importing navcore.

@@ -187,7 +187,7 @@ class RankConfig(_Cfg):
     goal_weight: float = Field(1.0, ge=0.0)
     ident_weight: float = Field(2.0, ge=0.0)
     path_weight: float = Field(3.0, ge=0.0)
-    #: a goal word that names a file (``budget`` -> ``navcore/budget.py``, ``flight plan`` ->
+    #: a goal word that names a file (``budget`` -> ``navcore/run/budget.py``, ``flight plan`` ->
     #: ``flightplan.py``), weighted down by how many files it names
     name_weight: float = Field(1.0, ge=0.0)
     trace_weight: float = Field(4.0, ge=0.0)

@@ -35,6 +35,19 @@ def test_every_installed_package_is_under_a_contract() -> None:
     assert installed == set(_root_packages())
 
 
+def test_every_package_folder_is_listed_for_setuptools() -> None:
+    """setuptools installs only the packages it lists: an unlisted folder works in an editable install
+    and is missing from the wheel (a wheel lacked ``navcore/evaluation`` and ``activities/evaluation``,
+    which ``navigator eval`` imports)."""
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = {
+        package + "".join("." + part for part in init.parent.relative_to(ROOT / folder).parts)
+        for package, folder in setuptools["package-dir"].items()
+        for init in (ROOT / folder).rglob("__init__.py")
+    }
+    assert sorted(folders - set(setuptools["packages"])) == []
+
+
 def test_no_module_is_part_of_an_import_cycle() -> None:
     graph = grimp.build_graph(*_root_packages())
     cycles = sorted({

@@ -188,10 +188,19 @@ def port_in_use(host: str, port: int, timeout_s: float = 0.5) -> bool:
 
 
 def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free right now (for tests and side-by-side servers)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    """A TCP port that is free and stays ours for about a minute (for tests and side-by-side servers).
+
+    Reserved, not merely free: a port only bound and released is handed to the next ``bind(0)``
+    of any process on the machine (a Temporal dev server alone takes six such ports for its
+    services as it starts), so a server started moments later could find it taken.
+    ``ephemeral_port_reserve`` leaves the port in TIME_WAIT: no ``bind(0)`` or
+    outgoing connection gets it, while a server binding it with ``SO_REUSEADDR`` (Temporal,
+    SeaweedFS, asyncio servers: all of them) still can. The technique of Temporal's own CLI and
+    sdk-core for the dev server's ports.
+    """
+    from ephemeral_port_reserve import reserve
+
+    return int(reserve(host))
 
 
 class DevServer:

@@ -25,8 +25,8 @@ from durable_navigator.activities.preflight import PreflightActivities
 from durable_navigator.activities.investigation import InvestigationActivities
 from durable_navigator.activities.research import ResearchActivities
 from durable_navigator.activities.tools import CodeToolActivities
-from durable_navigator.navcore.endpoints import Endpoint
-from durable_navigator.navcore.preflight import worker_queue
+from durable_navigator.navcore.model.endpoints import Endpoint
+from durable_navigator.navcore.model.preflight import worker_queue
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 from durable_navigator.workflows.batch import BatchWorkflow
@@ -108,7 +108,7 @@ def build_worker(
     preflight = PreflightActivities(registry=acts.models, pricer=acts.pricer)
     research = ResearchActivities(acts.store, acts.engine, write_files=acts.write_files)
     investigation = InvestigationActivities(acts.store, acts.engine, write_files=acts.write_files)
-    for fn in [*acts.all(), *models.all(), *tools.all(), *BatchActivities().all(), *preflight.all(),
+    for fn in [*acts.all(), *models.all(), *tools.all(), *BatchActivities(acts.store, write_files=acts.write_files).all(), *preflight.all(),
                *research.all(), *investigation.all(), *extra_activities]:
         by_name[_activity_name(fn)] = fn
     return Worker(
@@ -125,14 +125,14 @@ def build_worker(
         default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
         # every activity goes through the task queue's matching: eagerly started activities stayed on
         # the worker that ran the workflow task, so a worker that cannot serve the run's model got
-        # every hand-back (ModelNotServedHere) again instead of another worker (navcore/preflight.py)
+        # every hand-back (ModelNotServedHere) again instead of another worker (navcore/model/preflight.py)
         disable_eager_activity_execution=True,
         **({"max_concurrent_activities": max_concurrent_activities} if max_concurrent_activities else {}),
     )
 
 
 def build_check_worker(client: Client, task_queue: str, activities: NavigatorActivities) -> Worker:
-    """This worker's own model-check queue (:func:`navcore.preflight.worker_queue` of its identity).
+    """This worker's own model-check queue (:func:`navcore.model.preflight.worker_queue` of its identity).
 
     Serves ``NavigatorPreflight`` and ``navigator.check_model`` only, with the registry and prices of
     ``activities`` (the ones the worker of ``task_queue`` serves runs with), so the CLI can ask each

@@ -3,7 +3,7 @@
 
 * At most ``max_concurrency`` children run at once, started in job order.
 * Each child gets a slice of the batch budget when it starts
-  (:meth:`navcore.batch.BudgetPool.slice_for`: min(job cap, available / jobs
+  (:meth:`navcore.batch.batch.BudgetPool.slice_for`: min(job cap, available / jobs
   not yet started)) and the pool takes back what it did not spend (from its
   ``ExplorationResult``). Spent + slices in flight never pass the total. A
   child whose spend is unknown (failed, timed out) is charged its whole slice,
@@ -32,7 +32,7 @@ from temporalio.common import RetryPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, WorkflowAlreadyStartedError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.batch import (
+    from durable_navigator.navcore.batch.batch import (
         BatchJob,
         BatchProgress,
         BatchRequest,
@@ -49,12 +49,12 @@ with workflow.unsafe.imports_passed_through():
         progress_markdown,
         progress_of,
     )
-    from durable_navigator.navcore.budget import micros_to_usd, usd_to_micros
-    from durable_navigator.navcore.messages import QUERY_BATCH_PROGRESS, StopInput
-    from durable_navigator.navcore.report import markdown_text, run_details_markdown
-    from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
-    from durable_navigator.navcore.investigation import InvestigationRequest, InvestigationResult
-    from durable_navigator.navcore.research import ResearchRequest, ResearchResult
+    from durable_navigator.navcore.run.budget import micros_to_usd, usd_to_micros
+    from durable_navigator.navcore.navigator.messages import QUERY_BATCH_PROGRESS, StopInput
+    from durable_navigator.navcore.navigator.report import markdown_text, run_details_markdown
+    from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
+    from durable_navigator.navcore.investigation.investigation import InvestigationRequest, InvestigationResult
+    from durable_navigator.navcore.research.research import ResearchRequest, ResearchResult
     from durable_navigator.navcore.run_kinds import EXPLORE, INVESTIGATION, RESEARCH, RunKind
     from durable_navigator.workflows.blocks.webui import SA_COST_USD, SA_ITERATION, SA_REPO, SA_STATUS
 
@@ -260,8 +260,14 @@ class BatchWorkflow:
         outcome.context_path, outcome.report_path, outcome.recovered = result.context_path, result.report_path, recovered
         if isinstance(result, ResearchResult | InvestigationResult):
             outcome.completed_normally = result.completed_normally
-        if isinstance(result, InvestigationResult):
+        # the stored files, so the command that asked writes them (a worker with an object store writes none)
+        if isinstance(result, ExplorationResult):
+            outcome.context_ref, outcome.report_ref = result.context_ref, result.report_ref
+        elif isinstance(result, ResearchResult):
+            outcome.context_ref, outcome.report_ref = result.answer_ref, result.report_ref
+        else:
             outcome.report_path = result.report_json_path
+            outcome.context_ref, outcome.report_ref = result.report_ref, result.report_json_ref
         return outcome
 
     def _failed(self, job: BatchJob, slice_micros: int, err: ChildWorkflowError) -> JobOutcome:
@@ -344,6 +350,8 @@ class BatchWorkflow:
             spent_usd=micros_to_usd(s.pool.spent_micros),
             results_path=written.results_path,
             summary_path=written.summary_path,
+            results_ref=written.results_ref,
+            summary_ref=written.summary_ref,
             stopped=s.stop_requested,
             continued_runs=s.continued_runs,
         )

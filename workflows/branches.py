@@ -16,19 +16,19 @@ from decimal import Decimal
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.branches import (
+    from durable_navigator.navcore.batch.branches import (
         EXPLORE_STRATEGIES,
         BranchExploreRequest,
         BranchExploreResult,
         BranchExploreState,
     )
-    from durable_navigator.navcore.budget import BudgetLedger, format_usd, micros_to_usd, usd_to_micros
-    from durable_navigator.navcore.investigation import BranchScore, ScoreInput, ScoreOutput
-    from durable_navigator.navcore.report import TurnReport, shorten
+    from durable_navigator.navcore.run.budget import BudgetLedger, format_usd, micros_to_usd, usd_to_micros
+    from durable_navigator.navcore.investigation.investigation import BranchScore, ScoreInput, ScoreOutput
+    from durable_navigator.navcore.navigator.report import TurnReport, shorten
     from durable_navigator.navcore.run_kinds import BRANCHES
-    from durable_navigator.navcore.sources import display_root
-    from durable_navigator.navcore.state import Status, StopReason
-    from durable_navigator.navcore.subagents import AgentProfile
+    from durable_navigator.navcore.navigator.state import Status, StopReason
+    from durable_navigator.navcore.run.subagents import AgentProfile
+    from durable_navigator.navcore.run.sources import display_root
     from durable_navigator.workflows.blocks.branches import best, fork
     from durable_navigator.workflows.blocks.options import SHORT, run_activity
     from durable_navigator.workflows.blocks.subagents import SubagentRunner, SubagentSettings

@@ -35,9 +35,9 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.activity_io import ScanInput
-    from durable_navigator.navcore.budget import format_usd, micros_to_usd
-    from durable_navigator.navcore.investigation import (
+    from durable_navigator.navcore.navigator.activity_io import ScanInput
+    from durable_navigator.navcore.run.budget import format_usd, micros_to_usd
+    from durable_navigator.navcore.investigation.investigation import (
         InvestigationRequest,
         InvestigationResult,
         InvestigationState,
@@ -46,20 +46,20 @@ with workflow.unsafe.imports_passed_through():
         WriteReportOutput,
         initial_investigation_state,
     )
-    from durable_navigator.navcore.investigation_report import (
+    from durable_navigator.navcore.investigation.report import (
         criteria_counts,
         criteria_unchecked,
         investigation_details,
         investigation_turn_report,
     )
-    from durable_navigator.navcore.messages import (
+    from durable_navigator.navcore.navigator.messages import (
         EditStagePlanInput,
         StagePlanEdited,
     )
-    from durable_navigator.navcore.model_calls import InvestigateOut, InvestigateSpec
-    from durable_navigator.navcore.report import TurnReport, shorten
+    from durable_navigator.navcore.navigator.model_calls import InvestigateOut, InvestigateSpec
+    from durable_navigator.navcore.navigator.report import TurnReport, shorten
     from durable_navigator.navcore.run_kinds import INVESTIGATION
-    from durable_navigator.navcore.state import Status, StopReason
+    from durable_navigator.navcore.navigator.state import Status, StopReason
     from durable_navigator.navtypes.flightplan import FlightPlan
     from durable_navigator.workflows.blocks.model_call import CallOutcome, one_line
     from durable_navigator.workflows.blocks.options import RESULT, run_activity

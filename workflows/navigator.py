@@ -21,7 +21,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.activity_io import (
+    from durable_navigator.navcore.navigator.activity_io import (
         PromptInput,
         RenderMapInput,
         RenderOutput,
@@ -29,15 +29,15 @@ with workflow.unsafe.imports_passed_through():
         WriteResultInput,
         WriteResultOutput,
     )
-    from durable_navigator.navcore.budget import format_usd, micros_to_usd
+    from durable_navigator.navcore.run.budget import format_usd, micros_to_usd
     from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
-    from durable_navigator.navcore.guardrails import RunProgress, check_guardrails, observe, record_iteration
-    from durable_navigator.navcore.messages import (
+    from durable_navigator.navcore.navigator.guardrails import RunProgress, check_guardrails, observe, record_iteration
+    from durable_navigator.navcore.navigator.messages import (
         EditFlightPlanInput,
     )
-    from durable_navigator.navcore.model_calls import DecideSpec, DecisionOut
-    from durable_navigator.navcore.prompt import GOAL_SLOT
-    from durable_navigator.navcore.report import (
+    from durable_navigator.navcore.navigator.model_calls import DecideSpec, DecisionOut
+    from durable_navigator.navcore.navigator.prompt import GOAL_SLOT
+    from durable_navigator.navcore.navigator.report import (
         TurnReport,
         build_turn_report,
         plan_diff_lines,
@@ -46,10 +46,10 @@ with workflow.unsafe.imports_passed_through():
         turn_report_markdown,
         update_diff_lines,
     )
-    from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
+    from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
     from durable_navigator.navcore.run_kinds import EXPLORE
-    from durable_navigator.navcore.routing import route_call, switch_line
-    from durable_navigator.navcore.state import (
+    from durable_navigator.navcore.model.routing import route_call, switch_line
+    from durable_navigator.navcore.navigator.state import (
         DecisionLogEntry,
         ExecutionMode,
         NavigatorState,
@@ -57,7 +57,7 @@ with workflow.unsafe.imports_passed_through():
         Status,
         StopReason,
     )
-    from durable_navigator.navcore.turns import (
+    from durable_navigator.navcore.navigator.turns import (
         MODEL_SWITCH_ACTION,
         apply_edit,
         edited_plan,

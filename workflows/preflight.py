@@ -13,7 +13,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.preflight import (
+    from durable_navigator.navcore.model.preflight import (
         ACTIVITY_CHECK_MODEL,
         CHECK_TIMEOUT,
         PREFLIGHT_WORKFLOW,

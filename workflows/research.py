@@ -26,10 +26,10 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.activity_io import ScanInput
-    from durable_navigator.navcore.budget import format_usd, micros_to_usd
-    from durable_navigator.navcore.findings import FALLBACK_STEP, PlannedStep
-    from durable_navigator.navcore.model_calls import (
+    from durable_navigator.navcore.navigator.activity_io import ScanInput
+    from durable_navigator.navcore.run.budget import format_usd, micros_to_usd
+    from durable_navigator.navcore.run.findings import FALLBACK_STEP, PlannedStep
+    from durable_navigator.navcore.navigator.model_calls import (
         AnswerOut,
         RefineOut,
         ResearchPlanOut,
@@ -37,8 +37,8 @@ with workflow.unsafe.imports_passed_through():
         ResearchRefineSpec,
         ResearchSynthesizeSpec,
     )
-    from durable_navigator.navcore.report import TurnReport, shorten
-    from durable_navigator.navcore.research import (
+    from durable_navigator.navcore.navigator.report import TurnReport, shorten
+    from durable_navigator.navcore.research.research import (
         AggregateInput,
         AggregateOutput,
         AnswerState,
@@ -51,15 +51,15 @@ with workflow.unsafe.imports_passed_through():
         WriteAnswerOutput,
         initial_research_state,
     )
-    from durable_navigator.navcore.research_report import (
+    from durable_navigator.navcore.research.report import (
         research_details_markdown,
         research_report_dict,
         research_turn_report,
         research_view,
     )
     from durable_navigator.navcore.run_kinds import RESEARCH
-    from durable_navigator.navcore.state import ExecutionMode, PendingTurn, Status, StopReason
-    from durable_navigator.navcore.subagents import SubagentOutcome
+    from durable_navigator.navcore.navigator.state import ExecutionMode, PendingTurn, Status, StopReason
+    from durable_navigator.navcore.run.subagents import SubagentOutcome
     from durable_navigator.workflows.blocks.compression import Compressor
     from durable_navigator.workflows.blocks.model_call import CallOutcome, ModelCaller, one_line
     from durable_navigator.workflows.blocks.options import RESULT, SHORT, run_activity

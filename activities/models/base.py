@@ -17,10 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.run.decision import TokenUsage
 from durable_navigator.navtypes.errors import ModelError
-from durable_navigator.navcore.model import ModelRequest, ModelResponse
-from durable_navigator.navcore.model_calls import StreamGuard
+from durable_navigator.navcore.model.model import ModelRequest, ModelResponse
+from durable_navigator.navcore.navigator.model_calls import StreamGuard
 
 __all__ = [
     "Model",

@@ -1,6 +1,6 @@
 """The provider registry: one :class:`~activities.models.base.Model` per model name per worker.
 
-Names are parsed by the one parser, :func:`navcore.model.parse_model_spec`;
+Names are parsed by the one parser, :func:`navcore.model.model.parse_model_spec`;
 each provider lives in one module or package and is imported on demand, so a
 worker without ``google-genai`` credentials still serves the offline model.
 OpenAI-compatible endpoints (``<endpoint>:<model>``) come from the worker's
@@ -14,9 +14,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from durable_navigator.activities.models.base import Model
-from durable_navigator.navcore.endpoints import Endpoint, resolve_endpoints
+from durable_navigator.navcore.model.endpoints import Endpoint, resolve_endpoints
 from durable_navigator.navtypes.errors import ModelError
-from durable_navigator.navcore.model import ModelSpec, parse_model_spec
+from durable_navigator.navcore.model.model import ModelSpec, parse_model_spec
 
 __all__ = ["ModelRegistry"]
 

@@ -60,12 +60,12 @@ from durable_navigator.activities.models.base import (
     ModelTransientError,
     approx_tokens,
 )
-from durable_navigator.navcore.decision import FINALIZE_FUNCTION, UPDATE_FUNCTION, TokenUsage
+from durable_navigator.navcore.run.decision import FINALIZE_FUNCTION, UPDATE_FUNCTION, TokenUsage
 from durable_navigator.navtypes.errors import ConfigError, ModelError
 from durable_navigator.navtypes.flightplan import FlightPlanUpdate
-from durable_navigator.navcore.model import DecideTask, ModelRequest, ModelResponse, ToolCallOut
-from durable_navigator.navcore.pricing import format_validation_error
-from durable_navigator.navcore.tools import ToolCall
+from durable_navigator.navcore.model.model import DecideTask, ModelRequest, ModelResponse, ToolCallOut
+from durable_navigator.navcore.model.pricing import format_validation_error
+from durable_navigator.navcore.run.tools import ToolCall
 
 __all__ = ["ScriptedDecision", "ScriptedText", "DecisionScript", "ScriptedModel"]
 

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from typing import TypeVar
 
 from durable_navigator.activities.models.base import ModelStalledError
-from durable_navigator.navcore.model_calls import StreamGuard
+from durable_navigator.navcore.navigator.model_calls import StreamGuard
 
 __all__ = ["guarded_chunks"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from durable_navigator.activities.artifacts import ArtifactStore
-from durable_navigator.navcore.requests import ExplorationResult
-from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.navigator.requests import ExplorationResult
+from durable_navigator.navcore.research.research import ResearchResult
 from durable_navigator.navtypes.errors import NavigatorError
 
 __all__ = ["read_context", "read_answer", "read_report", "context_uri", "answer_uri", "report_uri"]

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
-from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
 from durable_navigator.activities.artifacts import ArtifactStore
+from durable_navigator.cli import launch
 from durable_navigator.cli.common import cancel_and_wait
 from durable_navigator.cli.connect import TemporalSession
 from durable_navigator.cli.errors import CliError, RunNotFoundError
@@ -32,14 +32,14 @@ from durable_navigator.cli.mcpserver.pack import answer_uri, context_uri, read_a
 from durable_navigator.cli.mcpserver.paths import AllowedRoots
 from durable_navigator.cli.reads import build_list_query, run_row
 from durable_navigator.cli.stuck import STUCK_CHECK_EVERY_S, RunStuckError, stuck_message, stuck_reason, terminate_stuck
-from durable_navigator.navcore.messages import QUERY_DECISION_LOG, QUERY_STATUS, SIGNAL_STOP, StopInput
-from durable_navigator.navcore.budget import format_usd
-from durable_navigator.navcore.report import DecisionLogView, TurnReport
-from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
-from durable_navigator.navcore.research import ResearchRequest, ResearchResult
-from durable_navigator.navcore.run_kinds import EXPLORE, RESEARCH, RUN_KINDS, RunKind, run_kind_of
-from durable_navigator.navcore.state import DecisionLogEntry
-from durable_navigator.navcore.sources import display_root
+from durable_navigator.navcore.navigator.messages import QUERY_DECISION_LOG, QUERY_STATUS, SIGNAL_STOP, StopInput
+from durable_navigator.navcore.run.budget import format_usd
+from durable_navigator.navcore.navigator.report import DecisionLogView, TurnReport
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.research.research import ResearchRequest, ResearchResult
+from durable_navigator.navcore.run_kinds import EXPLORE, RESEARCH, RUN_KINDS, run_kind_of
+from durable_navigator.navcore.navigator.state import DecisionLogEntry
+from durable_navigator.navcore.run.sources import display_root
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.repomap.tokens import count_tokens
 
@@ -82,31 +82,22 @@ def _step_message(step: int, cap: int, status: str, map_tokens: int, map_budget:
     return f"step {step}/{cap} · {status} · map {map_tokens}/{map_budget} tokens · {cost} of {budget}"
 
 
-async def _start(session: TemporalSession, kind: RunKind, request: Any, run_id: str, memo: dict[str, str],
-                 ) -> WorkflowHandle:
-    try:
-        return await session.client.start_workflow(
-            kind.workflow_type, request, id=run_id, task_queue=session.task_queue, result_type=kind.result_type,
-            memo=memo)
-    except WorkflowAlreadyStartedError:
-        raise CliError(f"a run with id {run_id} already exists") from None
-    except RPCError as exc:
-        raise CliError(f"Temporal refused to start the run: {exc.message[:200]}") from None
-
-
 def _shown_repo(recorded: str | None) -> str | None:
     """The repository a run records, as a user names it (a snapshot's origin path, not its locator)."""
     return display_root(recorded) if recorded else recorded
 
 
 async def start_run(session: TemporalSession, request: ExplorationRequest, run_id: str) -> WorkflowHandle:
-    """Start the navigator workflow (the goal and repository in its memo)."""
-    return await _start(session, EXPLORE, request, run_id, EXPLORE.memo(request.goal, request.repo_path))
+    """Start the navigator workflow as ``navigator explore`` does (memo, Web UI summary and details)."""
+    return await launch.start_run(session, EXPLORE, request, run_id, text=request.goal, repo=request.repo_path,
+                                  model=request.model, verb="explore", settings=launch.request_settings(request))
 
 
 async def start_research(session: TemporalSession, request: ResearchRequest, run_id: str) -> WorkflowHandle:
-    """Start the research workflow, with the memo ``navigator ask`` writes (question as goal, repository, kind)."""
-    return await _start(session, RESEARCH, request, run_id, RESEARCH.memo(request.question, request.repo_path))
+    """Start the research workflow as ``navigator ask`` does (question as goal, repository, kind)."""
+    return await launch.start_run(session, RESEARCH, request, run_id, text=request.question, repo=request.repo_path,
+                                  model=request.model, verb="ask", label="Question",
+                                  settings=launch.research_settings(request))
 
 
 class _Progress:

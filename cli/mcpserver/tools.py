@@ -36,11 +36,11 @@ from durable_navigator.cli.mcpserver import runs
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
 from durable_navigator.cli.runinput import USD_RANGE, check_text, parse_usd
 from durable_navigator.cli.sources import settled_source
-from durable_navigator.navcore.budget import MAX_RUN_USD, MIN_RUN_USD
-from durable_navigator.navcore.modelspec import parse_model_spec
-from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.run.budget import MAX_RUN_USD, MIN_RUN_USD
+from durable_navigator.navcore.model.modelspec import parse_model_spec
+from durable_navigator.navcore.navigator.requests import ExplorationResult
 from durable_navigator.navcore.run_kinds import EXPLORE, RESEARCH
-from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.research.research import ResearchResult
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.navtypes.flightplan import MAX_TOKEN_BUDGET, MIN_TOKEN_BUDGET
 

@@ -24,10 +24,10 @@ from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.skips import files_not_in_map, skipped_files_markdown
 from durable_navigator.activities.tools import CodeToolActivities
-from durable_navigator.navcore.activity_io import ScanInput, WriteResultInput
+from durable_navigator.navcore.navigator.activity_io import ScanInput, WriteResultInput
 from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.navtypes.flightplan import FlightPlan
-from durable_navigator.navcore.tools import ToolCall, ToolRequest
+from durable_navigator.navcore.run.tools import ToolCall, ToolRequest
 from durable_navigator.repomap import RepoMap
 
 FIXTURE = FIXTURE_REPO_DIR

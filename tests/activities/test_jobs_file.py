@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from durable_navigator.activities.batch import JobsFileError, load_jobs_file, parse_jobs_text
-from durable_navigator.navcore.batch import BatchJob, BudgetPool, resolve_jobs
+from durable_navigator.navcore.batch.batch import BatchJob, BudgetPool, resolve_jobs
 
 GOOD = """\
 defaults:

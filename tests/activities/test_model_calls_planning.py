@@ -19,7 +19,7 @@ from durable_navigator.activities.models.gemini.testing import ScriptedGemini, e
 from durable_navigator.activities.models.scripted import ScriptedModel
 from durable_navigator.navtypes.flightplan import FlightPlan, Level, VerbosityRule
 from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
-from durable_navigator.navcore.model_calls import (
+from durable_navigator.navcore.navigator.model_calls import (
     AnalysisOut,
     AnalyzeSpec,
     CheckOut,
@@ -31,7 +31,13 @@ from durable_navigator.navcore.model_calls import (
     ReviewOut,
     ReviewSpec,
 )
-from durable_navigator.navcore.planning import PlanningAnalysis, PlanningConfig, Stage, apply_reflection, direct_plan
+from durable_navigator.navcore.planning.planning import (
+    PlanningAnalysis,
+    PlanningConfig,
+    Stage,
+    apply_reflection,
+    direct_plan,
+)
 
 GOAL = "why are tokens double-counted in budget enforcement, and where is the plugin hooked in?"
 REPO = str(FIXTURE_REPO_DIR)

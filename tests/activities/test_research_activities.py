@@ -9,9 +9,9 @@ from pathlib import Path
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.research import LineCounter, ResearchActivities
 from durable_navigator.activities.research_calls import load_findings
-from durable_navigator.navcore.citations import Citation, parse_citations
-from durable_navigator.navcore.findings import Finding, FindingsDoc
-from durable_navigator.navcore.research import AggregateInput, WriteAnswerInput
+from durable_navigator.navcore.run.citations import Citation, parse_citations
+from durable_navigator.navcore.run.findings import Finding, FindingsDoc
+from durable_navigator.navcore.research.research import AggregateInput, WriteAnswerInput
 
 from tests.support import FIXTURE_REPO
 

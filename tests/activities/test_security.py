@@ -24,9 +24,9 @@ from temporalio.testing import ActivityEnvironment
 from durable_navigator.activities.tools import CodeToolActivities
 from durable_navigator.navtypes.errors import PathEscapeError
 from durable_navigator.navtypes.flightplan import FlightPlan, Level
-from durable_navigator.navcore.prompt import SYSTEM_PROMPT
-from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
-from durable_navigator.navcore.tools import ToolCall, ToolRequest, ToolResult
+from durable_navigator.navcore.navigator.prompt import SYSTEM_PROMPT
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.run.tools import ToolCall, ToolRequest, ToolResult
 from durable_navigator.repomap import RepoMap
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 

@@ -20,8 +20,8 @@ from pydantic import ValidationError
 
 from durable_navigator.activities.s3store import S3ArtifactStore, parse_s3_url
 from durable_navigator.activities.snapshot import Manifest, materialize_snapshot, take_snapshot
-from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.sources import SNAPSHOT_MEDIA_TYPE
+from durable_navigator.navcore.run.artifacts import ArtifactRef
+from durable_navigator.navcore.run.sources import SNAPSHOT_MEDIA_TYPE
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap import RepoMap
 from durable_navigator.repomap.chunkrank.fromengine import repo_history
@@ -112,7 +112,13 @@ def test_two_materializations_at_once_end_with_one_tree(work_tree: Path, tmp_pat
                                                                    f"{source.manifest_sha256}.origin.json"]
     blobs = [p for p in (cache / "blobs").rglob("*") if p.is_file()]
     assert len(blobs) == len({p.name for p in blobs})  # each blob downloaded to one place
-    assert (trees[0] / "src" / "budgetkit" / "ledger.py").stat().st_nlink >= 2  # hard-linked, not copied
+    # every file is the host's blob itself (hard-linked, not copied): a download racing another must not
+    # replace a blob a tree already links to (seen once: os.replace left the tree with private copies)
+    manifest = Manifest.model_validate_json(store.get_bytes(ArtifactRef(
+        sha256=source.manifest_sha256, size=source.manifest_size, media_type=SNAPSHOT_MEDIA_TYPE)))
+    for rel, sha, _, mode in manifest.files:
+        if not mode & 0o111:
+            assert (trees[0] / rel).stat().st_ino == (cache / "blobs" / sha[:2] / sha).stat().st_ino, rel
 
 
 @pytest.mark.parametrize("path", ["../outside.py", "/etc/passwd", "a/../../b.py", ""])

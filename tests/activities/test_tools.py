@@ -15,7 +15,7 @@ from temporalio.testing import ActivityEnvironment
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.tools import CodeToolActivities
-from durable_navigator.navcore.tools import TOOL_ACTIVITY, TOOL_DECLARATIONS, TOOL_NAMES, ToolCall, ToolLimits, ToolRequest, ToolResult
+from durable_navigator.navcore.run.tools import TOOL_ACTIVITY, TOOL_DECLARATIONS, TOOL_NAMES, ToolCall, ToolLimits, ToolRequest, ToolResult
 
 from durable_navigator.repomap import RepoMap
 
@@ -150,7 +150,7 @@ async def test_declarations_reach_gemini_request() -> None:
     from durable_navigator.activities.models.gemini import GeminiConfig, GeminiCredentials, build_client
     from durable_navigator.activities.models.gemini.schema import function_declarations
     from durable_navigator.activities.models.gemini.testing import ScriptedGemini, function_call_reply
-    from durable_navigator.navcore.model import ToolSpec
+    from durable_navigator.navcore.model.model import ToolSpec
 
     gemini = ScriptedGemini([function_call_reply("read_file", {"path": "src/app/core.py", "start_line": 1})])
     client = build_client(GeminiCredentials(api_key="k"), GeminiConfig(), transport=gemini.transport)
@@ -217,7 +217,7 @@ async def test_the_research_executor_reads_the_tools_current_text(tmp_path: Path
     ranges (the path without them), resolved callers with how they were tied, unsure sites
     left out."""
     from durable_navigator.activities.models.offline.research_exec import parse_transcript
-    from durable_navigator.navcore.model import ExecTurn, ResearchExecuteTask
+    from durable_navigator.navcore.model.model import ExecTurn, ResearchExecuteTask
     from durable_navigator.workflows.blocks.tools import tool_result_lines
 
     root = tmp_path / "repo"

@@ -14,7 +14,7 @@ import pytest
 from temporalio.testing import ActivityEnvironment
 
 from durable_navigator.activities.tools import CodeToolActivities
-from durable_navigator.navcore.tools import ToolCall, ToolRequest, ToolResult
+from durable_navigator.navcore.run.tools import ToolCall, ToolRequest, ToolResult
 from durable_navigator.repomap import RepoMap
 
 SHOWN = "caf\\xe9_latin1.py"

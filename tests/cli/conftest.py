@@ -42,9 +42,10 @@ def isolated_config(tmp_path: Path) -> Callable[..., dict[str, str]]:
 
 @pytest.fixture
 def eval_env(client, task_queue, tmp_path, monkeypatch) -> dict[str, str]:
-    """The CLI pointed at the test server and task queue, with a private config and cache dir."""
+    """The CLI pointed at the test server and task queue, with a private config and cache dir, and the
+    artifact store of the tests' workers (``tmp_path/artifacts``: the eval scores the packs from it)."""
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "navigator.yaml").write_text("{}\n")
+    (tmp_path / "navigator.yaml").write_text(f"artifacts:\n  dir: {tmp_path / 'artifacts'}\n")
     env = {"TEMPORAL_ADDRESS": client.service_client.config.target_host, "NAVIGATOR_TASK_QUEUE": task_queue,
            "NAVIGATOR_CONFIG": str(tmp_path / "navigator.yaml"), "NAVIGATOR_CACHE_DIR": str(tmp_path / "cache")}
     for key, value in env.items():

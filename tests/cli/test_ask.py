@@ -12,7 +12,7 @@ import pytest_asyncio
 from temporalio.client import Client
 
 from durable_navigator.activities.research import LineCounter
-from durable_navigator.navcore.citations import citation_spans
+from durable_navigator.navcore.run.citations import citation_spans
 from durable_navigator.workers.devserver import port_in_use
 from durable_navigator.workers.worker import build_worker
 

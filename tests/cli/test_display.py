@@ -18,11 +18,11 @@ from durable_navigator.cli.display import (
     turn_panel,
 )
 from durable_navigator.cli.progress import IndexProgressBar, progress_text
-from durable_navigator.navcore.activity_io import PackFigures
-from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.report import TurnReport
-from durable_navigator.navcore.requests import ExplorationResult
-from durable_navigator.navcore.state import DecisionLogEntry, StopReason
+from durable_navigator.navcore.navigator.activity_io import PackFigures
+from durable_navigator.navcore.run.decision import TokenUsage
+from durable_navigator.navcore.navigator.report import TurnReport
+from durable_navigator.navcore.navigator.requests import ExplorationResult
+from durable_navigator.navcore.navigator.state import DecisionLogEntry, StopReason
 
 REASONING = ("The ledger records usage per model, and the plugin calls record() in both before_call and "
              "after_call. That is the double count: every call is charged twice. Zoom into the ledger.")
@@ -127,7 +127,7 @@ def test_status_reads_the_full_reasoning_from_the_artifact_store(tmp_path) -> No
     import json
 
     from durable_navigator.activities.artifacts import LocalArtifactStore
-    from durable_navigator.navcore.report import HISTORY_REASONING_CHARS
+    from durable_navigator.navcore.navigator.report import HISTORY_REASONING_CHARS
     from durable_navigator.cli import handles
 
     full = "survey: " + "rank and zoom; " * 60

@@ -21,7 +21,7 @@ from tests.workflows.test_replay import replay
 from temporalio.client import Client
 
 from durable_navigator.navcore.evaluation.cases import CASE_FILE, QualityCase
-from durable_navigator.navcore.requests import ExplorationRequest
+from durable_navigator.navcore.navigator.requests import ExplorationRequest
 from durable_navigator.navcore.run_kinds import EXPLORE
 
 GOAL = "Make heavy parcels cost more to ship than light parcels do today"

@@ -132,3 +132,18 @@ def test_batch_stop_with_non_utf8_text_is_refused_on_one_line(isolated_config, o
     assert result.exit_code == 2, (result.exit_code, result.stderr)
     assert result.stderr.startswith("Error: ") and result.stderr.count("\n") == 1, result.stderr
     assert f"{option} " in result.stderr and "not valid UTF-8" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("command", [["stop", "nav-x"], ["batch", "stop", "fz-batch-1"]])
+@pytest.mark.parametrize("reason, needle", [(NOT_UTF8, "not valid UTF-8"), ("r" * 501, "at most 500")])
+def test_a_stop_reason_no_message_takes_is_refused_by_its_option(
+    isolated_config, tmp_path, command: list[str], reason: str, needle: str
+) -> None:
+    from tests.support.cli import invoke
+
+    # one option check serves both stop commands (batch stop checked inline; a 501-character reason was cut to 500)
+    result = invoke([*command, "--reason", reason], isolated_config())
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert result.stderr.startswith("Error: --reason ") and result.stderr.count("\n") == 1, result.stderr
+    assert needle in result.stderr, result.stderr
+    assert not (tmp_path / "temporal.db").exists()  # refused before any server is started or reached

@@ -10,10 +10,10 @@ import pytest
 from durable_navigator.activities.models.offline.investigate import investigate_answer
 from durable_navigator.cli.errors import CliError
 from durable_navigator.cli.planfile import dump_stage_plan, load_stage_plan, parse_stage_plan
-from durable_navigator.navcore.findings import Citation, Finding
-from durable_navigator.navcore.investigation_prompts import STAGE_RECORD_CHARS, parse_investigate, record_text
-from durable_navigator.navcore.investigation_types import PlannedStage, stage_plan_problem
-from durable_navigator.navcore.model import InvestigateTask
+from durable_navigator.navcore.run.findings import Citation, Finding
+from durable_navigator.navcore.investigation.prompts import STAGE_RECORD_CHARS, parse_investigate, record_text
+from durable_navigator.navcore.planning.investigation_plan import PlannedStage, stage_plan_problem
+from durable_navigator.navcore.model.model import InvestigateTask
 
 GOOD = PlannedStage(title="the plugin", task="read it", criteria=["after_call is cited"], max_loops=1)
 

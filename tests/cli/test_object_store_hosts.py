@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.navigator.requests import ExplorationResult
 from tests.support.cli import FIXTURE_REPO
 from tests.support.e2e import NAVIGATOR, Sandbox
 from tests.support.hosts import KEY_ENV, Host

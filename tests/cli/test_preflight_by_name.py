@@ -22,7 +22,7 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
 from durable_navigator.cli.config import load_config
-from durable_navigator.navcore.preflight import PREFLIGHT_WORKFLOW, worker_queue
+from durable_navigator.navcore.model.preflight import PREFLIGHT_WORKFLOW, worker_queue
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workers.worker import build_activities, build_check_worker, build_worker
 from tests.cli.test_explore_openai import MODEL, SECRET, _endpoint_yaml

@@ -28,7 +28,7 @@ from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.preflight import PreflightActivities
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.navigator import NavigatorActivities
-from durable_navigator.navcore.preflight import ACTIVITY_CHECK_MODEL, PREFLIGHT_WORKFLOW, ModelCheckInput, \
+from durable_navigator.navcore.model.preflight import ACTIVITY_CHECK_MODEL, PREFLIGHT_WORKFLOW, ModelCheckInput, \
     ModelCheckResult
 from durable_navigator.workers.worker import build_worker
 from tests.cli.test_refusals import GEMINI, _runs_on

@@ -13,7 +13,7 @@ from temporalio.testing import ActivityEnvironment
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navcore.activity_io import IndexProgress, ScanInput
+from durable_navigator.navcore.navigator.activity_io import IndexProgress, ScanInput
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap import RepoMap
 from tests.support.e2e import NAVIGATOR, Sandbox

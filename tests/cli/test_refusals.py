@@ -29,7 +29,7 @@ from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.navtypes.flightplan import MIN_TOKEN_BUDGET
-from durable_navigator.navcore.preflight import PREFLIGHT_WORKFLOW
+from durable_navigator.navcore.model.preflight import PREFLIGHT_WORKFLOW
 from durable_navigator.workers.worker import build_worker
 
 GEMINI = "gemini-2.5-flash"

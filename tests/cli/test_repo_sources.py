@@ -20,8 +20,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
-from durable_navigator.navcore.sources import GitSource, PathSource, SnapshotSource
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.run.sources import GitSource, PathSource, SnapshotSource
 from tests.support.cli import FIXTURE_REPO
 from tests.support.hosts import Host
 from tests.support.seaweed import SeaweedS3

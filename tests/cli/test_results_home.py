@@ -15,8 +15,8 @@ import pytest
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.cli.errors import CliError
 from durable_navigator.cli.results_home import bring_home, relocated, result_files
-from durable_navigator.navcore.requests import ExplorationResult
-from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.navigator.requests import ExplorationResult
+from durable_navigator.navcore.research.research import ResearchResult
 from durable_navigator.navtypes.errors import ArtifactError
 
 PACK = "# context\n\nthe pack\n"

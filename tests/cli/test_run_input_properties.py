@@ -25,10 +25,10 @@ from durable_navigator.activities.batch import JobsFileError, parse_jobs_text
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.runrequest import build_request
 from durable_navigator.cli.runinput import check_text, parse_usd, text_problem
-from durable_navigator.navcore.budget import MAX_RUN_USD, MIN_RUN_USD, BudgetLedger, usd_to_micros
-from durable_navigator.navcore.investigation import InvestigationRequest
-from durable_navigator.navcore.requests import ExplorationRequest
-from durable_navigator.navcore.research import ResearchRequest
+from durable_navigator.navcore.run.budget import MAX_RUN_USD, MIN_RUN_USD, BudgetLedger, usd_to_micros
+from durable_navigator.navcore.investigation.investigation import InvestigationRequest
+from durable_navigator.navcore.navigator.requests import ExplorationRequest
+from durable_navigator.navcore.research.research import ResearchRequest
 from durable_navigator.navtypes.errors import NavigatorError
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -161,7 +161,7 @@ def test_an_empty_jobs_file_says_what_a_jobs_file_holds(text: str) -> None:
 
 def test_the_budget_bounds_are_one_type_everywhere() -> None:
     """The three workflows' inputs and the jobs file take the same RunUsd: one micro-dollar is the least."""
-    from durable_navigator.navcore.batch import JobDefaults, JobsFile, JobSpec
+    from durable_navigator.navcore.batch.batch import JobDefaults, JobsFile, JobSpec
 
     builders = [
         lambda usd: ExplorationRequest(repo_path="/r", goal="g", budget_usd=usd),

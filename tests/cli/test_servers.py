@@ -77,6 +77,7 @@ def test_port_owner_of_a_listener_of_ours(tmp_path: Path) -> None:
 _LISTENER = """
 import socket, sys, time
 s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as every server does (the port is reserved)
 s.bind(("127.0.0.1", int(sys.argv[1])))
 s.listen()
 print("listening", flush=True)

@@ -15,8 +15,8 @@ import pytest
 from durable_navigator.cli.config import NavigatorConfig, load_config
 from durable_navigator.cli.errors import CliError
 from durable_navigator.cli.sources import settle_source, source_fields
-from durable_navigator.navcore.requests import ExplorationRequest
-from durable_navigator.navcore.sources import GitSource, PathSource, SnapshotSource
+from durable_navigator.navcore.navigator.requests import ExplorationRequest
+from durable_navigator.navcore.run.sources import GitSource, PathSource, SnapshotSource
 from durable_navigator.navtypes.errors import RepoError
 from tests.support.cli import FIXTURE_REPO
 from tests.support.seaweed import BUCKET, SeaweedS3

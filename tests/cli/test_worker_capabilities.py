@@ -19,8 +19,8 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from durable_navigator.navcore.preflight import NOT_SERVED_HERE_TYPE
-from durable_navigator.navcore.requests import ExplorationResult
+from durable_navigator.navcore.model.preflight import NOT_SERVED_HERE_TYPE
+from durable_navigator.navcore.navigator.requests import ExplorationResult
 from tests.cli.test_explore_openai import GOAL, MODEL, REPLIES, SECRET, _clean_env, _cost, _decoded, _endpoint_yaml
 from tests.support.cli import FIXTURE_REPO
 from tests.support.e2e import NAVIGATOR

@@ -35,11 +35,11 @@ from tests.support.cli import FIXTURE_REPO
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.snapshot import take_snapshot
 
-from durable_navigator.navcore.compression import CompressionConfig
-from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.tools import ToolCall
-from durable_navigator.navcore.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig
-from durable_navigator.navcore.messages import (
+from durable_navigator.navcore.run.compression import CompressionConfig
+from durable_navigator.navcore.run.decision import TokenUsage
+from durable_navigator.navcore.run.tools import ToolCall
+from durable_navigator.navcore.navigator.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig
+from durable_navigator.navcore.navigator.messages import (
     ApproveInput,
     EditFlightPlanInput,
     RaiseBudgetInput,
@@ -47,9 +47,9 @@ from durable_navigator.navcore.messages import (
     StopInput,
     VerdictInput,
 )
-from durable_navigator.navcore.requests import ModelCallConfig
-from durable_navigator.navcore.routing import RouteRule, RoutingConfig
-from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.navcore.navigator.requests import ModelCallConfig
+from durable_navigator.navcore.model.routing import RouteRule, RoutingConfig
+from durable_navigator.navcore.navigator.state import ExecutionMode
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workers.worker import build_worker
 from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES, NavigatorWorkflow

@@ -28,7 +28,7 @@ from tests.conftest import temporal_binary
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from durable_navigator.navcore.batch import BatchLimits, BatchStopInput
+from durable_navigator.navcore.batch.batch import BatchLimits, BatchStopInput
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workers.worker import build_worker
 from durable_navigator.workflows.batch import BatchWorkflow

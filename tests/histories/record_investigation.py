@@ -37,9 +37,9 @@ from decimal import Decimal
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 
-from durable_navigator.navcore.investigation import PlannedStage
-from durable_navigator.navcore.messages import EditStagePlanInput, RaiseBudgetInput, StopInput, VerdictInput
-from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.navcore.investigation.investigation import PlannedStage
+from durable_navigator.navcore.navigator.messages import EditStagePlanInput, RaiseBudgetInput, StopInput, VerdictInput
+from durable_navigator.navcore.navigator.state import ExecutionMode
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workers.worker import build_worker
 from durable_navigator.workflows.branches import ExploreBranchesWorkflow

@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 from tests.conftest import temporal_binary
 from temporalio.testing import WorkflowEnvironment
 
-from durable_navigator.navcore.preflight import PREFLIGHT_WORKFLOW, ModelCheckInput, ModelCheckResult
+from durable_navigator.navcore.model.preflight import PREFLIGHT_WORKFLOW, ModelCheckInput, ModelCheckResult
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workers.worker import build_activities, build_worker
 

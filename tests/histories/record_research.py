@@ -33,9 +33,9 @@ HERE = Path(__file__).resolve().parent
 from temporalio.client import Client, WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
 
-from durable_navigator.navcore.messages import ApproveInput, RejectInput, StopInput
-from durable_navigator.navcore.state import ExecutionMode
-from durable_navigator.navcore.subagents import AgentProfile, ResearchCaps
+from durable_navigator.navcore.navigator.messages import ApproveInput, RejectInput, StopInput
+from durable_navigator.navcore.navigator.state import ExecutionMode
+from durable_navigator.navcore.run.subagents import AgentProfile, ResearchCaps
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workers.worker import build_worker
 from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES

@@ -1,4 +1,4 @@
-"""The table of model-call kinds (``navcore.call_kinds``) is the one declaration: every prompt spec and
+"""The table of model-call kinds (``navcore.model.call_kinds``) is the one declaration: every prompt spec and
 typed task has its row, and the kind lists used elsewhere derive from it."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import typing
 
 from pydantic import TypeAdapter
 
-from durable_navigator.navcore import call_kinds as ck
-from durable_navigator.navcore.model import ModelTask
-from durable_navigator.navcore.model_calls import PromptSpec
-from durable_navigator.navcore.routing import CALL_KINDS, RouteRule
+from durable_navigator.navcore.model import call_kinds as ck
+from durable_navigator.navcore.model.model import ModelTask
+from durable_navigator.navcore.navigator.model_calls import PromptSpec
+from durable_navigator.navcore.model.routing import CALL_KINDS, RouteRule
 
 
 def _discriminated_kinds(annotated: object) -> set[str]:

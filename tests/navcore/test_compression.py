@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from tests.support.models import goal_ref, real_model_activities, run_spec
 
-from durable_navigator.navcore.model_calls import CompressSpec, SummaryOut
-from durable_navigator.navcore.compression import (
+from durable_navigator.navcore.navigator.model_calls import CompressSpec, SummaryOut
+from durable_navigator.navcore.run.compression import (
     CompressionConfig,
     LogEntry,
     build_summary_request,
@@ -22,10 +22,10 @@ from durable_navigator.navcore.compression import (
     truncate_text,
 )
 from durable_navigator.navtypes.flightplan import FlightPlan
-from durable_navigator.navcore.guardrails import GuardrailState, RunProfile, RunProgress, check_guardrails
+from durable_navigator.navcore.navigator.guardrails import GuardrailState, RunProfile, RunProgress, check_guardrails
 from durable_navigator.navtypes.mapmeta import MapMetadata
-from durable_navigator.navcore.prompt import SYSTEM_PROMPT, PromptParts, build_user_prompt
-from durable_navigator.navcore.state import DecisionLogEntry
+from durable_navigator.navcore.navigator.prompt import SYSTEM_PROMPT, PromptParts, build_user_prompt
+from durable_navigator.navcore.navigator.state import DecisionLogEntry
 from durable_navigator.repomap.tokens import count_tokens
 
 GOAL = "why are tokens double-counted in budget enforcement?"

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from durable_navigator.activities.models.gemini.schema import function_declarations
-from durable_navigator.navcore.decision import ModelDecision, decision_from_calls, navigator_function_declarations
-from durable_navigator.navcore.model import ToolSpec
-from durable_navigator.navcore.tools import TOOL_NAMES
+from durable_navigator.navcore.run.decision import ModelDecision, decision_from_calls, navigator_function_declarations
+from durable_navigator.navcore.model.model import ToolSpec
+from durable_navigator.navcore.run.tools import TOOL_NAMES
 
 
 def test_code_tools_are_declared_next_to_the_navigator_functions() -> None:

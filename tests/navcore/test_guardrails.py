@@ -9,7 +9,7 @@ import pytest
 from durable_navigator.activities.profiles import load_run_profile
 from durable_navigator.navtypes.errors import ConfigError
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level, VerbosityRule
-from durable_navigator.navcore.guardrails import (
+from durable_navigator.navcore.navigator.guardrails import (
     GuardrailState,
     RunProfile,
     RunProgress,

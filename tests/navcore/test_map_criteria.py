@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from durable_navigator.navcore.map_criteria import check_map_criterion, literal_pattern, map_claim
+from durable_navigator.navcore.navigator.map_criteria import check_map_criterion, literal_pattern, map_claim
 from durable_navigator.navtypes.mapmeta import FileSummary
 
 MAP = """# repo-map {"budget":5000}

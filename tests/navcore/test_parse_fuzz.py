@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from durable_navigator.navcore.planning import PlanningConfig, PlanParseError
-from durable_navigator.navcore.planning_parse import (
+from durable_navigator.navcore.planning.planning import PlanningConfig, PlanParseError
+from durable_navigator.navcore.planning.parse import (
     parse_analysis,
     parse_criteria_check,
     parse_reflection,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from durable_navigator.navcore.planning import (
+from durable_navigator.navcore.planning.planning import (
     CriteriaCheck,
     CriterionStatus,
     PlanningConfig,
@@ -18,7 +18,7 @@ from durable_navigator.navcore.planning import (
     direct_plan,
     plan_markdown,
 )
-from durable_navigator.navcore.planning_parse import (
+from durable_navigator.navcore.planning.parse import (
     parse_analysis,
     parse_criteria_check,
     parse_reflection,
@@ -154,8 +154,8 @@ def test_reflection_keep_rewrite_and_apply() -> None:
 def test_stage_outcomes_fit_the_decision_log() -> None:
     from datetime import datetime, timezone
 
-    from durable_navigator.navcore.planning import criteria_log_fields, reflection_log_fields
-    from durable_navigator.navcore.state import DecisionLogEntry
+    from durable_navigator.navcore.planning.planning import criteria_log_fields, reflection_log_fields
+    from durable_navigator.navcore.navigator.state import DecisionLogEntry
 
     stage = Stage(objective="Find the ledger", success_criteria=["a", "b"])
     check = CriteriaCheck(stage_index=0, results=[CriterionStatus(criterion="a", status="met", evidence=["x.py at L2"]),

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from durable_navigator.activities.pricing_loader import load_pricing_table, load_shipped_pricing
-from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.run.decision import TokenUsage
 from durable_navigator.navtypes.errors import BudgetError, ConfigError
-from durable_navigator.navcore.pricing import (
+from durable_navigator.navcore.model.pricing import (
     PRICING_FILE_ENV,
     ModelPricingRates,
     PricingTable,
@@ -200,8 +200,8 @@ def test_missing_override_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_pricing_module_stays_pure() -> None:
-    """navcore.pricing is imported by workflow code: stdlib + pydantic + navcore only."""
-    source = Path(__file__).parents[2] / "navcore" / "pricing.py"
+    """navcore.model.pricing is imported by workflow code: stdlib + pydantic + navcore only."""
+    source = Path(__file__).parents[2] / "navcore" / "model" / "pricing.py"
     roots = set()
     for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = ["planning", "planning_parse", "planning_prompts", "guardrails", "compression", "tools"]
+MODULES = ["planning/planning", "planning/parse", "planning/prompts", "navigator/guardrails", "run/compression", "run/tools"]
 ALLOWED = {"__future__", "collections", "dataclasses", "hashlib", "json", "re", "typing", "enum", "pydantic", "navcore", "navtypes"}
 FORBIDDEN_NAMES = {"open", "print", "input"}
 

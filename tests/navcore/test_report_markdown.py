@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from durable_navigator.navcore.batch import BatchProgress, progress_markdown
-from durable_navigator.navcore.report import (
+from durable_navigator.navcore.batch.batch import BatchProgress, progress_markdown
+from durable_navigator.navcore.navigator.report import (
     TurnReport,
     markdown_text,
     run_details_markdown,
     run_summary,
+    steering_lines,
     turn_report_markdown,
 )
 
@@ -53,3 +54,14 @@ def test_batch_progress_details_escape_dollars() -> None:
     md = progress_markdown(progress)
     assert r"spent \$0.5000 + in flight \$0.1000 of \$5.0000" in md
     assert "$" not in md.replace(r"\$", "")
+
+
+def test_steering_lines_name_what_each_run_calls_its_plan_and_turns() -> None:
+    """One writer of the stopped / awaiting / fallback lines for every run's Web UI details."""
+    research = {"plan": "the research plan", "turn": "step turn"}
+    assert steering_lines(_report(), **research) == ["**Awaiting a verdict on step turn 3** (approve / reject / stop)"]
+    assert steering_lines(_report(awaiting_kind="plan"), **research)[0].startswith("**Awaiting a verdict on the "
+                                                                                  "research plan**")
+    stopped = steering_lines(_report(stop_reason="budget_exhausted", awaiting_turn=None, planning_fallback="$0 left"),
+                             plan="the stage plan", turn="turn")
+    assert stopped == [r"**Stopped:** budget\_exhausted", r"**Planning fallback:** \$0 left"]

@@ -6,18 +6,18 @@ from decimal import Decimal
 
 import pytest
 
-from durable_navigator.navcore.budget import BudgetLedger
-from durable_navigator.navcore.citations import Citation, check_citation, parse_citations, rewrite_citations
-from durable_navigator.navcore.planning import PlanParseError
-from durable_navigator.navcore.research_parse import execute_from_calls, parse_refine, parse_research_plan
-from durable_navigator.navcore.subagents import AgentProfile, child_slice_micros, completed_normally
+from durable_navigator.navcore.run.budget import BudgetLedger
+from durable_navigator.navcore.run.citations import Citation, check_citation, parse_citations, rewrite_citations
+from durable_navigator.navcore.planning.planning import PlanParseError
+from durable_navigator.navcore.research.parse import execute_from_calls, parse_refine, parse_research_plan
+from durable_navigator.navcore.run.subagents import AgentProfile, child_slice_micros, completed_normally
 
 
 def test_citations_are_paths_with_lines_not_urls_or_addresses() -> None:
-    text = ("see navcore/budget.py:97-120, `workflows/blocks/model_call.py:140`, README.md:9-3, "
+    text = ("see navcore/run/budget.py:97-120, `workflows/blocks/model_call.py:140`, README.md:9-3, "
             "http://127.0.0.1:8233/x, 127.0.0.1:7233 and ./cli/app.py:5")
     assert [c.label() for c in parse_citations(text)] == [
-        "navcore/budget.py:97-120", "workflows/blocks/model_call.py:140-140", "README.md:3-9", "cli/app.py:5-5"]
+        "navcore/run/budget.py:97-120", "workflows/blocks/model_call.py:140-140", "README.md:3-9", "cli/app.py:5-5"]
 
 
 def test_the_check_keeps_clamps_or_removes() -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from durable_navigator.navcore.investigation import InvestigationRequest
-from durable_navigator.navcore.requests import ExplorationRequest
-from durable_navigator.navcore.research import ResearchRequest
-from durable_navigator.navcore.sources import (
+from durable_navigator.navcore.investigation.investigation import InvestigationRequest
+from durable_navigator.navcore.navigator.requests import ExplorationRequest
+from durable_navigator.navcore.research.research import ResearchRequest
+from durable_navigator.navcore.run.sources import (
     GitSource,
     PathSource,
     SnapshotSource,

@@ -1,4 +1,4 @@
-"""Pure turn transitions (navcore.turns): verdicts, stops, edits, recent decisions."""
+"""Pure turn transitions (navcore.navigator.turns): verdicts, stops, edits, recent decisions."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from hypothesis import strategies as st
 from tests.support.navigator import ZOOM_BUDGET, update
 from pydantic import ValidationError
 
-from durable_navigator.navcore.artifacts import ArtifactRef
-from durable_navigator.navcore.messages import EditFlightPlanInput
-from durable_navigator.navcore.requests import ExplorationRequest
-from durable_navigator.navcore.state import DecisionLogEntry
-from durable_navigator.navcore.turns import (
+from durable_navigator.navcore.run.artifacts import ArtifactRef
+from durable_navigator.navcore.navigator.messages import EditFlightPlanInput
+from durable_navigator.navcore.navigator.requests import ExplorationRequest
+from durable_navigator.navcore.navigator.state import DecisionLogEntry
+from durable_navigator.navcore.navigator.turns import (
     apply_edit,
     edited_plan,
     initial_state,

@@ -20,8 +20,8 @@ from temporalio.client import Client, WorkflowHandle
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.navigator import NavigatorActivities
-from durable_navigator.navcore.batch import BatchJob, BatchLimits, BatchRequest, BatchResult
-from durable_navigator.navcore.pricing import PricingTable
+from durable_navigator.navcore.batch.batch import BatchJob, BatchLimits, BatchRequest, BatchResult
+from durable_navigator.navcore.model.pricing import PricingTable
 from durable_navigator.workflows.batch import BatchWorkflow
 
 __all__ = [

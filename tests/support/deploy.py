@@ -14,6 +14,9 @@ from durable_navigator.cli.config import ENV_VARS, SECRET_ENV_VARS
 ROOT = Path(__file__).resolve().parents[2]
 #: variables set for the runtime itself (platformdirs honours XDG), not navigator settings
 RUNTIME_ENV = {"XDG_CACHE_HOME", "XDG_STATE_HOME"}
+#: the object store's keys, read by boto3's own credential chain when ``artifacts.*_env`` names none
+#: (``cli/stores.py``): credentials, so only ever passed through from the host or a Secret
+STORE_KEY_ENV = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}
 
 
 def _subcommands(command: Any) -> list[Any]:
@@ -38,7 +41,7 @@ def _typer_envvars() -> set[str]:
 
 
 #: every variable some code path reads: config fields, credentials, typer options, runtime
-KNOWN_ENV = set(ENV_VARS) | set(SECRET_ENV_VARS) | RUNTIME_ENV | _typer_envvars()
+KNOWN_ENV = set(ENV_VARS) | set(SECRET_ENV_VARS) | RUNTIME_ENV | STORE_KEY_ENV | _typer_envvars()
 
 #: SearchAttributeKey value type → the name `temporal operator search-attribute create --type` takes
 SA_TYPE_NAMES = {"KEYWORD": "Keyword", "DOUBLE": "Double", "INT": "Int", "TEXT": "Text", "BOOL": "Bool"}

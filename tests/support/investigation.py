@@ -11,10 +11,14 @@ from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
 
-from durable_navigator.navcore.investigation import WORKER_PROFILE, InvestigationRequest, InvestigationResult
-from durable_navigator.navcore.branches import BranchExploreRequest
-from durable_navigator.navcore.requests import ExplorationRequest, ModelCallConfig
-from durable_navigator.navcore.subagents import AgentProfile, ResearchCaps
+from durable_navigator.navcore.investigation.investigation import (
+    WORKER_PROFILE,
+    InvestigationRequest,
+    InvestigationResult,
+)
+from durable_navigator.navcore.batch.branches import BranchExploreRequest
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ModelCallConfig
+from durable_navigator.navcore.run.subagents import AgentProfile, ResearchCaps
 from durable_navigator.workflows.investigation import InvestigationWorkflow
 
 from tests.support import FIXTURE_REPO

@@ -17,10 +17,10 @@ from durable_navigator.activities.model_calls import ModelCallActivities
 from durable_navigator.activities.models.base import Model
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navcore.decision import navigator_function_declarations
+from durable_navigator.navcore.run.decision import navigator_function_declarations
 from durable_navigator.navtypes.flightplan import FlightPlan
-from durable_navigator.navcore.model import DecideTask, Message, ModelRequest, ModelTask, ToolSpec
-from durable_navigator.navcore.model_calls import AttemptUsage, ModelCallInput, ModelCallOutput, StreamGuard
+from durable_navigator.navcore.model.model import DecideTask, Message, ModelRequest, ModelTask, ToolSpec
+from durable_navigator.navcore.navigator.model_calls import AttemptUsage, ModelCallInput, ModelCallOutput, StreamGuard
 
 
 def model_activities(tmp_path: Path, name: str, model: Model, pricer: TablePricer | None = None) -> ModelCallActivities:
@@ -81,7 +81,7 @@ def spent_of(err: ApplicationError) -> AttemptUsage:
 async def run_spec(acts: ModelCallActivities, model: str, spec: Any, *, allowance: int = 10**9,
                    number: int = 1) -> ModelCallOutput | ApplicationError:
     """``model.prepare`` then one ``model.request`` attempt for a prompt spec (outside Temporal)."""
-    from durable_navigator.navcore.model_calls import PrepareInput
+    from durable_navigator.navcore.navigator.model_calls import PrepareInput
 
     try:
         prepared = await acts.prepare(PrepareInput(model=model, spec=spec))

@@ -18,8 +18,8 @@ from temporalio.client import Client
 
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.navigator import NavigatorActivities
-from durable_navigator.navcore.guardrails import LoopConfig, RunProfile
-from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult, ModelCallConfig
+from durable_navigator.navcore.navigator.guardrails import LoopConfig, RunProfile
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult, ModelCallConfig
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 from tests.support import FIXTURE_REPO as FIXTURE_REPO_DIR
@@ -34,11 +34,11 @@ from typing import Any
 from durable_navigator.activities.models.base import CallContext, ModelCallError, ModelTransientError, approx_tokens
 from durable_navigator.activities.models.offline.planner import OfflinePlanner
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.model import DecideTask, ModelRequest, ModelResponse, ToolCallOut
+from durable_navigator.navcore.run.decision import TokenUsage
+from durable_navigator.navcore.model.model import DecideTask, ModelRequest, ModelResponse, ToolCallOut
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, Level
 from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
-from durable_navigator.navcore.pricing import PricingTable
+from durable_navigator.navcore.model.pricing import PricingTable
 
 FIXTURE_REPO = FIXTURE_REPO_DIR
 
@@ -251,7 +251,7 @@ class StreamBroke(ModelTransientError):
         super().__init__("stream broke after tokens were spent", usage)
 async def wait_for(handle: Any, predicate: Any, timeout_s: float = 30.0) -> Any:
     """Poll ``get_status`` until ``predicate(report)`` holds; return the report."""
-    from durable_navigator.navcore.report import TurnReport
+    from durable_navigator.navcore.navigator.report import TurnReport
 
     deadline = asyncio.get_running_loop().time() + timeout_s
     while True:

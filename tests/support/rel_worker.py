@@ -23,7 +23,7 @@ from durable_navigator.activities.models.base import CallContext, Model
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navcore.model import ModelRequest, ModelResponse
+from durable_navigator.navcore.model.model import ModelRequest, ModelResponse
 from durable_navigator.workers.converter import DATA_CONVERTER
 from durable_navigator.workers.logging import configure_logging
 from durable_navigator.workers.worker import build_worker

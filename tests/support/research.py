@@ -13,9 +13,9 @@ import yaml
 from temporalio.api.enums.v1 import PendingActivityState
 from temporalio.client import Client, WorkflowHandle
 
-from durable_navigator.navcore.model_calls import AttemptUsage
-from durable_navigator.navcore.requests import ModelCallConfig
-from durable_navigator.navcore.research import ResearchRequest, ResearchResult
+from durable_navigator.navcore.navigator.model_calls import AttemptUsage
+from durable_navigator.navcore.navigator.requests import ModelCallConfig
+from durable_navigator.navcore.research.research import ResearchRequest, ResearchResult
 from durable_navigator.workflows.research import ResearchWorkflow
 
 from tests.support import FIXTURE_REPO

@@ -13,17 +13,17 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+
+from durable_navigator.workers.devserver import free_port
 
 __all__ = ["SeaweedS3", "weed_binary", "ACCESS_KEY", "SECRET_KEY", "BUCKET"]
 
@@ -45,12 +45,8 @@ def weed_binary() -> str:
 
 
 def _free_ports(count: int) -> list[int]:
-    # all held open at once, so no two of them are the same port
-    with ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
-        for sock in socks:
-            sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in socks]
+    # each reserved (TIME_WAIT) until the server binds it: no two are the same, and no other process gets one
+    return [free_port() for _ in range(count)]
 
 
 class SeaweedS3:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import signal
@@ -150,3 +151,25 @@ def test_the_server_never_starts_without_its_owner() -> None:
     cmd = with_lifeline(["/bin/sleep", "30"], owner_pid=1)  # not our parent: "already gone"
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "is gone" in proc.stderr
+
+
+def test_a_free_port_stays_ours_until_a_server_binds_it() -> None:
+    """No other ``bind`` gets a port :func:`free_port` handed out; a server (``SO_REUSEADDR``) still binds it.
+
+    Before: the port was bound and released at once, so the next ``bind(0)`` of any process (a Temporal
+    dev server takes six such ports as it starts) could get it before our server bound it — the likeliest
+    cause of a CI run where ``explore``'s background server exited before it ever listened (stop 37).
+    """
+    import socket
+
+    ports = [free_port() for _ in range(20)]
+    assert len(set(ports)) == len(ports)
+    for port in ports:
+        with socket.socket() as other, pytest.raises(OSError) as taken:
+            other.bind(("127.0.0.1", port))  # what bind(0) checks: a port in use is never handed out
+        assert taken.value.errno == errno.EADDRINUSE
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # Go, asyncio: every server we start
+        server.bind(("127.0.0.1", ports[0]))
+        server.listen()
+        assert port_in_use("127.0.0.1", ports[0])

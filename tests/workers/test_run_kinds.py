@@ -11,7 +11,7 @@ from durable_navigator.cli.mcpserver.models import KIND_ASK, KIND_EXPLORE
 from durable_navigator.cli.mcpserver.runs import KINDS
 from durable_navigator.cli.runrows import RESULT_TYPES, RUN_WORKFLOW_TYPES, build_list_query
 from durable_navigator.navcore.run_kinds import BRANCHES, EXPLORE, RESEARCH, RUN_KINDS, run_kind_of
-from durable_navigator.navcore.state import StopReason
+from durable_navigator.navcore.navigator.state import StopReason
 from durable_navigator.workers.worker import WORKFLOWS
 
 

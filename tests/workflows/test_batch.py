@@ -9,8 +9,8 @@ from pathlib import Path
 from tests.support.batch import BATCH_TIMEOUT, FIXTURE_REPO, batch_request, job, priced_activities, start_batch, write_script
 from temporalio.client import WorkflowExecutionStatus
 
-from durable_navigator.navcore.batch import BatchProgress, BatchResult, BatchStopInput, JobStatus
-from durable_navigator.navcore.budget import usd_to_micros
+from durable_navigator.navcore.batch.batch import BatchProgress, BatchResult, BatchStopInput, JobStatus
+from durable_navigator.navcore.run.budget import usd_to_micros
 from durable_navigator.workflows.batch import BatchWorkflow
 
 
@@ -107,7 +107,7 @@ async def test_rerun_with_same_id_resumes_without_duplicates(client, task_queue,
 async def test_stop_skips_pending_jobs_and_continue_as_new_keeps_outcomes(
     client, task_queue, start_worker, tmp_path
 ) -> None:
-    from durable_navigator.navcore.batch import BatchLimits
+    from durable_navigator.navcore.batch.batch import BatchLimits
 
     script = write_script(tmp_path / "s.yaml", steps=1)
     limits = BatchLimits(job_timeout_s=90, continue_as_new_after_jobs=2)

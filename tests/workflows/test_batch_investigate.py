@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from durable_navigator.activities.batch import parse_jobs_text
-from durable_navigator.navcore.batch import BatchResult, JobStatus, resolve_jobs
-from durable_navigator.navcore.budget import usd_to_micros
+from durable_navigator.navcore.batch.batch import BatchResult, JobStatus, resolve_jobs
+from durable_navigator.navcore.run.budget import usd_to_micros
 
 from tests.support.batch import batch_request, job, priced_activities, start_batch
 from tests.support.investigation import GOAL

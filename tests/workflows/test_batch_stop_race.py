@@ -15,7 +15,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from tests.support.batch import batch_request, job, priced_activities, start_batch, write_script
 
-from durable_navigator.navcore.batch import BatchStopInput, JobStatus
+from durable_navigator.navcore.batch.batch import BatchStopInput, JobStatus
 from durable_navigator.workers.worker import build_worker
 from durable_navigator.workflows.batch import BatchWorkflow
 

@@ -28,11 +28,11 @@ from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.models.base import CallContext, ModelCallError, ModelTransientError
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.model import DecideTask, ModelRequest, ModelResponse, ToolCallOut
-from durable_navigator.navcore.pricing import PricingTable
-from durable_navigator.navcore.requests import ExplorationRequest, ModelCallConfig
-from durable_navigator.navcore.state import StopReason
+from durable_navigator.navcore.run.decision import TokenUsage
+from durable_navigator.navcore.model.model import DecideTask, ModelRequest, ModelResponse, ToolCallOut
+from durable_navigator.navcore.model.pricing import PricingTable
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ModelCallConfig
+from durable_navigator.navcore.navigator.state import StopReason
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 #: $100 per million input tokens (the issue's figure), $400 per million output tokens

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowQueryFailedError
 
-from durable_navigator.navcore.branches import BranchExploreResult
-from durable_navigator.navcore.messages import StopInput
-from durable_navigator.navcore.report import TurnReport
-from durable_navigator.navcore.state import StopReason
+from durable_navigator.navcore.batch.branches import BranchExploreResult
+from durable_navigator.navcore.navigator.messages import StopInput
+from durable_navigator.navcore.navigator.report import TurnReport
+from durable_navigator.navcore.navigator.state import StopReason
 from durable_navigator.workflows.branches import ExploreBranchesWorkflow
 
 from tests.support.batch import priced_activities

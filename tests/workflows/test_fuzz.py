@@ -25,8 +25,8 @@ from tests.support.navigator import make_activities, make_request
 from durable_navigator.activities.batch import JobsFileError, parse_jobs_text
 from durable_navigator.navtypes.errors import FlightPlanError
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate
-from durable_navigator.navcore.requests import ExplorationResult
-from durable_navigator.navcore.state import ExecutionMode, StopReason
+from durable_navigator.navcore.navigator.requests import ExplorationResult
+from durable_navigator.navcore.navigator.state import ExecutionMode, StopReason
 from durable_navigator.repomap import RepoMap
 from durable_navigator.repomap.plan_io import load_flight_plan
 from durable_navigator.repomap.tokens import count_tokens
@@ -195,7 +195,7 @@ async def test_fuzzed_signals_never_wedge_the_navigator(client, task_queue, star
 async def test_fuzzed_batch_signals_never_wedge_the_batch(client, task_queue, start_worker, tmp_path) -> None:
     from tests.support.batch import batch_request, job, priced_activities, start_batch, write_script
 
-    from durable_navigator.navcore.batch import BatchResult
+    from durable_navigator.navcore.batch.batch import BatchResult
 
     sends = _collect(payloads, 10)
     script = write_script(tmp_path / "s.yaml", steps=1)

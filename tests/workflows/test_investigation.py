@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client, WorkflowUpdateFailedError
 
-from durable_navigator.navcore.investigation import InvestigationResult, InvestigationState
-from durable_navigator.navcore.messages import RejectInput, StopInput, VerdictInput
-from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.navcore.investigation.investigation import InvestigationResult, InvestigationState
+from durable_navigator.navcore.navigator.messages import RejectInput, StopInput, VerdictInput
+from durable_navigator.navcore.navigator.state import ExecutionMode
 from durable_navigator.workflows.investigation import InvestigationWorkflow
 
 from tests.support.batch import priced_activities

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from durable_navigator.navcore.investigation import InvestigationResult, InvestigationState
-from durable_navigator.navcore.report import TurnReport
-from durable_navigator.navcore.requests import ModelCallConfig
+from durable_navigator.navcore.investigation.investigation import InvestigationResult, InvestigationState
+from durable_navigator.navcore.navigator.report import TurnReport
+from durable_navigator.navcore.navigator.requests import ModelCallConfig
 from durable_navigator.workflows.investigation import InvestigationWorkflow
 
 from tests.support.investigation import investigation_request, js, stage, worker_profile, write_investigation_script

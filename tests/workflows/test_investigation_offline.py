@@ -7,7 +7,7 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from durable_navigator.navcore.investigation import InvestigationState
+from durable_navigator.navcore.investigation.investigation import InvestigationState
 from durable_navigator.workflows.investigation import InvestigationWorkflow
 
 from tests.support.batch import priced_activities

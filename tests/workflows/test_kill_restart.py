@@ -20,10 +20,10 @@ from pathlib import Path
 from tests.support.batch import batch_request, job, write_script
 from temporalio.client import Client
 
-from durable_navigator.navcore.batch import BatchProgress, BatchResult, JobStatus
-from durable_navigator.navcore.budget import usd_to_micros
-from durable_navigator.navcore.report import DecisionLogView
-from durable_navigator.navcore.requests import ModelCallConfig
+from durable_navigator.navcore.batch.batch import BatchProgress, BatchResult, JobStatus
+from durable_navigator.navcore.run.budget import usd_to_micros
+from durable_navigator.navcore.navigator.report import DecisionLogView
+from durable_navigator.navcore.navigator.requests import ModelCallConfig
 from durable_navigator.workflows.batch import BatchWorkflow
 
 #: the worker script, run as a module from the repository root (``tests`` is a package)
@@ -53,7 +53,7 @@ def kill(proc: subprocess.Popen[bytes]) -> None:
 
 async def wait_thinking(client: Client, batch_id: str, ids: list[str], timeout_s: float = 60) -> None:
     """Until some child of the batch has logged a decision and is thinking again."""
-    from durable_navigator.navcore.report import TurnReport
+    from durable_navigator.navcore.navigator.report import TurnReport
 
     deadline = asyncio.get_running_loop().time() + timeout_s
     while asyncio.get_running_loop().time() < deadline:

@@ -17,9 +17,9 @@ from tests.support.navigator import (
     run,
 )
 
-from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.requests import ModelCallConfig
-from durable_navigator.navcore.state import StopReason
+from durable_navigator.navcore.run.decision import TokenUsage
+from durable_navigator.navcore.navigator.requests import ModelCallConfig
+from durable_navigator.navcore.navigator.state import StopReason
 from durable_navigator.workflows.navigator import SA_COST_USD, SA_ITERATION, SA_STATUS, NavigatorWorkflow
 
 async def test_autonomous_run_finalizes(client, task_queue, start_worker, tmp_path) -> None:

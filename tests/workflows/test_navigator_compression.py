@@ -15,10 +15,10 @@ from datetime import timedelta
 from tests.support.navigator import ScriptProvider, update
 from tests.support.navigator import make_activities, make_request
 
-from durable_navigator.navcore.compression import CompressionConfig
-from durable_navigator.navcore.guardrails import LoopConfig, RunProfile, SafetyConfig
-from durable_navigator.navcore.prompt import RECENT_REASONING_CHARS
-from durable_navigator.navcore.state import StopReason
+from durable_navigator.navcore.run.compression import CompressionConfig
+from durable_navigator.navcore.navigator.guardrails import LoopConfig, RunProfile, SafetyConfig
+from durable_navigator.navcore.navigator.prompt import RECENT_REASONING_CHARS
+from durable_navigator.navcore.navigator.state import StopReason
 from durable_navigator.repomap.tokens import count_tokens
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 

@@ -15,8 +15,8 @@ from pathlib import Path
 from tests.support.navigator import ScriptProvider, update, wait_for
 from tests.support.navigator import NO_LOOP_GUARD, make_activities, make_request
 
-from durable_navigator.navcore.requests import ModelCallConfig, ExplorationResult
-from durable_navigator.navcore.state import StopReason
+from durable_navigator.navcore.navigator.requests import ModelCallConfig, ExplorationResult
+from durable_navigator.navcore.navigator.state import StopReason
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 #: the worker script, run as a module from the repository root (``tests`` is a package)

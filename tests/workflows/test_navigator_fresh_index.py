@@ -26,8 +26,8 @@ from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.navigator import NavigatorActivities
-from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
-from durable_navigator.navcore.state import StopReason
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.navigator.state import StopReason
 from durable_navigator.repomap import RepoMap
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 

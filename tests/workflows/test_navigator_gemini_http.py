@@ -31,9 +31,9 @@ from durable_navigator.activities.models.gemini.testing import (
 )
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.requests import ExplorationRequest, ModelCallConfig
-from durable_navigator.navcore.state import StopReason
+from durable_navigator.navcore.run.decision import TokenUsage
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ModelCallConfig
+from durable_navigator.navcore.navigator.state import StopReason
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 KEY = "AIzaTEST-temporal-key-7d1e0b"

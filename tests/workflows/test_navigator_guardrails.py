@@ -13,8 +13,8 @@ import uuid
 from tests.support.navigator import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update
 from tests.support.navigator import make_activities, make_request, run
 
-from durable_navigator.navcore.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig
-from durable_navigator.navcore.state import StopReason
+from durable_navigator.navcore.navigator.guardrails import LoopConfig, RunProfile, SafetyConfig, StallConfig
+from durable_navigator.navcore.navigator.state import StopReason
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 #: a plan that changes every step (no loop): one new rule per step

@@ -11,10 +11,10 @@ from temporalio.client import WorkflowUpdateFailedError
 from tests.support.navigator import TIMEOUT, make_activities, make_request
 
 from durable_navigator.navtypes.flightplan import FlightPlan
-from durable_navigator.navcore.messages import ApproveInput, EditFlightPlanInput, RejectInput, StopInput
-from durable_navigator.navcore.report import DecisionLogView
-from durable_navigator.navcore.requests import ApprovalConfig, ExplorationResult
-from durable_navigator.navcore.state import ExecutionMode, StopReason
+from durable_navigator.navcore.navigator.messages import ApproveInput, EditFlightPlanInput, RejectInput, StopInput
+from durable_navigator.navcore.navigator.report import DecisionLogView
+from durable_navigator.navcore.navigator.requests import ApprovalConfig, ExplorationResult
+from durable_navigator.navcore.navigator.state import ExecutionMode, StopReason
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 
@@ -123,7 +123,7 @@ async def test_approval_timeout_uses_default_verdict(client, task_queue, start_w
 async def test_interactive_budget_park_waits_for_a_raise(client, task_queue, start_worker, tmp_path) -> None:
     from decimal import Decimal
 
-    from durable_navigator.navcore.messages import RaiseBudgetInput
+    from durable_navigator.navcore.navigator.messages import RaiseBudgetInput
 
     provider = ScriptProvider(steps=[ZOOM_BUDGET])
     acts = make_activities(tmp_path, provider)
@@ -144,7 +144,7 @@ async def test_interactive_budget_park_waits_for_a_raise(client, task_queue, sta
 
 
 async def test_set_mode_to_autonomous_releases_a_pending_turn(client, task_queue, start_worker, tmp_path) -> None:
-    from durable_navigator.navcore.messages import SetModeInput
+    from durable_navigator.navcore.navigator.messages import SetModeInput
 
     provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI])
     acts = make_activities(tmp_path, provider)

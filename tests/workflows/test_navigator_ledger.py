@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from durable_navigator.navcore.budget import BudgetLedger, format_usd, micros_to_usd, usd_to_micros
-from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.run.budget import BudgetLedger, format_usd, micros_to_usd, usd_to_micros
+from durable_navigator.navcore.run.decision import TokenUsage
 from durable_navigator.navtypes.errors import BudgetError
 
 

@@ -32,12 +32,12 @@ from durable_navigator.activities.models.openai.testing import (
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.endpoints import Endpoint
-from durable_navigator.navcore.model_calls import StreamGuard
-from durable_navigator.navcore.pricing import ModelPricingRates
-from durable_navigator.navcore.requests import ExplorationRequest, ModelCallConfig
-from durable_navigator.navcore.state import StopReason
+from durable_navigator.navcore.run.decision import TokenUsage
+from durable_navigator.navcore.model.endpoints import Endpoint
+from durable_navigator.navcore.navigator.model_calls import StreamGuard
+from durable_navigator.navcore.model.pricing import ModelPricingRates
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ModelCallConfig
+from durable_navigator.navcore.navigator.state import StopReason
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 from tests.cli.test_refusals import _decoded
 from tests.support import FIXTURE_REPO

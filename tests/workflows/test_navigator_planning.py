@@ -15,8 +15,8 @@ from typing import Any
 from tests.support.navigator import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, update, wait_for
 from tests.support.navigator import TIMEOUT, make_activities, make_request, run
 
-from durable_navigator.navcore.messages import ApproveInput, RejectInput, StopInput
-from durable_navigator.navcore.state import ExecutionMode, StopReason
+from durable_navigator.navcore.navigator.messages import ApproveInput, RejectInput, StopInput
+from durable_navigator.navcore.navigator.state import ExecutionMode, StopReason
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 TWO_STAGES = (
@@ -224,7 +224,7 @@ async def test_a_scripted_model_file_drives_tools_planning_review_criteria_and_r
 
 async def test_a_direct_stage_spans_the_whole_run(client, task_queue, start_worker, tmp_path) -> None:
     """The default planning must not cut a DIRECT run short at the profile's per-stage cap."""
-    from durable_navigator.navcore.guardrails import RunProfile, SafetyConfig
+    from durable_navigator.navcore.navigator.guardrails import RunProfile, SafetyConfig
 
     texts = {"planning.analyze": ["DIRECT: simple"], "stages.check_criteria": ["C1: MET | ok"]}
     steps = [update(set_rules=[{"glob": f"src/budgetkit/part{i}.py", "level": 2}]) for i in range(4)]

@@ -15,10 +15,10 @@ from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.models.offline import OfflineModel
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.navigator import NavigatorActivities
-from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.run.decision import TokenUsage
 from durable_navigator.navtypes.errors import BudgetError, ModelError
-from durable_navigator.navcore.requests import ExplorationRequest
-from durable_navigator.navcore.state import StopReason
+from durable_navigator.navcore.navigator.requests import ExplorationRequest
+from durable_navigator.navcore.navigator.state import StopReason
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 

@@ -23,13 +23,13 @@ from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.profiles import load_run_profile
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navcore.compression import CompressionConfig
-from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.guardrails import LoopConfig, RunProfile
-from durable_navigator.navcore.pricing import PricingTable
-from durable_navigator.navcore.report import TurnReport
-from durable_navigator.navcore.routing import RouteRule, RoutingConfig, choose_model, route_call, RoutingState
-from durable_navigator.navcore.state import StopReason
+from durable_navigator.navcore.run.compression import CompressionConfig
+from durable_navigator.navcore.run.decision import TokenUsage
+from durable_navigator.navcore.navigator.guardrails import LoopConfig, RunProfile
+from durable_navigator.navcore.model.pricing import PricingTable
+from durable_navigator.navcore.navigator.report import TurnReport
+from durable_navigator.navcore.model.routing import RouteRule, RoutingConfig, choose_model, route_call, RoutingState
+from durable_navigator.navcore.navigator.state import StopReason
 from durable_navigator.navtypes.errors import ConfigError
 from tests.support.navigator import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, engine_factory, make_request, run, \
     token_counter

@@ -24,12 +24,12 @@ from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.models.base import CallContext, ModelTransientError
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.messages import StopInput
-from durable_navigator.navcore.model import ModelRequest, ModelResponse, ToolCallOut
-from durable_navigator.navcore.pricing import PricingTable
-from durable_navigator.navcore.requests import ExplorationRequest, ModelCallConfig
-from durable_navigator.navcore.state import StopReason
+from durable_navigator.navcore.run.decision import TokenUsage
+from durable_navigator.navcore.navigator.messages import StopInput
+from durable_navigator.navcore.model.model import ModelRequest, ModelResponse, ToolCallOut
+from durable_navigator.navcore.model.pricing import PricingTable
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ModelCallConfig
+from durable_navigator.navcore.navigator.state import StopReason
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 PRICER = TablePricer(PricingTable.from_mapping({"models": {"slow-model": {"input": 1, "output": 2}}}, "t"))

@@ -13,8 +13,8 @@ from tests.support.navigator import ZOOM_BUDGET, ScriptProvider
 from tests.support.navigator import make_activities, make_request, run
 from temporalio.api.enums.v1 import EventType
 
-from durable_navigator.navcore.state import StopReason
-from durable_navigator.navcore.tools import ToolCall
+from durable_navigator.navcore.navigator.state import StopReason
+from durable_navigator.navcore.run.tools import ToolCall
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 CALLS = [
@@ -91,7 +91,7 @@ async def test_offline_model_uses_code_tools_then_focuses_what_they_found(
     from durable_navigator.activities.navigator import NavigatorActivities
     from tests.support.navigator import FIXTURE_REPO
 
-    from durable_navigator.navcore.requests import ExplorationRequest
+    from durable_navigator.navcore.navigator.requests import ExplorationRequest
 
     from tests.support.navigator import with_hand_rules
 

@@ -17,7 +17,7 @@ from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.preflight import model_problem, needs_worker_check
 from durable_navigator.navtypes.errors import ModelError
-from durable_navigator.navcore.preflight import PREFLIGHT_WORKFLOW, ModelCheckInput, ModelCheckResult
+from durable_navigator.navcore.model.preflight import PREFLIGHT_WORKFLOW, ModelCheckInput, ModelCheckResult
 from durable_navigator.workers.worker import build_worker
 
 HISTORY = Path(__file__).resolve().parents[1] / "histories" / "preflight_models.json"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from temporalio.client import Client, WorkflowHistory
 
-from durable_navigator.navcore.budget import usd_to_micros
-from durable_navigator.navcore.report import DecisionLogView
-from durable_navigator.navcore.research import ResearchResult
-from durable_navigator.navcore.subagents import AgentProfile, ResearchCaps
+from durable_navigator.navcore.run.budget import usd_to_micros
+from durable_navigator.navcore.navigator.report import DecisionLogView
+from durable_navigator.navcore.research.research import ResearchResult
+from durable_navigator.navcore.run.subagents import AgentProfile, ResearchCaps
 from durable_navigator.workflows.research import ResearchWorkflow
 
 from tests.support.batch import priced_activities
@@ -141,7 +141,7 @@ async def test_stop_mid_step_answers_with_the_findings_so_far(client: Client, ta
 
 
 def _stop(reason: str):  # type: ignore[no-untyped-def]
-    from durable_navigator.navcore.messages import StopInput
+    from durable_navigator.navcore.navigator.messages import StopInput
 
     return StopInput(reason=reason, sender="test")
 

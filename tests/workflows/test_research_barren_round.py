@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from temporalio.client import Client
 
-from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.research.research import ResearchResult
 
 from tests.support.batch import priced_activities
 from tests.support.research import (

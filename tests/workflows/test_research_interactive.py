@@ -6,10 +6,10 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from durable_navigator.navcore.messages import ApproveInput, RejectInput
-from durable_navigator.navcore.report import DecisionLogView
-from durable_navigator.navcore.research import ResearchResult, ResearchView
-from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.navcore.navigator.messages import ApproveInput, RejectInput
+from durable_navigator.navcore.navigator.report import DecisionLogView
+from durable_navigator.navcore.research.research import ResearchResult, ResearchView
+from durable_navigator.navcore.navigator.state import ExecutionMode
 from durable_navigator.workflows.research import ResearchWorkflow
 
 from tests.support.batch import priced_activities

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from durable_navigator.navcore.report import DecisionLogView, TurnReport
-from durable_navigator.navcore.requests import ModelCallConfig
-from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.navigator.report import DecisionLogView, TurnReport
+from durable_navigator.navcore.navigator.requests import ModelCallConfig
+from durable_navigator.navcore.research.research import ResearchResult
 from durable_navigator.workflows.research import ResearchWorkflow
 
 from tests.support.research import research_request, wait_for_call_in_flight, write_research_script

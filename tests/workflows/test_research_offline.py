@@ -8,9 +8,9 @@ from pathlib import Path
 
 from temporalio.client import Client
 
-from durable_navigator.navcore.citations import parse_citations
-from durable_navigator.navcore.report import DecisionLogView
-from durable_navigator.navcore.research import ResearchResult
+from durable_navigator.navcore.run.citations import parse_citations
+from durable_navigator.navcore.navigator.report import DecisionLogView
+from durable_navigator.navcore.research.research import ResearchResult
 from durable_navigator.workflows.research import ResearchWorkflow
 
 from tests.support.batch import priced_activities
@@ -55,7 +55,7 @@ async def test_how_the_navigator_enforces_the_usd_budget(client: Client, task_qu
     answer = Path(result.answer_path or "").read_text()
     body = answer.split("## Findings")[0]
     cited = {c.path for c in parse_citations(body)}
-    assert {"navcore/budget.py", "workflows/blocks/model_call.py"} <= cited, body
+    assert {"navcore/run/budget.py", "workflows/blocks/model_call.py"} <= cited, body
     assert "ledger.reserve(" in answer and "class BudgetLedger" in answer
     assert result.completed_normally and result.cost_micros == 0  # offline is free
     actions = [e.action for e in view.entries]

@@ -23,10 +23,10 @@ from temporalio.client import Client
 
 from durable_navigator.activities.model_calls import ModelCallActivities
 from durable_navigator.activities.research import ResearchActivities
-from durable_navigator.navcore.messages import StopInput
-from durable_navigator.navcore.model_calls import PreparedCall, PrepareInput
-from durable_navigator.navcore.report import DecisionLogView
-from durable_navigator.navcore.research import AggregateInput, AggregateOutput, ResearchResult
+from durable_navigator.navcore.navigator.messages import StopInput
+from durable_navigator.navcore.navigator.model_calls import PreparedCall, PrepareInput
+from durable_navigator.navcore.navigator.report import DecisionLogView
+from durable_navigator.navcore.research.research import AggregateInput, AggregateOutput, ResearchResult
 from durable_navigator.workflows.research import ResearchWorkflow
 
 from tests.support.batch import priced_activities

@@ -10,11 +10,11 @@ import pytest
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import CancelledError
 
-from durable_navigator.navcore.messages import StopInput
-from durable_navigator.navcore.report import DecisionLogView
-from durable_navigator.navcore.requests import ExplorationResult
-from durable_navigator.navcore.research import ResearchResult
-from durable_navigator.navcore.subagents import AgentProfile, ResearchCaps
+from durable_navigator.navcore.navigator.messages import StopInput
+from durable_navigator.navcore.navigator.report import DecisionLogView
+from durable_navigator.navcore.navigator.requests import ExplorationResult
+from durable_navigator.navcore.research.research import ResearchResult
+from durable_navigator.navcore.run.subagents import AgentProfile, ResearchCaps
 from durable_navigator.workflows.research import ResearchWorkflow
 
 from tests.support.batch import priced_activities

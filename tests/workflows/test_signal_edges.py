@@ -18,8 +18,8 @@ from temporalio.api.enums.v1 import EventType, WorkflowTaskFailedCause
 from temporalio.client import WorkflowHandle
 from tests.support.navigator import make_activities, make_request
 
-from durable_navigator.navcore.batch import BatchResult, JobStatus
-from durable_navigator.navcore.state import ExecutionMode
+from durable_navigator.navcore.batch.batch import BatchResult, JobStatus
+from durable_navigator.navcore.navigator.state import ExecutionMode
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 
 

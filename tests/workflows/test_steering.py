@@ -16,10 +16,10 @@ from pathlib import Path
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navcore.messages import ApproveInput, EditFlightPlanInput, RejectInput
-from durable_navigator.navcore.report import TurnReport
-from durable_navigator.navcore.requests import ExplorationRequest
-from durable_navigator.navcore.state import ExecutionMode, StopReason
+from durable_navigator.navcore.navigator.messages import ApproveInput, EditFlightPlanInput, RejectInput
+from durable_navigator.navcore.navigator.report import TurnReport
+from durable_navigator.navcore.navigator.requests import ExplorationRequest
+from durable_navigator.navcore.navigator.state import ExecutionMode, StopReason
 from durable_navigator.navtypes.flightplan import FlightPlanUpdate, Level, VerbosityRule
 from durable_navigator.workflows.navigator import NavigatorWorkflow
 from tests.support.navigator import with_hand_rules

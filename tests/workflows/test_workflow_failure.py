@@ -31,7 +31,7 @@ from tests.support.stuck_workflow import STUCK_ERROR, NavigatorThatNoLongerRepla
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.navigator import NavigatorActivities
 from durable_navigator.cli.stuck import stuck_reason
-from durable_navigator.navcore.requests import ExplorationRequest, ExplorationResult
+from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
 from durable_navigator.workers.worker import WORKFLOW_FAILURE_EXCEPTION_TYPES, build_worker
 
 @pytest_asyncio.fixture(loop_scope="session")

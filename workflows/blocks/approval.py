@@ -6,7 +6,7 @@ runs park in ``awaiting_budget`` until ``raise_budget`` raises the limit, a stop
 autonomous releases them, or the approval timeout passes.
 
 The verdict itself arrives by signal (``approve`` / ``reject`` / ``stop``) and is
-recorded on :class:`~navcore.state.Steering` by ``navcore.turns.record_verdict``;
+recorded on :class:`~navcore.navigator.state.Steering` by ``navcore.navigator.turns.record_verdict``;
 this block only parks the run, publishes the waiting status and applies the
 approval timeout (the configured default verdict, noted as ``approval-timeout``).
 Switching to autonomous mode or a stop request ends any wait.
@@ -21,9 +21,16 @@ from datetime import timedelta
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.budget import BudgetLedger
-    from durable_navigator.navcore.requests import ApprovalConfig
-    from durable_navigator.navcore.state import ExecutionMode, PendingTurn, RunStatus, Status, Steering, Verdict
+    from durable_navigator.navcore.run.budget import BudgetLedger
+    from durable_navigator.navcore.navigator.requests import ApprovalConfig
+    from durable_navigator.navcore.navigator.state import (
+        ExecutionMode,
+        PendingTurn,
+        RunStatus,
+        Status,
+        Steering,
+        Verdict,
+    )
 
 __all__ = ["ApprovalGate"]
 

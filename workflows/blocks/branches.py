@@ -18,8 +18,8 @@ from decimal import Decimal
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.budget import BudgetLedger
-    from durable_navigator.navcore.subagents import AgentProfile, SubagentOutcome
+    from durable_navigator.navcore.run.budget import BudgetLedger
+    from durable_navigator.navcore.run.subagents import AgentProfile, SubagentOutcome
     from durable_navigator.workflows.blocks.subagents import SubagentRunner
 
 __all__ = ["fork", "best"]

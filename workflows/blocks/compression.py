@@ -14,8 +14,8 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.artifacts import ArtifactRef
-    from durable_navigator.navcore.compression import (
+    from durable_navigator.navcore.run.artifacts import ArtifactRef
+    from durable_navigator.navcore.run.compression import (
         CompressionConfig,
         build_summary_request,
         enforce_hard_cap,
@@ -23,8 +23,8 @@ with workflow.unsafe.imports_passed_through():
         needs_compression,
         truncate_entries,
     )
-    from durable_navigator.navcore.model_calls import CompressSpec, SummaryOut
-    from durable_navigator.navcore.state import DecisionLog, DecisionLogEntry
+    from durable_navigator.navcore.navigator.model_calls import CompressSpec, SummaryOut
+    from durable_navigator.navcore.navigator.state import DecisionLog, DecisionLogEntry
     from durable_navigator.workflows.blocks.model_call import ModelCaller
 
 __all__ = ["Compressor"]

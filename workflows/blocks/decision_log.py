@@ -7,11 +7,11 @@ from collections.abc import Callable
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.artifacts import ArtifactRef
-    from durable_navigator.navcore.decision import TokenUsage
+    from durable_navigator.navcore.run.artifacts import ArtifactRef
+    from durable_navigator.navcore.run.decision import TokenUsage
     from durable_navigator.navtypes.mapmeta import MapMetadata
-    from durable_navigator.navcore.report import shorten
-    from durable_navigator.navcore.state import DecisionLog, DecisionLogEntry
+    from durable_navigator.navcore.navigator.report import shorten
+    from durable_navigator.navcore.navigator.state import DecisionLog, DecisionLogEntry
 
 __all__ = ["DecisionLogWriter", "LOG_REASONING_CHARS"]
 

@@ -36,11 +36,11 @@ from temporalio.exceptions import ActivityError, ApplicationError, TimeoutError
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.artifacts import ArtifactRef
-    from durable_navigator.navcore.budget import BudgetLedger, format_usd
-    from durable_navigator.navcore.decision import TokenUsage
+    from durable_navigator.navcore.run.artifacts import ArtifactRef
+    from durable_navigator.navcore.run.budget import BudgetLedger, format_usd
+    from durable_navigator.navcore.run.decision import TokenUsage
     from durable_navigator.navtypes.errors import BudgetError
-    from durable_navigator.navcore.model_calls import (
+    from durable_navigator.navcore.navigator.model_calls import (
         AttemptUsage,
         ModelCallInput,
         ModelCallOutput,
@@ -49,8 +49,8 @@ with workflow.unsafe.imports_passed_through():
         PrepareInput,
         PromptSpec,
     )
-    from durable_navigator.navcore.requests import ModelCallConfig
-    from durable_navigator.navcore.preflight import REDISPATCH_DELAY, SERVE_ELSEWHERE_WINDOW
+    from durable_navigator.navcore.navigator.requests import ModelCallConfig
+    from durable_navigator.navcore.model.preflight import REDISPATCH_DELAY, SERVE_ELSEWHERE_WINDOW
     from durable_navigator.workflows.blocks.options import PREPARE, not_served_here, run_activity
 
 __all__ = ["ModelCaller", "CallOutcome", "CANCELLED_TYPE", "one_line"]
@@ -180,7 +180,7 @@ class ModelCaller:
         """One ``model.request``: its consumption, and its result or its failure.
 
         A worker that cannot serve the model refuses before any call (nothing spent): the request is
-        scheduled again, for another worker, for up to ``SERVE_ELSEWHERE_WINDOW`` (``navcore.preflight``).
+        scheduled again, for another worker, for up to ``SERVE_ELSEWHERE_WINDOW`` (``navcore.model.preflight``).
         """
         deadline = workflow.now() + SERVE_ELSEWHERE_WINDOW
         while True:

@@ -16,7 +16,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.preflight import NOT_SERVED_HERE_TYPE, REDISPATCH_DELAY, SERVE_ELSEWHERE_WINDOW
+    from durable_navigator.navcore.model.preflight import NOT_SERVED_HERE_TYPE, REDISPATCH_DELAY, SERVE_ELSEWHERE_WINDOW
 
 T = TypeVar("T")
 
@@ -79,7 +79,7 @@ async def run_activity(name: str, arg: Any, result_type: type[T], options: Activ
 
     A task refused as :func:`not_served_here` (after its own retries) is scheduled again, for up to
     ``SERVE_ELSEWHERE_WINDOW``: each scheduling goes to whichever worker polls, so a run is not failed
-    by one worker with an older configuration while another can serve it (``navcore.preflight``).
+    by one worker with an older configuration while another can serve it (``navcore.model.preflight``).
     """
     deadline = workflow.now() + SERVE_ELSEWHERE_WINDOW
     while True:

@@ -32,8 +32,8 @@ from typing import Literal
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.artifacts import ArtifactRef
-    from durable_navigator.navcore.guardrails import (
+    from durable_navigator.navcore.run.artifacts import ArtifactRef
+    from durable_navigator.navcore.navigator.guardrails import (
         Observation,
         RunProfile,
         RunProgress,
@@ -42,13 +42,13 @@ with workflow.unsafe.imports_passed_through():
         record_iteration,
         tools_fingerprint,
     )
-    from durable_navigator.navcore.model_calls import ExecuteOut, ResearchExecuteSpec
-    from durable_navigator.navcore.prompt import GOAL_SLOT
-    from durable_navigator.navcore.report import shorten
-    from durable_navigator.navcore.research import ExecutorState, ResearchState, ResearchStep
-    from durable_navigator.navcore.state import Status
-    from durable_navigator.navcore.subagents import AgentProfile, SubagentOutcome
-    from durable_navigator.navcore.tools import ToolCall
+    from durable_navigator.navcore.navigator.model_calls import ExecuteOut, ResearchExecuteSpec
+    from durable_navigator.navcore.navigator.prompt import GOAL_SLOT
+    from durable_navigator.navcore.navigator.report import shorten
+    from durable_navigator.navcore.research.research import ExecutorState, ResearchState, ResearchStep
+    from durable_navigator.navcore.navigator.state import Status
+    from durable_navigator.navcore.run.subagents import AgentProfile, SubagentOutcome
+    from durable_navigator.navcore.run.tools import ToolCall
     from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter
     from durable_navigator.workflows.blocks.model_call import CallOutcome, ModelCaller
     from durable_navigator.workflows.blocks.subagents import SubagentRunner

@@ -18,17 +18,17 @@ from collections.abc import Callable
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.investigation import (
+    from durable_navigator.navcore.investigation.investigation import (
         InvestigationRequest,
         InvestigationState,
         PlannedStage,
         PlanRound,
         StageRecord,
     )
-    from durable_navigator.navcore.investigation_types import stage_plan_problem
-    from durable_navigator.navcore.messages import EditStagePlanInput, StagePlanEdited
-    from durable_navigator.navcore.report import shorten
-    from durable_navigator.navcore.state import ExecutionMode, PendingTurn, Status, StopReason, Verdict
+    from durable_navigator.navcore.planning.investigation_plan import stage_plan_problem
+    from durable_navigator.navcore.navigator.messages import EditStagePlanInput, StagePlanEdited
+    from durable_navigator.navcore.navigator.report import shorten
+    from durable_navigator.navcore.navigator.state import ExecutionMode, PendingTurn, Status, StopReason, Verdict
     from durable_navigator.navtypes.flightplan import FlightPlan
     from durable_navigator.workflows.blocks.approval import ApprovalGate
     from durable_navigator.workflows.blocks.stage_work import InvestigationHooks

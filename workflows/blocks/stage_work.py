@@ -20,9 +20,9 @@ from decimal import Decimal
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.budget import format_usd
-    from durable_navigator.navcore.criteria import verdict_word
-    from durable_navigator.navcore.investigation import (
+    from durable_navigator.navcore.run.budget import format_usd
+    from durable_navigator.navcore.planning.criteria import verdict_word
+    from durable_navigator.navcore.investigation.investigation import (
         BranchScore,
         CriterionStatus,
         EvidenceInput,
@@ -35,11 +35,11 @@ with workflow.unsafe.imports_passed_through():
         StageRecord,
         stage_share,
     )
-    from durable_navigator.navcore.model_calls import InvestigateOut
-    from durable_navigator.navcore.report import shorten
-    from durable_navigator.navcore.research import AggregateInput, AggregateOutput
-    from durable_navigator.navcore.state import StopReason
-    from durable_navigator.navcore.subagents import AgentProfile, SubagentOutcome
+    from durable_navigator.navcore.navigator.model_calls import InvestigateOut
+    from durable_navigator.navcore.navigator.report import shorten
+    from durable_navigator.navcore.research.research import AggregateInput, AggregateOutput
+    from durable_navigator.navcore.navigator.state import StopReason
+    from durable_navigator.navcore.run.subagents import AgentProfile, SubagentOutcome
     from durable_navigator.workflows.blocks.branches import best, fork
     from durable_navigator.workflows.blocks.options import SHORT, run_activity
     from durable_navigator.workflows.blocks.subagents import SubagentRunner

@@ -1,7 +1,7 @@
 """The planning phase and stage progress (deterministic workflow code).
 
 After the scan: analyze → (review, when the analysis asks to reflect and
-review is on) → plan produce a :class:`~navcore.planning.StagePlan`; a DIRECT
+review is on) → plan produce a :class:`~navcore.planning.planning.StagePlan`; a DIRECT
 goal or ``planning="direct"`` gets one stage spanning the whole run. In
 interactive mode the plan waits for a verdict like a turn; a rejection
 re-plans once with the feedback. Iterations then run stage by stage under a
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.model_calls import (
+    from durable_navigator.navcore.navigator.model_calls import (
         AnalysisOut,
         AnalyzeSpec,
         CheckOut,
@@ -33,7 +33,7 @@ with workflow.unsafe.imports_passed_through():
         ReviewOut,
         ReviewSpec,
     )
-    from durable_navigator.navcore.planning import (
+    from durable_navigator.navcore.planning.planning import (
         PlanningConfig,
         Stage,
         StagePlan,
@@ -43,8 +43,8 @@ with workflow.unsafe.imports_passed_through():
         plan_markdown,
         reflection_log_fields,
     )
-    from durable_navigator.navcore.report import shorten
-    from durable_navigator.navcore.state import ExecutionMode, NavigatorState, PendingTurn, Status, StopReason
+    from durable_navigator.navcore.navigator.report import shorten
+    from durable_navigator.navcore.navigator.state import ExecutionMode, NavigatorState, PendingTurn, Status, StopReason
     from durable_navigator.workflows.blocks.approval import ApprovalGate
     from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter
     from durable_navigator.workflows.blocks.model_call import CallOutcome, ModelCaller

@@ -38,9 +38,9 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.activity_io import ScanInput, ScanOutput
-    from durable_navigator.navcore.budget import format_usd, usd_to_micros
-    from durable_navigator.navcore.messages import (
+    from durable_navigator.navcore.navigator.activity_io import ScanInput, ScanOutput
+    from durable_navigator.navcore.run.budget import format_usd, usd_to_micros
+    from durable_navigator.navcore.navigator.messages import (
         ApproveInput,
         RaiseBudgetInput,
         RejectInput,
@@ -49,11 +49,11 @@ with workflow.unsafe.imports_passed_through():
         VerdictInput,
         VerdictOutcome,
     )
-    from durable_navigator.navcore.report import DecisionLogView, TurnReport, shorten
-    from durable_navigator.navcore.sources import display_root
-    from durable_navigator.navcore.state import PendingTurn, Status, StopReason, Verdict
-    from durable_navigator.navcore.subagents import SIGNAL_CHILD_EVENT, ChildEvent
-    from durable_navigator.navcore.turns import record_verdict, request_stop, verdict_problem
+    from durable_navigator.navcore.navigator.report import DecisionLogView, TurnReport, shorten
+    from durable_navigator.navcore.navigator.state import PendingTurn, Status, StopReason, Verdict
+    from durable_navigator.navcore.run.subagents import SIGNAL_CHILD_EVENT, ChildEvent
+    from durable_navigator.navcore.navigator.turns import record_verdict, request_stop, verdict_problem
+    from durable_navigator.navcore.run.sources import display_root
     from durable_navigator.navtypes.mapmeta import MapMetadata
     from durable_navigator.workflows.blocks.approval import ApprovalGate
     from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter

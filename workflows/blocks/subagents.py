@@ -36,12 +36,12 @@ from temporalio.exceptions import ChildWorkflowError, TimeoutError, WorkflowAlre
 from temporalio.workflow import ChildWorkflowCancellationType, ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.budget import BudgetLedger, format_usd, micros_to_usd
-    from durable_navigator.navcore.messages import StopInput
-    from durable_navigator.navcore.report import markdown_text, shorten
-    from durable_navigator.navcore.requests import ApprovalConfig, ExplorationRequest, ExplorationResult, ModelCallConfig
-    from durable_navigator.navcore.research import ResearchRequest, ResearchResult
-    from durable_navigator.navcore.subagents import (
+    from durable_navigator.navcore.run.budget import BudgetLedger, format_usd, micros_to_usd
+    from durable_navigator.navcore.navigator.messages import StopInput
+    from durable_navigator.navcore.navigator.report import markdown_text, shorten
+    from durable_navigator.navcore.navigator.requests import ApprovalConfig, ExplorationRequest, ExplorationResult, ModelCallConfig
+    from durable_navigator.navcore.research.research import ResearchRequest, ResearchResult
+    from durable_navigator.navcore.run.subagents import (
         SUBAGENT_MEMO_KEY,
         AgentProfile,
         ChildEvent,

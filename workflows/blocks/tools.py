@@ -14,7 +14,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.tools import ToolCall, ToolRequest, ToolResult
+    from durable_navigator.navcore.run.tools import ToolCall, ToolRequest, ToolResult
     from durable_navigator.workflows.blocks.model_call import one_line
     from durable_navigator.workflows.blocks.options import TOOL, run_activity
 

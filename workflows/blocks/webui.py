@@ -19,9 +19,9 @@ from temporalio import workflow
 from temporalio.common import SearchAttributeKey
 
 with workflow.unsafe.imports_passed_through():
-    from durable_navigator.navcore.budget import micros_to_usd
-    from durable_navigator.navcore.report import shorten
-    from durable_navigator.navcore.subagents import SIGNAL_CHILD_EVENT, SUBAGENT_MEMO_KEY, ChildEvent
+    from durable_navigator.navcore.run.budget import micros_to_usd
+    from durable_navigator.navcore.navigator.report import shorten
+    from durable_navigator.navcore.run.subagents import SIGNAL_CHILD_EVENT, SUBAGENT_MEMO_KEY, ChildEvent
 
 __all__ = ["SA_REPO", "SA_STATUS", "SA_COST_USD", "SA_ITERATION", "NAVIGATOR_SEARCH_ATTRIBUTES", "Publisher"]
 

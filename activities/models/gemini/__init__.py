@@ -30,9 +30,9 @@ from durable_navigator.activities.models.base import CallContext, ModelCallError
 from durable_navigator.activities.models.gemini.errors import classify_api_error
 from durable_navigator.activities.models.gemini.schema import function_declarations
 from durable_navigator.activities.models.stream import guarded_chunks
-from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.run.decision import TokenUsage
 from durable_navigator.navtypes.errors import ModelError
-from durable_navigator.navcore.model import Message, ModelRequest, ModelResponse, ToolCallOut
+from durable_navigator.navcore.model.model import Message, ModelRequest, ModelResponse, ToolCallOut
 
 __all__ = [
     "GeminiConfig",

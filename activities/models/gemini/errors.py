@@ -16,7 +16,7 @@ import httpx
 from google.genai import errors as genai_errors
 
 from durable_navigator.activities.models.base import ModelCallError, ModelTransientError, redact
-from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.run.decision import TokenUsage
 
 __all__ = ["classify_api_error", "redact", "retry_after_seconds"]
 

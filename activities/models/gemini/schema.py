@@ -1,6 +1,6 @@
 """JSON schema → Gemini: the one converter of provider-neutral declarations.
 
-Declarations are JSON-schema data (``navcore.model.ToolSpec``, derived from
+Declarations are JSON-schema data (``navcore.model.model.ToolSpec``, derived from
 pydantic models where they validate something); Gemini takes an OpenAPI
 subset: ``$ref`` is inlined, ``X | None`` becomes ``nullable``, integer enums
 become ranges, exclusive bounds become inclusive ones.
@@ -13,7 +13,7 @@ from typing import Any
 
 from google.genai import types
 
-from durable_navigator.navcore.model import ToolSpec
+from durable_navigator.navcore.model.model import ToolSpec
 
 __all__ = ["to_gemini_schema", "function_declarations"]
 

@@ -21,7 +21,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from durable_navigator.navcore.call_kinds import OFFLINE_NEEDS_ENGINE, RESEARCH_KINDS
+from durable_navigator.navcore.model.call_kinds import OFFLINE_NEEDS_ENGINE, RESEARCH_KINDS
 from durable_navigator.activities.models.base import CallContext
 from durable_navigator.activities.models.offline.config import OfflinePolicyConfig, OfflineTurn, PolicyOutcome
 from durable_navigator.activities.models.offline.diff import finalize_summary
@@ -32,10 +32,15 @@ from durable_navigator.activities.models.offline.policy import plan_turn
 from durable_navigator.activities.models.offline.research import OfflineResearchConfig, OfflineResearcher
 from durable_navigator.activities.models.offline.terms import parse_feedback
 from durable_navigator.activities.models.offline.tools import TOOL_TURN_PREFIX, tool_round
-from durable_navigator.navcore.decision import FINALIZE_FUNCTION, UPDATE_FUNCTION, ModelDecision, decision_from_calls
+from durable_navigator.navcore.run.decision import (
+    FINALIZE_FUNCTION,
+    UPDATE_FUNCTION,
+    ModelDecision,
+    decision_from_calls,
+)
 from durable_navigator.navtypes.errors import ModelError
-from durable_navigator.navcore.model import DecideTask, InvestigateTask, ModelRequest, ModelResponse, ToolCallOut
-from durable_navigator.navcore.tools import ToolCall
+from durable_navigator.navcore.model.model import DecideTask, InvestigateTask, ModelRequest, ModelResponse, ToolCallOut
+from durable_navigator.navcore.run.tools import ToolCall
 
 if TYPE_CHECKING:
     from durable_navigator.repomap import RepoMap

@@ -22,9 +22,9 @@ import re
 from dataclasses import dataclass
 
 from durable_navigator.activities.models.offline.terms import goal_terms, split_identifier
-from durable_navigator.navcore.findings import Finding
-from durable_navigator.navcore.investigation_types import PlannedStage
-from durable_navigator.navcore.model import InvestigateTask
+from durable_navigator.navcore.run.findings import Finding
+from durable_navigator.navcore.planning.investigation_plan import PlannedStage
+from durable_navigator.navcore.model.model import InvestigateTask
 
 __all__ = ["OfflineInvestigatorConfig", "investigate_answer", "finding_matches", "finding_terms"]
 

@@ -2,7 +2,7 @@
 
 It writes the same canonical text formats an LLM is asked for, so the model
 activity parses its output with the same parsers (one code path). It reads the
-request's typed task (``navcore.model``) and, for planning, the repository index:
+request's typed task (``navcore.model.model``) and, for planning, the repository index:
 
 * ``planning.analyze``: DIRECT for short single-part goals, else an analysis of
   the top-ranked areas (``engine.rank``) ending ``REFLECT: yes`` for long goals;
@@ -14,7 +14,7 @@ request's typed task (``navcore.model``) and, for planning, the repository index
   that area's best files;
 * ``stages.check_criteria``: a criterion about the map (a path or a name shown
   at a level, a file in focus — what this planner's own criteria say) is checked
-  against the render (:mod:`navcore.map_criteria`); any other criterion is
+  against the render (:mod:`navcore.navigator.map_criteria`); any other criterion is
   UNCHECKED — the offline model cannot read it, and word overlap between the goal
   and the map is no check of it;
 * ``stages.reflect``: KEEP when no criterion was found unmet, else REWRITE with a
@@ -32,9 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.activities.models.offline.config import glob_matches, noise_excludes
 from durable_navigator.activities.models.offline.research_exec import is_noise
-from durable_navigator.navcore.compression import SummaryRequest
-from durable_navigator.navcore.map_criteria import check_map_criterion
-from durable_navigator.navcore.planning import CriteriaCheck, PlanningConfig, Stage, StagePlan
+from durable_navigator.navcore.run.compression import SummaryRequest
+from durable_navigator.navcore.navigator.map_criteria import check_map_criterion
+from durable_navigator.navcore.planning.planning import CriteriaCheck, PlanningConfig, Stage, StagePlan
 from durable_navigator.navtypes.errors import ModelError
 from durable_navigator.navtypes.flightplan import FlightPlan
 
@@ -120,7 +120,7 @@ class OfflinePlanner:
         self.config = config
 
     def answer(self, task: Any, engine: Any) -> str:
-        """The text answering ``task`` (a ``navcore.model`` task of a planning/stage/compress kind)."""
+        """The text answering ``task`` (a ``navcore.model.model`` task of a planning/stage/compress kind)."""
         handler = {
             "planning.analyze": self._analyze,
             "planning.review": self._review,

@@ -35,8 +35,8 @@ from durable_navigator.activities.models.offline.research_exec import (
     step_findings,
 )
 from durable_navigator.activities.models.offline.terms import goal_terms, split_identifier
-from durable_navigator.navcore.findings import Finding
-from durable_navigator.navcore.model import (
+from durable_navigator.navcore.run.findings import Finding
+from durable_navigator.navcore.model.model import (
     ModelResponse,
     ResearchExecuteTask,
     ResearchPlanTask,
@@ -44,7 +44,7 @@ from durable_navigator.navcore.model import (
     ResearchSynthesizeTask,
     ToolCallOut,
 )
-from durable_navigator.navcore.research_prompts import FINISH_STEP_FUNCTION
+from durable_navigator.navcore.research.prompts import FINISH_STEP_FUNCTION
 from durable_navigator.navtypes.flightplan import FlightPlan
 
 __all__ = ["OfflineResearchConfig", "OfflineResearcher"]

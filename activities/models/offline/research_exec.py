@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from durable_navigator.activities.models.offline.terms import NOISE_AREAS, TEST_FILE_NAMES, goal_terms, mentioned_noise, split_identifier
-from durable_navigator.navcore.model import ResearchExecuteTask, ToolCallOut
+from durable_navigator.navcore.model.model import ResearchExecuteTask, ToolCallOut
 
 __all__ = ["OfflineExecutorConfig", "Evidence", "ReadBlock", "parse_transcript", "next_calls", "step_findings",
            "term_weights", "line_score", "is_noise", "is_doc"]

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from durable_navigator.activities.models.offline.terms import goal_terms
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, FocusPath, FocusSymbol
-from durable_navigator.navcore.tools import ToolCall
+from durable_navigator.navcore.run.tools import ToolCall
 
 __all__ = [
     "OfflineToolConfig",

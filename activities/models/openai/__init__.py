@@ -36,9 +36,9 @@ from durable_navigator.activities.models.openai.convert import calls_from_json_t
 from durable_navigator.activities.models.openai.errors import classify_openai_error
 from durable_navigator.activities.models.openai.schema import tool_declarations
 from durable_navigator.activities.models.stream import guarded_chunks
-from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.endpoints import Endpoint
-from durable_navigator.navcore.model import ModelRequest, ModelResponse, ToolCallOut
+from durable_navigator.navcore.run.decision import TokenUsage
+from durable_navigator.navcore.model.endpoints import Endpoint
+from durable_navigator.navcore.model.model import ModelRequest, ModelResponse, ToolCallOut
 from durable_navigator.navtypes.errors import ModelError
 
 __all__ = ["OpenAICredentials", "OpenAIModel", "build_client", "usage_from_openai", "NO_KEY"]

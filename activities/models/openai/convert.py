@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from durable_navigator.activities.models.openai.schema import JSON_CALLS_KEY, json_mode_instructions
-from durable_navigator.navcore.model import ModelRequest, ToolCallOut
+from durable_navigator.navcore.model.model import ModelRequest, ToolCallOut
 
 __all__ = ["chat_messages", "parse_arguments", "calls_from_json_text", "calls_as_json_text"]
 

@@ -21,8 +21,8 @@ from typing import Any
 import openai
 
 from durable_navigator.activities.models.base import ModelCallError, ModelTransientError, redact
-from durable_navigator.navcore.decision import TokenUsage
-from durable_navigator.navcore.endpoints import Endpoint
+from durable_navigator.navcore.run.decision import TokenUsage
+from durable_navigator.navcore.model.endpoints import Endpoint
 
 __all__ = ["classify_openai_error", "retry_after_seconds", "is_context_length_error", "MAX_RETRY_AFTER_S"]
 

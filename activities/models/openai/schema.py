@@ -1,6 +1,6 @@
 """JSON schema → OpenAI-compatible function declarations (the one converter of this provider).
 
-Declarations are JSON-schema data (``navcore.model.ToolSpec``, derived from
+Declarations are JSON-schema data (``navcore.model.model.ToolSpec``, derived from
 pydantic models where they validate something). The chat-completions API takes
 JSON Schema as it is, but the servers behind a base URL differ: llama.cpp's
 grammar compiler, Ollama and older vLLM resolve ``$ref`` poorly or not at all,
@@ -19,7 +19,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from durable_navigator.navcore.model import ToolSpec
+from durable_navigator.navcore.model.model import ToolSpec
 
 __all__ = ["to_openai_parameters", "tool_declarations", "json_mode_instructions", "JSON_CALLS_KEY"]
 

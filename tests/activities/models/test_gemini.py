@@ -26,12 +26,12 @@ from durable_navigator.activities.models.gemini.testing import (
     text_reply,
     usage_metadata,
 )
-from durable_navigator.navcore.decision import TokenUsage, updates_json_schema
+from durable_navigator.navcore.run.decision import TokenUsage, updates_json_schema
 from durable_navigator.navtypes.errors import ModelError
 from durable_navigator.navtypes.flightplan import FlightPlanUpdate, Level
-from durable_navigator.navcore.model import AnalyzeTask
-from durable_navigator.navcore.model_calls import AnalysisOut, DecisionOut, StreamGuard
-from durable_navigator.navcore.planning import PlanningConfig
+from durable_navigator.navcore.model.model import AnalyzeTask
+from durable_navigator.navcore.navigator.model_calls import AnalysisOut, DecisionOut, StreamGuard
+from durable_navigator.navcore.planning.planning import PlanningConfig
 
 KEY = "AIzaTEST-not-a-real-key-4f9c2e"
 MODEL = "gemini-2.5-flash"

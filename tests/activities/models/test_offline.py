@@ -13,7 +13,7 @@ from durable_navigator.activities.models.offline.config import OfflinePolicyConf
 from durable_navigator.activities.models.offline.learned import LearnedConfig
 from durable_navigator.activities.models.offline.config import glob_matches
 from durable_navigator.activities.models.offline.terms import goal_terms, parse_feedback
-from durable_navigator.navcore.decision import ModelDecision
+from durable_navigator.navcore.run.decision import ModelDecision
 from durable_navigator.navtypes.errors import ModelError
 from durable_navigator.navtypes.flightplan import FlightPlan, FlightPlanUpdate, FocusSymbol, Level, VerbosityRule
 

@@ -1,7 +1,7 @@
 """README's demo goal on this repository, through the offline policy at 8k tokens.
 
 "how does the navigator enforce the USD budget?" must show the ledger
-(``navcore/budget.py``: reserve / reconcile) in full and the code that reserves
+(``navcore/run/budget.py``: reserve / reconcile) in full and the code that reserves
 before each model call and reconciles after it (``ModelCaller._call``). The
 issue that asked for this found the ledger at L1 and ``artifacts.py`` in full.
 In process (engine + policy, no Temporal): the policy is what decides.
@@ -45,7 +45,7 @@ def test_readme_demo_goal_shows_the_ledger_and_the_guard(tmp_path: Path) -> None
         plan = plan.apply(d.updates)
         rendered = engine.render(plan)
     levels = {f.path: f.level for f in rendered.metadata.top_files}
-    assert levels.get("navcore/budget.py") == Level.FULL, levels
+    assert levels.get("navcore/run/budget.py") == Level.FULL, levels
     text = rendered.text
     assert "def reserve(" in text and "def reconcile(" in text  # the ledger in full
     # the guard: the model call reserves before each attempt and reconciles after it
@@ -66,7 +66,7 @@ def test_readme_demo_goal_with_the_default_learned_allocation(tmp_path: Path) ->
     plan = plan.apply(first.updates)
     rendered = engine.render(plan)
     levels = {f.path: f.level for f in rendered.metadata.top_files}
-    assert levels.get("navcore/budget.py") == Level.FULL, levels
+    assert levels.get("navcore/run/budget.py") == Level.FULL, levels
     assert "def reserve(" in rendered.text and "def reconcile(" in rendered.text
     assert rendered.metadata.tokens_used <= 8192
     second = _offline_decision(OfflineTurn(goal=GOAL, flight_plan=plan, iteration=2, max_iterations=12,

@@ -9,8 +9,8 @@ import pytest
 from tests.support.models import goal_ref, real_model_activities, run_spec
 
 from durable_navigator.navtypes.flightplan import FlightPlan, Level, VerbosityRule
-from durable_navigator.navcore.model_calls import AnalyzeSpec, CriteriaSpec, PlanSpec, ReflectSpec, ReviewSpec
-from durable_navigator.navcore.planning import PlanningConfig, apply_reflection
+from durable_navigator.navcore.navigator.model_calls import AnalyzeSpec, CriteriaSpec, PlanSpec, ReflectSpec, ReviewSpec
+from durable_navigator.navcore.planning.planning import PlanningConfig, apply_reflection
 from durable_navigator.repomap import RepoMap
 
 SHORT = "where is the budget ledger?"
@@ -106,7 +106,7 @@ async def test_a_criterion_the_offline_model_cannot_read_is_unchecked_whatever_t
 ) -> None:
     """The direct stage's generic criterion ("the code that answers the goal") is no fact about the map the
     offline model can check: unchecked — never met on the goal's words shown, never failed on them hidden."""
-    from durable_navigator.navcore.planning import direct_plan
+    from durable_navigator.navcore.planning.planning import direct_plan
 
     goal = "where does the ledger record streamed usage tokens?"
     acts, base = _base(goal, engine, tmp_path)

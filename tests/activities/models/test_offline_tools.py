@@ -25,7 +25,7 @@ from durable_navigator.activities.models.offline.tools import (
 )
 from durable_navigator.activities.tools import CodeToolActivities
 from durable_navigator.navtypes.flightplan import FlightPlan
-from durable_navigator.navcore.tools import ToolCall, ToolRequest
+from durable_navigator.navcore.run.tools import ToolCall, ToolRequest
 from durable_navigator.workflows.blocks.tools import tool_result_lines
 
 from durable_navigator import repomap  # noqa: E402  (the real engine; no fake)

@@ -12,11 +12,11 @@ from typing import Any
 from tests.support.models import goal_ref, real_model_activities, run_spec
 
 from durable_navigator.activities.investigation import checked_criterion
-from durable_navigator.navcore.citations import Citation
-from durable_navigator.navcore.findings import Finding, FindingsDoc
-from durable_navigator.navcore.investigation_types import PlannedStage
-from durable_navigator.navcore.model_calls import CriteriaSpec, InvestigateSpec, PlanningAnalysis, PlanSpec
-from durable_navigator.navcore.planning import PlanningConfig, Stage
+from durable_navigator.navcore.run.citations import Citation
+from durable_navigator.navcore.run.findings import Finding, FindingsDoc
+from durable_navigator.navcore.planning.investigation_plan import PlannedStage
+from durable_navigator.navcore.navigator.model_calls import CriteriaSpec, InvestigateSpec, PlanningAnalysis, PlanSpec
+from durable_navigator.navcore.planning.planning import PlanningConfig, Stage
 from durable_navigator.navtypes.flightplan import FlightPlan, Level, VerbosityRule
 
 PARSER = '''"""Option parsing."""

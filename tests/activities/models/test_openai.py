@@ -35,12 +35,12 @@ from durable_navigator.activities.models.openai.testing import (
 )
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navcore.decision import TokenUsage, navigator_function_declarations, updates_json_schema
-from durable_navigator.navcore.endpoints import Endpoint
-from durable_navigator.navcore.model import AnalyzeTask, ToolSpec
-from durable_navigator.navcore.model_calls import AnalysisOut, DecisionOut, StreamGuard
-from durable_navigator.navcore.planning import PlanningConfig
-from durable_navigator.navcore.pricing import ModelPricingRates
+from durable_navigator.navcore.run.decision import TokenUsage, navigator_function_declarations, updates_json_schema
+from durable_navigator.navcore.model.endpoints import Endpoint
+from durable_navigator.navcore.model.model import AnalyzeTask, ToolSpec
+from durable_navigator.navcore.navigator.model_calls import AnalysisOut, DecisionOut, StreamGuard
+from durable_navigator.navcore.planning.planning import PlanningConfig
+from durable_navigator.navcore.model.pricing import ModelPricingRates
 from durable_navigator.navtypes.errors import BudgetError, ModelError
 from durable_navigator.navtypes.flightplan import FlightPlanUpdate, Level
 from tests.support.models import attempt, decide_request, model_activities, spent_of, text_request

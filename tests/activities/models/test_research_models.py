@@ -9,7 +9,7 @@ import yaml
 from durable_navigator.activities.models.base import CallContext
 from durable_navigator.activities.models.gemini import _contents
 from durable_navigator.activities.models.scripted import ScriptedModel
-from durable_navigator.navcore.model import ExecTurn, Message, ModelRequest, ResearchExecuteTask, ToolCallOut
+from durable_navigator.navcore.model.model import ExecTurn, Message, ModelRequest, ResearchExecuteTask, ToolCallOut
 
 
 def _execute_request(index: int, transcript: list[ExecTurn], reasks: int = 0) -> ModelRequest:

@@ -12,13 +12,13 @@ from temporalio.exceptions import ApplicationError
 from durable_navigator.activities.models.base import CallContext, Model, ModelTransientError
 from durable_navigator.activities.models.scripted import ScriptedModel
 from durable_navigator.activities.pricing_loader import TablePricer
-from durable_navigator.navcore.decision import TokenUsage
+from durable_navigator.navcore.run.decision import TokenUsage
 from durable_navigator.navtypes.errors import ConfigError, ModelError
 from durable_navigator.navtypes.flightplan import Level
-from durable_navigator.navcore.model import AnalyzeTask, ModelRequest
-from durable_navigator.navcore.model_calls import AnalysisOut, DecisionOut
-from durable_navigator.navcore.planning import PlanningConfig
-from durable_navigator.navcore.pricing import PricingTable
+from durable_navigator.navcore.model.model import AnalyzeTask, ModelRequest
+from durable_navigator.navcore.navigator.model_calls import AnalysisOut, DecisionOut
+from durable_navigator.navcore.planning.planning import PlanningConfig
+from durable_navigator.navcore.model.pricing import PricingTable
 
 SCRIPT = """
 decisions:

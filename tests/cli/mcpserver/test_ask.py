@@ -22,7 +22,7 @@ from tests.support.mcp import TOOLS, Progress, stdio_params, texts, wait_finishe
 from tests.support.research import calls_answer, finish_answer, text_answer, write_research_script
 
 from durable_navigator.activities.research import LineCounter
-from durable_navigator.navcore.citations import citation_spans
+from durable_navigator.navcore.run.citations import citation_spans
 
 QUESTION = "why does the budget plugin double-count tokens?"
 

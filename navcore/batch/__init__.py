@@ -1,0 +1,3 @@
+"""Many runs at once: batch jobs and their shared budget pool, ``explore --branches``.
+Imports every layer below it.
+"""

@@ -1,0 +1,3 @@
+"""Staged investigations (``InvestigationWorkflow``): request, state, result, prompts, report.
+Imports ``navigator`` and below; never ``research``.
+"""

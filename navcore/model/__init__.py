@@ -1,0 +1,3 @@
+"""The one model interface: model names, prices (``pricing.yaml``), endpoints, routing, requests,
+responses and typed tasks, the preflight. Imports ``run`` and ``planning``.
+"""
