@@ -126,3 +126,18 @@ def test_a_manifest_never_writes_outside_its_tree(path: str) -> None:
     row = [path, "0" * 64, 1, 0o644]
     with pytest.raises(ValidationError):
         Manifest.model_validate_json(json.dumps({"version": 1, "files": [row]}))
+
+
+def test_gc_keeps_every_blob_of_a_snapshot_its_run_names(work_tree: Path, tmp_path: Path) -> None:
+    """A run names only the manifest (in its locator); ``navigator gc`` keeps the files and the git log
+    through it, since it reads kept blobs for the hashes they name."""
+    from durable_navigator.activities.artifacts import LocalArtifactStore
+    from durable_navigator.cli.gc_run import _closure, _hashes
+    from durable_navigator.navcore.run.sources import locator
+
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    source = take_snapshot(work_tree, store).source
+    present = {b.sha256: b for b in store.blobs()}
+    named = _hashes(locator(source).encode())  # what gc finds in the run's history: the manifest's hash
+    assert named == {source.manifest_sha256}
+    assert _closure(store, named, present) == set(present)  # manifest, every file, the git log
