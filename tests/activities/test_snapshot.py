@@ -18,10 +18,12 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.s3store import S3ArtifactStore, parse_s3_url
 from durable_navigator.activities.snapshot import Manifest, materialize_snapshot, take_snapshot
 from durable_navigator.navcore.run.artifacts import ArtifactRef
-from durable_navigator.navcore.run.sources import SNAPSHOT_MEDIA_TYPE
+from durable_navigator.cli.gc_run import _closure, _hashes
+from durable_navigator.navcore.run.sources import SNAPSHOT_MEDIA_TYPE, locator
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap import RepoMap
 from durable_navigator.repomap.chunkrank.fromengine import repo_history
@@ -131,10 +133,6 @@ def test_a_manifest_never_writes_outside_its_tree(path: str) -> None:
 def test_gc_keeps_every_blob_of_a_snapshot_its_run_names(work_tree: Path, tmp_path: Path) -> None:
     """A run names only the manifest (in its locator); ``navigator gc`` keeps the files and the git log
     through it, since it reads kept blobs for the hashes they name."""
-    from durable_navigator.activities.artifacts import LocalArtifactStore
-    from durable_navigator.cli.gc_run import _closure, _hashes
-    from durable_navigator.navcore.run.sources import locator
-
     store = LocalArtifactStore(tmp_path / "artifacts")
     source = take_snapshot(work_tree, store).source
     present = {b.sha256: b for b in store.blobs()}
