@@ -123,6 +123,10 @@ async def test_a_snapshot_reaches_a_worker_that_cannot_read_the_path(
     assert shown.returncode == 0, shown.stderr[-3000:]
     context = Path(json.loads(shown.stdout)["context_path"]).read_text()
     assert f"Repository: `{repo}`" in context and "refunds.py" in context  # the uncommitted file is in the pack
+    # `navigator ls --repo PATH` finds the snapshot runs of that path (NavigatorRepo is the path, not the locator)
+    listed = await asyncio.to_thread(cli_host.run, "ls", "--repo", str(repo), "--json")
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    assert {*wids, *others} <= {row["workflow_id"] for row in json.loads(listed.stdout)}, listed.stdout[-2000:]
     # the worker built the tree once, in its own cache, keyed by the manifest's hash
     trees = (worker_host.root / "cache" / "durable-navigator" / "sources" / "snapshots" / "trees")
     assert [t.name for t in trees.iterdir() if t.is_dir()] == [request.source.manifest_sha256]
