@@ -30,12 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from durable_navigator.navcore.run.sources import is_reference
 from durable_navigator.navtypes.errors import RepoError
 
 __all__ = ["EngineCache", "EngineFactory", "open_repomap", "INDEX_PROGRESS"]
 
 #: repository root (resolved) -> an opened engine (``repomap.RepoMap`` or a test stand-in)
 EngineFactory = Callable[[Path], Any]
+#: a snapshot or git locator -> the directory it names on this host (``activities.sources``); blocking
+SourceResolve = Callable[[str], Path]
 
 #: roots kept open per worker by default
 DEFAULT_MAX_ROOTS = 8
@@ -66,25 +69,45 @@ class _Slot:
 class EngineCache:
     """Current engine per repository root, refreshed on demand (see the module docstring)."""
 
-    def __init__(self, factory: EngineFactory = open_repomap, max_roots: int = DEFAULT_MAX_ROOTS) -> None:
+    def __init__(self, factory: EngineFactory = open_repomap, max_roots: int = DEFAULT_MAX_ROOTS,
+                 resolve: SourceResolve | None = None) -> None:
+        """``resolve``: how a snapshot or git locator becomes a directory here (None: only paths are served)."""
         if max_roots < 1:
             raise ValueError("max_roots must be at least 1")
         self._factory = factory
         self._max_roots = max_roots
+        self._resolve = resolve
         self._slots: OrderedDict[Path, _Slot] = OrderedDict()
+        #: locator -> its directory on this host (trees are immutable: resolved once)
+        self._located: dict[str, Path] = {}
 
     def peek(self, repo_root: str | Path) -> Any | None:
         """The cached engine of ``repo_root`` without opening or refreshing anything."""
-        slot = self._slots.get(Path(repo_root).expanduser().resolve())
+        located = self._located.get(str(repo_root))
+        slot = self._slots.get(located or Path(repo_root).expanduser().resolve())
         return slot.engine if slot is not None else None
+
+    async def _root(self, repo_root: str | Path) -> Path:
+        """The directory ``repo_root`` (a path, or a snapshot / git locator) names on this host."""
+        text = str(repo_root)
+        if not is_reference(text):
+            return Path(repo_root).expanduser().resolve()
+        known = self._located.get(text)
+        if known is None or not known.is_dir():  # new here, or its tree was removed from the cache since
+            if self._resolve is None:
+                raise RepoError("this worker cannot fetch repositories by snapshot or git URL; run `navigator "
+                                "worker` with the same artifacts: section as the command that asked")
+            self._located[text] = await asyncio.to_thread(self._resolve, text)
+        return self._located[text]
 
     async def get(self, repo_root: str | Path, *, refresh: bool = False) -> Any:
         """The engine of ``repo_root``: opened if new; with ``refresh``, as the tree is now.
 
+        ``repo_root`` is a path or a snapshot / git locator (materialized here on first use).
         RepoError when the root is not a directory (any more).
         """
         asked_at = time.monotonic()
-        root = Path(repo_root).expanduser().resolve()
+        root = await self._root(repo_root)
         slot = self._slots.get(root)
         if slot is None:
             slot = self._slots[root] = _Slot()

@@ -31,6 +31,7 @@ from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.preflight import refuse_unless_served
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.result_pack import compose
+from durable_navigator.activities.sources import SourceResolver
 from durable_navigator.navcore.navigator.activity_io import (
     IndexProgress,
     MapView,
@@ -43,6 +44,7 @@ from durable_navigator.navcore.navigator.activity_io import (
 )
 from durable_navigator.navcore.run.artifacts import ArtifactRef
 from durable_navigator.navcore.model.endpoints import Endpoint
+from durable_navigator.navcore.run.sources import is_reference
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.navtypes.mapmeta import MapMetadata
@@ -151,16 +153,18 @@ class NavigatorActivities:
         limits: ActivityLimits | None = None,
         endpoints: Mapping[str, Endpoint] | None = None,
         write_files: bool = True,
+        source_cache: Path | None = None,
     ) -> None:
         """``model_overrides``: models served under a name of their own (tests, embedders);
         ``endpoints``: the configured OpenAI-compatible endpoints (``navigator.yaml``);
         ``write_files``: write result files under the request's ``out_dir`` here — off with an object
-        store, where this host need not share a disk with the one that asked (it writes them)."""
+        store, where this host need not share a disk with the one that asked (it writes them);
+        ``source_cache``: where snapshots and git checkouts are built (default: the user cache directory)."""
         self.store = store
         self.write_files = write_files
         self.pricer = pricer
         self.engine_factory = engine_factory or open_repomap
-        self.engines = EngineCache(self.engine_factory)
+        self.engines = EngineCache(self.engine_factory, resolve=SourceResolver(store, source_cache))
         #: the exact token counter ``model.prepare`` counts prompts with (None: the engine's)
         self.count_tokens = token_counter
         self.limits = limits or ActivityLimits()
@@ -228,7 +232,8 @@ class NavigatorActivities:
             goal_ref = self._put_text(inp.goal, MEDIA_TEXT, "goal") if inp.goal is not None else None
             return ScanOutput(
                 goal_ref=goal_ref,
-                repo_root=str(engine.root),
+                # a snapshot or commit stays named by its locator: any host resolves it, a path only this one
+                repo_root=inp.repo_root if is_reference(inp.repo_root) else str(engine.root),
                 index_version=str(engine.index_version),
                 files_total=len(engine.files),
                 render=render,

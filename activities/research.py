@@ -38,6 +38,7 @@ from durable_navigator.navcore.research.research import (
     WriteAnswerInput,
     WriteAnswerOutput,
 )
+from durable_navigator.navcore.run.sources import display_root
 from durable_navigator.navtypes.errors import NavigatorError, PathEscapeError
 
 __all__ = ["ResearchActivities", "LineCounter", "answer_markdown"]
@@ -106,7 +107,7 @@ def _checked(finding: Finding, count: Callable[[str], int | None]) -> tuple[Find
 def answer_markdown(question: str, repo_root: str, answer: str | None, findings: list[Finding],
                     early: str | None) -> str:
     """``answer.md`` before the citation check: the answer, then every finding with its quote."""
-    lines = [f"# {question.strip()}", "", f"Repository: `{repo_root}`", ""]
+    lines = [f"# {question.strip()}", "", f"Repository: `{display_root(repo_root)}`", ""]
     if early:
         lines += [f"> The research ended early: {early}.", ""]
     lines += ["## Answer", ""]

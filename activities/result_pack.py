@@ -16,6 +16,7 @@ from durable_navigator.activities.pack import Frame, Pack, Renderer, build_pack
 from durable_navigator.activities.skips import files_not_in_map, skipped_files_markdown
 from durable_navigator.navcore.navigator.activity_io import WriteResultInput
 from durable_navigator.navcore.navigator.activity_io import PackFigures
+from durable_navigator.navcore.run.sources import display_root
 from durable_navigator.navtypes.flightplan import FlightPlan
 
 __all__ = ["compose", "ComposedResult", "decision_lines", "DECISION_LINE_CHARS", "NO_SUMMARY"]
@@ -80,7 +81,7 @@ def compose(inp: WriteResultInput, map_text: str, engine: Any, plan: FlightPlan 
     skips = files_not_in_map(engine, map_text, report.get("map_metadata"))
     report["files_not_in_map"] = skips
     frame = Frame(
-        goal=inp.goal, repo_root=inp.repo_root, summary=(inp.summary or "").strip() or NO_SUMMARY,
+        goal=inp.goal, repo_root=display_root(inp.repo_root), summary=(inp.summary or "").strip() or NO_SUMMARY,
         stage_plan=(inp.stage_plan or "").strip(), decisions=tuple(decision_lines(report.get("decisions") or [])),
         skipped=skipped_files_markdown(skips),
     )

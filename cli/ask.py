@@ -18,6 +18,7 @@ from durable_navigator.cli.display import print_block, research_panel
 from durable_navigator.cli.errors import ExitCode, handles_errors
 from durable_navigator.cli.launch import launch, research_settings, start_run
 from durable_navigator.cli.runrequest import build_research_request, check_models, new_run_id
+from durable_navigator.cli.sources import settled_source
 from durable_navigator.navcore.research.research import ResearchRequest, ResearchResult
 from durable_navigator.navcore.run_kinds import RESEARCH
 from durable_navigator.navcore.navigator.state import ExecutionMode
@@ -30,7 +31,7 @@ __all__ = ["run_ask"]
 @handles_errors
 def run_ask(
     ctx: typer.Context,
-    repo: Path,
+    repo: str,
     question: str,
     interactive: bool,
     budget_usd: str | None,
@@ -41,11 +42,12 @@ def run_ask(
     detach: bool,
     workflow_id: str | None,
     json_out: bool,
+    ref: str | None = None,
 ) -> None:
     """The ``navigator ask`` command (its options and help: :mod:`cli.run_commands`)."""
     config = config_of(ctx)
     request = build_research_request(repo, question, config=config, interactive=interactive, budget_usd=budget_usd,
-                                     model=model, out=out, profile=profile, profiles_file=profiles_file)
+                                     model=model, out=out, profile=profile, profiles_file=profiles_file, ref=ref)
     models = sorted({request.model, *(p.model for p in request.profiles.values() if p.model)})
     check_models(models, config, local_worker=config.temporal.address is None and not detach)
     wid = workflow_id or new_run_id(RESEARCH, Path(request.repo_path))
@@ -56,7 +58,9 @@ def run_ask(
 async def _ask(config: NavigatorConfig, request: ResearchRequest, wid: str, models: list[str], *, detach: bool,
                json_out: bool) -> ExitCode:
     async def start(session: TemporalSession) -> WorkflowHandle:
-        return await start_run(session, RESEARCH, request, wid, text=request.question, repo=request.repo_path,
+        # after the workers' refusals, before the start: a snapshot is uploaded only for a run that starts
+        sourced = await settled_source(config, request)
+        return await start_run(session, RESEARCH, sourced, wid, text=request.question, repo=sourced.repo_path,
                                model=request.model, verb="ask", label="Question",
                                settings=research_settings(request))
 

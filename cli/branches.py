@@ -16,6 +16,7 @@ from durable_navigator.cli.follow import follow_run
 from durable_navigator.cli.preflight import refuse_unservable_on_workers
 from durable_navigator.cli.results_home import bring_run_home
 from durable_navigator.cli.stores import open_artifact_store
+from durable_navigator.cli.sources import settled_source
 from durable_navigator.navcore.batch.branches import BranchExploreRequest, BranchExploreResult
 from durable_navigator.navcore.navigator.requests import ExplorationRequest
 from durable_navigator.navcore.run_kinds import BRANCHES
@@ -35,6 +36,7 @@ async def explore_branches(config: NavigatorConfig, request: ExplorationRequest,
         say_server(session)
         # every branch runs the same exploration: the task queue's workers must serve its models, as for explore
         await refuse_unservable_on_workers(session, request.models())
+        request = await settled_source(config, request)  # one snapshot for every branch
         handle = await start_run(session, BRANCHES, BranchExploreRequest(exploration=request, branches=branches), wid,
                                  text=request.goal, repo=request.repo_path, model=request.model,
                                  verb=f"explore ({branches} branches)", settings={**settings, "Branches": str(branches)})

@@ -21,6 +21,7 @@ from durable_navigator.cli.errors import CliError, ExitCode, handles_errors, std
 from durable_navigator.cli.handles import query_run
 from durable_navigator.cli.launch import launch, request_settings, start_run
 from durable_navigator.cli.runrequest import build_request, check_models, new_run_id
+from durable_navigator.cli.sources import settled_source
 from durable_navigator.navcore.navigator.messages import QUERY_STATUS
 from durable_navigator.navcore.navigator.report import TurnReport
 from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
@@ -35,7 +36,7 @@ __all__ = ["run_explore"]
 @handles_errors
 def run_explore(
     ctx: typer.Context,
-    repo: Path,
+    repo: str,
     goal: str,
     interactive: bool,
     budget_usd: str | None,
@@ -50,13 +51,14 @@ def run_explore(
     workflow_id: str | None,
     json_out: bool,
     branches: int,
+    ref: str | None = None,
 ) -> None:
     """The ``navigator explore`` command (its options and help: :mod:`cli.run_commands`)."""
     config = config_of(ctx)
     request = build_request(
         repo, goal, config=config, interactive=interactive, budget_usd=budget_usd, tokens=tokens,
         model=model, max_iterations=max_iterations, out=out, profile=profile,
-        planning=planning, review=review,
+        planning=planning, review=review, ref=ref,
     )  # fmt: skip
     # the run's model and the ones its profile's routing rules name
     check_models(request.models(), config, local_worker=config.temporal.address is None and not detach)
@@ -75,7 +77,9 @@ async def _explore(
     config: NavigatorConfig, request: ExplorationRequest, wid: str, *, detach: bool, json_out: bool
 ) -> ExitCode:
     async def start(session: TemporalSession) -> WorkflowHandle:
-        return await start_run(session, EXPLORE, request, wid, text=request.goal, repo=request.repo_path,
+        # after the workers' refusals, before the start: a snapshot is uploaded only for a run that starts
+        sourced = await settled_source(config, request)
+        return await start_run(session, EXPLORE, sourced, wid, text=request.goal, repo=sourced.repo_path,
                                model=request.model, verb="explore", settings=request_settings(request))
 
     async def show(result: ExplorationResult, link: str | None, handle: WorkflowHandle[Any, Any]) -> None:

@@ -33,6 +33,9 @@ from durable_navigator.navcore.evaluation.cases import (CASE_FILE, GOLD_NOTES, C
                                                         history_file_name)
 from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
 from durable_navigator.navcore.run_kinds import EXPLORE
+from durable_navigator.activities.gitsource import checkout_commit
+from durable_navigator.activities.sources import default_source_cache
+from durable_navigator.navcore.run.sources import GitSource, display_root, parse_locator
 
 __all__ = ["run_export", "fetch_chain"]
 
@@ -98,17 +101,26 @@ def _gold(repo: Path, commit: str | None, context: str, gold: list[str]) -> tupl
     return files, "pack-full"
 
 
+def _local_tree(locator: str) -> Path:
+    """The run's tree on this machine: its path; a snapshot's origin (where it was taken, here); a git
+    run's commit, checked out from this machine's mirror of the URL (as a worker does)."""
+    source = parse_locator(locator)
+    if isinstance(source, GitSource):
+        return checkout_commit(source.url, source.commit, default_source_cache() / "git")
+    return Path(display_root(locator))
+
+
 def build_case(run: FinishedRun, gold: list[str], store: ArtifactStore) -> tuple[QualityCase, dict[str, bytes]]:
     """The case and every file of its folder (relative path -> bytes); the pack and report read from
     where the run wrote them, else from ``store`` (the configured artifact store: a worker on another
     host wrote them there)."""
     req, res = run.request, run.result
-    repo = Path(req.repo_path)
+    repo = _local_tree(req.repo_path)
     context = read_context(res, store)
     commit = run_commit(repo, res.map_metadata.index_version if res.map_metadata else "")
     files, source = _gold(repo, commit, context, gold)
     names = [history_file_name(res.workflow_id, i + 1, len(run.histories)) for i in range(len(run.histories))]
-    case = QualityCase(id=res.workflow_id, goal=req.goal, repo=req.repo_path, commit=commit,
+    case = QualityCase(id=res.workflow_id, goal=req.goal, repo=str(repo), commit=commit,
                        commit_date=commit_date(repo, commit) if commit else "", gold_files=files,
                        gold_source=source, gold_note=GOLD_NOTES[source], model=req.model,
                        token_budget=req.token_budget, stop_reason=res.stop_reason.value, cost_usd=str(res.cost_usd),

@@ -18,6 +18,7 @@ from durable_navigator.cli.display import investigation_panel, print_block
 from durable_navigator.cli.errors import ExitCode, handles_errors
 from durable_navigator.cli.launch import launch, start_run
 from durable_navigator.cli.runrequest import build_investigation_request, check_models, new_run_id
+from durable_navigator.cli.sources import settled_source
 from durable_navigator.navcore.investigation.investigation import InvestigationRequest, InvestigationResult
 from durable_navigator.navcore.run_kinds import INVESTIGATION
 from durable_navigator.navcore.navigator.state import ExecutionMode
@@ -30,7 +31,7 @@ __all__ = ["run_investigate"]
 @handles_errors
 def run_investigate(
     ctx: typer.Context,
-    repo: Path,
+    repo: str,
     goal: str,
     interactive: bool,
     budget_usd: str | None,
@@ -43,12 +44,13 @@ def run_investigate(
     detach: bool,
     workflow_id: str | None,
     json_out: bool,
+    ref: str | None = None,
 ) -> None:
     """The ``navigator investigate`` command (its options and help: :mod:`cli.run_commands`)."""
     config = config_of(ctx)
     request = build_investigation_request(repo, goal, config=config, interactive=interactive, budget_usd=budget_usd,
                                           model=model, out=out, max_stages=max_stages, branches=branches,
-                                          worker=worker, profiles_file=profiles_file)
+                                          worker=worker, profiles_file=profiles_file, ref=ref)
     models = sorted({request.model, *(p.model for p in [request.worker, *request.profiles.values()] if p.model)})
     check_models(models, config, local_worker=config.temporal.address is None and not detach)
     wid = workflow_id or new_run_id(INVESTIGATION, Path(request.repo_path))
@@ -59,7 +61,9 @@ def run_investigate(
 async def _investigate(config: NavigatorConfig, request: InvestigationRequest, wid: str, models: list[str], *,
                        detach: bool, json_out: bool) -> ExitCode:
     async def start(session: TemporalSession) -> WorkflowHandle:
-        return await start_run(session, INVESTIGATION, request, wid, text=request.goal, repo=request.repo_path,
+        # after the workers' refusals, before the start: a snapshot is uploaded only for a run that starts
+        sourced = await settled_source(config, request)
+        return await start_run(session, INVESTIGATION, sourced, wid, text=request.goal, repo=sourced.repo_path,
                                model=request.model, verb="investigate", settings={
                                    "Model": request.model,
                                    "Mode": request.mode.value,

@@ -45,6 +45,11 @@ RunJsonOpt = Annotated[
     bool, typer.Option("--json", help="Print the result (or the started id) as JSON.", show_default="off")
 ]
 #: --profiles of the commands whose runs use agent profiles (ask, investigate)
+#: --ref of the commands that start a run: which commit of a git URL REPO names
+RefOpt = Annotated[
+    str | None, typer.Option("--ref", metavar="REF", help="Branch, tag or commit of a git URL REPO (resolved to its "
+                             "commit before the run starts).", show_default="HEAD of the URL")
+]
 ProfilesFileOpt = Annotated[
     Path | None, typer.Option("--profiles", metavar="FILE", help="Agent-profiles YAML adding or overriding the "
                               "shipped ones.", show_default="the shipped profiles")
@@ -54,7 +59,8 @@ ProfilesFileOpt = Annotated[
 @explore_app.command()
 def explore(
     ctx: typer.Context,
-    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Repository to explore.", show_default=False)],
+    repo: Annotated[str, typer.Argument(metavar="REPO", help="Repository to explore: a path, or a git URL "
+                                        "(https://…, git@host:…, file://…; with --ref).", show_default=False)],
     goal: Annotated[str, typer.Argument(metavar="GOAL", help="What the context window is for.", show_default=False)],
     interactive: InteractiveOpt = False,
     budget_usd: BudgetOpt = None,
@@ -97,6 +103,7 @@ def explore(
         str | None, typer.Option("--id", metavar="ID", help="Workflow id.", show_default="nav-<repo>-<random>")
     ] = None,
     json_out: RunJsonOpt = False,
+    ref: RefOpt = None,
     branches: Annotated[
         int, typer.Option("--branches", metavar="N", min=1, max=4, help="Branch-and-compare: N explorations with "
                           "different planning strategies in parallel, the best-scoring pack kept.",
@@ -112,13 +119,14 @@ def explore(
     """
     from durable_navigator.cli.explore import run_explore
 
-    run_explore(ctx=ctx, repo=repo, goal=goal, interactive=interactive, budget_usd=budget_usd, tokens=tokens, model=model, max_iterations=max_iterations, out=out, detach=detach, profile=profile, planning=planning, review=review, workflow_id=workflow_id, json_out=json_out, branches=branches)
+    run_explore(ctx=ctx, repo=repo, goal=goal, interactive=interactive, budget_usd=budget_usd, tokens=tokens, model=model, max_iterations=max_iterations, out=out, detach=detach, profile=profile, planning=planning, review=review, workflow_id=workflow_id, json_out=json_out, branches=branches, ref=ref)
 
 
 @ask_app.command()
 def ask(
     ctx: typer.Context,
-    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Repository to research.", show_default=False)],
+    repo: Annotated[str, typer.Argument(metavar="REPO", help="Repository to research: a path, or a git URL "
+                                        "(https://…, git@host:…, file://…; with --ref).", show_default=False)],
     question: Annotated[str, typer.Argument(metavar="QUESTION", help="The question about the code.",
                                             show_default=False)],
     interactive: InteractiveOpt = False,
@@ -138,6 +146,7 @@ def ask(
         str | None, typer.Option("--id", metavar="ID", help="Workflow id.", show_default="ask-<repo>-<random>")
     ] = None,
     json_out: RunJsonOpt = False,
+    ref: RefOpt = None,
 ) -> None:
     """Answer QUESTION about REPO, with citations.
 
@@ -148,13 +157,14 @@ def ask(
     """
     from durable_navigator.cli.ask import run_ask
 
-    run_ask(ctx=ctx, repo=repo, question=question, interactive=interactive, budget_usd=budget_usd, model=model, profile=profile, profiles_file=profiles_file, out=out, detach=detach, workflow_id=workflow_id, json_out=json_out)
+    run_ask(ctx=ctx, repo=repo, question=question, interactive=interactive, budget_usd=budget_usd, model=model, profile=profile, profiles_file=profiles_file, out=out, detach=detach, workflow_id=workflow_id, json_out=json_out, ref=ref)
 
 
 @investigate_app.command()
 def investigate(
     ctx: typer.Context,
-    repo: Annotated[Path, typer.Argument(metavar="REPO", help="Repository to investigate.", show_default=False)],
+    repo: Annotated[str, typer.Argument(metavar="REPO", help="Repository to investigate: a path, or a git URL "
+                                        "(https://…, git@host:…, file://…; with --ref).", show_default=False)],
     goal: Annotated[str, typer.Argument(metavar="GOAL", help="What to investigate (clauses separated by ';' "
                                         "become stages offline).", show_default=False)],
     interactive: InteractiveOpt = False,
@@ -179,6 +189,7 @@ def investigate(
         str | None, typer.Option("--id", metavar="ID", help="Workflow id.", show_default="inv-<repo>-<random>")
     ] = None,
     json_out: RunJsonOpt = False,
+    ref: RefOpt = None,
 ) -> None:
     """Investigate GOAL in REPO by stages; write a report.
 
@@ -189,4 +200,4 @@ def investigate(
     """
     from durable_navigator.cli.investigate import run_investigate
 
-    run_investigate(ctx=ctx, repo=repo, goal=goal, interactive=interactive, budget_usd=budget_usd, model=model, max_stages=max_stages, branches=branches, worker=worker, profiles_file=profiles_file, out=out, detach=detach, workflow_id=workflow_id, json_out=json_out)
+    run_investigate(ctx=ctx, repo=repo, goal=goal, interactive=interactive, budget_usd=budget_usd, model=model, max_stages=max_stages, branches=branches, worker=worker, profiles_file=profiles_file, out=out, detach=detach, workflow_id=workflow_id, json_out=json_out, ref=ref)

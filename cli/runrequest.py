@@ -21,7 +21,8 @@ from durable_navigator.activities.pricing_loader import load_pricing_table
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.errors import CliError
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, refuse_unservable
-from durable_navigator.cli.runinput import budget_or_default, check_repository, check_text, validated
+from durable_navigator.cli.runinput import budget_or_default, check_text, validated
+from durable_navigator.cli.sources import source_fields
 from durable_navigator.navcore.navigator.guardrails import RunProfile
 from durable_navigator.navcore.investigation.investigation import WORKER_PROFILE, InvestigationRequest
 from durable_navigator.navcore.model.model import StreamGuard
@@ -95,15 +96,16 @@ def check_token_budget(tokens: int, what: str) -> None:
         )
 
 
-def base_fields(kind: RunKind, repo: Path, text: str, *, config: NavigatorConfig, interactive: bool,
-                budget_usd: str | None, model: str | None, out: Path | None) -> dict[str, Any]:
-    """The fields every run's request has, validated: repository, goal (or question), budget, mode, model,
-    output folder, approval timeout. The goal's field is named by the kind (``goal`` / ``question``)."""
-    root = check_repository(repo)
+def base_fields(kind: RunKind, repo: Path | str, text: str, *, config: NavigatorConfig, interactive: bool,
+                budget_usd: str | None, model: str | None, out: Path | None, ref: str | None = None) -> dict[str, Any]:
+    """The fields every run's request has, validated: repository (a path, or a git URL at ``ref``: see
+    :mod:`cli.sources`), goal (or question), budget, mode, model, output folder, approval timeout. The goal's
+    field is named by the kind (``goal`` / ``question``)."""
+    source = source_fields(repo, ref)
     text = check_text(text, kind.text_label.upper(), _EXAMPLES[kind.workflow_type])
     budget = budget_or_default(budget_usd, config.defaults.budget_usd, config.source)
     return {
-        "repo_path": str(root),
+        **source,
         kind.text_label: text,
         "mode": ExecutionMode.INTERACTIVE if interactive else ExecutionMode.AUTONOMOUS,
         "budget_usd": budget,
@@ -114,13 +116,13 @@ def base_fields(kind: RunKind, repo: Path, text: str, *, config: NavigatorConfig
 
 
 def build_request(
-    repo: Path, goal: str, *, config: NavigatorConfig, interactive: bool, budget_usd: str | None,
+    repo: Path | str, goal: str, *, config: NavigatorConfig, interactive: bool, budget_usd: str | None,
     tokens: int | None, model: str | None, max_iterations: int | None, out: Path | None,
-    profile: Path | None = None, planning: str = "auto", review: bool = False,
+    profile: Path | None = None, planning: str = "auto", review: bool = False, ref: str | None = None,
 ) -> ExplorationRequest:
     """An exploration's workflow input, validated (no credentials in it, ever)."""
     base = base_fields(EXPLORE, repo, goal, config=config, interactive=interactive, budget_usd=budget_usd,
-                       model=model, out=out)
+                       model=model, out=out, ref=ref)
     if tokens is not None:
         check_token_budget(tokens, f"--tokens {tokens}")
     else:
@@ -151,12 +153,13 @@ def _profiles(profiles_file: Path | None) -> dict[str, Any]:
 
 
 def build_research_request(
-    repo: Path, question: str, *, config: NavigatorConfig, interactive: bool, budget_usd: str | None,
+    repo: Path | str, question: str, *, config: NavigatorConfig, interactive: bool, budget_usd: str | None,
     model: str | None, out: Path | None, profile: str = "researcher", profiles_file: Path | None = None,
+    ref: str | None = None,
 ) -> ResearchRequest:
     """A research run's workflow input, validated (no credentials in it, ever)."""
     base = base_fields(RESEARCH, repo, question, config=config, interactive=interactive, budget_usd=budget_usd,
-                       model=model, out=out)
+                       model=model, out=out, ref=ref)
     profiles = _profiles(profiles_file)
     own = profiles.get(profile)
     if own is None:
@@ -170,13 +173,13 @@ def build_research_request(
 
 
 def build_investigation_request(
-    repo: Path, goal: str, *, config: NavigatorConfig, interactive: bool, budget_usd: str | None, model: str | None,
-    out: Path | None, max_stages: int = 4, branches: int = 1, worker: str | None = None,
-    profiles_file: Path | None = None,
+    repo: Path | str, goal: str, *, config: NavigatorConfig, interactive: bool, budget_usd: str | None,
+    model: str | None, out: Path | None, max_stages: int = 4, branches: int = 1, worker: str | None = None,
+    profiles_file: Path | None = None, ref: str | None = None,
 ) -> InvestigationRequest:
     """An investigation's workflow input, validated (no credentials in it, ever)."""
     base = base_fields(INVESTIGATION, repo, goal, config=config, interactive=interactive, budget_usd=budget_usd,
-                       model=model, out=out)
+                       model=model, out=out, ref=ref)
     profiles = {n: p for n, p in _profiles(profiles_file).items() if p.kind == "research"}
     own = WORKER_PROFILE
     if worker is not None:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from durable_navigator.navtypes.errors import RepoError
 from durable_navigator.repomap.config import DiscoverConfig
 from durable_navigator.repomap.fsnames import display_name, is_utf8, round_trips
+from durable_navigator.repomap.origin import origin_of
 from durable_navigator.repomap.regular import read_regular
 from durable_navigator.repomap.safepath import is_inside
 
@@ -288,9 +289,13 @@ def _inside_git(root: Path) -> bool:
 
 
 def git_commit(root: Path) -> str | None:
-    """HEAD's commit (short), or None outside git / in a repository without commits."""
+    """HEAD's commit (short), or None outside git / in a repository without commits.
+
+    A tree outside git may be a snapshot of a git work tree: its recorded origin answers (``origin``).
+    """
     if not _inside_git(root):
-        return None
+        origin = origin_of(root)
+        return origin.commit if origin is not None else None
     import subprocess  # only inside a git work tree: a plain folder never loads it
 
     try:

@@ -28,6 +28,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.run_kinds import BRANCHES
     from durable_navigator.navcore.navigator.state import Status, StopReason
     from durable_navigator.navcore.run.subagents import AgentProfile
+    from durable_navigator.navcore.run.sources import display_root
     from durable_navigator.workflows.blocks.branches import best, fork
     from durable_navigator.workflows.blocks.options import SHORT, run_activity
     from durable_navigator.workflows.blocks.subagents import SubagentRunner, SubagentSettings
@@ -116,5 +117,5 @@ class ExploreBranchesWorkflow(ChildEvents, StoppableRun):
     def _publish(self) -> None:
         s = self.state
         details = f"**explore branches** · {s.run.status.value} · {format_usd(s.ledger.spent_micros)}"
-        self._ui.publish(self.req.exploration.repo_path, s.run.status.value, s.ledger.spent_micros, len(s.children),
-                         details + ("\n\n" + (self._turn_report().stage_plan or "")))
+        self._ui.publish(display_root(self.req.exploration.repo_path), s.run.status.value, s.ledger.spent_micros,
+                         len(s.children), details + ("\n\n" + (self._turn_report().stage_plan or "")))

@@ -39,6 +39,7 @@ from durable_navigator.navcore.navigator.requests import ExplorationRequest, Exp
 from durable_navigator.navcore.research.research import ResearchRequest, ResearchResult
 from durable_navigator.navcore.run_kinds import EXPLORE, RESEARCH, RUN_KINDS, run_kind_of
 from durable_navigator.navcore.navigator.state import DecisionLogEntry
+from durable_navigator.navcore.run.sources import display_root
 from durable_navigator.navtypes.errors import NavigatorError
 from durable_navigator.repomap.tokens import count_tokens
 
@@ -79,6 +80,11 @@ def _step_message(step: int, cap: int, status: str, map_tokens: int, map_budget:
     if research:  # a research run's steps are executor turns; its map is the planner's coarse one
         return f"turn {step}/{cap} · {status} · {cost} of {budget}"
     return f"step {step}/{cap} · {status} · map {map_tokens}/{map_budget} tokens · {cost} of {budget}"
+
+
+def _shown_repo(recorded: str | None) -> str | None:
+    """The repository a run records, as a user names it (a snapshot's origin path, not its locator)."""
+    return display_root(recorded) if recorded else recorded
 
 
 async def start_run(session: TemporalSession, request: ExplorationRequest, run_id: str) -> WorkflowHandle:
@@ -235,7 +241,7 @@ async def _describe(session: TemporalSession, roots: AllowedRoots, run_id: str) 
     except Exception:  # noqa: BLE001 - an undecodable memo only loses the goal and repository
         memo = {}
     memo = memo if isinstance(memo, dict) else {}
-    roots.recorded(memo.get("repo") or run_row(desc)["repo"], run_id)
+    roots.recorded(_shown_repo(memo.get("repo") or run_row(desc)["repo"]), run_id)
     return handle, desc, memo
 
 
@@ -258,7 +264,8 @@ async def run_state(session: TemporalSession, roots: AllowedRoots, run_id: str) 
     row = run_row(desc)
     state = RunState(run_id=run_id, kind=KINDS[desc.workflow_type], state=row["status"],
                      navigator_status=row["navigator_status"],
-                     repo=memo.get("repo") or row["repo"], goal=memo.get("goal"), ui_url=session.ui_link(run_id))
+                     repo=_shown_repo(memo.get("repo") or row["repo"]), goal=memo.get("goal"),
+                     ui_url=session.ui_link(run_id))
     if desc.status == WorkflowExecutionStatus.RUNNING:
         stuck = await stuck_reason(session.client, run_id)
         if stuck is not None:
@@ -317,7 +324,7 @@ async def list_runs(session: TemporalSession, roots: AllowedRoots, repo: str | N
             except Exception:  # noqa: BLE001 - the goal column just stays empty
                 memo = {}
             memo = memo if isinstance(memo, dict) else {}
-            run_repo: str | None = memo.get("repo") or row["repo"]
+            run_repo: str | None = _shown_repo(memo.get("repo") or row["repo"])
             if roots.restricted and not (run_repo and roots.contains(Path(run_repo))):
                 continue
             runs.append(RunSummary(

@@ -35,6 +35,7 @@ from durable_navigator.cli.mcpserver.pack import answer_uri, context_uri, read_c
 from durable_navigator.cli.mcpserver import runs
 from durable_navigator.cli.preflight import IN_PROCESS, problems_here, problems_on_workers
 from durable_navigator.cli.runinput import USD_RANGE, check_text, parse_usd
+from durable_navigator.cli.sources import settled_source
 from durable_navigator.navcore.run.budget import MAX_RUN_USD, MIN_RUN_USD
 from durable_navigator.navcore.model.modelspec import parse_model_spec
 from durable_navigator.navcore.navigator.requests import ExplorationResult
@@ -170,6 +171,7 @@ class NavigatorTools:
             tokens=pack_tokens, model=chosen, max_iterations=None, out=backend.out_dir,
         )  # fmt: skip
         await self._servable(session, request.models())  # the run's model and its routing rules' models
+        request = await settled_source(backend.config, request)  # a snapshot when workers share no disk with us
         run_id = new_run_id(EXPLORE, root)
         handle = await runs.start_run(session, request, run_id)
         result = await self._follow(ctx, session, handle, request.max_iterations, research=False)
@@ -208,6 +210,7 @@ class NavigatorTools:
         )  # fmt: skip
         # the run's model and the models of the profiles its steps may be delegated to, as `navigator ask`
         await self._servable(session, sorted({request.model, *(p.model for p in request.profiles.values() if p.model)}))
+        request = await settled_source(backend.config, request)
         run_id = new_run_id(RESEARCH, root)
         handle = await runs.start_research(session, request, run_id)
         result = await self._follow(ctx, session, handle, request.run_profile().safety.max_iterations, research=True)

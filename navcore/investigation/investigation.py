@@ -35,6 +35,7 @@ from durable_navigator.navcore.navigator.requests import ApprovalConfig, ModelCa
 from durable_navigator.navcore.navigator.state import DecisionLog, ExecutionMode, RunStatus, Steering, StopReason
 from durable_navigator.navcore.planning.investigation_plan import CriterionStatus, PlannedStage
 from durable_navigator.navcore.run.subagents import AgentProfile, ChildRun, ResearchCaps
+from durable_navigator.navcore.run.sources import SourcedRequest
 
 __all__ = [
     "WORKER_PROFILE",
@@ -135,12 +136,11 @@ class PlanRound(BaseModel):
     reason: _Line = ""
 
 
-class InvestigationRequest(BaseModel):
+class InvestigationRequest(SourcedRequest):
     """Input of ``InvestigationWorkflow`` (also its continue-as-new input)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    repo_path: Annotated[str, Field(min_length=1, max_length=4096)]
     goal: Annotated[str, Field(min_length=1, max_length=8000)]
     mode: ExecutionMode = ExecutionMode.AUTONOMOUS
     budget_usd: RunUsd = Decimal("1.00")

@@ -14,6 +14,7 @@ from durable_navigator.navcore.planning.criteria import verdict_mark
 from durable_navigator.navcore.run.findings import Finding
 from durable_navigator.navcore.investigation.investigation import InvestigationState, StageRecord
 from durable_navigator.navcore.navigator.report import TurnReport, markdown_text, reasoning_preview, shorten
+from durable_navigator.navcore.run.sources import display_root
 
 __all__ = ["stage_table", "investigation_turn_report", "investigation_details", "report_markdown", "report_dict",
            "criteria_counts", "criteria_unchecked"]
@@ -107,7 +108,7 @@ def report_markdown(state: InvestigationState, workflow_id: str, findings: dict[
     reason = state.run.stop_reason.value if state.run.stop_reason else "?"
     met, total = criteria_counts(state)
     out = [f"# Investigation: {state.goal}", "",
-           f"- run: `{workflow_id}` · repository: `{state.repo_root}` · model: `{state.model}`",
+           f"- run: `{workflow_id}` · repository: `{display_root(state.repo_root)}` · model: `{state.model}`",
            f"- ended: **{reason}**" + (f" ({state.run.stop_detail})" if state.run.stop_detail else "")
            + ("" if completed_normally else " — not completed normally: the report holds what exists"),
            f"- criteria met: {met}/{total}{_unchecked_part(state)} · cost {format_usd(state.ledger.spent_micros)} of "

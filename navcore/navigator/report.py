@@ -11,6 +11,7 @@ from durable_navigator.navcore.planning.planning import plan_markdown
 from durable_navigator.navcore.model.routing import switch_line
 from durable_navigator.navcore.navigator.state import DecisionLogEntry, MessageNote, NavigatorState, StageState
 from durable_navigator.navcore.run.subagents import ChildRun
+from durable_navigator.navcore.run.sources import display_root
 
 __all__ = [
     "TurnReport",
@@ -267,13 +268,14 @@ def code_span(text: str) -> str:
 
 def run_summary(goal: str, repo_path: str, model: str, verb: str = "explore") -> str:
     """The run's static summary (one line; the Web UI's *Summary* panel and the runs list)."""
-    name = repo_path.rstrip("/").rsplit("/", 1)[-1] or repo_path
+    shown = display_root(repo_path)
+    name = shown.rstrip("/").rsplit("/", 1)[-1] or shown
     return markdown_text(shorten(f"{verb} {name}: {' '.join(goal.split())} ({model})", 200))
 
 
 def run_details_markdown(goal: str, repo_path: str, settings: dict[str, str], label: str = "Goal") -> str:
     """The run's static details: the goal (or question: ``label``) in full, the repository and the
     settings it started with."""
-    head = f"**{label}:** {markdown_text(shorten(goal, 2000))}\n\n**Repository:** {code_span(repo_path)}"
+    head = f"**{label}:** {markdown_text(shorten(goal, 2000))}\n\n**Repository:** {code_span(display_root(repo_path))}"
     items = [f"- **{markdown_text(key)}:** {markdown_text(value)}" for key, value in settings.items()]
     return head + ("\n\n" + "\n".join(items) if items else "")

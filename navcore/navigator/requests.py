@@ -16,6 +16,7 @@ from durable_navigator.navcore.navigator.guardrails import RunProfile, SafetyCon
 from durable_navigator.navtypes.mapmeta import MapMetadata
 from durable_navigator.navcore.navigator.model_calls import StreamGuard
 from durable_navigator.navcore.navigator.state import ExecutionMode, NavigatorState, StopReason, Verdict
+from durable_navigator.navcore.run.sources import SourcedRequest
 
 __all__ = ["ApprovalConfig", "ModelCallConfig", "ExplorationRequest", "ExplorationResult"]
 
@@ -59,12 +60,11 @@ class ModelCallConfig(BaseModel):
         return min(self.initial_interval_s * self.backoff ** (attempt - 1), self.max_interval_s)
 
 
-class ExplorationRequest(BaseModel):
+class ExplorationRequest(SourcedRequest):
     """Input of ``NavigatorWorkflow`` (also its continue-as-new input)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    repo_path: Annotated[str, Field(min_length=1, max_length=4096)]
     goal: Annotated[str, Field(min_length=1, max_length=8000)]
     mode: ExecutionMode = ExecutionMode.AUTONOMOUS
     budget_usd: RunUsd = Decimal("0.50")

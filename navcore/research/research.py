@@ -40,6 +40,7 @@ from durable_navigator.navcore.navigator.state import (
     StopReason,
 )
 from durable_navigator.navcore.run.subagents import AgentProfile, ChildRun
+from durable_navigator.navcore.run.sources import SourcedRequest
 from durable_navigator.navtypes.flightplan import FlightPlan
 
 __all__ = [
@@ -135,12 +136,11 @@ class AnswerState(BaseModel):
     citations: int = 0
 
 
-class ResearchRequest(BaseModel):
+class ResearchRequest(SourcedRequest):
     """Input of ``ResearchWorkflow`` (also its continue-as-new input)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    repo_path: Annotated[str, Field(min_length=1, max_length=4096)]
     question: Annotated[str, Field(min_length=1, max_length=8000)]
     mode: ExecutionMode = ExecutionMode.AUTONOMOUS
     budget_usd: RunUsd = Decimal("0.50")

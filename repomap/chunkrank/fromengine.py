@@ -11,7 +11,8 @@ from typing import Any, Protocol
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap.chunkrank.chunks import STORE_FORMAT, RepoChunks
 from durable_navigator.repomap.chunkrank.features import EngineView
-from durable_navigator.repomap.chunkrank.history import History, load_history
+from durable_navigator.repomap.chunkrank.history import History, history_from_log, load_history, run_log
+from durable_navigator.repomap.origin import origin_of
 
 
 
@@ -29,7 +30,7 @@ class RepoMap(Protocol):
     def derived_blob(self, kind: str) -> Any: ...  # noqa: D102
     def store_derived(self, kind: str, data: bytes) -> None: ...  # noqa: D102
 
-__all__ = ["repo_chunks", "engine_view", "repo_history"]
+__all__ = ["repo_chunks", "engine_view", "repo_history", "history_log"]
 
 log = logging.getLogger("durable_navigator.repomap.chunkrank")
 
@@ -89,9 +90,23 @@ def repo_history(root: Path, git_dir: Path | None = None, rev: str = "HEAD") -> 
     if git_dir is None:
         git_dir = Path(root) / ".git"
         if not git_dir.exists():
-            return None
+            # a snapshot of a git work tree, materialized without its .git: the log it was taken with
+            origin = origin_of(root)
+            return history_from_log(origin.log) if origin is not None else None
     sha = _resolve(Path(git_dir), rev)
     return load_history(Path(git_dir), sha) if sha else None
+
+
+def history_log(root: Path) -> str:
+    """The ``git log`` text :func:`repo_history` parses for ``root`` (``""``: no history there), for a snapshot."""
+    git_dir = Path(root) / ".git"
+    sha = _resolve(git_dir, "HEAD") if git_dir.exists() else None
+    if sha is None:
+        return ""
+    try:
+        return run_log(git_dir, sha)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
 
 
 def _resolve(git_dir: Path, rev: str) -> str | None:

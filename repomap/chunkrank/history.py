@@ -24,7 +24,8 @@ import numpy as np
 from durable_navigator.repomap.chunkrank.chunks import tokenize
 from durable_navigator.repomap.chunkrank.lexical import bm25_scores
 
-__all__ = ["History", "load_history", "HISTORY_FEATURES", "MAX_COMMITS", "TOP_COMMITS"]
+__all__ = ["History", "load_history", "history_from_log", "run_log", "HISTORY_FEATURES", "MAX_COMMITS",
+           "TOP_COMMITS"]
 
 MAX_COMMITS = 3000
 TOP_COMMITS = 30
@@ -91,7 +92,8 @@ class History:
         return out
 
 
-def _run_log(git_dir: Path, rev: str, max_commits: int) -> str:
+def run_log(git_dir: Path, rev: str, max_commits: int = MAX_COMMITS) -> str:
+    """The ``git log`` text a :class:`History` is parsed from (``""`` when git cannot read it)."""
     proc = subprocess.run(
         ["git", f"--git-dir={git_dir}", "log", "--no-merges", f"-n{max_commits}", "--no-renames",
          f"--format={_SEP_COMMIT}%s%n%b{_SEP_FIELD}", "--name-only", rev, "--"],
@@ -104,9 +106,15 @@ def load_history(git_dir: Path, rev: str = "HEAD", max_commits: int = MAX_COMMIT
     """The history reachable from ``rev`` in ``git_dir`` (a ``.git`` dir or a bare repository);
     None when git cannot read it (no git, not a repository, an unknown revision)."""
     try:
-        text = _run_log(git_dir, rev, max_commits)
+        text = run_log(git_dir, rev, max_commits)
     except (OSError, subprocess.TimeoutExpired):
         return None
+    return history_from_log(text)
+
+
+@lru_cache(maxsize=4)
+def history_from_log(text: str) -> History | None:
+    """The history in ``git log`` text from :func:`run_log` (None when it holds no commit)."""
     if not text:
         return None
     messages, touched = [], []

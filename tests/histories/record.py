@@ -30,6 +30,10 @@ from tests.support.navigator import ZOOM_BUDGET, ZOOM_OUT_CLI, ScriptProvider, u
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.testing import WorkflowEnvironment
 from tests.support.navigator import make_activities, make_request
+from tests.support.cli import FIXTURE_REPO
+
+from durable_navigator.activities.artifacts import LocalArtifactStore
+from durable_navigator.activities.snapshot import take_snapshot
 
 from durable_navigator.navcore.run.compression import CompressionConfig
 from durable_navigator.navcore.run.decision import TokenUsage
@@ -215,6 +219,13 @@ async def routing(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, S
     return await _start(client, tq, make_request(tmp, max_iterations=6, profile=profile)), ScriptProvider(steps=steps)
 
 
+async def snapshot(client: Client, tq: str, tmp: Path) -> tuple[WorkflowHandle, ScriptProvider]:
+    # the repository as a snapshot in the run's store (as the CLI uploads it): every step names it by locator
+    source = take_snapshot(FIXTURE_REPO, LocalArtifactStore(tmp / "artifacts")).source
+    provider = ScriptProvider(steps=[ZOOM_BUDGET, ZOOM_OUT_CLI])
+    return await _start(client, tq, make_request(tmp, source=source)), provider
+
+
 SCENARIOS = {
     "autonomous": (autonomous, None),
     "loop_detected": (loop_detected, None),
@@ -228,6 +239,7 @@ SCENARIOS = {
     "planning_interactive": (planned_interactive, drive_planned_interactive),
     "all_paths": (all_paths, None),
     "routing": (routing, None),
+    "snapshot": (snapshot, None),
 }
 
 
@@ -244,7 +256,8 @@ async def record(client: Client, out_dir: Path, only: list[str]) -> list[Path]:
             provider.texts = ALL_PATHS_TEXTS if name == "all_paths" else PLANNING_TEXTS if name.startswith(
                 "planning") else {}
             provider.offline_text = True
-            async with build_worker(client, tq, activities=make_activities(tmp, provider)):
+            async with build_worker(client, tq, activities=make_activities(tmp, provider,
+                                                                         source_cache=tmp / "sources")):
                 if drive is not None:
                     await drive(handle)
                 await handle.result()

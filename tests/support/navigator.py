@@ -297,6 +297,8 @@ def make_request(tmp_path: Path, **kw: Any) -> ExplorationRequest:
         # the loop's own mechanics: no planning phase unless a test asks for one
         planning="off",
     )
+    if "source" in kw:
+        del base["repo_path"]  # the request names its repository once
     base.update(kw)
     return ExplorationRequest(**base)
 

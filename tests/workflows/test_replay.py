@@ -107,6 +107,19 @@ def test_the_routing_history_switches_models() -> None:
     assert {model for kind, model in calls if kind == "navigator.compress"} == {"test-model-b"}, calls
 
 
+def test_the_snapshot_history_names_its_repository_by_locator_in_every_step() -> None:
+    """``navigator_snapshot``: the input's source is a snapshot, and every step carries its locator (any host
+    resolves it), never the directory one worker built it in."""
+    path = HISTORY_DIR / "navigator_snapshot.json"
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    started = history.events[0].workflow_execution_started_event_attributes.input.payloads
+    source = DATA_CONVERTER.payload_converter.from_payloads(started)[0]["source"]
+    assert source["kind"] == "snapshot"
+    roots = {inp["repo_root"] for name in ("navigator.scan", "navigator.render_map", "navigator.write_result")
+             for inp in _scheduled(history, name)}
+    assert roots == {f"snapshot:{source['manifest_sha256']}+{source['manifest_size']}:{source['label']}"}
+
+
 def test_investigation_histories_cover_every_investigation_call_and_activity() -> None:
     """The investigation histories hold every call kind, the evidence check, branch scoring and the report."""
     kinds, activities = set(), set()

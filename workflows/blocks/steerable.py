@@ -53,6 +53,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.navigator.state import PendingTurn, Status, StopReason, Verdict
     from durable_navigator.navcore.run.subagents import SIGNAL_CHILD_EVENT, ChildEvent
     from durable_navigator.navcore.navigator.turns import record_verdict, request_stop, verdict_problem
+    from durable_navigator.navcore.run.sources import display_root
     from durable_navigator.navtypes.mapmeta import MapMetadata
     from durable_navigator.workflows.blocks.approval import ApprovalGate
     from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter
@@ -131,7 +132,8 @@ class StoppableRun:
         """
         s = self.state
         status = s.run.status if s.run.status not in _TRANSIENT else Status.THINKING
-        self._ui.publish(s.repo_root, status.value, s.ledger.spent_micros, s.run.iteration, self._details())
+        # the repository as the user named it: a snapshot's origin path, url@commit (NavigatorRepo, `ls --repo`)
+        self._ui.publish(display_root(s.repo_root), status.value, s.ledger.spent_micros, s.run.iteration, self._details())
 
     async def _scan_repo(self, inp: ScanInput) -> ScanOutput:
         """Index the repository (``navigator.scan``); a failure ends the run (``ScanFailed``, not retried)."""
@@ -141,7 +143,7 @@ class StoppableRun:
         self._publish()
         try:
             return await run_activity("navigator.scan", inp, ScanOutput, SCAN,
-                                      f"scan {shorten(s.repo_root, 80)} · {s.model}")
+                                      f"scan {shorten(display_root(s.repo_root), 80)} · {s.model}")
         except ActivityError as err:
             s.run.status = Status.FAILED
             self._stop(StopReason.FAILED, one_line(err))
