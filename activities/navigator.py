@@ -170,6 +170,9 @@ class NavigatorActivities:
         self.limits = limits or ActivityLimits()
         #: the models this worker serves (the offline one reads this instance's engines)
         self.models = models or ModelRegistry(self.engine, overrides=model_overrides, endpoints=endpoints)
+        #: the queue only this host polls, named in scan / render results ("" until a host worker serves it:
+        #: ``workers.worker.build_host_worker`` sets it)
+        self.host_queue = ""
 
     # -- helpers ---------------------------------------------------------
 
@@ -208,6 +211,7 @@ class NavigatorActivities:
             map_ref=map_ref,
             view_ref=view_ref,
             metadata=_trimmed_metadata(meta, self.limits.history_top_files),
+            host_queue=self.host_queue,
         )
 
     # -- activities ------------------------------------------------------
@@ -239,6 +243,7 @@ class NavigatorActivities:
                 render=render,
                 rates=rates,
                 rates_by_model=by_model,
+                host_queue=self.host_queue,
             )
 
         return await self._guard(work(), meter)

@@ -119,10 +119,14 @@ class CodeToolActivities:
         engine_for: EngineSource,
         store: BytesStore | None = None,
         limits: ToolLimits = ToolLimits(),
+        host_queue: Callable[[], str] = lambda: "",
     ) -> None:
+        """``host_queue()``: the queue only this host polls (its warm index), named in every result so
+        the run sends its next index-bound activities there (``workflows/blocks/affinity.py``)."""
         self._engine_for = engine_for
         self._store = store
         self.limits = limits
+        self._host_queue = host_queue
 
     def all(self) -> list[Callable[..., Awaitable[ToolResult]]]:
         """The bound activity methods, for ``Worker(activities=...)``."""
@@ -149,6 +153,13 @@ class CodeToolActivities:
         return ToolResult(tool=tool, ok=True, content=preview, truncated=True, artifact_ref=ref, summary=summary)
 
     async def _execute(
+        self, req: ToolRequest, name: ToolName, body: Callable[[Any, Path, Any], ToolResult]
+    ) -> ToolResult:
+        res = await self._execute_here(req, name, body)
+        host = self._host_queue()
+        return res.model_copy(update={"host_queue": host}) if host else res
+
+    async def _execute_here(
         self, req: ToolRequest, name: ToolName, body: Callable[[Any, Path, Any], ToolResult]
     ) -> ToolResult:
         if req.call.name != name:

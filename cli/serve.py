@@ -63,7 +63,7 @@ def run_worker(
 
 
 async def _work(ctx: typer.Context, slots: int, health_port: int | None, health_host: str) -> None:
-    from durable_navigator.workers.worker import build_activities, build_check_worker, build_worker
+    from durable_navigator.workers.worker import build_activities, build_check_worker, build_host_worker, build_worker
 
     config = config_of(ctx)
     # a bad artifacts: section (or a bucket that does not answer) stops the worker before it polls
@@ -77,6 +77,8 @@ async def _work(ctx: typer.Context, slots: int, health_port: int | None, health_
                               activities=acts)
         # the CLI's model check can ask this worker by name (cli/preflight.py)
         check_worker = build_check_worker(session.client, session.task_queue, acts)
+        # this host's own queue: a run's renders and code tools follow its scan here (warm index)
+        host_worker = build_host_worker(session.client, session.task_queue, acts, slots)
         monitor = asyncio.create_task(
             monitor_frontend(state, session.client.service_client.check_health, FRONTEND_CHECK_INTERVAL_S)
         )
@@ -84,7 +86,7 @@ async def _work(ctx: typer.Context, slots: int, health_port: int | None, health_
         try:
             if health is not None:
                 await health.__aenter__()
-            async with worker, check_worker:
+            async with worker, check_worker, host_worker:
                 state.worker_running = True
                 log.info("worker polling", address=session.address, slots=slots, health_port=health_port,
                          artifacts=store_description(config))

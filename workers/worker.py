@@ -46,6 +46,8 @@ __all__ = [
     "build_activities",
     "build_worker",
     "build_check_worker",
+    "build_host_worker",
+    "host_queue",
 ]
 
 DEFAULT_TASK_QUEUE = "navigator"
@@ -103,7 +105,8 @@ def build_worker(
     # every model call of every workflow goes through model.prepare / model.request
     models = ModelCallActivities(acts.store, pricer=acts.pricer, registry=acts.models, engines=acts.engine,
                                  token_counter=acts.count_tokens)
-    tools = CodeToolActivities(engine_for=acts.engine, store=acts.store)
+    # tools on the shared queue name this host's queue too, once it serves one (build_host_worker)
+    tools = CodeToolActivities(engine_for=acts.engine, store=acts.store, host_queue=lambda: acts.host_queue)
     # the CLI's model check answers with this worker's own registry and prices
     preflight = PreflightActivities(registry=acts.models, pricer=acts.pricer)
     research = ResearchActivities(acts.store, acts.engine, write_files=acts.write_files)
@@ -141,6 +144,31 @@ def build_check_worker(client: Client, task_queue: str, activities: NavigatorAct
     preflight = PreflightActivities(registry=activities.models, pricer=activities.pricer)
     return Worker(client, task_queue=worker_queue(task_queue, client.identity), workflows=[PreflightWorkflow],
                   activities=preflight.all(), max_concurrent_activities=2, max_concurrent_workflow_tasks=2)
+
+
+def host_queue(task_queue: str, identity: str) -> str:
+    """The queue only the worker named ``identity`` polls for a run's index-bound activities (scan, render,
+    code tools): the host whose index of the run's repository is warm (``workflows/blocks/affinity.py``)."""
+    return f"{task_queue}/host/{identity}"
+
+
+def build_host_worker(client: Client, task_queue: str, activities: NavigatorActivities,
+                      max_concurrent_activities: int | None = None) -> Worker:
+    """This host's own queue (:func:`host_queue` of its identity) for scans, renders and code tools.
+
+    Serves them with ``activities`` (the instance the worker of ``task_queue`` serves, so both read one
+    engine cache) and makes its results name this queue, so a run sends its next render or tool here.
+    Run it beside that worker, for as long as it runs: a run waits ``host_start_timeout_s`` for a host
+    that stopped before any worker takes the task instead.
+    """
+    queue = host_queue(task_queue, client.identity)
+    activities.host_queue = queue
+    tools = CodeToolActivities(engine_for=activities.engine, store=activities.store,
+                               host_queue=lambda: activities.host_queue)
+    return Worker(client, task_queue=queue, activities=[activities.scan, activities.render_map, *tools.all()],
+                  max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+                  default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+                  **({"max_concurrent_activities": max_concurrent_activities} if max_concurrent_activities else {}))
 
 
 def _activity_name(fn: Callable[..., Any]) -> str:

@@ -104,7 +104,7 @@ class NavigatorWorkflow(SteerableRun):
         self.state: NavigatorState = initial_state(req)
         self.profile = req.run_profile()
         self._wire(lambda: self.state.map.metadata)
-        self.tools = ToolRunner(self._room, self._count_activity)
+        self.tools = ToolRunner(self._room, self._count_activity, self._on_host)
         self.compressor = Compressor(self.caller, self.profile.compression, self._room)
         cfg = self.profile.planning
         review = cfg.review or req.review
@@ -298,7 +298,7 @@ class NavigatorWorkflow(SteerableRun):
         self._count_activity()
         self._publish()
         by_update = update is not None and s.map.view_ref is not None
-        out: RenderOutput = await run_activity(
+        out: RenderOutput = await self._on_host(
             "navigator.render_map",
             RenderMapInput(repo_root=s.repo_root, step=step, flight_plan=None if by_update else plan,
                         base_view_ref=s.map.view_ref if by_update else None, update=update if by_update else None),

@@ -96,7 +96,7 @@ class ResearchWorkflow(WithChildren):
         # the answer after a stop: only a second stop cancels it
         self.final_caller = ModelCaller(lambda: self.state.ledger, req.model_call, stopped=lambda: self._stops >= 2,
                                         count_activity=self._count_activity, on_attempt=self._thinking)
-        self.tools = ToolRunner(self._room, self._count_activity)
+        self.tools = ToolRunner(self._room, self._count_activity, self._on_host)
         self.compressor = Compressor(self.caller, self.guard.compression, self._room)
         nested = req.depth < req.max_depth and bool(req.profiles)
         self.subagents = SubagentRunner(

@@ -71,6 +71,8 @@ class RenderOutput(_IO):
     view_ref: ArtifactRef
     #: metadata with top_files trimmed (see ActivityLimits.history_top_files)
     metadata: MapMetadata
+    #: the task queue only the rendering host polls ("" if none): its index is warm (affinity)
+    host_queue: str = ""
 
 
 class ScanInput(_IO):
@@ -108,6 +110,9 @@ class ScanOutput(_IO):
     rates: ModelPricingRates | None = None
     #: the price of the run's model and of every model in ``ScanInput.other_models``
     rates_by_model: dict[str, ModelPricingRates] = {}
+    #: the task queue only the host that built the index polls ("" if none): the run's renders and
+    #: code tools go there (``workflows/blocks/affinity.py``)
+    host_queue: str = ""
 
 
 class RecentDecision(_IO):

@@ -77,6 +77,8 @@ class ExplorationRequest(SourcedRequest):
     model_call: ModelCallConfig = ModelCallConfig()
     #: continue-as-new when history reaches this many events (or the server suggests it)
     continue_as_new_events: Annotated[int, Field(ge=50, le=50_000)] = 8000
+    #: seconds a render / code tool waits for the warm host before it goes to any worker (host gone)
+    host_start_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 30.0
     #: decisions (most recent) quoted in each prompt
     prompt_recent_decisions: Annotated[int, Field(ge=0, le=50)] = 3
     initial_plan: FlightPlan | None = None

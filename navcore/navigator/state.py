@@ -139,6 +139,9 @@ class RunStatus(BaseModel):
     activities_used: int = 0
     #: the model's closing summary (shortened), written into the result
     final_summary: str | None = None
+    #: the task queue of the host whose index of the repository is warm ("" : the shared queue);
+    #: renders and code tools go there (``workflows/blocks/affinity.py``)
+    host_queue: str = ""
 
     def stop(self, reason: StopReason, detail: str) -> bool:
         """Record the first stop reason; later ones are ignored (False)."""

@@ -165,6 +165,8 @@ class ResearchRequest(SourcedRequest):
     #: the smallest slice a subagent is started with (micro-USD)
     min_child_micros: int = Field(1000, ge=1)
     continue_as_new_events: Annotated[int, Field(ge=50, le=50_000)] = 8000
+    #: seconds a render / code tool waits for the warm host before it goes to any worker (host gone)
+    host_start_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 30.0
     #: set only by the workflow itself when it continues as new
     carried_state: "ResearchState | None" = None
 

@@ -149,6 +149,8 @@ class ToolResult(BaseModel):
     truncated: bool = False
     #: the full output, when it was too large to return inline
     artifact_ref: ArtifactRef | None = None
+    #: the task queue only the answering host polls ("" if none): the run's next tools go there
+    host_queue: str = ""
     #: one line for the Web UI / decision log
     summary: str = ""
 

@@ -20,9 +20,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client
 
 from durable_navigator.navcore.navigator.requests import ExplorationResult
+from durable_navigator.workers.worker import host_queue
 from tests.support.cli import FIXTURE_REPO
 from tests.support.e2e import NAVIGATOR, Sandbox
 from tests.support.hosts import KEY_ENV, Host
@@ -117,6 +119,19 @@ async def test_results_come_home_from_a_worker_that_shares_no_disk(
     # the keys never reach the run's history or the worker's log
     history = json.dumps((await handle.fetch_history()).to_json_dict())
     assert SECRET_KEY not in history and SECRET_KEY not in worker_host.log()
+    # `navigator worker` polls its own host queue: the run's renders followed its scan there
+    started_by: dict[int, str] = {}
+    scheduled: list[tuple[int, str, str]] = []
+    async for e in handle.fetch_history_events():
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            a = e.activity_task_scheduled_event_attributes
+            scheduled.append((e.event_id, a.activity_type.name, a.task_queue.name))
+        elif e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            s = e.activity_task_started_event_attributes
+            started_by[s.scheduled_event_id] = s.identity
+    worker_id = next(started_by[i] for i, name, _ in scheduled if name == "navigator.scan")
+    renders = {(queue, started_by[i]) for i, name, queue in scheduled if name == "navigator.render_map"}
+    assert renders == {(host_queue(task_queue, worker_id), worker_id)}
     assert "NAV_S3_SECRET" in (cli_host.root / "navigator.yaml").read_text()
     assert not [p for p in cli_host.files() if "artifacts" in p.parts]  # the CLI kept no local artifact dir
 

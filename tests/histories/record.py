@@ -51,7 +51,7 @@ from durable_navigator.navcore.navigator.requests import ModelCallConfig
 from durable_navigator.navcore.model.routing import RouteRule, RoutingConfig
 from durable_navigator.navcore.navigator.state import ExecutionMode
 from durable_navigator.workers.converter import DATA_CONVERTER
-from durable_navigator.workers.worker import build_worker
+from durable_navigator.workers.worker import build_host_worker, build_worker
 from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES, NavigatorWorkflow
 
 TIMEOUT = timedelta(seconds=60)
@@ -256,8 +256,9 @@ async def record(client: Client, out_dir: Path, only: list[str]) -> list[Path]:
             provider.texts = ALL_PATHS_TEXTS if name == "all_paths" else PLANNING_TEXTS if name.startswith(
                 "planning") else {}
             provider.offline_text = True
-            async with build_worker(client, tq, activities=make_activities(tmp, provider,
-                                                                         source_cache=tmp / "sources")):
+            acts = make_activities(tmp, provider, source_cache=tmp / "sources")
+            # as `navigator worker` runs: the shared queue and this host's own (renders and tools follow the scan)
+            async with build_worker(client, tq, activities=acts), build_host_worker(client, tq, acts):
                 if drive is not None:
                     await drive(handle)
                 await handle.result()

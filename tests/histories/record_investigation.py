@@ -41,7 +41,7 @@ from durable_navigator.navcore.investigation.investigation import PlannedStage
 from durable_navigator.navcore.navigator.messages import EditStagePlanInput, RaiseBudgetInput, StopInput, VerdictInput
 from durable_navigator.navcore.navigator.state import ExecutionMode
 from durable_navigator.workers.converter import DATA_CONVERTER
-from durable_navigator.workers.worker import build_worker
+from durable_navigator.workers.worker import build_host_worker, build_worker
 from durable_navigator.workflows.branches import ExploreBranchesWorkflow
 from durable_navigator.workflows.investigation import InvestigationWorkflow
 from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES
@@ -181,7 +181,9 @@ async def record(client: Client, out_dir: Path, only: list[str]) -> list[Path]:
             continue
         with tempfile.TemporaryDirectory() as tmp_name:
             tmp, tq = Path(tmp_name), f"record-investigation-{name}-{uuid.uuid4()}"
-            async with build_worker(client, tq, activities=priced_activities(tmp)):
+            acts = priced_activities(tmp)
+            # as `navigator worker` runs: the shared queue and this host's own (scans, renders, tools)
+            async with build_worker(client, tq, activities=acts), build_host_worker(client, tq, acts):
                 handle = await scenario(client, tq, tmp)
                 histories = await _histories(client, handle.id)
             for index, history in enumerate(histories):

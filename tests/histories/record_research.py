@@ -37,7 +37,7 @@ from durable_navigator.navcore.navigator.messages import ApproveInput, RejectInp
 from durable_navigator.navcore.navigator.state import ExecutionMode
 from durable_navigator.navcore.run.subagents import AgentProfile, ResearchCaps
 from durable_navigator.workers.converter import DATA_CONVERTER
-from durable_navigator.workers.worker import build_worker
+from durable_navigator.workers.worker import build_host_worker, build_worker
 from durable_navigator.workflows.navigator import NAVIGATOR_SEARCH_ATTRIBUTES
 from durable_navigator.workflows.research import ResearchWorkflow
 
@@ -164,7 +164,9 @@ async def record(client: Client, out_dir: Path, only: list[str]) -> list[Path]:
             continue
         with tempfile.TemporaryDirectory() as tmp_name:
             tmp, tq = Path(tmp_name), f"record-research-{name}-{uuid.uuid4()}"
-            async with build_worker(client, tq, activities=priced_activities(tmp)):
+            acts = priced_activities(tmp)
+            # as `navigator worker` runs: the shared queue and this host's own (scans, renders, tools)
+            async with build_worker(client, tq, activities=acts), build_host_worker(client, tq, acts):
                 handle = await scenario(client, tq, tmp)
                 histories = await _histories(client, handle.id)
                 children = [e async for e in client.list_workflows(f"ParentWorkflowId = '{handle.id}'")]

@@ -144,3 +144,20 @@ def test_the_steering_history_holds_the_plan_edit_and_the_budget_park() -> None:
                if e.HasField("workflow_execution_signaled_event_attributes")]
     assert updates == ["edit_stage_plan", "submit_verdict"]
     assert [s for s in signals if s != "child_event"] == ["raise_budget"]
+
+
+def test_the_tool_calls_history_follows_the_scanning_host() -> None:
+    """``navigator_tool_calls``: recorded with a host queue (as ``navigator worker`` runs), so the replay
+    goes through the affinity block: the scan on the shared queue, every render and tool on the host's."""
+    from temporalio.api.enums.v1 import EventType
+
+    path = HISTORY_DIR / "navigator_tool_calls.json"
+    history = WorkflowHistory.from_json(path.stem, path.read_text())
+    queues = [(e.activity_task_scheduled_event_attributes.activity_type.name,
+               e.activity_task_scheduled_event_attributes.task_queue.name)
+              for e in history.events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
+    bound = [(name, queue) for name, queue in queues if name.startswith(("navigator.scan", "navigator.render",
+                                                                         "tools."))]
+    assert bound[0][0] == "navigator.scan" and "/host/" not in bound[0][1]
+    assert len(bound) >= 5 and all("/host/" in queue for _, queue in bound[1:]), bound
+    assert all("/host/" not in queue for name, queue in queues if name.startswith("model."))

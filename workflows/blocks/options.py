@@ -73,19 +73,25 @@ def not_served_here(err: ActivityError) -> bool:
     return isinstance(err.cause, ApplicationError) and err.cause.type == NOT_SERVED_HERE_TYPE
 
 
-async def run_activity(name: str, arg: Any, result_type: type[T], options: ActivityOptions, summary: str) -> T:
+async def run_activity(name: str, arg: Any, result_type: type[T], options: ActivityOptions, summary: str, *,
+                       task_queue: str | None = None, schedule_to_start: timedelta | None = None) -> T:
     """``workflow.execute_activity`` with the options of ``options`` and a readable summary, typed as
     ``result_type`` (the data converter builds that type from the payload).
 
     A task refused as :func:`not_served_here` (after its own retries) is scheduled again, for up to
     ``SERVE_ELSEWHERE_WINDOW``: each scheduling goes to whichever worker polls, so a run is not failed
     by one worker with an older configuration while another can serve it (``navcore.model.preflight``).
+    ``task_queue`` / ``schedule_to_start``: a host's own queue and how long to wait for it to start the task
+    (:mod:`workflows.blocks.affinity`); by default the run's own queue, no such limit.
     """
+    routed: dict[str, Any] = {}
+    if task_queue:
+        routed = {"task_queue": task_queue, "schedule_to_start_timeout": schedule_to_start}
     deadline = workflow.now() + SERVE_ELSEWHERE_WINDOW
     while True:
         try:
             got = await workflow.execute_activity(name, arg, result_type=result_type, summary=summary[:200],
-                                                  **options.kwargs())
+                                                  **options.kwargs(), **routed)
             return cast(T, got)
         except ActivityError as err:
             if not not_served_here(err) or workflow.now() >= deadline:

@@ -32,6 +32,7 @@ handler would fail the workflow task on every retry and wedge the run.
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any, ClassVar
 
 from temporalio import workflow
@@ -55,10 +56,11 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.navigator.turns import record_verdict, request_stop, verdict_problem
     from durable_navigator.navcore.run.sources import display_root
     from durable_navigator.navtypes.mapmeta import MapMetadata
+    from durable_navigator.workflows.blocks.affinity import run_on_host
     from durable_navigator.workflows.blocks.approval import ApprovalGate
     from durable_navigator.workflows.blocks.decision_log import DecisionLogWriter
     from durable_navigator.workflows.blocks.model_call import ModelCaller, one_line
-    from durable_navigator.workflows.blocks.options import SCAN, run_activity
+    from durable_navigator.workflows.blocks.options import SCAN, ActivityOptions
     from durable_navigator.workflows.blocks.webui import Publisher
 
 __all__ = ["StoppableRun", "SteerableRun", "ChildEvents", "WithChildren", "invalid_payload"]
@@ -142,13 +144,20 @@ class StoppableRun:
         self._count_activity()
         self._publish()
         try:
-            return await run_activity("navigator.scan", inp, ScanOutput, SCAN,
-                                      f"scan {shorten(display_root(s.repo_root), 80)} · {s.model}")
+            return await self._on_host("navigator.scan", inp, ScanOutput, SCAN,
+                                       f"scan {shorten(display_root(s.repo_root), 80)} · {s.model}")
         except ActivityError as err:
             s.run.status = Status.FAILED
             self._stop(StopReason.FAILED, one_line(err))
             self._publish()
             raise ApplicationError(f"scan failed: {s.run.stop_detail}", type="ScanFailed", non_retryable=True) from err
+
+    async def _on_host(self, name: str, arg: Any, result_type: type[Any], options: ActivityOptions,
+                       summary: str) -> Any:
+        """An index-bound activity (scan, render, code tool) on the host whose index is warm, any host if
+        that one is gone (:mod:`workflows.blocks.affinity`)."""
+        return await run_on_host(self.state.run, timedelta(seconds=self.req.host_start_timeout_s), name, arg,
+                                 result_type, options, summary)
 
     def _should_continue_as_new(self) -> bool:
         info = workflow.info()

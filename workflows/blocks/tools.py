@@ -8,7 +8,8 @@ counts toward the run's activity cap.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -16,7 +17,10 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.run.tools import ToolCall, ToolRequest, ToolResult
     from durable_navigator.workflows.blocks.model_call import one_line
-    from durable_navigator.workflows.blocks.options import TOOL, run_activity
+    from durable_navigator.workflows.blocks.options import TOOL, ActivityOptions, run_activity
+
+#: how a runner schedules a tool activity: ``run_activity``'s signature (a run's ``_on_host``)
+Scheduler = Callable[[str, Any, type[Any], ActivityOptions, str], Awaitable[Any]]
 
 __all__ = ["ToolRunner", "tool_result_lines", "TOOL_RESULT_CHARS"]
 
@@ -27,9 +31,11 @@ TOOL_RESULT_CHARS = 2000
 class ToolRunner:
     """Runs tool calls in order within an activity cap."""
 
-    def __init__(self, room: Callable[[], bool], count_activity: Callable[[], None]) -> None:
-        """``room()``: the run may still schedule an activity (its cap is not reached)."""
-        self._room, self._count = room, count_activity
+    def __init__(self, room: Callable[[], bool], count_activity: Callable[[], None],
+                 schedule: Scheduler = run_activity) -> None:
+        """``room()``: the run may still schedule an activity (its cap is not reached); ``schedule``: how a
+        tool activity is run (a run passes its ``_on_host``: tools read the warm host's index)."""
+        self._room, self._count, self._schedule = room, count_activity, schedule
 
     async def run(self, repo_root: str, step: int, calls: list[ToolCall]) -> list[ToolResult]:
         """Every call's result (errors as results)."""
@@ -41,9 +47,9 @@ class ToolRunner:
                 continue
             self._count()
             try:
-                res: ToolResult = await run_activity(f"tools.{call.name}", ToolRequest(repo_root=repo_root, call=call,
-                                                                                      step=step),
-                                                     ToolResult, TOOL, call.summary(step))
+                res: ToolResult = await self._schedule(f"tools.{call.name}",
+                                                       ToolRequest(repo_root=repo_root, call=call, step=step),
+                                                       ToolResult, TOOL, call.summary(step))
             except ActivityError as err:
                 res = ToolResult(tool=call.name, ok=False, error=one_line(err), summary=call.summary())
             results.append(res)
