@@ -11,9 +11,11 @@ last put). ``blobs`` / ``delete`` serve ``navigator gc``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
+import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
@@ -28,6 +30,7 @@ from durable_navigator.navcore.run.artifacts import SUMMARY_MAX_CHARS, ArtifactR
 from durable_navigator.navtypes.errors import ArtifactError
 
 __all__ = ["ArtifactStore", "LocalArtifactStore", "BlobInfo", "default_artifact_dir", "make_ref", "atomic_write_bytes",
+           "folder_put_in_place",
            "REFRESH_AFTER_S"]
 
 #: a re-put of a blob stored longer ago than this refreshes its time, so ``navigator gc``'s age guard
@@ -59,6 +62,27 @@ def make_ref(data: bytes, media_type: str, summary: str) -> ArtifactRef:
         media_type=media_type,
         summary=_summary(summary),
     )
+
+
+@contextlib.contextmanager
+def folder_put_in_place(final: Path, prefix: str) -> Iterator[Path]:
+    """A temporary folder beside ``final`` to build in, renamed to ``final`` when the block ends.
+
+    Readers never see a half-built ``final``. When another process put ``final`` in place first (the
+    same content by construction: a cache keyed by content or commit), its folder stands and an
+    ``OSError`` of ours is dropped; the temporary folder never stays behind.
+    """
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=final.parent))
+    try:
+        yield tmp
+        os.rename(tmp, final)
+    except OSError:
+        if not final.is_dir():
+            raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

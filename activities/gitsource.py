@@ -19,11 +19,10 @@ import fcntl
 import hashlib
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
+from durable_navigator.activities.artifacts import folder_put_in_place
 from durable_navigator.navtypes.errors import RepoError
 
 __all__ = ["is_git_url", "resolve_ref", "checkout_commit", "GIT_TIMEOUT_S"]
@@ -83,22 +82,13 @@ def _mirror(url: str, root: Path) -> Path:
     path = mirrors / f"{hashlib.sha256(url.encode()).hexdigest()[:24]}.git"
     if path.is_dir():
         return path
-    mirrors.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".mirror.", dir=mirrors))
-    try:
+    with folder_put_in_place(path, ".mirror.") as tmp:
         for args in (("init", "-q", "--bare", str(tmp)),
                      ("-C", str(tmp), "remote", "add", "--mirror=fetch", "origin", url)):
             proc = _git(*args, timeout=60)
             if proc.returncode != 0:
                 raise RepoError(f"cannot create a git mirror in {mirrors} ({_first_error(proc)}); check the cache "
                                 "directory's permissions")
-        os.rename(tmp, path)
-    except OSError:
-        if not path.is_dir():
-            raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return path
 
 
@@ -135,20 +125,11 @@ def checkout_commit(url: str, commit: str, cache: Path) -> Path:
     mirror = _mirror(url, cache)
     if not _has_commit(mirror, commit):
         _fetch(url, mirror, commit)
-    trees.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{commit[:12]}.", dir=trees))
-    try:
+    with folder_put_in_place(final, f".{commit[:12]}.") as tmp:
         for args in (("clone", "-q", "--shared", "--no-checkout", str(mirror), str(tmp)),
                      ("-C", str(tmp), "checkout", "-q", "--detach", commit)):
             proc = _git(*args)
             if proc.returncode != 0:
                 raise RepoError(f"cannot check out {commit[:12]} of {url} ({_first_error(proc)}); check the "
                                 "cache directory's space and permissions")
-        os.rename(tmp, final)
-    except OSError:
-        if not final.is_dir():
-            raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return final

@@ -29,7 +29,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from durable_navigator.activities.artifacts import ArtifactStore, make_ref
+from durable_navigator.activities.artifacts import ArtifactStore, folder_put_in_place, make_ref
 from durable_navigator.navcore.run.artifacts import ArtifactRef
 from durable_navigator.navcore.run.sources import SNAPSHOT_MEDIA_TYPE, SnapshotSource
 from durable_navigator.navtypes.errors import ArtifactError, RepoError
@@ -216,21 +216,12 @@ def materialize_snapshot(store: ArtifactStore, source: SnapshotSource, cache: Pa
     except (ValidationError, UnicodeDecodeError):
         raise ArtifactError(f"snapshot {source.manifest_sha256[:12]} is not a snapshot manifest; take the "
                             "snapshot again (navigator explore PATH against the cluster)") from None
-    trees.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{source.manifest_sha256[:12]}.", dir=trees))
-    try:
+    # another activity may put the same tree in place first: identical by construction
+    with folder_put_in_place(final, f".{source.manifest_sha256[:12]}.") as tmp:
         _build(store, manifest, cache / "blobs", tmp)
         if manifest.commit is not None or manifest.history is not None:
             # beside the tree, written before the tree is in place: a reader never sees one without the other
             sha, size = manifest.history or (None, 0)
             log = store.get_bytes(ArtifactRef(sha256=sha, size=size)).decode("utf-8") if sha else ""
             write_origin(final, Origin(manifest.commit, log))
-        os.rename(tmp, final)
-    except OSError:
-        if not final.is_dir():
-            raise
-        # another activity put the same tree in place first: identical by construction
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return final
