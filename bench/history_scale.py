@@ -33,6 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from _project import compile_bytecode  # noqa: E402
 from gen_large_tree import generate  # noqa: E402
 
 _COMMENT = {".py": "#", ".rb": "#", ".yaml": "#", ".yml": "#", ".md": ""}
@@ -141,9 +142,10 @@ def main(argv: list[str] | None = None) -> int:
         built["tree_seconds"] = round(time.perf_counter() - t0, 1)
         built.update(build_history(repo, args.commits, args.seed))
     state = Path(tempfile.mkdtemp(prefix="history-scale-", dir=args.work))
+    bytecode = compile_bytecode()
     runs = {"first": explore(repo, state, args.goal)}
     runs["second"] = explore(repo, state, args.goal)
-    result = {"files": args.files, "commits": args.commits, "built": built, "runs": runs,
+    result = {"files": args.files, "commits": args.commits, "built": built, "runs": runs, "bytecode": bytecode,
               "history_read_in_process": history_read(repo), "load_avg": os.getloadavg(),
               "cpus": os.cpu_count(), "stamp": time.strftime("%Y%m%d-%H%M%S")}
     shutil.rmtree(state, ignore_errors=True)

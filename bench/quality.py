@@ -40,7 +40,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from _project import count_tokens, engine_symbols, open_engine
+from _project import compile_bytecode, count_tokens, engine_symbols, open_engine
 from quality_baselines import Retriever, chunk_docs, file_docs, pack
 from quality_report import latest, write_results
 from quality_run import CallResult, Stack
@@ -222,7 +222,8 @@ def cmd_run(args: argparse.Namespace) -> None:
     global WITH_GIT
     WITH_GIT = args.with_git
     meta = {"provenance": provenance(), "budgets": args.budgets, "splits": splits, "tasks_file": str(args.tasks),
-            "n_tasks": len(tasks), "load_start": os.getloadavg(), "with_git": WITH_GIT}
+            "n_tasks": len(tasks), "load_start": os.getloadavg(), "with_git": WITH_GIT,
+            "bytecode": compile_bytecode()}
     (run_dir / "meta.json").write_text(json.dumps(meta, indent=1))
     print(f"run dir {run_dir}: {len(tasks)} tasks x {len(args.budgets)} budgets", file=sys.stderr)
     stack = Stack(run_dir / "state")

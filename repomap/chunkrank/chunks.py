@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import marshal
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +65,24 @@ def tokenize(text: str) -> list[str]:
                 memo[word] = got
         out.extend(got)
     return out
+
+
+def _term_counts(path_terms: list[str], text: str) -> dict[str, int]:
+    """``Counter(path_terms + tokenize(text))`` in first-seen order, counted per distinct word: code
+    repeats its words, so a chunk's bag costs a dictionary step per distinct word, not per token."""
+    bag: dict[str, int] = {}
+    for t in path_terms:
+        bag[t] = bag.get(t, 0) + 1
+    memo = _MEMO
+    for word, n in Counter(_WORD.findall(text)).items():
+        got = memo.get(word)
+        if got is None:
+            got = _word_terms(word)
+            if len(memo) < _MEMO_MAX:
+                memo[word] = got
+        for t in got:
+            bag[t] = bag.get(t, 0) + n
+    return bag
 
 
 def _windows(lo: int, hi: int, size: int) -> list[tuple[int, int]]:
@@ -133,8 +152,9 @@ class RepoChunks:
 
         self.files = [f for f in files if lines_of.get(f)]
         spans: list[ChunkSpan] = []
-        rows: list[int] = []
+        indptr: list[int] = [0]
         cols: list[int] = []
+        counts: list[int] = []
         vocab: dict[str, int] = {}
         self.file_lines = np.zeros(len(self.files), dtype=np.int64)
         file_of: list[int] = []
@@ -146,17 +166,18 @@ class RepoChunks:
             path_terms = tokenize(path)
             for a, b in chunk_ranges(len(src), [(s[0], s[1]) for s in syms], src):
                 name, kind = starts.get(a, ("", "block"))
-                k = len(spans)
                 spans.append(ChunkSpan(path, a, b, name, kind))
                 file_of.append(fi)
-                for t in path_terms + tokenize("\n".join(src[a - 1:b])):
-                    rows.append(k)
-                    cols.append(vocab.setdefault(t, len(vocab)))
+                bag = _term_counts(path_terms, "\n".join(src[a - 1:b]))
+                cols.extend(vocab.setdefault(t, len(vocab)) for t in bag)
+                counts.extend(bag.values())
+                indptr.append(len(cols))
         self.spans = spans
         self.vocab = vocab
         self.file_of = np.asarray(file_of, dtype=np.int64)
-        tf = sp.csr_matrix((np.ones(len(rows), dtype=np.float32), (rows, cols)), shape=(len(spans), len(vocab)))
-        tf.sum_duplicates()
+        tf = sp.csr_matrix((np.asarray(counts, dtype=np.float32), np.asarray(cols, dtype=np.int32),
+                            np.asarray(indptr, dtype=np.int32)), shape=(len(spans), len(vocab)))
+        tf.sort_indices()
         self.tf = tf
         self.file_tf = sp.csr_matrix(
             (np.ones(len(spans), dtype=np.float32), (self.file_of, np.arange(len(spans)))),

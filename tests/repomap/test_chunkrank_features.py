@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import math
 import subprocess
 from pathlib import Path
@@ -134,6 +136,22 @@ def _same_chunks(a: RepoChunks, b: RepoChunks) -> None:
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
     for name in ("tf", "file_tf", "name_tf"):
         assert (getattr(a, name) != getattr(b, name)).nnz == 0, name
+
+
+def test_each_chunk_counts_its_path_and_text_terms_in_first_seen_columns() -> None:
+    """The term bags are ``Counter(tokenize(path) + tokenize(text))`` and columns are numbered in the
+    order terms are first seen (the counting per distinct word must give what counting per token did)."""
+    files = {"pkg/user_store.py": ["def get_user(user_id):", "    user = load(user_id)  # getUser getUser",
+                                   "    return user", "", "x = get_user(1) + get_user(2)"]}
+    rc = RepoChunks(["pkg/user_store.py"], files, {"pkg/user_store.py": [(1, 3, "get_user", "function")]})
+    seen: dict[str, int] = {}
+    for span, row in zip(rc.spans, rc.tf.toarray(), strict=True):
+        terms = tokenize(span.path) + tokenize("\n".join(files[span.path][span.start - 1:span.end]))
+        for t in terms:
+            seen.setdefault(t, len(seen))
+        assert {t: int(row[rc.vocab[t]]) for t in set(terms)} == Counter(terms)
+        assert row.sum() == len(terms)
+    assert rc.vocab == seen
 
 
 def test_stored_chunks_read_back_equal_and_another_layout_is_refused() -> None:
