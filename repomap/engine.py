@@ -22,9 +22,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import os
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,6 +55,8 @@ if TYPE_CHECKING:  # a pydantic model: the engine reads its fields, never builds
 __all__ = ["RepoMap"]
 
 log = logging.getLogger("repomap")
+#: renders of one version kept for a repeated plan (each holds the map text and one summary per file)
+RENDER_MEMO = 4
 
 #: bags loaded per sqlite query while building the ranking structure
 _BAG_CHUNK = 512
@@ -82,6 +87,7 @@ class RepoMap(QueryMixin):
         self._lock = threading.Lock()
         self._rs: RankStructure | None = None
         self._chunks = ChunkCache()
+        self._renders: _RenderMemo = _RenderMemo(RENDER_MEMO)
         self._xref = None  # References, built on the first callers/callees query
         # what refresh() compares a new discovery with (see _validated)
         self._stats: dict[str, tuple[int, int, int, int]] = {}
@@ -164,6 +170,22 @@ class RepoMap(QueryMixin):
         """
         self._stats = {e.path: e.stat_key for e in disc.files}
         self._racy = frozenset(e.path for e in disc.files if e.racy(disc.scanned_ns))
+
+    def _unchanged(self, hit: RenderResult) -> bool:
+        """Whether every file ``hit`` shows text of (or priced at a text level) has the stat it was indexed with."""
+        stats, racy = self._stats, self._racy
+        for f in hit.files:
+            if max(f.level, f.requested_level) < 2:
+                continue
+            if f.path in racy:  # changed too recently for its stat to prove its content
+                return False
+            try:
+                st = os.stat(fs_path(self.root, f.path))
+            except OSError:
+                return False
+            if stats.get(f.path) != (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino):
+                return False
+        return True
 
     def _forget_vanished(self) -> None:
         """Every file is there as indexed: read failures noticed earlier were transient."""
@@ -320,14 +342,29 @@ class RepoMap(QueryMixin):
         ``include_timings`` puts the open and rank times into the header (then the
         same input no longer gives the same bytes); they are always in
         ``metadata.timings_ms``.
+
+        The same plan rendered again on this version is answered from a small memo (a
+        navigator turn prices its choice at the whole budget, then renders that same plan:
+        two seconds each on a 20,000-file tree), unless a file whose text it shows or priced
+        has changed on disk since this version indexed it (then it is rendered again, as it is
+        now); racy or vanished files are never memoised.
         """
+        t_in = time.perf_counter()
+        dump = getattr(plan, "model_dump_json", None)  # the fast CLI's plain DefaultPlan renders once: no memo
+        key = None if include_timings or dump is None else dump()
+        if key is not None and (hit := self._renders.get(key)) is not None and self._unchanged(hit):
+            return _fresh_copy(hit, time.perf_counter() - t_in)
         inp, result, ctx, t0, t1 = self._render(plan, include_timings)
         t2 = time.perf_counter()
         files = summaries(inp, result, ctx.order)
         timings = {"rank": round((t1 - t0) * 1e3, 2), "fit_render": round((t2 - t1) * 1e3, 2),
                    "open": round(self.open_ms, 2)}
         meta = metadata(inp, result, plan.token_budget, files, timings, self.skipped_files)
-        return RenderResult(text=result.text, metadata=meta, files=files)
+        out = RenderResult(text=result.text, metadata=meta, files=files)
+        if key is not None and not result.skipped:
+            self._renders.put(key, out)
+            return _fresh_copy(out, None)
+        return out
 
     def render_text(self, plan: FlightPlan, include_timings: bool = False) -> str:
         """``render(plan, include_timings).text``, without building the metadata and file summaries.
@@ -405,3 +442,34 @@ class RepoMap(QueryMixin):
                 "non_utf8_decoded_with_replacement": non_utf8, "parse_errors": parse_errors,
                 "parsed_this_open": self._built.parsed, "open_ms": round(self.open_ms, 1),
                 "build_ms": {k: round(v, 1) for k, v in self._built.timings_ms.items()}}
+
+
+class _RenderMemo:
+    """The last ``size`` renders of one version by plan, thread-safe (activities share an engine)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[str, RenderResult] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> RenderResult | None:
+        with self._lock:
+            got = self._items.get(key)
+            if got is not None:
+                self._items.move_to_end(key)
+            return got
+
+    def put(self, key: str, value: RenderResult) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+def _fresh_copy(hit: RenderResult, seconds: float | None) -> RenderResult:
+    """A copy of a memoised render its caller may change; ``seconds``: this answer's own time (a memo hit)."""
+    meta = hit.metadata.model_copy(deep=True)
+    if seconds is not None:
+        meta.timings_ms = {**meta.timings_ms, "rank": 0.0, "fit_render": round(seconds * 1e3, 2), "memo": 1.0}
+    return replace(hit, metadata=meta, files=[f.model_copy(deep=True) for f in hit.files])

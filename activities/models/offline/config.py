@@ -200,7 +200,6 @@ def noise_excludes(goal: str, files: Sequence[str], already: Sequence[str] = (),
     unless the goal asks for tests; with ``meta_files``, so are licences, changelogs and
     release-note fragments, VCS and CI settings (:data:`META_FILE_NAMES`) unless the goal names them.
     """
-    match = glob_matches
     wanted = mentioned_noise(goal)
     areas = [g for g, _ in NOISE_AREAS]
     if test_files and not wants_tests(goal):
@@ -210,11 +209,21 @@ def noise_excludes(goal: str, files: Sequence[str], already: Sequence[str] = (),
         areas += [f"**/{name}" for name, keep in META_FILE_NAMES if not words.intersection(keep)]
         if "changelog" not in words and "news" not in words:
             areas += ["changelog.d/**", "changes/**", "newsfragments/**"]
+    listed = tuple(files)
     noise: list[str] = []
+    covered: frozenset[str] = frozenset()
     for g in areas:
-        hits = [f for f in files if match(g, f)]
-        if g not in wanted and g not in already and any(not any(match(n, f) for n in noise) for f in hits):
+        hits = _glob_hits(g, listed)
+        if g not in wanted and g not in already and not hits <= covered:  # a file no chosen glob has
             noise.append(g)
-    if noise and all(any(match(g, f) for g in noise) for f in files):
+            covered |= hits
+    if noise and covered.issuperset(listed):
         return []
     return noise
+
+
+@functools.lru_cache(maxsize=256)
+def _glob_hits(glob: str, files: tuple[str, ...]) -> frozenset[str]:
+    """The files ``glob`` matches, kept per file list: every survey of a repository asks the same
+    40-odd globs of the same files (600,000 matches, 2 s, for a 20,000-file tree)."""
+    return frozenset(f for f in files if glob_matches(glob, f))
