@@ -47,6 +47,8 @@ EXPLORE_GOALS = ("how are errors handled and reported?", "where is configuration
 ASK_QUESTIONS = ("which function is the entry point?", "where are requests validated?")
 _WID = re.compile(r"\b(?:nav|ask)-[a-z0-9-]+-[0-9a-f]{8}\b")
 TASK_QUEUE = "navigator"
+#: a command's one-line refusal while Temporal or the store is down (nothing was started)
+_REFUSED = re.compile(r"cannot reach Temporal|opening the bucket failed")
 
 
 @dataclass(frozen=True)
@@ -101,8 +103,14 @@ async def run_one(client: Any, cli: FleetHost, req: Req) -> dict[str, Any]:
         done = await asyncio.to_thread(cli.host.run, "result", wid, "--wait", "--json", "--out", str(out), timeout=900)
     else:
         where = [req.repo.url, "--ref", "main"] if req.kind == "git" else [str(req.repo.tree)]
-        done = await asyncio.to_thread(cli.host.run, req.command, where[0], req.text, *where[1:], "--json",
-                                       "--out", str(out), timeout=900)
+        for _ in range(60):
+            done = await asyncio.to_thread(cli.host.run, req.command, where[0], req.text, *where[1:], "--json",
+                                           "--out", str(out), timeout=900)
+            if done.returncode == 0 or not _REFUSED.search(done.stderr) or _WID.search(done.stdout + done.stderr):
+                break
+            # refused before anything started (Temporal or the store is down): what a user does, again
+            failures.append("refused: " + done.stderr.strip().splitlines()[-1][:200])
+            await asyncio.sleep(5)
         found = _WID.search(done.stdout + done.stderr)
         wid = json.loads(done.stdout)["workflow_id"] if done.returncode == 0 else (found.group(0) if found else "")
     deadline = time.monotonic() + 300
@@ -269,7 +277,8 @@ def figures(ns: argparse.Namespace, phases: dict[str, Any], checks: list[dict[st
                         "runs_per_min": phases["faults"]["runs_per_min"]},
         "runs_total": len(rows),
         "lost_runs": sum(not r["ok"] for r in rows),
-        "cli_failures_then_recovered": [f for r in rows for f in r["failures"]],
+        "cli_failures_then_recovered": [f for r in rows for f in r["failures"] if not f.startswith("refused")],
+        "cli_refusals_then_retried": [f for r in rows for f in r["failures"] if f.startswith("refused")],
         "completed": sum(c["complete"] for c in checks),
         "steps_ok": sum(c["steps_ok"] for c in checks),
         "decisions_match_result": sum(c["decisions_match_result"] for c in checks),
@@ -317,7 +326,8 @@ def markdown(fig: dict[str, Any]) -> str:
         + ", ".join(f"{k} host(s) {v}" for k, v in fig["throughput_runs_per_min"].items())
         + f" · fault phase {fig['fault_phase']['runs_per_min']} ({fig['fault_phase']['wall_s']} s)",
         f"- followed commands that lost the server and were brought home with `navigator result --wait`: "
-        f"{len(fig['cli_failures_then_recovered'])}",
+        f"{len(fig['cli_failures_then_recovered'])} · commands refused (server or store down, nothing started) and "
+        f"given again: {len(fig['cli_refusals_then_retried'])}",
         f"- host starts: {fig['host_starts']} · load average at the end: {[round(x, 2) for x in fig['load_avg']]}",
         "", "## Faults", "", *[f"    {e}" for e in fig["faults"]], "",
     ])

@@ -75,10 +75,13 @@ class SeaweedS3:
             "name": "navigator", "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
             "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))
         master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc, debug = _free_ports(9)
+        # -volume.max: the filer's own writes grow the default collection by up to 7 volumes at start and the
+        # bucket's collection needs 7 more; with 4 slots the bucket sometimes got none ("No writable volumes and
+        # no free volumes left": every PUT a 500), depending on which grew first. Volumes are sparse files.
         args = [weed_binary(), "server", "-ip=127.0.0.1", f"-ip.bind={self.bind}", f"-dir={data}",
                 f"-master.port={master}", f"-master.port.grpc={master_grpc}", "-master.telemetry=false",
                 "-master.volumeSizeLimitMB=64", f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
-                "-volume.max=4", "-filer", f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
+                "-volume.max=16", "-filer", f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
                 "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}", "-s3.port.iceberg=0", "-s3.port.lance=0",
                 f"-s3.config={config}", f"-debug.port={debug}"]
         self._args = args
