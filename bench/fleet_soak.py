@@ -35,7 +35,9 @@ sys.path.insert(0, str(ROOT.parent))
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from fleet import FleetHost, Netns, Repo, make_repos, netns_usable  # noqa: E402
+from fleet import FleetHost, Repo, make_repos  # noqa: E402
+
+from tests.support.netns import Netns, netns_usable  # noqa: E402
 from fleet_checks import check_run, masked  # noqa: E402
 
 __all__ = ["main"]
