@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
 import socket
 import time
@@ -33,7 +34,7 @@ from tests.support.seaweed import SeaweedS3
 GOAL = "how is the token budget enforced?"
 #: a cold worker on a loaded 2-core machine
 POLLING_WITHIN_S = 90.0
-#: what differs between two runs of one request by nature (bench/fleet_checks.py masks the same)
+#: decision-log actions that come from a ``decide`` model call (bench/soak.py's)
 MODEL_ACTIONS = {"update_flight_plan", "finalize_context", "invalid", "call_tools"}
 
 
@@ -45,8 +46,7 @@ def _wait_polling(host: Host, after: int = 0) -> None:
 
 
 def _masked(text: str) -> str:
-    import re
-
+    """``text`` with what differs between two runs of one request by nature masked (run id, times)."""
     text = re.sub(r"\bnav-[0-9A-Za-z._-]+", "<run-id>", text)
     text = re.sub(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?", "<time>", text)
     return re.sub(r"\b\d+(?:\.\d+)?\s?(?:ms|s)\b", "<duration>", text)
