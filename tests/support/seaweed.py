@@ -52,10 +52,13 @@ def _free_ports(count: int) -> list[int]:
 class SeaweedS3:
     """One ``weed server -s3`` process with a bucket; ``endpoint_url`` is its S3 gateway."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, bind: str = "127.0.0.1") -> None:
         self.workdir = workdir
+        #: the address the servers listen on ("0.0.0.0": reachable from other network namespaces too)
+        self.bind = bind
         self.proc: subprocess.Popen[bytes] | None = None
         self.endpoint_url = ""
+        self._args: list[str] = []
 
     def client(self, secret: str = SECRET_KEY) -> Any:
         """A boto3 client of the gateway (the test's own view, to plant or inspect objects)."""
@@ -72,20 +75,32 @@ class SeaweedS3:
             "name": "navigator", "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
             "actions": ["Admin", "Read", "Write", "List", "Tagging"]}]}))
         master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc, debug = _free_ports(9)
-        args = [weed_binary(), "server", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", f"-dir={data}",
+        # -volume.max: the filer's own writes grow the default collection by up to 7 volumes at start and the
+        # bucket's collection needs 7 more; with 4 slots the bucket sometimes got none ("No writable volumes and
+        # no free volumes left": every PUT a 500), depending on which grew first. Volumes are sparse files.
+        args = [weed_binary(), "server", "-ip=127.0.0.1", f"-ip.bind={self.bind}", f"-dir={data}",
                 f"-master.port={master}", f"-master.port.grpc={master_grpc}", "-master.telemetry=false",
                 "-master.volumeSizeLimitMB=64", f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
-                "-volume.max=4", "-filer", f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
+                "-volume.max=16", "-filer", f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
                 "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}", "-s3.port.iceberg=0", "-s3.port.lance=0",
                 f"-s3.config={config}", f"-debug.port={debug}"]
-        log = (self.workdir / "weed.log").open("wb")
+        self._args = args
+        self.endpoint_url = f"http://127.0.0.1:{s3}"
+        self._launch()
+        return self
+
+    def _launch(self) -> None:
+        log = (self.workdir / "weed.log").open("ab")
         # its own session: the test ends this process group, nothing else
-        self.proc = subprocess.Popen(args, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen(self._args, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         log.close()
-        self.endpoint_url = f"http://127.0.0.1:{s3}"
         self._create_bucket()
-        return self
+
+    def restart(self) -> None:
+        """Stop the server and start it again on the same ports and data directory (the bucket survives)."""
+        self.stop()
+        self._launch()
 
     def _create_bucket(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S

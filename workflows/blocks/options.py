@@ -37,20 +37,31 @@ NON_RETRYABLE = ["NavigatorError", "ConfigError", "RepoError", "FlightPlanError"
                  "ArtifactError", "PathEscapeError", "PlanParseError"]
 
 
+#: Retries of a failed (not domain-failed) activity ride out an outage of the object store or a host's
+#: network of about a minute: waits of 1, 2, 4, 8, 16, 20, 20 s between the 8 attempts (71 s). Three
+#: attempts 1 and 2 s apart (Temporal's default backoff) failed a run when SeaweedFS restarted (~20 s):
+#: the fleet soak's finding, tests/cli/test_store_outage.py.
+_FIRST_RETRY = timedelta(seconds=1)
+_LONGEST_RETRY = timedelta(seconds=20)
+OUTAGE_ATTEMPTS = 8
+
+
 @dataclass(frozen=True)
 class ActivityOptions:
     """Timeouts and retry policy of one kind of activity."""
 
     start_to_close: timedelta
     heartbeat: timedelta | None = None
-    max_attempts: int = 3
+    max_attempts: int = OUTAGE_ATTEMPTS
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``workflow.execute_activity``."""
         return {
             "start_to_close_timeout": self.start_to_close,
             "heartbeat_timeout": self.heartbeat,
-            "retry_policy": RetryPolicy(maximum_attempts=self.max_attempts, non_retryable_error_types=NON_RETRYABLE),
+            "retry_policy": RetryPolicy(initial_interval=_FIRST_RETRY, backoff_coefficient=2.0,
+                                        maximum_interval=_LONGEST_RETRY, maximum_attempts=self.max_attempts,
+                                        non_retryable_error_types=NON_RETRYABLE),
         }
 
 
