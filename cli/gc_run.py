@@ -47,8 +47,11 @@ _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 #: histories read at once
 _PARALLEL = 8
 #: blobs up to this size are read for the references they hold (stored requests, findings, views are
-#: small JSON); larger ones are maps and file contents, which name no blob
+#: small JSON); larger ones are maps and file contents, which name no blob -- except a snapshot's
+#: manifest (over 8 MiB from about 80,000 files), which is always read: it names every file of its tree
 SCAN_LIMIT = 8 * 1024 * 1024
+#: how a snapshot's manifest is named: its locator (``navcore.run.sources.locator``) or a source's JSON
+_MANIFEST_NAMED = re.compile(rb'snapshot:([0-9a-f]{64})\+|"manifest_sha256"\s*:\s*"([0-9a-f]{64})"')
 
 
 def parse_age(text: str) -> timedelta:
@@ -75,31 +78,47 @@ def _hashes(data: bytes) -> set[str]:
     return {m.decode("ascii") for m in _HEX.findall(data)}
 
 
-async def history_references(client: Client) -> tuple[int, set[str]]:
-    """How many runs the namespace shows, and every SHA-256 their histories name."""
+def _manifests(data: bytes) -> set[str]:
+    """The snapshot manifests ``data`` names."""
+    return {(a or b).decode("ascii") for a, b in _MANIFEST_NAMED.findall(data)}
+
+
+async def history_references(client: Client) -> tuple[int, set[str], set[str]]:
+    """How many runs the namespace shows, every SHA-256 their histories name, and which of those are
+    snapshot manifests."""
     runs = [(entry.id, entry.run_id) async for entry in client.list_workflows()]
     gate = asyncio.Semaphore(_PARALLEL)
 
-    async def one(workflow_id: str, run_id: str | None) -> set[str]:
+    async def one(workflow_id: str, run_id: str | None) -> tuple[set[str], set[str]]:
         async with gate:
             try:
                 history = await client.get_workflow_handle(workflow_id, run_id=run_id).fetch_history()
             except RPCError as exc:
                 if exc.status == RPCStatusCode.NOT_FOUND:
-                    return set()  # removed by retention since it was listed: it references nothing now
+                    return set(), set()  # removed by retention since it was listed: it references nothing now
                 raise
         # the raw events: payloads are JSON bytes there, so every ref's sha256 is found as written
-        return set().union(*(_hashes(event.SerializeToString()) for event in history.events))
+        raw = [event.SerializeToString() for event in history.events]
+        return set().union(*map(_hashes, raw)), set().union(*map(_manifests, raw))
 
     found: set[str] = set()
-    for names in await asyncio.gather(*(one(wid, rid) for wid, rid in runs)):
+    manifests: set[str] = set()
+    for names, named_manifests in await asyncio.gather(*(one(wid, rid) for wid, rid in runs)):
         found |= names
-    return len(runs), found
+        manifests |= named_manifests
+    return len(runs), found, manifests
 
 
-def _closure(store: ArtifactStore, roots: Iterable[str], present: dict[str, BlobInfo]) -> set[str]:
-    """``roots`` and every blob a referenced blob names, transitively (only blobs the store holds)."""
+def _closure(store: ArtifactStore, roots: Iterable[str], present: dict[str, BlobInfo],
+             manifests: Iterable[str] = ()) -> set[str]:
+    """``roots`` and every blob a referenced blob names, transitively (only blobs the store holds).
+
+    A snapshot manifest (named as one in the histories or in a blob read here) is read whatever its
+    size: it names every file of its tree.
+    """
+    manifests = set(manifests)
     seen: set[str] = set()
+    too_big: set[str] = set()  # kept, not read: read after all if it turns out to be a manifest
     todo = [sha for sha in roots if sha in present]
     while todo:
         sha = todo.pop()
@@ -107,12 +126,19 @@ def _closure(store: ArtifactStore, roots: Iterable[str], present: dict[str, Blob
             continue
         seen.add(sha)
         blob = present[sha]
-        if blob.size > SCAN_LIMIT:
+        if blob.size > SCAN_LIMIT and sha not in manifests:
+            too_big.add(sha)
             continue
         try:
             data = store.get_bytes(ArtifactRef(sha256=sha, size=blob.size))
         except ArtifactError:
             continue  # corrupt or gone meanwhile: kept (it is referenced), nothing to read in it
+        new = _manifests(data) - manifests
+        manifests |= new
+        for late in new & too_big:  # skipped for its size before it was known as a manifest
+            seen.discard(late)
+            too_big.discard(late)
+            todo.append(late)
         todo.extend(name for name in _hashes(data) if name in present and name not in seen)
     return seen
 
@@ -120,9 +146,9 @@ def _closure(store: ArtifactStore, roots: Iterable[str], present: dict[str, Blob
 async def plan_gc(client: Client, store: Any, older_than: timedelta, now: datetime | None = None) -> GcPlan:
     """List, collect references, and choose the blobs to delete (nothing is deleted here)."""
     blobs = await asyncio.to_thread(lambda: list(store.blobs()))
-    runs, named = await history_references(client)
+    runs, named, manifests = await history_references(client)
     present = {blob.sha256: blob for blob in blobs}
-    referenced = await asyncio.to_thread(_closure, store, named, present)
+    referenced = await asyncio.to_thread(_closure, store, named, present, manifests)
     cutoff = (now or datetime.now(timezone.utc)) - older_than
     plan = GcPlan(blobs=blobs, runs=runs, referenced=referenced)
     for blob in blobs:

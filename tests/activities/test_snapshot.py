@@ -22,6 +22,7 @@ from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.s3store import S3ArtifactStore, parse_s3_url
 from durable_navigator.activities.snapshot import Manifest, materialize_snapshot, take_snapshot
 from durable_navigator.navcore.run.artifacts import ArtifactRef
+from durable_navigator.cli import gc_run
 from durable_navigator.cli.gc_run import _closure, _hashes
 from durable_navigator.navcore.run.sources import SNAPSHOT_MEDIA_TYPE, locator
 from durable_navigator.navtypes.flightplan import FlightPlan
@@ -139,3 +140,27 @@ def test_gc_keeps_every_blob_of_a_snapshot_its_run_names(work_tree: Path, tmp_pa
     named = _hashes(locator(source).encode())  # what gc finds in the run's history: the manifest's hash
     assert named == {source.manifest_sha256}
     assert _closure(store, named, present) == set(present)  # manifest, every file, the git log
+
+
+def test_gc_follows_a_manifest_over_the_scan_limit(tmp_path: Path) -> None:
+    """A tree of ~80,000 files has a manifest over 8 MiB: gc reads it anyway (it is known as a manifest by
+    how the run names it), so its files are kept. Before, it was skipped for its size and every file of
+    the tree was collected."""
+    store = LocalArtifactStore(tmp_path / "artifacts")
+    files = [store.put_bytes(f"print({i})\n".encode(), "text/plain") for i in range(3)]
+    rows = [[f"pkg/m{i}.py", ref.sha256, ref.size, 0o644] for i, ref in enumerate(files)]
+    # padded past the limit with placeholders (skipped files recreated empty): a big tree's manifest
+    pad = [[f"vendor/generated/lockfiles/lock{i:06d}.json", 0] for i in range(180_000)]
+    data = json.dumps({"version": 1, "files": rows, "placeholders": pad}).encode()
+    assert len(data) > gc_run.SCAN_LIMIT
+    manifest = store.put_bytes(data, SNAPSHOT_MEDIA_TYPE)
+    Manifest.model_validate_json(data)
+    present = {b.sha256: b for b in store.blobs()}
+    history = f'{{"repo": "snapshot:{manifest.sha256}+{manifest.size}:/home/me/repo"}}'.encode()
+    want = {manifest.sha256, *(f.sha256 for f in files)}
+    assert _closure(store, _hashes(history), present, gc_run._manifests(history)) == want
+    # named only inside a stored request (the request's JSON source), after the manifest was met
+    request = store.put_bytes(json.dumps({"source": {"kind": "snapshot", "manifest_sha256": manifest.sha256,
+                                                     "manifest_size": manifest.size}}).encode(), "application/json")
+    present = {b.sha256: b for b in store.blobs()}
+    assert _closure(store, [manifest.sha256, request.sha256], present) == want | {request.sha256}
