@@ -144,6 +144,10 @@ class RunDefaults(_Section):
     out_dir: Path = Path("navigator-out")
     #: how long an interactive turn waits for a verdict before the workflow's default applies
     approval_timeout_s: float = Field(3600.0, gt=0)
+    #: how long a run's repository-bound activity waits for the host whose index is warm to start it
+    #: before it goes to any worker (``workflows.blocks.affinity``): raise it for hosts that restart
+    #: slowly, lower it to fail over sooner
+    host_start_timeout_s: float = Field(30.0, gt=0, le=3600)
 
 
 class WorkerSettings(_Section):

@@ -99,7 +99,7 @@ def check_token_budget(tokens: int, what: str) -> None:
 def base_fields(kind: RunKind, repo: Path | str, text: str, *, config: NavigatorConfig, interactive: bool,
                 budget_usd: str | None, model: str | None, out: Path | None, ref: str | None = None) -> dict[str, Any]:
     """The fields every run's request has, validated: repository (a path, or a git URL at ``ref``: see
-    :mod:`cli.sources`), goal (or question), budget, mode, model, output folder, approval timeout. The goal's
+    :mod:`cli.sources`), goal (or question), budget, mode, model, output folder, approval timeout, the warm host's start timeout. The goal's
     field is named by the kind (``goal`` / ``question``)."""
     source = source_fields(repo, ref)
     text = check_text(text, kind.text_label.upper(), _EXAMPLES[kind.workflow_type])
@@ -112,6 +112,7 @@ def base_fields(kind: RunKind, repo: Path | str, text: str, *, config: Navigator
         "model": (model or config.model).strip(),
         "out_dir": str((out or config.defaults.out_dir).expanduser().resolve()),
         "approval": ApprovalConfig(timeout_s=config.defaults.approval_timeout_s),
+        "host_start_timeout_s": config.defaults.host_start_timeout_s,
     }
 
 

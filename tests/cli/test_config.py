@@ -92,3 +92,24 @@ def test_credentials_only_from_env_and_never_shown(tmp_path: Path) -> None:
 def test_env_var_tables_are_disjoint_and_uppercase() -> None:
     assert not set(ENV_VARS) & set(SECRET_ENV_VARS)
     assert all(name.isupper() for name in [*ENV_VARS, *SECRET_ENV_VARS])
+
+
+def test_the_warm_host_start_timeout_comes_from_the_config_into_every_run_kind(tmp_path: Path) -> None:
+    from durable_navigator.cli.runrequest import build_investigation_request, build_request, build_research_request
+    from tests.support.cli import FIXTURE_REPO
+
+    (tmp_path / "navigator.yaml").write_text("defaults:\n  host_start_timeout_s: 5\n")
+    config = load_config(env={}, cwd=tmp_path)
+    common = {"config": config, "interactive": False, "budget_usd": None, "model": None, "out": tmp_path}
+    explore = build_request(FIXTURE_REPO, "how is the budget enforced?", tokens=None, max_iterations=None, **common)
+    ask = build_research_request(FIXTURE_REPO, "where is the budget enforced?", **common)
+    investigate = build_investigation_request(FIXTURE_REPO, "why is the budget exceeded?", **common)
+    assert explore.host_start_timeout_s == ask.host_start_timeout_s == investigate.host_start_timeout_s == 5.0
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert load_config(env={}, cwd=plain).defaults.host_start_timeout_s == 30.0  # the request's own default
+    (tmp_path / "navigator.yaml").write_text("defaults:\n  host_start_timeout_s: 0\n")
+    with pytest.raises(ConfigValidationError) as info:
+        load_config(env={}, cwd=tmp_path)
+    assert [p.split(":")[0] for p in info.value.problems] == ["defaults.host_start_timeout_s"]
+    assert "\n" not in str(info.value)
