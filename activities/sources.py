@@ -15,6 +15,7 @@ import platformdirs
 from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.activities.gitsource import checkout_commit
 from durable_navigator.activities.snapshot import materialize_snapshot
+from durable_navigator.activities.source_cache import mark_used
 from durable_navigator.navcore.run.sources import GitSource, SnapshotSource, parse_locator
 
 __all__ = ["SourceResolver", "default_source_cache"]
@@ -36,7 +37,10 @@ class SourceResolver:
         """The directory ``text`` names here (materialized or checked out on first use)."""
         source = parse_locator(text)
         if isinstance(source, SnapshotSource):
-            return materialize_snapshot(self.store, source, self.cache / "snapshots")
-        if isinstance(source, GitSource):
-            return checkout_commit(source.url, source.commit, self.cache / "git")
-        return Path(source.path)
+            tree = materialize_snapshot(self.store, source, self.cache / "snapshots")
+        elif isinstance(source, GitSource):
+            tree = checkout_commit(source.url, source.commit, self.cache / "git")
+        else:
+            return Path(source.path)
+        mark_used(tree)  # its last use: ``navigator gc --caches`` prunes trees unused for a while
+        return tree

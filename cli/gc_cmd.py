@@ -26,6 +26,10 @@ def gc(
                                                  "is in flight).")] = DEFAULT_OLDER_THAN,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be deleted; delete nothing.",
                                                       show_default="off")] = False,
+    caches: Annotated[bool, typer.Option("--caches", help="Prune this host's cache of snapshot trees and git "
+                                                          "mirrors instead: trees no run used for --older-than, "
+                                                          "blobs and mirrors no remaining tree uses.",
+                                         show_default="off")] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Delete the artifact store's blobs that no run references.
@@ -35,7 +39,15 @@ def gc(
     request naming the one before it). Blobs listed before the histories are read, and only those last
     stored before --older-than, go: a run in flight keeps what it just stored. Works on the local
     directory and on an S3-compatible bucket (its <prefix>/<namespace>/ only).
+
+    With --caches: this host's cache of snapshot trees and git checkouts instead (trees unused for
+    --older-than, the blobs and mirrors no remaining tree uses); no Temporal or store is needed.
     """
+    if caches:
+        from durable_navigator.cli.gc_run import run_cache_gc
+
+        run_cache_gc(older_than=older_than, dry_run=dry_run, json_out=json_out)
+        return
     from durable_navigator.cli.gc_run import run_gc
 
     run_gc(ctx=ctx, older_than=older_than, dry_run=dry_run, json_out=json_out)

@@ -39,7 +39,7 @@ from durable_navigator.cli.stores import open_artifact_store, store_description
 from durable_navigator.navcore.run.artifacts import ArtifactRef
 from durable_navigator.navtypes.errors import ArtifactError
 
-__all__ = ["run_gc", "parse_age", "GcPlan", "plan_gc", "history_references"]
+__all__ = ["run_gc", "run_cache_gc", "parse_age", "GcPlan", "plan_gc", "history_references"]
 
 _HEX = re.compile(rb"[0-9a-f]{64}")
 _AGE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
@@ -206,3 +206,23 @@ def run_gc(ctx: typer.Context, older_than: str, dry_run: bool, json_out: bool) -
                  f"{len(plan.referenced)} referenced by {plan.runs} runs of namespace "
                  f"{config.temporal.namespace!r}; {plan.recent} unreferenced but newer than {older_than} kept; "
                  f"{verb} {len(plan.doomed)} ({_mb(gone)})", markup=False, soft_wrap=True)
+
+
+@handles_errors
+def run_cache_gc(older_than: str, dry_run: bool, json_out: bool) -> None:
+    """``navigator gc --caches``: this host's source cache (no Temporal, no store: nothing there is shared)."""
+    from durable_navigator.activities.source_cache import prune
+    from durable_navigator.activities.sources import default_source_cache
+
+    age = parse_age(older_than)
+    cache = default_source_cache()
+    got = prune(cache, age.total_seconds(), dry_run=dry_run)
+    if json_out:
+        print_json({"cache": str(cache), "older_than": older_than, "dry_run": dry_run, "trees": got.trees,
+                    "blobs": got.blobs, "mirrors": got.mirrors, "bytes": got.bytes})
+        return
+    for path in [*got.trees, *got.mirrors] if dry_run else []:
+        stdout.print(f"would delete {path}", markup=False)
+    verb = "would delete" if dry_run else "deleted"
+    stderr.print(f"{cache}: {verb} {len(got.trees)} trees, {got.blobs} blobs and {len(got.mirrors)} mirrors "
+                 f"unused for {older_than} ({_mb(got.bytes)})", markup=False, soft_wrap=True)
