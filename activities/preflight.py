@@ -119,8 +119,8 @@ def _malformed(model: str) -> bool:
 def refuse_unless_served(models: list[str], *, registry: ModelRegistry, pricer: TablePricer) -> None:
     """Inside an activity: hand the task back when this worker cannot serve one of ``models``.
 
-    Raises a *retryable* ``ApplicationError`` of type :data:`NOT_SERVED_HERE_TYPE` naming this worker
-    and the reason: the workflow schedules the task again and another worker of the queue takes it
+    Raises an ``ApplicationError`` of type :data:`NOT_SERVED_HERE_TYPE` naming this worker and the
+    reason, final for this scheduling: the workflow schedules the task again and another worker of the queue takes it
     (``navcore.model.preflight``). A worker with an older configuration must not fail a run that the
     others can serve; when none can, the run fails with this message once the window is over.
     """
@@ -137,7 +137,9 @@ def refuse_unless_served(models: list[str], *, registry: ModelRegistry, pricer: 
                        f"task queue {queue!r} for a worker that can)")[:800]
             # one line for the operator of this worker; BENIGN: the SDK logs no traceback for a hand-back
             activity.logger.warning(message)
-            raise ApplicationError(message, type=NOT_SERVED_HERE_TYPE,
+            # non-retryable for this scheduling: the activity's own retries (8 over a minute, to ride out a
+            # store outage) would keep the task here; the workflow schedules it again at once instead
+            raise ApplicationError(message, type=NOT_SERVED_HERE_TYPE, non_retryable=True,
                                    category=ApplicationErrorCategory.BENIGN) from None
 
 

@@ -9,8 +9,8 @@ environment. Verdicts carry a one-line problem, never a credential.
 The preflight is advice, not the guarantee: workers come and go, and any of them may take any of
 a run's tasks. The guarantee is at the tasks themselves: an activity that needs the run's model on
 a worker that cannot serve it (an older ``navigator.yaml`` without the endpoint, no key, no price, no
-script file) fails with the retryable :data:`NOT_SERVED_HERE_TYPE`, and the workflow schedules it
-again — Temporal hands it to whichever worker polls next — for up to :data:`SERVE_ELSEWHERE_WINDOW`
+script file) fails at once with :data:`NOT_SERVED_HERE_TYPE` (not retried in place), and the workflow
+schedules it again — Temporal hands it to whichever worker polls next — for up to :data:`SERVE_ELSEWHERE_WINDOW`
 before it gives up with that worker's reason.
 """
 
@@ -37,7 +37,7 @@ __all__ = [
 #: registered workflow type and activity name (public API: never renamed)
 PREFLIGHT_WORKFLOW = "NavigatorPreflight"
 ACTIVITY_CHECK_MODEL = "navigator.check_model"
-#: the ApplicationError type of "this worker cannot serve the run's model; another may" (retryable)
+#: the ApplicationError type of "this worker cannot serve the run's model; another may" (the workflow reschedules it)
 NOT_SERVED_HERE_TYPE = "ModelNotServedHere"
 #: how long a run keeps handing a refused task back to the queue before it fails with the refusal
 SERVE_ELSEWHERE_WINDOW = timedelta(minutes=2)

@@ -3,8 +3,8 @@
 Two ``navigator worker`` processes poll one task queue of one real dev server, each with its own
 ``navigator.yaml`` (separate config dirs): the *current* one names the OpenAI-compatible endpoint
 ``local`` (a real server process on a loopback port), the *older* one does not. Whichever takes a
-task of a ``local:…`` run, the run must finish: the older worker hands the task back (retryable
-``ModelNotServedHere``, naming itself and why) and the current one serves it. Before, the older
+task of a ``local:…`` run, the run must finish: the older worker hands the task back (a
+``ModelNotServedHere`` the workflow reschedules, naming itself and why) and the current one serves it. Before, the older
 worker failed the run with "unknown model endpoint". The up-front check asks until a worker that
 can serve the model answers (a single answer from the older worker used to refuse the run).
 """

@@ -89,7 +89,7 @@ async def run_activity(name: str, arg: Any, result_type: type[T], options: Activ
     """``workflow.execute_activity`` with the options of ``options`` and a readable summary, typed as
     ``result_type`` (the data converter builds that type from the payload).
 
-    A task refused as :func:`not_served_here` (after its own retries) is scheduled again, for up to
+    A task refused as :func:`not_served_here` (final for its scheduling: not retried in place) is scheduled again, for up to
     ``SERVE_ELSEWHERE_WINDOW``: each scheduling goes to whichever worker polls, so a run is not failed
     by one worker with an older configuration while another can serve it (``navcore.model.preflight``).
     ``task_queue`` / ``schedule_to_start``: a host's own queue and how long to wait for it to start the task
