@@ -8,6 +8,7 @@ flight plan into signal vectors and answers ``search``, ``symbols``,
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -25,7 +26,7 @@ from durable_navigator.repomap.rank import (
     name_index,
     personalized_rank,
 )
-from durable_navigator.repomap.render import MODULE, Expansion, module_ranges
+from durable_navigator.repomap.render import MODULE, Expansion, FocusPricer, module_ranges
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.symsearch import ChunkCache, search_symbols
 from durable_navigator.repomap.types import SearchHit, Symbol, SymbolRef
@@ -247,6 +248,24 @@ class QueryMixin:
         if not syms:
             return []
         return module_ranges(syms, self._built.records[path][REC["lines"]])
+
+    def focus_pricer(self, path: str) -> Callable[[list[str], bool], int]:
+        """Exact tokens the map spends on focus symbols (ids, ``path::``, ``path::a-b``) of ``path``:
+        ``cost(refs, outlined)`` is what they add to its path line at level 1 (the expansions and
+        the definitions enclosing them) or, ``outlined``, to its level-2 outline (the expansions).
+        What the renderer's fitter charges, so a caller choosing expansions by their cost prices
+        them as the map will; the file is read and counted once per pricer (0 for refs not of
+        ``path``, or when it cannot be read now)."""
+        pricer = FocusPricer(self.root, self._built.records, path, self.config.discover.binary_sniff_bytes)
+
+        def cost(refs: list[str], outlined: bool = False) -> int:
+            ks: list[Expansion] = []
+            for ref in refs:
+                ks.extend(k for p, k in self._module_or_symbol(ref) if p == path and k not in ks)
+            ks.sort(key=_expansion_order)
+            return pricer.expanded(ks) if outlined else pricer.focused(ks)
+
+        return cost
 
     def terms_in(self, terms: list[str], paths: list[str] | None = None) -> set[str]:
         """Which of ``terms`` (lower-case words / identifier parts) occur in the files of ``paths``.

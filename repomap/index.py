@@ -37,7 +37,7 @@ from durable_navigator.repomap.parse_treesitter import language_for, parse_trees
 from durable_navigator.repomap.parsed import ParsedFile
 from durable_navigator.repomap.tokens import count_tokens, tokens_per_line
 
-__all__ = ["index_file", "body_costs", "full_cost", "full_bounds", "full_priced", "parser_for", "split_identifier",
+__all__ = ["index_file", "body_costs", "line_prefix_costs", "fence_cost", "full_cost", "full_bounds", "full_priced", "parser_for", "split_identifier",
            "split_identifiers", "path_terms", "REC", "SYM", "BAG", "MIN_REF"]
 
 # Field positions in the record / symbol / bag tuples (stable: part of the cache layout).
@@ -141,7 +141,7 @@ def index_file(path: str, data: bytes, dcfg: DiscoverConfig, rcfg: RenderConfig)
     # -1 - (a lower bound of its count), and a render counts it exactly only when its fit
     # depends on the number (render.py, fit.must_price)
     if len(data) < EAGER_FULL_BYTES:
-        c4 = count_tokens(text) + _fence_cost()
+        c4 = count_tokens(text) + fence_cost()
     else:
         c4 = -1 - _full_lower_bound(raw)
     rec = (
@@ -168,12 +168,16 @@ def body_costs(data: bytes, spans: list[tuple[int, int]]) -> list[int]:
     :func:`index_file` decides how the text is decoded, so this prices the bytes the
     record was made from the same way.
     """
-    text, raw, _ = _decoded(data)
-    line_tokens = tokens_per_line(text, raw)
-    cum = np.concatenate(([0], np.cumsum(line_tokens)))
-    n = len(line_tokens)
-    fence = _fence_cost()
+    cum, fence = line_prefix_costs(data), fence_cost()
+    n = len(cum) - 1
     return [int(cum[min(end, n)] - cum[min(max(start - 1, 0), n)]) + fence for start, end in spans]
+
+
+def line_prefix_costs(data: bytes) -> np.ndarray:
+    """Cumulative tokens of ``data``'s lines (``[0, line 1, lines 1-2, ...]``), counted as
+    :func:`body_costs` counts them: a span ``a..b`` costs ``cum[b] - cum[a - 1]`` plus the fence."""
+    text, raw, _ = _decoded(data)
+    return np.concatenate(([0], np.cumsum(tokens_per_line(text, raw))))
 
 
 def full_cost(data: bytes) -> int:
@@ -181,7 +185,7 @@ def full_cost(data: bytes) -> int:
 
     The number :func:`index_file` stores for a small file (decoded the same way).
     """
-    return count_tokens(_decoded(data)[0]) + _fence_cost()
+    return count_tokens(_decoded(data)[0]) + fence_cost()
 
 
 def full_priced(rec: tuple) -> bool:
@@ -199,7 +203,7 @@ def full_bounds(rec: tuple) -> tuple[int, int]:
     c4 = rec[6][2]  # REC["costs"]: a render asks for every unpriced file's bounds
     if c4 >= 0:
         return c4, c4
-    fence = _fence_cost()
+    fence = fence_cost()
     return -1 - c4 + fence, rec[2] * (3 if rec[4] else 1) + fence  # REC size, replaced
 
 
@@ -228,7 +232,8 @@ def _parse(path: str, text: str, data: bytes, lines: list[str]) -> tuple[str, Pa
 
 
 @functools.cache
-def _fence_cost() -> int:
+def fence_cost() -> int:
+    """Tokens of the fence around a shown body (``layout.source_block``)."""
     # one by one, not ``count_many`` (whose counts are the same): its join needs the token
     # length table, which an index worker would load for this alone
     return count_tokens(FENCE_OPEN) + count_tokens(FENCE_CLOSE)

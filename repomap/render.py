@@ -37,7 +37,7 @@ from durable_navigator.repomap.discover import skip_listing
 from durable_navigator.repomap.fit import FileCosts, Fitter, must_price
 from durable_navigator.repomap.fsnames import fs_path
 from durable_navigator.repomap.globs import glob_match
-from durable_navigator.repomap.index import REC, SYM, body_costs, full_bounds, full_cost
+from durable_navigator.repomap.index import REC, SYM, fence_cost, full_bounds, full_cost, line_prefix_costs
 from durable_navigator.repomap.layout import doc_block, file_line, header_line, outline_line, source_block
 from durable_navigator.repomap.safepath import resolve_inside
 from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, count_tokens
@@ -47,7 +47,8 @@ if TYPE_CHECKING:  # pydantic models: imported by summaries() / metadata() only 
     from durable_navigator.navtypes.mapmeta import FileSummary, MapMetadata
 
 __all__ = ["RenderInput", "Rendered", "requested_levels", "render_plan", "has_symbol_support", "summaries",
-           "metadata", "read_current", "module_ranges", "MODULE", "price_full", "Expansion", "range_label"]
+           "metadata", "read_current", "module_ranges", "MODULE", "price_full", "Expansion", "range_label",
+           "FocusPricer"]
 
 _HEADER_FIXPOINT_PASSES = 4
 #: the ``expand`` index of a file's module-level code (focus symbol ``path::``)
@@ -216,7 +217,7 @@ def _ladders(inp: RenderInput, req: list[int], explicit: list[bool], line_costs:
             if unpriced is not None and req[i] >= 4:
                 unpriced[i] = (line + lo, line + hi)
         ks = expand.get(p)
-        extra = _expanded_cost(inp, p, ks) if ks else 0
+        extra = expanded_cost(inp.root, records, p, ks, inp.binary_sniff_bytes) if ks else 0
         # level 1 of a file with expanded symbols shows them (and the definitions around them)
         focused_l1 = extra + _trail_cost(rec[REC["symbols"]], ks) if ks else 0
         cost: list[int | None] = [0, line + focused_l1, line + c2 + extra, line + c3 + extra, line + c4]
@@ -261,28 +262,52 @@ def _price(inp: RenderInput, paths: list[str]) -> dict[str, tuple[int | None, st
     return {p: price_full(inp.root, inp.records, p, inp.binary_sniff_bytes) for p in paths}
 
 
-def _expanded_cost(inp: RenderInput, path: str, ks: list[Expansion]) -> int:
-    """Exact cost of showing expansions ``ks`` of ``path`` in full (their lines of the file as it is now;
-    an upper bound when a line range overlaps an expanded symbol: the render shows those lines once).
+class FocusPricer:
+    """Exact costs of showing expansions of one file, the file read and counted once (a caller
+    pricing many sets of expansions of a file, like the learned allocation, reads it once)."""
 
-    0 when the file cannot be read as text now: rendering it then hides it (``_Unreadable``)
-    and fits the rest without it.
-    """
-    data, _ = read_current(resolve_inside(inp.root, path), inp.binary_sniff_bytes)
-    if data is None:
-        return 0
-    rec = inp.records[path]
-    syms = rec[REC["symbols"]]
-    spans = [(syms[k][SYM["start"]], syms[k][SYM["end"]]) for k in _symbol_ks(ks)]
-    label_text = ""
-    if MODULE in ks:
-        mods = module_ranges(syms, rec[REC["lines"]])
-        spans += mods
-        label_text = "".join(outline_line(a, 0, MODULE_LABEL) for a, _ in mods)
-    ranges = _line_ranges(ks)
-    spans += ranges
-    label_text += "".join(outline_line(a, _depth_at(syms, a, b), range_label(a, b)) for a, b in ranges)
-    return sum(body_costs(data, spans)) + (count_tokens(label_text) if label_text else 0)
+    def __init__(self, root: Path, records: dict[str, tuple], path: str, binary_sniff_bytes: int) -> None:
+        data, _ = read_current(resolve_inside(root, path), binary_sniff_bytes)
+        self.rec = records[path]
+        #: cumulative line tokens (``index.line_prefix_costs``); None when the file cannot be read now
+        self.cum = line_prefix_costs(data) if data is not None else None
+        self.fence = fence_cost()
+
+    def expanded(self, ks: list[Expansion]) -> int:
+        """Exact cost of showing expansions ``ks`` in full (their lines of the file as it is now; an
+        upper bound when a line range overlaps an expanded symbol: the render shows those lines once).
+
+        0 when the file cannot be read as text now: rendering it then hides it (``_Unreadable``)
+        and fits the rest without it.
+        """
+        if self.cum is None or not ks:
+            return 0
+        syms = self.rec[REC["symbols"]]
+        spans = [(syms[k][SYM["start"]], syms[k][SYM["end"]]) for k in _symbol_ks(ks)]
+        label_text = ""
+        if MODULE in ks:
+            mods = module_ranges(syms, self.rec[REC["lines"]])
+            spans += mods
+            label_text = "".join(outline_line(a, 0, MODULE_LABEL) for a, _ in mods)
+        ranges = _line_ranges(ks)
+        spans += ranges
+        label_text += "".join(outline_line(a, _depth_at(syms, a, b), range_label(a, b)) for a, b in ranges)
+        cum, n = self.cum, len(self.cum) - 1
+        body = sum(int(cum[min(b, n)] - cum[min(max(a - 1, 0), n)]) + self.fence for a, b in spans)
+        return body + (count_tokens(label_text) if label_text else 0)
+
+    def focused(self, ks: list[Expansion]) -> int:
+        """Exact tokens a level-1 view with expansions ``ks`` shows after the path line: the
+        expansions and the definitions enclosing them (what the fitter prices)."""
+        if self.cum is None or not ks:
+            return 0
+        return self.expanded(ks) + _trail_cost(self.rec[REC["symbols"]], ks)
+
+
+def expanded_cost(root: Path, records: dict[str, tuple], path: str, ks: list[Expansion],
+                  binary_sniff_bytes: int) -> int:
+    """:meth:`FocusPricer.expanded` of one set of expansions."""
+    return FocusPricer(root, records, path, binary_sniff_bytes).expanded(ks)
 
 
 def module_ranges(symbols: list[tuple] | tuple, n_lines: int) -> list[tuple[int, int]]:

@@ -32,7 +32,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from durable_navigator.activities.models.offline.symbols import ScoredSymbol
 from durable_navigator.activities.pack import PACK_CONFIG
 from durable_navigator.navtypes.flightplan import MAX_FOCUS_ITEMS, MAX_UPDATE_ITEMS, FlightPlan, Level
-from durable_navigator.repomap.tokens import count_tokens as count
 
 __all__ = ["LearnedConfig", "Choice", "learned_choice", "plan_tokens"]
 
@@ -70,11 +69,9 @@ class LearnedConfig(BaseModel):
     #: file are right or wrong together (when the file is not the one to change, none of them
     #: is), so the model's independent per-chunk values overrate the fifth chunk of the top file
     file_decay: float = Field(0.8, gt=0, le=1)
-    #: tokens an expanded symbol's outline line(s) cost beside its body (estimate)
-    line_cost: int = 10
-    #: a choice is priced again by rendering it (estimates miss a nested definition's outer
-    #: signature, fences, labels); over the allocation's share, it is made again with the
-    #: difference held back, at most this many times
+    #: a choice is priced again by rendering it (its expansions are priced exactly, as the map's
+    #: fitter prices them, but the path lines' why suffixes are not); over the allocation's share,
+    #: it is made again with the difference held back, at most this many times
     fit_passes: int = Field(2, ge=0, le=5)
     #: the decision log names at most this many of the choices (the map shows them all)
     max_notes: int = 12
@@ -95,6 +92,8 @@ class _Option:
     sym: Any = None
     #: a line range (``lines``) rather than a symbol or the file's module code
     ranged: bool = False
+    #: the focus symbol an expansion is (a symbol id, ``path::`` or ``path::a-b``)
+    ref: str = ""
     chunks: list[int] = field(default_factory=list)
 
 
@@ -132,14 +131,13 @@ def _containing(syms: list[Any], a: int, b: int, name: str) -> Any:
     return best
 
 
-def _options(engine: Any, cf: Any, full: Any, sig: Any, ranked: dict[str, Any],
-             cfg: LearnedConfig, boost: Any) -> tuple[dict[str, _Option], dict[str, dict[str, _Option]]]:
-    """Expand options (by symbol id) and per-file full/outline options."""
+def _options(engine: Any, cf: Any, full: Any, sig: Any, ranked: dict[str, Any], cfg: LearnedConfig,
+             boost: Any, price: "_Prices") -> tuple[dict[str, _Option], dict[str, dict[str, _Option]]]:
+    """Expand options (by focus symbol) and per-file full/outline options."""
     expand: dict[str, _Option] = {}
     per_file: dict[str, dict[str, _Option]] = {}
     syms_of: dict[str, list[Any]] = {}
     ids_of: dict[str, Counter[str]] = {}
-    read = _Lines(engine)
     for i, span in enumerate(cf.spans):
         r = ranked.get(span.path)
         if r is None:
@@ -168,46 +166,46 @@ def _options(engine: Any, cf: Any, full: Any, sig: Any, ranked: dict[str, Any],
         if lines is not None:
             key = f"{span.path}::{lines[0]}-{lines[1]}"
             if key not in expand:
-                text = read(span.path, *lines)
-                expand[key] = _Option("expand", span.path, 0.0, count(text) + count(key) + cfg.line_cost,
-                                      lines, None, ranged=True)
+                expand[key] = _Option("expand", span.path, 0.0, price(span.path, (key,)), lines, None,
+                                      ranged=True, ref=key)
         else:
             key = s.id if s is not None else f"{span.path}::"
         if key not in expand:
-            if s is not None:
-                text = read(span.path, s.start_line, s.end_line)
-                expand[key] = _Option("expand", span.path, 0.0, count(text) + count(s.signature) + cfg.line_cost,
-                                      (s.start_line, s.end_line), s)
-            else:
-                runs = engine.module_ranges(span.path)
-                lines = read(span.path, 1, runs[-1][1]).split("\n") if runs else []
-                text = "\n".join("\n".join(lines[a - 1:b]) for a, b in runs)
-                expand[key] = _Option("expand", span.path, 0.0, count(text) + 6 * len(runs), (0, 0), None)
+            where = (s.start_line, s.end_line) if s is not None else (0, 0)
+            expand[key] = _Option("expand", span.path, 0.0, price(span.path, (key,)), where, s, ref=key)
         expand[key].value += fv
         expand[key].chunks.append(i)
     return expand, per_file
 
 
-class _Lines:
-    """``engine.read_lines`` with each file read once (a file has hundreds of candidate chunks)."""
+class _Prices:
+    """What the map's fitter charges for a file's expansions (``RepoMap.focus_pricer``: at level 1
+    the bodies and the definitions enclosing them, under an outline the bodies), each file read
+    once, each set priced once."""
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
-        self.files: dict[str, list[str]] = {}
+        self.pricers: dict[str, Any] = {}
+        self.known: dict[tuple[str, frozenset[str], bool], int] = {}
 
-    def __call__(self, path: str, start: int, end: int) -> str:
-        lines = self.files.get(path)
-        if lines is None:
-            lines = self.files[path] = self.engine.read_lines(path, 1, 1 << 62).splitlines()
-        lo, hi = max(1, start), min(len(lines), end)
-        return "\n".join(lines[lo - 1:hi]) + ("\n" if hi >= lo else "")
+    def __call__(self, path: str, refs: tuple[str, ...], outlined: bool = False) -> int:
+        key = (path, frozenset(refs), outlined)
+        got = self.known.get(key)
+        if got is None:
+            pricer = self.pricers.get(path)
+            if pricer is None:
+                pricer = self.pricers[path] = self.engine.focus_pricer(path)
+            got = self.known[key] = pricer(list(refs), outlined)
+        return got
 
 
 class _State:
     """What the greedy has chosen so far, per file."""
 
-    def __init__(self, ranked: dict[str, Any], best: dict[str, float], bonus: float, decay: float) -> None:
+    def __init__(self, ranked: dict[str, Any], best: dict[str, float], bonus: float, decay: float,
+                 price: _Prices) -> None:
         self.ranked = ranked
+        self.price = price
         self.decay = decay
         self.best = best
         self.bonus = bonus
@@ -225,11 +223,19 @@ class _State:
             shown = self.expanded.get(o.path, ())
             if lv == Level.FULL or any(_overlap(o, e) for e in shown):
                 return None
-            return o.value * self.decay ** len(shown) + first, o.cost + (head if lv is None else 0)
+            # what it adds to the file as shown now (the definitions around two expansions show once;
+            # under an outline, every signature shows already)
+            refs, outlined = tuple(e.ref for e in shown), lv == Level.OUTLINE
+            cost = self.price(o.path, (*refs, o.ref), outlined) - self.price(o.path, refs, outlined)
+            return o.value * self.decay ** len(shown) + first, max(cost, 1) + (head if lv is None else 0)
         if o.kind == "outline":
             if lv is not None and lv >= Level.OUTLINE:
                 return None
-            return o.value + first, max(o.cost - (head if lv is not None else 0), 1)
+            if lv is None:
+                return o.value + first, o.cost
+            refs = tuple(e.ref for e in self.expanded.get(o.path, ()))  # their enclosing lines become the outline's
+            cost = o.cost + self.price(o.path, refs, True) - head - self.price(o.path, refs)
+            return o.value + first, max(cost, 1)
         if lv == Level.FULL:
             return None
         return max(o.value + first - self.gained.get(o.path, 0.0), 0.0), max(o.cost - self.spent.get(o.path, 0), 1)
@@ -255,24 +261,26 @@ def _overlap(a: _Option, b: _Option) -> bool:
 
 
 #: the last goal's options: a choice made again with tokens held back (``reserve``) reuses them
-_MEMO: dict[tuple[Any, ...], tuple[list[_Option], dict[str, float], float]] = {}
+_MEMO: dict[tuple[Any, ...], tuple[list[_Option], dict[str, float], float, _Prices]] = {}
 _MEMO_LOCK = threading.Lock()
 
 
 def _priced_options(engine: Any, goal: str, cfg: LearnedConfig, ranked: dict[str, Any],
-                    focused: Any) -> tuple[list[_Option], dict[str, float], float]:
-    """Every option the map has for ``goal``, each file's best chunk value, and the ranker's cost power."""
+                    focused: Any) -> tuple[list[_Option], dict[str, float], float, _Prices]:
+    """Every option the map has for ``goal``, each file's best chunk value, the ranker's cost power
+    and the prices of expansions."""
     cf, ranker, (_scores, full, sig) = _engine_inputs(engine, goal)
     top = float(full.max()) if len(full) else 0.0
     boost = (lambda p, v: max(v * cfg.feedback_boost, top) if focused(p) else v)
-    expand, per_file = _options(engine, cf, full, sig, ranked, cfg, boost)
+    price = _Prices(engine)
+    expand, per_file = _options(engine, cf, full, sig, ranked, cfg, boost, price)
     options = list(expand.values()) + [o for f in per_file.values() for k, o in f.items()
                                        if k == "full" or cfg.outlines]
     best: dict[str, float] = {}
     for i, span in enumerate(cf.spans):
         if span.path in ranked:
             best[span.path] = max(best.get(span.path, 0.0), boost(span.path, float(full[i])))
-    return options, best, ranker.cost_power
+    return options, best, ranker.cost_power, price
 
 
 def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
@@ -293,8 +301,8 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
         with _MEMO_LOCK:
             _MEMO.clear()
             _MEMO[key] = got
-    options, best, power = got
-    state = _State(ranked, best, cfg.presence_bonus, cfg.file_decay)
+    options, best, power, price = got
+    state = _State(ranked, best, cfg.presence_bonus, cfg.file_decay, price)
     limit = max(plan_tokens(plan.token_budget, cfg) - reserve, 0)
     left = limit
     # lazy greedy: each key is the option's marginal worth on the empty map (the first-shown bonus

@@ -182,9 +182,8 @@ def test_the_chosen_files_keep_their_levels_in_the_packs_map(engine, budget: int
     (a cut file loses all its expansions at once)."""
     from durable_navigator.activities.pack import PACK_CONFIG
 
-    # estimates made short on purpose (no cost for an expansion's signature lines, the whole share):
-    # the rendered price of the choice is what keeps it inside
-    tight = OfflinePolicyConfig(learned=LearnedConfig(enabled=True, share=1.0, line_cost=0))
+    # the whole share, no margin: the rendered price of the choice is what keeps it inside
+    tight = OfflinePolicyConfig(learned=LearnedConfig(enabled=True, share=1.0))
     plan = FlightPlan(token_budget=budget)
     first = offline_decision(_turn(engine, plan, 1, engine.render(plan).metadata), tight)
     plan = plan.apply(first.updates)
@@ -193,16 +192,17 @@ def test_the_chosen_files_keep_their_levels_in_the_packs_map(engine, budget: int
 
 
 def test_a_choice_reads_each_file_once_and_a_choice_made_again_reads_nothing(engine, monkeypatch) -> None:
-    """The options read each candidate file once (they read the whole file per chunk: 21,627 reads and
-    100 s on one fmt checkout), and the fit pass's second choice reuses the first one's options."""
+    """The options read each candidate file once to price its expansions (they read the whole file
+    per chunk: 21,627 reads and 100 s on one fmt checkout), and the fit pass's second choice reuses
+    the first one's options and prices."""
     from durable_navigator.activities.models.offline import learned
 
     from durable_navigator.repomap.chunkrank.fromengine import repo_chunks
 
     repo_chunks(engine)  # the chunks are read once per index version, before this test counts
     reads: list[str] = []
-    real = engine.read_lines
-    monkeypatch.setattr(engine, "read_lines", lambda path, a, b: reads.append(path) or real(path, a, b))
+    real = engine.focus_pricer
+    monkeypatch.setattr(engine, "focus_pricer", lambda path: reads.append(path) or real(path))
     learned._MEMO.clear()
     args = (engine, FlightPlan(token_budget=2000), GOAL, CFG.learned)
     first = learned_choice(*args, excluded=lambda p: False, focused=lambda p: False)
@@ -250,3 +250,50 @@ def test_the_learned_allocation_is_a_fixed_point_of_its_own_levels(tmp_path) -> 
     kept = {r.glob for r in _without_own_levels(plan, cfg).rules}
     assert kept == {"tests/**", "src/human.py"}  # the policy's exact-file level goes; globs and a human's stay
     # end to end: README's demo goal on this repository finalizes on turn two (test_offline_demo.py)
+
+
+
+
+def _long_module(name: str, topic: str, n: int) -> str:
+    """A module too large to show in full: a documented class of ``n`` methods in a nested namespace."""
+    methods = "".join(textwrap.dedent(f"""
+        def {topic}_step_{k}(self, amount: int, limit: int = {k}) -> int:
+            \"\"\"Step {k} of the {topic}: checks the amount against the limit.\"\"\"
+            total = amount * {k + 1}
+            if total > limit:
+                raise ValueError("{topic} step {k} over the limit")
+            for i in range({k}):
+                total += i * amount
+            self.history.append(("{topic}", {k}, total))
+            return total
+    """).replace("\n", "\n        ") for k in range(n))
+    return (f"# {name}: the {topic} service. " + "It keeps a history of every step taken. " * 6 + "\n"
+            f"import logging\n\nLOG = logging.getLogger({name!r})\n\n\n"
+            f"class Outer:\n    \"\"\"Namespace of the {topic} service.\"\"\"\n\n"
+            f"    class {topic.title()}Service:\n        history: list = []\n{methods}\n")
+
+
+@pytest.fixture(scope="module")
+def long_engine(tmp_path_factory: pytest.TempPathFactory):
+    """Files too long to show in full, whose definitions nest (the map shows the ones around an expansion)."""
+    root = tmp_path_factory.mktemp("long")
+    for name, topic in (("billing", "invoice"), ("ledger", "balance"), ("shipping", "parcel")):
+        (root / f"{name}.py").write_text(_long_module(name, topic, 30))
+    return repomap.RepoMap.open(root, cache_dir=tmp_path_factory.mktemp("cache"), jobs=1)
+
+
+@pytest.mark.parametrize("goal", ["invoice step 7 over the limit", "balance step 12 history",
+                                  "parcel step amount check"])
+@pytest.mark.parametrize("budget", [400, 900, 2000])
+def test_the_choice_costs_what_the_map_spends_on_it(long_engine, goal: str, budget: int) -> None:
+    """Each option is priced as the map's fitter prices it (``RepoMap.focus_pricer``: an expansion's
+    body and the definitions around it, shared ones once): rendered without ``why`` suffixes (which
+    the choice does not know), the chosen files cost exactly what the choice says. With a body plus a
+    guessed 10 tokens it rendered 13% over on a dev task and the choice made again lost the file
+    holding the change."""
+    from durable_navigator.activities.models.offline.policy import _rendered_cost
+
+    plan = FlightPlan(token_budget=budget, show_why=False)
+    choice = learned_choice(long_engine, plan, goal, CFG.learned, excluded=lambda p: False, focused=lambda p: False)
+    assert len(choice.expand) >= 2 and Level.FULL not in choice.levels.values(), choice
+    assert _rendered_cost(long_engine, plan, choice, CFG) == choice.cost, choice.notes
