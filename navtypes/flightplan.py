@@ -21,7 +21,10 @@ Semantics (the engine in ``repomap/`` implements them):
 
 Globs use ``fnmatch``-style matching on POSIX relative paths where ``**``
 matches across directories and a bare directory prefix such as ``src/budget``
-or ``src/budget/`` matches everything below it.
+or ``src/budget/`` matches everything below it. A glob without ``/`` also matches
+a basename at any depth (``*.py``), except that a glob that is exactly the path of a
+file of the repository names that file only (``Makefile`` is the root one when there
+is one; ``**/Makefile`` is every Makefile).
 """
 
 from __future__ import annotations

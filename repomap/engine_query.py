@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from durable_navigator.navtypes.errors import PathEscapeError
-from durable_navigator.repomap.globs import glob_match
+from durable_navigator.repomap.globs import plan_match
 from durable_navigator.repomap.index import REC, SYM
 from durable_navigator.repomap.rank import (
     Personalization,
@@ -164,9 +164,10 @@ class QueryMixin:
         cfg = self.config.rank
         focus = np.zeros(len(self.files))
         index = {p: i for i, p in enumerate(self.files)} if plan.focus_symbols else {}
+        files = frozenset(self.files) if plan.focus_paths else frozenset()
         for fp in plan.focus_paths:
             for i, p in enumerate(self.files):
-                if glob_match(fp.glob, p):
+                if plan_match(fp.glob, p, files):
                     focus[i] += cfg.focus_path_weight * fp.weight
         expand: dict[str, list[Expansion]] = {}
         for fs in plan.focus_symbols:

@@ -36,7 +36,7 @@ from durable_navigator.repomap.regular import NotRegularFileError, read_regular
 from durable_navigator.repomap.discover import skip_listing
 from durable_navigator.repomap.fit import FileCosts, Fitter, must_price
 from durable_navigator.repomap.fsnames import fs_path
-from durable_navigator.repomap.globs import glob_match
+from durable_navigator.repomap.globs import plan_match
 from durable_navigator.repomap.index import REC, SYM, fence_cost, full_bounds, full_cost, line_prefix_costs
 from durable_navigator.repomap.layout import doc_block, file_line, header_line, outline_line, source_block
 from durable_navigator.repomap.safepath import resolve_inside
@@ -147,12 +147,13 @@ def has_symbol_support(rec: tuple) -> bool:
 def requested_levels(plan: FlightPlan, paths: list[str]) -> tuple[list[int], list[bool]]:
     """Per file: level asked for (auto = 4, fitted later) and whether a rule/default asked."""
     req, explicit = [], []
+    files = frozenset(paths) if plan.rules or plan.exclude else frozenset()
     for p in paths:
         level: int | None = None
         for rule in plan.rules:
-            if glob_match(rule.glob, p):
+            if plan_match(rule.glob, p, files):
                 level = int(rule.level)
-        if any(glob_match(g, p) for g in plan.exclude):
+        if any(plan_match(g, p, files) for g in plan.exclude):
             req.append(0)
             explicit.append(True)
         elif level is not None:
