@@ -26,6 +26,7 @@ from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.service import RPCError, RPCStatusCode
 
 from durable_navigator.activities.artifacts import ArtifactStore, atomic_write_bytes
+from durable_navigator.activities.gitsource import is_git_url
 from durable_navigator.navcore.batch.batch import (
     BatchJob,
     JobDefaults,
@@ -85,7 +86,7 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
 
 _HINTS = {
     "missing": "add it",
-    "extra_forbidden": "remove it (allowed: repo, goal, name, kind, model, max_budget_usd, token_budget, "
+    "extra_forbidden": "remove it (allowed: repo, ref, goal, name, kind, model, max_budget_usd, token_budget, "
     "max_iterations, max_output_tokens, mode)",
     "literal_error": "batches are unattended; use mode: autonomous or leave it out",
     "model_type": "write it as a mapping, e.g. {repo: ./path, goal: \"what the context is for\"}",
@@ -193,7 +194,8 @@ def _valid_jobs(
     for index, (job, skip) in enumerate(specs):
         if job is None:
             continue
-        if base is not None and "repo" not in skip:
+        if base is not None and "repo" not in skip and not is_git_url(job.repo):
+            # a git URL stays as written (the starting command resolves its ref); a path is absolute from here on
             # realpath, not Path.resolve: the latter raises RuntimeError on a symlink loop (Python < 3.13)
             job = job.model_copy(update={"repo": os.path.realpath(base / Path(job.repo).expanduser())})
             try:
@@ -235,7 +237,7 @@ def parse_jobs_text(
 
     Schema problems and ``check_job``'s per-job problems (run on every job that
     is valid on its own) come in one error, each with its job index and line.
-    Relative repository paths resolve against ``base`` when given.
+    Relative repository paths resolve against ``base`` when given; a git URL stays as written.
     """
     node, data = _compose(text, origin)
     problems: list[tuple[tuple[int, int, int], str]] = []

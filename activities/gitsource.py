@@ -55,8 +55,9 @@ def _first_error(proc: subprocess.CompletedProcess[str]) -> str:
     return (lines[0] if lines else f"exit {proc.returncode}")[:200]
 
 
-def resolve_ref(url: str, ref: str) -> str:
-    """The commit ``ref`` (a branch, tag, ``HEAD`` or a full commit) names at ``url``; RepoError if none."""
+def resolve_ref(url: str, ref: str, *, named: str = "--ref") -> str:
+    """The commit ``ref`` (a branch, tag, ``HEAD`` or a full commit) names at ``url``; RepoError if none
+    (``named``: how the user gave the ref — the option, or a jobs file's field — for the error line)."""
     proc = _git("ls-remote", "--", url, timeout=120)
     if proc.returncode != 0:
         raise RepoError(f"git repository {url} cannot be read ({_first_error(proc)}); check the URL and "
@@ -72,7 +73,8 @@ def resolve_ref(url: str, ref: str) -> str:
             return refs[name]
     heads = sorted(n.removeprefix("refs/heads/") for n in refs if n.startswith("refs/heads/"))[:5]
     known = f" (branches: {', '.join(heads)})" if heads else ""
-    raise RepoError(f"--ref {ref} is not a branch or tag of {url}{known}; pass --ref with one of them or a "
+    given = f"{named} {ref}" if named.startswith("-") else f"{named}: {ref}"
+    raise RepoError(f"{given} is not a branch or tag of {url}{known}; pass {named} with one of them or a "
                     "full commit")
 
 

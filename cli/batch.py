@@ -1,7 +1,8 @@
 """``navigator batch``: unattended explorations of many repositories × goals under one budget.
 
 ``run jobs.yaml`` validates the whole jobs file first (every problem per job,
-nothing started), then starts ``BatchWorkflow`` under a deterministic id:
+nothing started), sends each repository as ``explore`` would (a snapshot per distinct
+path with an object store, a git URL's commit, else the path), then starts ``BatchWorkflow`` under a deterministic id:
 running it again with the same ``--id`` joins the running batch or resumes a
 finished one without exploring any job twice. ``status`` / ``results`` /
 ``stop`` talk to a batch by id from any terminal.
@@ -29,7 +30,8 @@ batch_app = command_group(help="Many repositories × goals under one USD budget.
 def run(
     ctx: typer.Context,
     jobs_file: Annotated[Path, typer.Argument(metavar="JOBS_FILE", show_default=False,
-                                              help="Jobs YAML: {defaults: {...}, jobs: [{repo, goal, ...}]}.")],
+                                              help="Jobs YAML: {defaults: {...}, jobs: [{repo, goal, ...}]}; "
+                                                   "repo: a path or a git URL (+ ref).")],
     budget_usd: Annotated[str | None, typer.Option("--budget-usd", metavar="USD", help="Total USD of the whole batch.",
                                                    show_default="total_budget_usd of the jobs file")] = None,
     concurrency: Annotated[int | None, typer.Option("--concurrency", metavar="N", min=1, max=256, help="Jobs at once.",
@@ -41,7 +43,8 @@ def run(
     detach: Annotated[bool, typer.Option("--detach", help="Start on a running server and return at once.",
                                          show_default="off: follow it here")] = False,
     check_repos: Annotated[bool, typer.Option("--check-repos/--no-check-repos",
-                                              help="Refuse jobs whose repository folder is missing here.")] = True,
+                                              help="Refuse jobs whose repository folder is missing here "
+                                                   "(always with an object store: the batch uploads each one).")] = True,
     json_out: JsonOpt = False,
 ) -> None:
     """Run every job of JOBS_FILE as a child exploration.

@@ -18,6 +18,7 @@ from temporalio.client import (Client, WorkflowExecutionDescription, WorkflowExe
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 
 from durable_navigator.activities.batch import JobCheck, load_jobs_file
+from durable_navigator.cli.batch_sources import GitRefs, settled_batch, source_problems, with_git_sources
 from durable_navigator.cli.common import cancel_and_wait, config_of, print_json, run_async, stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import TemporalSession, open_session, say_after, say_server
@@ -26,13 +27,14 @@ from durable_navigator.cli.runrequest import stream_guard, validate_model
 from durable_navigator.cli.handles import describe_run, query_run, signal_run, status_name
 from durable_navigator.cli.preflight import problems_here, problems_on_workers
 from durable_navigator.cli.results_home import bring_home
-from durable_navigator.cli.stores import open_artifact_store
-from durable_navigator.cli.runinput import check_repository, parse_usd, text_problem, validated
+from durable_navigator.cli.stores import is_shared_store, open_artifact_store
+from durable_navigator.cli.runinput import parse_usd, text_problem, validated
 from durable_navigator.navcore.navigator.requests import ModelCallConfig
 from durable_navigator.navcore.batch.batch import BatchJob, BatchProgress, BatchRequest, BatchResult, BatchStopInput, JobStatus, resolve_jobs
 from durable_navigator.navcore.navigator.report import markdown_text
 from durable_navigator.navcore.navigator.messages import BATCH_WORKFLOW, QUERY_BATCH_PROGRESS
-from durable_navigator.navtypes.errors import BudgetError, ModelError, NavigatorError, RepoError
+from durable_navigator.navcore.run.sources import display_root
+from durable_navigator.navtypes.errors import BudgetError, ModelError, NavigatorError
 
 __all__ = ["build_batch_request", "new_batch_id", "start_batch", "follow_batch"]
 
@@ -52,10 +54,13 @@ def _usd(text: str | None, name: str) -> Decimal | None:
     return parse_usd(text, name) if text is not None else None
 
 
-def _job_checker(config: NavigatorConfig, check_repos: bool, local_worker: bool) -> JobCheck:
+def _job_checker(config: NavigatorConfig, check_repos: bool, local_worker: bool, refs: GitRefs) -> JobCheck:
     """Per-job checks the schema cannot make: model known, priced and (for the in-process
-    worker) servable here, repository present; each model is checked once."""
+    worker) servable here, repository present (a path here, a git URL's ref resolved into ``refs``);
+    each model and each git ref is checked once. With an object store every path is checked whatever
+    ``check_repos`` says: the batch uploads it from here."""
     verdicts: dict[str, str | None] = {}
+    uploads = is_shared_store(config)
 
     def model_problem(model: str) -> str | None:
         if model not in verdicts:
@@ -74,11 +79,7 @@ def _job_checker(config: NavigatorConfig, check_repos: bool, local_worker: bool)
         text = text_problem(job.goal, "the goal")
         if text:
             problems.append(("goal", f"{text}; say what the job is for in plain text"))
-        if check_repos:
-            try:
-                check_repository(job.repo_path)
-            except RepoError as exc:
-                problems.append(("repo", f"{exc} (or pass --no-check-repos when workers see other paths)"))
+        problems += source_problems(job, refs, check_repos or uploads, uploads=uploads)
         return problems
 
     return check
@@ -101,9 +102,11 @@ def build_batch_request(
     local_worker: bool = False,
 ) -> BatchRequest:
     """Load + validate the jobs file and the options (every problem at once); nothing is started
-    on error. ``local_worker``: this command's in-process worker will serve the jobs."""
-    spec = load_jobs_file(jobs_file, check_job=_job_checker(config, check_repos, local_worker))
-    jobs = resolve_jobs(spec)
+    on error. ``local_worker``: this command's in-process worker will serve the jobs. Git URL jobs name
+    their resolved commit; paths stay paths until :func:`cli.batch_sources.settled_batch`."""
+    refs = GitRefs()
+    spec = load_jobs_file(jobs_file, check_job=_job_checker(config, check_repos, local_worker, refs))
+    jobs = with_git_sources(resolve_jobs(spec), refs)
     total = _usd(budget_usd, "--budget-usd") or spec.total_budget_usd
     if total is None:
         raise BudgetError("the batch has no budget; pass --budget-usd or set total_budget_usd in the jobs file")
@@ -154,7 +157,7 @@ async def start_batch(session: TemporalSession, req: BatchRequest) -> WorkflowHa
         static_summary=markdown_text(f"batch of {len(req.jobs)} jobs · ${req.total_budget_usd:.4f} · "
                                      f"{req.max_concurrency} at once"),
         static_details="\n\n".join(
-            markdown_text(f"{job.index}. {job.name}: {job.goal} ({job.repo_path}, {job.model})") for job in req.jobs[:50]
+            markdown_text(f"{job.index}. {job.name}: {job.goal} ({display_root(job.repo_path)}, {job.model})") for job in req.jobs[:50]
         ),
     )
 
@@ -172,6 +175,8 @@ async def _run(config: NavigatorConfig, req: BatchRequest, jobs_file: Path, *, d
                 load_jobs_file(jobs_file, check_job=_worker_refusals(problems, where))  # raises, with lines
                 # only reached when the file changed since it was read
                 raise ModelError(f"{where} cannot serve: " + "; ".join(f"{m} ({p})" for m, p in problems.items()))
+        # after the workers' refusals, before the start: snapshots are uploaded only for a batch that starts
+        req = await settled_batch(config, req)
         handle = await start_batch(session, req)
         stderr.print(f"batch [bold]{req.batch_id}[/bold]: {len(req.jobs)} jobs · ${req.total_budget_usd:.4f} · "
                      f"{req.max_concurrency} at once")

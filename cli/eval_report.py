@@ -19,6 +19,7 @@ from durable_navigator.activities.artifacts import ArtifactStore
 from durable_navigator.activities.evaluation.scoring import NavigatorRun, score_task
 from durable_navigator.activities.pricing_loader import load_pricing_table
 from durable_navigator.cli.batch_run import follow_batch, start_batch
+from durable_navigator.cli.batch_sources import settled_batch
 from durable_navigator.cli.common import stdout
 from durable_navigator.cli.config import NavigatorConfig
 from durable_navigator.cli.connect import open_session
@@ -58,6 +59,8 @@ async def run_batch(config: NavigatorConfig, req: BatchRequest, store: ArtifactS
             if problems:
                 raise ModelError(f"the worker(s) on task queue {session.task_queue!r} cannot serve: "
                                  + "; ".join(f"{m} ({p})" for m, p in problems.items()))
+        # each task's checkout is a snapshot when the workers share no disk with this machine (one per checkout)
+        req = await settled_batch(config, req)
         handle = await start_batch(session, req)
         link = session.ui_link(req.batch_id)
         if link:

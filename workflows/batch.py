@@ -8,6 +8,9 @@
   ``ExplorationResult``). Spent + slices in flight never pass the total. A
   child whose spend is unknown (failed, timed out) is charged its whole slice,
   except a scan failure, which happens before any model call.
+* Each child carries its job's repository locator (a path, a snapshot or a git
+  commit, settled by the command that started the batch): any worker host can
+  serve it. Outcomes name the repository as the user does (``display_root``).
 * A failed child is reported; the batch goes on.
 * Child ids are ``<batch id>-job-<index>``: a batch re-run with the same id
   meets its completed children again (``WorkflowAlreadyStartedError`` under
@@ -55,6 +58,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
     from durable_navigator.navcore.investigation.investigation import InvestigationRequest, InvestigationResult
     from durable_navigator.navcore.research.research import ResearchRequest, ResearchResult
+    from durable_navigator.navcore.run.sources import display_root
     from durable_navigator.navcore.run_kinds import EXPLORE, INVESTIGATION, RESEARCH, RunKind
     from durable_navigator.workflows.blocks.webui import SA_COST_USD, SA_ITERATION, SA_REPO, SA_STATUS
 
@@ -242,7 +246,8 @@ class BatchWorkflow:
             index=job.index,
             name=job.name,
             workflow_id=child_workflow_id(self.req.batch_id, job.index),
-            repo_path=job.repo_path,
+            # the user's path (or url@commit), not the snapshot locator the child carries
+            repo_path=display_root(job.repo_path),
             goal=job.goal,
             model=job.model,
             kind=job.kind,

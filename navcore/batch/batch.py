@@ -1,7 +1,10 @@
 """Batch explorations: the jobs file, the batch request/state/progress and the shared budget pool.
 
 A jobs file lists ``{repo, goal, options}`` jobs plus ``defaults``; it is
-validated up front (every problem reported per job). The batch runs each job
+validated up front (every problem reported per job). A job's ``repo`` is a path
+or a git URL (``ref``: its branch, tag or commit); the command that starts the
+batch turns each into the locator the child carries (``navcore.run.sources``:
+the path, a snapshot it uploaded, or the resolved commit), as ``explore`` does. The batch runs each job
 as a child ``NavigatorWorkflow`` under one batch-wide USD budget:
 :class:`BudgetPool` gives each child a slice when it starts and takes back
 what the child did not spend when it ends, so *spent + slices in flight*
@@ -13,9 +16,9 @@ from __future__ import annotations
 
 from decimal import Decimal
 from enum import Enum
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from durable_navigator.navcore.run.artifacts import ArtifactRef
 from durable_navigator.navcore.run.budget import RunUsd, format_usd, micros_to_usd, usd_to_micros
@@ -56,6 +59,7 @@ Usd = RunUsd
 JobKind = Literal["explore", "ask", "investigate"]
 Text = Annotated[str, Field(min_length=1, max_length=8000)]
 PathText = Annotated[str, Field(min_length=1, max_length=4096)]
+GitRef = Annotated[str, Field(min_length=1, max_length=255)]
 ModelName = Annotated[str, Field(min_length=1, max_length=200)]
 TokenBudget = Annotated[int, Field(gt=0, le=MAX_TOKEN_BUDGET)]
 #: what a jobs file may ask for: at least the smallest map the engine renders
@@ -85,8 +89,11 @@ class JobSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    #: a repository path (relative to the jobs file) or a git URL (``https://``, ``ssh://``, ``git@host:``, ``file://``)
     repo: PathText
     goal: Text
+    #: a git URL's branch, tag or full commit (default ``HEAD``); refused with a path
+    ref: GitRef | None = None
     #: a short label shown in progress and results (default: the job index)
     name: Annotated[str, Field(min_length=1, max_length=120)] | None = None
     kind: JobKind | None = None
@@ -117,8 +124,20 @@ class BatchJob(BaseModel):
 
     index: int = Field(ge=0)
     name: str
+    #: the repository as the child's locator (``navcore.run.sources``): a path as the jobs file gave it,
+    #: or — once the starting command settled it — a snapshot it uploaded or a git commit
     repo_path: PathText
     goal: Text
+    #: the ref a git URL job named (for the record: the locator names the commit it resolved to)
+    ref: GitRef | None = None
+
+    @model_serializer(mode="wrap")
+    def _no_ref_of_a_path(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a path job's input stays byte for byte what it was before jobs could name a git ref
+        data: dict[str, Any] = handler(self)
+        if self.ref is None:
+            data.pop("ref", None)
+        return data
     model: ModelName
     kind: JobKind = "explore"
     max_budget_usd: Usd | None = None
@@ -137,6 +156,7 @@ def resolve_jobs(spec: JobsFile) -> list[BatchJob]:
                 index=i,
                 name=job.name or f"job-{i}",
                 repo_path=job.repo,
+                ref=job.ref,
                 goal=job.goal,
                 model=job.model or d.model,
                 kind=job.kind or d.kind,
@@ -187,6 +207,7 @@ class JobOutcome(BaseModel):
     index: int
     name: str
     workflow_id: str
+    #: the repository as the user reads it (``display_root`` of the job's locator: the snapshot's path, url@commit)
     repo_path: str
     goal: str
     model: str

@@ -82,6 +82,7 @@ async def test_batch_and_eval_results_come_home_from_a_worker_that_shares_no_dis
                                           "--out", str(out))
         assert started.returncode == 0, started.stderr[-3000:]
         batch_id = json.loads(started.stdout)["batch_id"]
+        assert started.stderr.count("source: snapshot ") == 1, started.stderr  # two jobs, one repository
         done = await asyncio.wait_for(client.get_workflow_handle(batch_id, result_type=BatchResult).result(),
                                       timeout=300)
         # finished, and nothing on the asking host's disk: the worker wrote no file there, nor on its own
@@ -98,6 +99,8 @@ async def test_batch_and_eval_results_come_home_from_a_worker_that_shares_no_dis
     assert Path(answer["context_path"]).name == "answer.md" and Path(answer["context_path"]).read_text().strip()
     # the eval: every exploration scored from the bucket, none failed; its runs' files written here
     assert evaluated.returncode == 0, (evaluated.stdout[-2000:], evaluated.stderr[-3000:])
+    # each task's checkout went up as a snapshot (one per checkout), not as a path only this host has
+    assert evaluated.stderr.count("source: snapshot ") == 2, evaluated.stderr[-3000:]
     report = json.loads((ev / "eval.json").read_text())
     nav = [s for task in report["tasks"] for s in task["scores"] if s["method"] == "navigator:offline"]
     assert len(nav) == 2 and all(s["status"] == "completed" and s["tokens"] > 0 for s in nav), nav
