@@ -130,6 +130,12 @@ class BatchJob(BaseModel):
     goal: Text
     #: the ref a git URL job named (for the record: the locator names the commit it resolved to)
     ref: GitRef | None = None
+    model: ModelName
+    kind: JobKind = "explore"
+    max_budget_usd: Usd | None = None
+    token_budget: TokenBudget
+    max_iterations: Iterations
+    max_output_tokens: OutputTokens
 
     @model_serializer(mode="wrap")
     def _no_ref_of_a_path(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -138,12 +144,6 @@ class BatchJob(BaseModel):
         if self.ref is None:
             data.pop("ref", None)
         return data
-    model: ModelName
-    kind: JobKind = "explore"
-    max_budget_usd: Usd | None = None
-    token_budget: TokenBudget
-    max_iterations: Iterations
-    max_output_tokens: OutputTokens
 
 
 def resolve_jobs(spec: JobsFile) -> list[BatchJob]:
