@@ -49,7 +49,7 @@ from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, preload, 
 if TYPE_CHECKING:
     import multiprocessing.context
 
-__all__ = ["BuiltIndex", "Progress", "build_index", "content_key", "content_key_version", "content_hash",
+__all__ = ["BuiltIndex", "Progress", "build_index", "content_key", "content_key_version", "content_hash", "pool_context",
            "SNAPSHOT_FORMAT"]
 
 #: layout of a stored snapshot: (format, paths, heads, path-line costs as int64 bytes)
@@ -179,7 +179,7 @@ def _index_chunk(root: str, paths: list[str], cfg_json: str, version: str, db_pa
     return out
 
 
-def _pool_context() -> multiprocessing.context.BaseContext:
+def pool_context() -> multiprocessing.context.BaseContext:
     """``fork`` when this process has one thread (cheapest: workers inherit the loaded
     tokenizer), else ``forkserver``: forking a multi-threaded process -- a Temporal
     worker opens engines from a thread pool -- can copy a lock some other thread
@@ -322,7 +322,7 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
     n_jobs = _n_jobs(jobs)
     from concurrent.futures import ProcessPoolExecutor, as_completed  # cold path only
 
-    ctx = _pool_context()
+    ctx = pool_context()
     if ctx.get_start_method() == "fork":
         preload()  # load the tokenizer once here; forked workers inherit it
     # the file cap keeps each result (and the parent's memory while it is written) small on huge trees

@@ -25,7 +25,8 @@ import numpy as np
 
 from durable_navigator.repomap.stopwords import is_stopword
 
-__all__ = ["SPLIT_LINES", "GAP_LINES", "STORE_FORMAT", "ChunkSpan", "tokenize", "chunk_ranges", "RepoChunks"]
+__all__ = ["SPLIT_LINES", "GAP_LINES", "STORE_FORMAT", "ChunkSpan", "FilePart", "tokenize", "chunk_ranges",
+           "file_part", "RepoChunks"]
 
 SPLIT_LINES = 80
 GAP_LINES = 40
@@ -139,6 +140,47 @@ class ChunkSpan:
     kind: str
 
 
+@dataclass(frozen=True, slots=True)
+class FilePart:
+    """One file's chunks as :class:`RepoChunks` counts them, on their own: spans, and each chunk's bag
+    as columns into the file's own vocabulary (first-seen order, the path's terms included)."""
+
+    n_lines: int
+    starts: np.ndarray  # int64, one per chunk
+    ends: np.ndarray
+    names: list[str]
+    kinds: list[str]
+    vocab: list[str]
+    cols: np.ndarray  # int32, into ``vocab``; chunk k's are ``cols[indptr[k]:indptr[k + 1]]``
+    counts: np.ndarray  # int32
+    indptr: np.ndarray  # int32, ``len(starts) + 1``
+
+
+def file_part(path: str, src: list[str], symbols: list[tuple[int, int, str, str]]) -> FilePart:
+    """The chunks of ``path`` (lines ``src``, definitions ``(start, end, name, kind)`` in source order)."""
+    starts = {a: (name, kind) for a, _b, name, kind in symbols}
+    path_terms = tokenize(path)
+    local: dict[str, int] = {}
+    cols: list[int] = []
+    counts: list[int] = []
+    indptr: list[int] = [0]
+    spans: list[tuple[int, int, str, str]] = []
+    for a, b in chunk_ranges(len(src), [(s[0], s[1]) for s in symbols], src):
+        spans.append((a, b, *starts.get(a, ("", "block"))))
+        bag = _term_counts(path_terms, "\n".join(src[a - 1:b]))
+        cols.extend(local.setdefault(t, len(local)) for t in bag)
+        counts.extend(bag.values())
+        indptr.append(len(cols))
+    return FilePart(len(src), np.asarray([s[0] for s in spans], dtype=np.int64),
+                    np.asarray([s[1] for s in spans], dtype=np.int64), [s[2] for s in spans],
+                    [s[3] for s in spans], list(local), np.asarray(cols, dtype=np.int32),
+                    np.asarray(counts, dtype=np.int32), np.asarray(indptr, dtype=np.int32))
+
+
+def _joined(arrays: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+
+
 class RepoChunks:
     """Every chunk of a repository with its term counts (built once per index version).
 
@@ -148,46 +190,54 @@ class RepoChunks:
 
     def __init__(self, files: list[str], lines_of: dict[str, list[str]],
                  symbols_of: dict[str, list[tuple[int, int, str, str]]]) -> None:
+        kept = [f for f in files if lines_of.get(f)]
+        self._assemble(kept, [file_part(f, lines_of[f], symbols_of.get(f, [])) for f in kept])
+
+    @classmethod
+    def from_parts(cls, files: list[str], parts: list["FilePart"]) -> "RepoChunks":
+        """The chunks of ``files`` (each non-empty) from their :func:`file_part` s, in that order: what
+        ``RepoChunks(files, lines, symbols)`` builds, with each file chunked on its own (and cached)."""
+        rc = cls.__new__(cls)
+        rc._assemble(files, parts)
+        return rc
+
+    def _assemble(self, files: list[str], parts: list["FilePart"]) -> None:
+        """Join per-file parts: one vocabulary in first-seen order over the files in order (what a
+        single pass over every chunk gives), the chunk rows concatenated, the file rows summed."""
         import scipy.sparse as sp  # built once per index version; a request reuses it
 
-        self.files = [f for f in files if lines_of.get(f)]
-        spans: list[ChunkSpan] = []
-        indptr: list[int] = [0]
-        cols: list[int] = []
-        counts: list[int] = []
+        self.files = files
         vocab: dict[str, int] = {}
-        self.file_lines = np.zeros(len(self.files), dtype=np.int64)
-        file_of: list[int] = []
-        for fi, path in enumerate(self.files):
-            src = lines_of[path]
-            self.file_lines[fi] = len(src)
-            syms = symbols_of.get(path, [])
-            starts = {a: (name, kind) for a, _b, name, kind in syms}
-            path_terms = tokenize(path)
-            for a, b in chunk_ranges(len(src), [(s[0], s[1]) for s in syms], src):
-                name, kind = starts.get(a, ("", "block"))
-                spans.append(ChunkSpan(path, a, b, name, kind))
-                file_of.append(fi)
-                bag = _term_counts(path_terms, "\n".join(src[a - 1:b]))
-                cols.extend(vocab.setdefault(t, len(vocab)) for t in bag)
-                counts.extend(bag.values())
-                indptr.append(len(cols))
-        self.spans = spans
+        cols: list[np.ndarray] = []
+        ptrs: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
+        at = 0
+        for part in parts:
+            ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in part.vocab), dtype=np.int32,
+                              count=len(part.vocab))
+            cols.append(ids[part.cols])
+            ptrs.append(part.indptr[1:].astype(np.int64) + at)
+            at += len(part.cols)
+        n_chunks = np.fromiter((len(p.starts) for p in parts), dtype=np.int64, count=len(parts))
         self.vocab = vocab
-        self.file_of = np.asarray(file_of, dtype=np.int64)
-        tf = sp.csr_matrix((np.asarray(counts, dtype=np.float32), np.asarray(cols, dtype=np.int32),
-                            np.asarray(indptr, dtype=np.int32)), shape=(len(spans), len(vocab)))
+        self.file_lines = np.fromiter((p.n_lines for p in parts), dtype=np.int64, count=len(parts))
+        self.file_of = np.repeat(np.arange(len(files), dtype=np.int64), n_chunks)
+        self.starts = _joined([p.starts for p in parts])
+        self.ends = _joined([p.ends for p in parts])
+        self.spans = [ChunkSpan(files[f], a, b, n, k) for f, a, b, n, k in zip(
+            self.file_of.tolist(), self.starts.tolist(), self.ends.tolist(),
+            (n for p in parts for n in p.names), (k for p in parts for k in p.kinds), strict=True)]
+        n = len(self.spans)
+        tf = sp.csr_matrix((_joined([p.counts for p in parts]).astype(np.float32),
+                            np.concatenate(cols) if cols else np.zeros(0, dtype=np.int32),
+                            np.concatenate(ptrs).astype(np.int32)), shape=(n, len(vocab)))
         tf.sort_indices()
         self.tf = tf
         self.file_tf = sp.csr_matrix(
-            (np.ones(len(spans), dtype=np.float32), (self.file_of, np.arange(len(spans)))),
-            shape=(len(self.files), len(spans))) @ tf
+            (np.ones(n, dtype=np.float32), (self.file_of, np.arange(n))), shape=(len(files), n)) @ tf
         #: chunks / files containing each term (document frequencies: a goal reads a few of them)
         self.chunk_df = np.bincount(tf.indices, minlength=len(vocab))
         self.file_df = np.bincount(self.file_tf.indices, minlength=len(vocab))
-        self.starts = np.fromiter((s.start for s in spans), dtype=np.int64, count=len(spans))
-        self.ends = np.fromiter((s.end for s in spans), dtype=np.int64, count=len(spans))
-        self.name_vocab, self.name_tf = _name_terms(spans)
+        self.name_vocab, self.name_tf = _name_terms(self.spans)
 
     def to_bytes(self) -> bytes:
         """Everything but the per-term frequencies (recounted on load), in :data:`STORE_FORMAT`."""
