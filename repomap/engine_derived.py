@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import sqlite3
 from typing import Any
 
 from durable_navigator.navtypes.errors import PathEscapeError
 from durable_navigator.repomap.build import _n_jobs, _parallel, content_hash
 from durable_navigator.repomap.cache import IndexCache
+from durable_navigator.repomap.fsnames import fs_path
 from durable_navigator.repomap.index import SYM
 from durable_navigator.repomap.render import read_current
 from durable_navigator.repomap.safepath import resolve_inside
@@ -33,6 +35,8 @@ class DerivedMixin:
     _built: Any
     _cache: IndexCache
     _jobs: int | None
+    _stats: dict[str, tuple[int, int, int, int]]
+    _racy: frozenset[str]
 
     def _noticed(self, gone: dict[str, str]) -> None:  # provided by RepoMap
         raise NotImplementedError
@@ -66,6 +70,27 @@ class DerivedMixin:
             return "", None
         key: str = self._built.keys[path]
         return data.decode("utf-8", "replace"), key if key.split(":", 1)[0] == content_hash(data) else None
+
+    def content_keys(self, paths: list[str]) -> dict[str, tuple[str, bool]]:
+        """Per indexed path: its content key in this version, and whether its stat still proves the file
+        holds that content (the engine's own rule, as for a render-memo hit: the same size, mtime,
+        ctime and inode, and not racy). An unproven file may have changed, vanished or be unchanged:
+        only reading it tells."""
+        stats, racy, keys = self._stats, self._racy, self._built.keys
+        out: dict[str, tuple[str, bool]] = {}
+        for p in paths:
+            key = keys.get(p)
+            if key is None:
+                continue
+            proven = False
+            if p not in racy:
+                try:
+                    st = os.stat(fs_path(self.root, p))
+                    proven = stats.get(p) == (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                except (OSError, ValueError):
+                    pass
+            out[p] = (key, proven)
+        return out
 
     def symbol_spans(self, paths: list[str]) -> dict[str, list[tuple[int, int, str, str]]]:
         """``(start_line, end_line, name, kind)`` of each indexed path's symbols in source order (what

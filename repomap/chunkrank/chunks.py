@@ -18,6 +18,8 @@ from __future__ import annotations
 import marshal
 import re
 from collections import Counter
+from collections.abc import Iterator
+from itertools import chain
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,11 +158,19 @@ class FilePart:
     indptr: np.ndarray  # int32, ``len(starts) + 1``
 
 
+class _Ids(dict[str, int]):
+    """Term -> column, a new term taking the next column on its first lookup (hits stay in C)."""
+
+    def __missing__(self, term: str) -> int:
+        self[term] = got = len(self)
+        return got
+
+
 def file_part(path: str, src: list[str], symbols: list[tuple[int, int, str, str]]) -> FilePart:
     """The chunks of ``path`` (lines ``src``, definitions ``(start, end, name, kind)`` in source order)."""
     starts = {a: (name, kind) for a, _b, name, kind in symbols}
     path_terms = tokenize(path)
-    local: dict[str, int] = {}
+    local = _Ids()
     cols: list[int] = []
     counts: list[int] = []
     indptr: list[int] = [0]
@@ -168,7 +178,7 @@ def file_part(path: str, src: list[str], symbols: list[tuple[int, int, str, str]
     for a, b in chunk_ranges(len(src), [(s[0], s[1]) for s in symbols], src):
         spans.append((a, b, *starts.get(a, ("", "block"))))
         bag = _term_counts(path_terms, "\n".join(src[a - 1:b]))
-        cols.extend(local.setdefault(t, len(local)) for t in bag)
+        cols.extend(map(local.__getitem__, bag))
         counts.extend(bag.values())
         indptr.append(len(cols))
     return FilePart(len(src), np.asarray([s[0] for s in spans], dtype=np.int64),
@@ -177,8 +187,12 @@ def file_part(path: str, src: list[str], symbols: list[tuple[int, int, str, str]
                     np.asarray(counts, dtype=np.int32), np.asarray(indptr, dtype=np.int32))
 
 
-def _joined(arrays: list[np.ndarray]) -> np.ndarray:
-    return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int64)
+def _joined(arrays: list[np.ndarray], dtype: Any) -> np.ndarray:
+    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype=dtype)
+
+
+def _sizes(lengths: Iterator[int]) -> np.ndarray:
+    return np.fromiter(lengths, dtype=np.int64)
 
 
 class RepoChunks:
@@ -207,29 +221,28 @@ class RepoChunks:
         import scipy.sparse as sp  # built once per index version; a request reuses it
 
         self.files = files
-        vocab: dict[str, int] = {}
-        cols: list[np.ndarray] = []
-        ptrs: list[np.ndarray] = [np.zeros(1, dtype=np.int64)]
-        at = 0
-        for part in parts:
-            ids = np.fromiter((vocab.setdefault(t, len(vocab)) for t in part.vocab), dtype=np.int32,
-                              count=len(part.vocab))
-            cols.append(ids[part.cols])
-            ptrs.append(part.indptr[1:].astype(np.int64) + at)
-            at += len(part.cols)
-        n_chunks = np.fromiter((len(p.starts) for p in parts), dtype=np.int64, count=len(parts))
-        self.vocab = vocab
+        # the files' vocabularies end to end: their first-seen union is the one-pass vocabulary
+        terms = list(chain.from_iterable(p.vocab for p in parts))
+        self.vocab = vocab = dict(zip(dict.fromkeys(terms), range(len(terms))))
+        ids = np.fromiter(map(vocab.__getitem__, terms), dtype=np.int32, count=len(terms))
+        n_vocab = _sizes(len(p.vocab) for p in parts)
+        n_cols = _sizes(len(p.cols) for p in parts)
+        n_chunks = _sizes(len(p.starts) for p in parts)
+        local = _joined([p.cols for p in parts], np.int32)
+        cols = ids[local + np.repeat(np.cumsum(n_vocab) - n_vocab, n_cols)]
+        ends = _joined([p.indptr[1:] for p in parts], np.int32) + np.repeat(np.cumsum(n_cols) - n_cols, n_chunks)
+        indptr = np.concatenate([np.zeros(1, dtype=np.int64), ends]).astype(np.int32)
         self.file_lines = np.fromiter((p.n_lines for p in parts), dtype=np.int64, count=len(parts))
         self.file_of = np.repeat(np.arange(len(files), dtype=np.int64), n_chunks)
-        self.starts = _joined([p.starts for p in parts])
-        self.ends = _joined([p.ends for p in parts])
+        self.starts = _joined([p.starts for p in parts], np.int64)
+        self.ends = _joined([p.ends for p in parts], np.int64)
+        names = list(chain.from_iterable(p.names for p in parts))
         self.spans = [ChunkSpan(files[f], a, b, n, k) for f, a, b, n, k in zip(
-            self.file_of.tolist(), self.starts.tolist(), self.ends.tolist(),
-            (n for p in parts for n in p.names), (k for p in parts for k in p.kinds), strict=True)]
+            self.file_of.tolist(), self.starts.tolist(), self.ends.tolist(), names,
+            chain.from_iterable(p.kinds for p in parts), strict=True)]
         n = len(self.spans)
-        tf = sp.csr_matrix((_joined([p.counts for p in parts]).astype(np.float32),
-                            np.concatenate(cols) if cols else np.zeros(0, dtype=np.int32),
-                            np.concatenate(ptrs).astype(np.int32)), shape=(n, len(vocab)))
+        tf = sp.csr_matrix((_joined([p.counts for p in parts], np.int32).astype(np.float32), cols, indptr),
+                           shape=(n, len(vocab)))
         tf.sort_indices()
         self.tf = tf
         self.file_tf = sp.csr_matrix(
@@ -237,7 +250,7 @@ class RepoChunks:
         #: chunks / files containing each term (document frequencies: a goal reads a few of them)
         self.chunk_df = np.bincount(tf.indices, minlength=len(vocab))
         self.file_df = np.bincount(self.file_tf.indices, minlength=len(vocab))
-        self.name_vocab, self.name_tf = _name_terms(self.spans)
+        self.name_vocab, self.name_tf = _name_terms(names)
 
     def to_bytes(self) -> bytes:
         """Everything but the per-term frequencies (recounted on load), in :data:`STORE_FORMAT`."""
@@ -278,21 +291,28 @@ class RepoChunks:
         return [c for t in dict.fromkeys(terms) if (c := self.vocab.get(t)) is not None]
 
 
-def _name_terms(spans: list[ChunkSpan]) -> tuple[dict[str, int], Any]:
-    """The terms of each chunk's definition name: a binary chunks x name-terms matrix and its columns."""
+def _name_terms(names: list[str]) -> tuple[dict[str, int], Any]:
+    """The terms of each chunk's definition name: a binary chunks x name-terms matrix and its columns
+    (columns in first-seen order over the chunks; each distinct name tokenised once)."""
     import scipy.sparse as sp
 
     vocab: dict[str, int] = {}
-    rows: list[int] = []
-    cols: list[int] = []
-    by_name: dict[str, list[int]] = {}
-    for k, span in enumerate(spans):
-        if span.name not in by_name:
-            by_name[span.name] = [vocab.setdefault(t, len(vocab)) for t in dict.fromkeys(tokenize(span.name))]
-        got = by_name[span.name]
-        rows.extend([k] * len(got))
-        cols.extend(got)
-    m = sp.csr_matrix((np.ones(len(rows), dtype=np.float64), (rows, cols)), shape=(len(spans), len(vocab)))
+    distinct = dict.fromkeys(names)
+    of_name: list[list[int]] = []
+    for i, name in enumerate(distinct):
+        distinct[name] = i
+        of_name.append(sorted(vocab.setdefault(t, len(vocab)) for t in dict.fromkeys(tokenize(name))))
+    row = np.fromiter(map(distinct.__getitem__, names), dtype=np.int64, count=len(names))
+    lens = np.fromiter(map(len, of_name), dtype=np.int64, count=len(of_name))
+    flat = np.fromiter(chain.from_iterable(of_name), dtype=np.int32, count=int(lens.sum()))
+    per = lens[row]
+    indptr = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum(per, out=indptr[1:])
+    # entry j of chunk k is entry j of its name's row
+    first = (np.cumsum(lens) - lens)[row]
+    at = np.repeat(first - indptr[:-1], per) + np.arange(int(indptr[-1]), dtype=np.int64)
+    m = sp.csr_matrix((np.ones(len(at), dtype=np.float64), flat[at], indptr.astype(np.int32)),
+                      shape=(len(names), len(vocab)))
     return vocab, m
 
 

@@ -13,12 +13,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import marshal
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from durable_navigator.repomap.build import pool_context
+from durable_navigator.navtypes.errors import PathEscapeError
+from durable_navigator.repomap.build import content_hash, pool_context
 from durable_navigator.repomap.chunkrank.chunks import STORE_FORMAT, FilePart, file_part
+from durable_navigator.repomap.render import read_current
+from durable_navigator.repomap.safepath import resolve_inside
 
 __all__ = ["PART_FORMAT", "PartSource", "part_key", "encode_part", "decode_part", "file_parts"]
 
@@ -33,9 +37,12 @@ _TASKS_PER_WORKER = 8
 class PartSource(Protocol):
     """What the parts are read from: an open engine (``repomap.engine.RepoMap``)."""
 
+    root: Any
+    config: Any
     files: list[str]
 
     def current_text(self, path: str) -> tuple[str, str | None]: ...  # noqa: D102
+    def content_keys(self, paths: list[str]) -> dict[str, tuple[str, bool]]: ...  # noqa: D102
     def symbol_spans(self, paths: list[str]) -> dict[str, list[tuple[int, int, str, str]]]: ...  # noqa: D102
     def derive_jobs(self, n_files: int) -> int: ...  # noqa: D102
     def derived_parts(self, keys: list[str]) -> dict[str, bytes]: ...  # noqa: D102
@@ -69,67 +76,106 @@ def decode_part(blob: bytes) -> FilePart | None:
 
 
 def _consistent(p: FilePart) -> bool:
-    """Whether ``p``'s pieces fit together (what assembling it relies on)."""
+    """Whether ``p``'s pieces fit together (what assembling it relies on; cheap checks only: a torn
+    blob fails to unmarshal, a foreign one has another format tag)."""
     n = len(p.starts)
-    if not (type(p.n_lines) is int and p.n_lines > 0 and isinstance(p.names, list) and isinstance(p.kinds, list)
-            and isinstance(p.vocab, list) and len(p.ends) == len(p.names) == len(p.kinds) == n
-            and len(p.indptr) == n + 1 and len(p.cols) == len(p.counts)
-            and all(type(s) is str for s in (*p.names, *p.kinds, *p.vocab))):
+    if not (type(p.n_lines) is int and p.n_lines >= 0 and (p.n_lines > 0 or n == 0)
+            and isinstance(p.names, list) and isinstance(p.kinds, list) and isinstance(p.vocab, list)
+            and len(p.ends) == len(p.names) == len(p.kinds) == n and len(p.indptr) == n + 1
+            and len(p.cols) == len(p.counts)):
         return False
-    ip = p.indptr
-    return (int(ip[0]) == 0 and int(ip[-1]) == len(p.cols) and bool(np.all(np.diff(ip) >= 0))
-            and (len(p.cols) == 0 or (int(p.cols.min()) >= 0 and int(p.cols.max()) < len(p.vocab)))
-            and bool(np.all((p.starts >= 1) & (p.starts <= p.ends) & (p.ends <= p.n_lines))))
+    if n == 0:
+        return len(p.cols) == 0
+    return (int(p.indptr[0]) == 0 and int(p.indptr[-1]) == len(p.cols) and int(p.starts[0]) >= 1
+            and int(p.ends[-1]) <= p.n_lines and (len(p.cols) == 0 or int(p.cols.max()) < len(p.vocab)))
 
 
 def file_parts(source: PartSource) -> tuple[list[str], list[FilePart], int]:
     """The chunked files of ``source`` (those with any line, in its order), their parts, and how many
-    parts were derived now (the rest came from the cache)."""
-    texts: dict[str, str] = {}
-    keys: dict[str, str] = {}
-    for path in source.files:
-        text, ckey = source.current_text(path)
-        if text:  # an empty file has no chunks (and no row)
-            texts[path] = text
-            if ckey is not None:  # changed since it was indexed: chunked now, never stored under that key
-                keys[path] = part_key(path, ckey)
-    kept = list(texts)
+    parts were derived now (the rest came from the cache).
+
+    A stored part is used when the file's stat proves it still holds the content indexed (the
+    engine's rule); every other file is read and chunked, in worker processes when there are many,
+    and its part stored when the bytes read are the ones indexed.
+    """
+    files = source.files
+    root, sniff = str(source.root), source.config.discover.binary_sniff_bytes
+    ckeys = source.content_keys(files)
+    keys = {p: part_key(p, k) for p, (k, _proven) in ckeys.items()}
     stored = source.derived_parts(list(keys.values()))
     parts: dict[str, FilePart] = {}
-    for path, key in keys.items():
-        blob = stored.get(key)
-        got = decode_part(blob) if blob is not None else None
+    for path, (ckey, proven) in ckeys.items():
+        blob = stored.get(keys[path])
+        if blob is None or not (proven or _holds(root, sniff, path, ckey)):
+            continue  # a file whose stat proves nothing (racy: just written) is read to compare
+        got = decode_part(blob)
         if got is not None:
             parts[path] = got
-        elif blob is not None:
+        else:
             log.warning("chunk ranker: stored chunks of %s unusable; chunking it again", path)
-    missing = [p for p in kept if p not in parts]
+    missing = [p for p in files if p not in parts]
     if missing:
         syms = source.symbol_spans(missing)
-        blobs = _derive([(p, texts[p], syms[p]) for p in missing], source.derive_jobs(len(missing)))
-        source.store_derived_parts([(keys[p], b) for p, b in blobs.items() if p in keys])
-        for p, b in blobs.items():
-            got = decode_part(b)
-            if got is None:  # what this very process encoded: a bug, not a cache problem
-                raise RuntimeError(f"chunk part of {p} does not read back")
-            parts[p] = got
+        items = [(p, ckeys[p][0] if p in ckeys else "", syms[p]) for p in missing]
+        rows: list[tuple[str, bytes]] = []
+        for path, blob, same in _derive(root, sniff, items, source.derive_jobs(len(missing))):
+            if blob is None:  # unreadable there: the engine notes why (vanished, binary); chunk what it reads
+                text, _ = source.current_text(path)
+                blob = encode_part(file_part(path, text.splitlines(), syms[path]))
+            elif same:
+                rows.append((keys[path], blob))
+            got = decode_part(blob)
+            if got is None:  # what this very program encoded: a bug, not a cache problem
+                raise RuntimeError(f"chunk part of {path} does not read back")
+            parts[path] = got
+        source.store_derived_parts(rows)
+    kept = [p for p in files if parts[p].n_lines > 0]  # a file without lines has no chunk and no row
     return kept, [parts[p] for p in kept], len(missing)
 
 
-def _derive(items: list[tuple[str, str, list[tuple[int, int, str, str]]]], jobs: int) -> dict[str, bytes]:
-    """``path -> encoded part`` of each ``(path, text, symbols)``, in ``jobs`` processes."""
+Item = tuple[str, str, list[tuple[int, int, str, str]]]
+#: a derived part: ``(path, encoded part or None when unreadable, whether the bytes were the indexed ones)``
+Derived = tuple[str, bytes | None, bool]
+
+
+def _derive(root: str, sniff: int, items: list[Item], jobs: int) -> list[Derived]:
+    """Each ``(path, indexed content key, symbols)`` read and chunked, in ``jobs`` processes."""
     if jobs <= 1:
-        return dict(_chunk_task(items))
+        return _chunk_task(root, sniff, items)
     from concurrent.futures import ProcessPoolExecutor, as_completed  # cold path only
 
     size = max(1, -(-len(items) // (jobs * _TASKS_PER_WORKER)))
-    out: dict[str, bytes] = {}
+    out: list[Derived] = []
     with ProcessPoolExecutor(max_workers=jobs, mp_context=pool_context()) as pool:
-        for fut in as_completed([pool.submit(_chunk_task, items[i:i + size]) for i in range(0, len(items), size)]):
-            out.update(fut.result())
+        futures = [pool.submit(_chunk_task, root, sniff, items[i:i + size]) for i in range(0, len(items), size)]
+        for fut in as_completed(futures):
+            out.extend(fut.result())
     return out
 
 
-def _chunk_task(items: list[tuple[str, str, list[Any]]]) -> list[tuple[str, bytes]]:
-    """Worker task: chunk and encode each ``(path, text, symbols)``."""
-    return [(path, encode_part(file_part(path, text.splitlines(), syms))) for path, text, syms in items]
+def _chunk_task(root: str, sniff: int, items: list[Item]) -> list[Derived]:
+    """Worker task: read each file as ``RepoMap.read_lines`` does (inside the root, text only), chunk it."""
+    out: list[Derived] = []
+    for path, key, syms in items:
+        data = _read(root, sniff, path)
+        if data is None:
+            out.append((path, None, False))
+            continue
+        part = file_part(path, data.decode("utf-8", "replace").splitlines(), syms)
+        out.append((path, encode_part(part), key.split(":", 1)[0] == content_hash(data)))
+    return out
+
+
+def _read(root: str, sniff: int, path: str) -> bytes | None:
+    """``path``'s bytes as ``RepoMap.read_lines`` reads them (inside the root, text only), or None."""
+    try:
+        data, _reason = read_current(resolve_inside(Path(root), path), sniff)
+    except PathEscapeError:
+        return None
+    return data
+
+
+def _holds(root: str, sniff: int, path: str, key: str) -> bool:
+    """Whether ``path`` holds the content ``key`` names now (read and hashed)."""
+    data = _read(root, sniff, path)
+    return data is not None and key.split(":", 1)[0] == content_hash(data)

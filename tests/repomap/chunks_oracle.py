@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from durable_navigator.repomap.chunkrank.chunks import ChunkSpan, _name_terms, _term_counts, chunk_ranges, tokenize
+from durable_navigator.repomap.chunkrank.chunks import ChunkSpan, _term_counts, chunk_ranges, tokenize
 
 
 def one_pass(files: list[str], lines_of: dict[str, list[str]],
@@ -44,6 +44,22 @@ def one_pass(files: list[str], lines_of: dict[str, list[str]],
             "tf": tf, "file_tf": file_tf, "name_vocab": name_vocab, "name_tf": name_tf,
             "chunk_df": np.bincount(tf.indices, minlength=len(vocab)),
             "file_df": np.bincount(file_tf.indices, minlength=len(vocab))}
+
+
+def _name_terms(spans: list[ChunkSpan]) -> tuple[dict[str, int], Any]:
+    """The name-term matrix as the one-pass build made it: a COO of every chunk's name terms."""
+    vocab: dict[str, int] = {}
+    rows: list[int] = []
+    cols: list[int] = []
+    by_name: dict[str, list[int]] = {}
+    for k, span in enumerate(spans):
+        if span.name not in by_name:
+            by_name[span.name] = [vocab.setdefault(t, len(vocab)) for t in dict.fromkeys(tokenize(span.name))]
+        got = by_name[span.name]
+        rows.extend([k] * len(got))
+        cols.extend(got)
+    m = sp.csr_matrix((np.ones(len(rows), dtype=np.float64), (rows, cols)), shape=(len(spans), len(vocab)))
+    return vocab, m
 
 
 def differences(rc: Any, want: dict[str, Any]) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import time
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ from durable_navigator.repomap.chunkrank import fromengine, parts
 from durable_navigator.repomap.chunkrank.chunks import FilePart, RepoChunks, file_part
 from durable_navigator.repomap.chunkrank.parts import PART_FORMAT, decode_part, encode_part, file_parts, part_key
 from durable_navigator.repomap.config import EngineConfig
+from durable_navigator.repomap.discover import RACY_WINDOW_NS
 
 from .chunks_oracle import differences, one_pass
 
@@ -68,7 +70,7 @@ def test_parts_joined_equal_the_one_pass_store_in_process_and_in_workers(tmp_pat
     engine2 = _open(root, tmp_path / "c2", jobs=2, parallel_min_files=1)
     assert engine2.derive_jobs(len(engine2.files)) == 2
     kept, got, derived = file_parts(engine2)
-    assert derived == len(kept) == len(want["files"])
+    assert derived == len(engine2.files) and kept == want["files"]  # the empty file: derived, no row
     assert differences(RepoChunks.from_parts(kept, got), want) == []
     # and the store a warm open reads back is that too
     assert differences(RepoChunks.from_bytes(RepoChunks.from_parts(kept, got).to_bytes()),
@@ -82,12 +84,17 @@ def test_an_edit_rechunks_only_the_edited_file(tmp_path: Path, monkeypatch: pyte
     seen = _counting(monkeypatch)
     engine = _open(root, cache)
     kept, _parts, derived = file_parts(engine)
-    assert (derived, seen) == (0, [])  # same contents: every part read from the cache
+    assert (derived, seen) == (0, [])  # same contents (just written: read and compared): all from the cache
+    time.sleep(RACY_WINDOW_NS / 1e9 + 0.2)  # older than the racy window: their stats prove their contents
+    read: list[str] = []
+    real_read = parts._read
+    monkeypatch.setattr(parts, "_read", lambda root, sniff, path: read.append(path) or real_read(root, sniff, path))
+    assert file_parts(_open(root, cache))[2] == 0 and read == []  # proven by stat: not even read
     edited = next(p for p in kept if p.startswith("navigator_repo/") and p.endswith(".py"))
     (root / edited).write_text((root / edited).read_text() + "\n\ndef appended_helper(budget):\n    return budget\n")
     engine = _open(root, cache)
     rc = fromengine.repo_chunks(engine)
-    assert seen == [edited]
+    assert seen == [edited] and read == [edited]
     assert differences(rc, _oracle(engine)) == []
     assert any(s.name == "appended_helper" and s.path == edited for s in rc.spans)
 
