@@ -21,6 +21,8 @@ import numpy as np
 from durable_navigator.navtypes.errors import PathEscapeError
 from durable_navigator.repomap.build import content_hash, pool_context
 from durable_navigator.repomap.chunkrank.chunks import STORE_FORMAT, FilePart, file_part
+from durable_navigator.repomap.fsnames import fs_path
+from durable_navigator.repomap.regular import read_regular
 from durable_navigator.repomap.render import read_current
 from durable_navigator.repomap.safepath import resolve_inside
 
@@ -154,16 +156,33 @@ def _derive(root: str, sniff: int, items: list[Item], jobs: int) -> list[Derived
 
 
 def _chunk_task(root: str, sniff: int, items: list[Item]) -> list[Derived]:
-    """Worker task: read each file as ``RepoMap.read_lines`` does (inside the root, text only), chunk it."""
+    """Worker task: read each file as ``RepoMap.read_lines`` does (inside the root, text only), chunk it.
+
+    The indexed bytes are read where the indexer read them (no symlink resolution: discovery
+    vetted that path); bytes that differ from the index are read again through
+    ``resolve_inside``, which refuses a path that now leads out of the root.
+    """
     out: list[Derived] = []
     for path, key, syms in items:
-        data = _read(root, sniff, path)
+        data = _read_indexed(root, sniff, path)
+        same = data is not None and key.split(":", 1)[0] == content_hash(data)
+        if not same:
+            data = _read(root, sniff, path)
         if data is None:
             out.append((path, None, False))
             continue
         part = file_part(path, data.decode("utf-8", "replace").splitlines(), syms)
-        out.append((path, encode_part(part), key.split(":", 1)[0] == content_hash(data)))
+        out.append((path, encode_part(part), same))
     return out
+
+
+def _read_indexed(root: str, sniff: int, path: str) -> bytes | None:
+    """``path``'s bytes read as the indexer reads them (text only), or None."""
+    try:
+        data = read_regular(fs_path(root, path))
+    except (OSError, ValueError):
+        return None
+    return None if b"\0" in data[:sniff] else data
 
 
 def _read(root: str, sniff: int, path: str) -> bytes | None:

@@ -87,8 +87,9 @@ def test_an_edit_rechunks_only_the_edited_file(tmp_path: Path, monkeypatch: pyte
     assert (derived, seen) == (0, [])  # same contents (just written: read and compared): all from the cache
     time.sleep(RACY_WINDOW_NS / 1e9 + 0.2)  # older than the racy window: their stats prove their contents
     read: list[str] = []
-    real_read = parts._read
-    monkeypatch.setattr(parts, "_read", lambda root, sniff, path: read.append(path) or real_read(root, sniff, path))
+    for name in ("_read", "_read_indexed"):  # every way a file is read for its chunks
+        real = getattr(parts, name)
+        monkeypatch.setattr(parts, name, lambda root, sniff, path, real=real: read.append(path) or real(root, sniff, path))
     assert file_parts(_open(root, cache))[2] == 0 and read == []  # proven by stat: not even read
     edited = next(p for p in kept if p.startswith("navigator_repo/") and p.endswith(".py"))
     (root / edited).write_text((root / edited).read_text() + "\n\ndef appended_helper(budget):\n    return budget\n")
