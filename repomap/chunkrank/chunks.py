@@ -15,6 +15,7 @@ stopwords dropped.
 
 from __future__ import annotations
 
+import hashlib
 import marshal
 import re
 from collections import Counter
@@ -27,14 +28,16 @@ import numpy as np
 
 from durable_navigator.repomap.stopwords import is_stopword
 
-__all__ = ["SPLIT_LINES", "GAP_LINES", "STORE_FORMAT", "ChunkSpan", "FilePart", "tokenize", "chunk_ranges",
-           "file_part", "RepoChunks"]
+__all__ = ["SPLIT_LINES", "GAP_LINES", "STORE_FORMAT", "PART_FORMAT", "ChunkSpan", "FilePart", "tokenize",
+           "chunk_ranges", "file_part", "file_part_blob", "part_key", "encode_part", "RepoChunks"]
 
 SPLIT_LINES = 80
 GAP_LINES = 40
 #: the stored layout of :class:`RepoChunks` (``to_bytes``); bump it when the layout, the chunking or
 #: the tokenisation changes, so a stored blob of another kind is never read as this one
 STORE_FORMAT = f"repochunks-1-{SPLIT_LINES}-{GAP_LINES}"
+#: the layout of one file's stored part (``chunkrank/parts.py``); it names the chunking and tokenisation
+PART_FORMAT = f"{STORE_FORMAT}-part-1"
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
@@ -187,6 +190,23 @@ def file_part(path: str, src: list[str], symbols: list[tuple[int, int, str, str]
                     np.asarray([s[1] for s in spans], dtype=np.int64), [s[2] for s in spans],
                     [s[3] for s in spans], list(local), np.asarray(cols, dtype=np.int32),
                     np.asarray(counts, dtype=np.int32), np.asarray(indptr, dtype=np.int32))
+
+
+def part_key(path: str, content_key: str) -> str:
+    """The cache key of ``path``'s part when it holds the content ``content_key`` names."""
+    return hashlib.blake2b(f"{PART_FORMAT}\n{path}\n{content_key}".encode(), digest_size=16).hexdigest()
+
+
+def encode_part(part: FilePart) -> bytes:
+    """``part`` as a marshal blob in :data:`PART_FORMAT`."""
+    return marshal.dumps((PART_FORMAT, part.n_lines, part.starts.tobytes(), part.ends.tobytes(), part.names,
+                          part.kinds, part.vocab, part.cols.tobytes(), part.counts.tobytes(), part.indptr.tobytes()))
+
+
+def file_part_blob(path: str, data: bytes, symbols: list[tuple[int, int, str, str]]) -> bytes:
+    """The encoded part of ``path`` holding ``data`` (decoded as ``RepoMap.read_lines`` decodes it): what an
+    index worker stores next to the file's record, so the chunk ranker finds it chunked."""
+    return encode_part(file_part(path, data.decode("utf-8", "replace").splitlines(), symbols))
 
 
 def _joined(arrays: list[np.ndarray], dtype: Any) -> np.ndarray:

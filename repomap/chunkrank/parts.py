@@ -1,16 +1,17 @@
 """Per-file chunk parts: each file chunked on its own, cached by path and content, joined into ``RepoChunks``.
 
 A new index version (any edit) used to re-chunk and re-tokenise every file of the repository
-(25 s for 20,000 files). A file's chunks depend only on its path (whose terms every chunk
-counts) and its content (lines and symbols), so each file's :class:`FilePart` is stored in the
-engine's cache under ``(PART_FORMAT, path, content key)``: a refresh chunks the changed files
-only, and a cold build chunks its files in worker processes. A stored part is checked before
-use (layout, lengths, column range); one that fails is derived again, never trusted.
+(25 s for 20,000 files, one thread). A file's chunks depend only on its path (whose terms every
+chunk counts) and its content (lines and symbols), so each file's :class:`FilePart` is stored in
+the engine's cache under ``(PART_FORMAT, path, content key)``. The index's parse workers cut the
+part of every file they index (``build._index_chunk``: bytes and symbols in hand); this module
+reads the stored parts, chunks whatever is missing (an index of another layout, a file changed
+since it was indexed) in worker processes when there are many, and joins them. A stored part is
+checked before use (layout, lengths, column range); one that fails is derived again, never trusted.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import marshal
 from pathlib import Path
@@ -19,9 +20,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from durable_navigator.navtypes.errors import PathEscapeError
-from durable_navigator.repomap.build import content_hash, pool_context
-from durable_navigator.repomap.chunkrank.chunks import STORE_FORMAT, FilePart, file_part
+from durable_navigator.repomap.chunkrank.chunks import PART_FORMAT, FilePart, encode_part, file_part, part_key
 from durable_navigator.repomap.fsnames import fs_path
+from durable_navigator.repomap.pools import content_hash, pool_context
 from durable_navigator.repomap.regular import read_regular
 from durable_navigator.repomap.render import read_current
 from durable_navigator.repomap.safepath import resolve_inside
@@ -30,8 +31,6 @@ __all__ = ["PART_FORMAT", "PartSource", "part_key", "encode_part", "decode_part"
 
 log = logging.getLogger("durable_navigator.repomap.chunkrank")
 
-#: the layout of one stored part; it names the chunking and tokenisation (``STORE_FORMAT``)
-PART_FORMAT = f"{STORE_FORMAT}-part-1"
 #: each worker task takes this share of a worker's files (the last tasks are small enough to balance)
 _TASKS_PER_WORKER = 8
 
@@ -49,17 +48,6 @@ class PartSource(Protocol):
     def derive_jobs(self, n_files: int) -> int: ...  # noqa: D102
     def derived_parts(self, keys: list[str]) -> dict[str, bytes]: ...  # noqa: D102
     def store_derived_parts(self, rows: list[tuple[str, bytes]]) -> None: ...  # noqa: D102
-
-
-def part_key(path: str, content_key: str) -> str:
-    """The cache key of ``path``'s part when it holds the content ``content_key`` names."""
-    return hashlib.blake2b(f"{PART_FORMAT}\n{path}\n{content_key}".encode(), digest_size=16).hexdigest()
-
-
-def encode_part(part: FilePart) -> bytes:
-    """``part`` as a marshal blob in :data:`PART_FORMAT`."""
-    return marshal.dumps((PART_FORMAT, part.n_lines, part.starts.tobytes(), part.ends.tobytes(), part.names,
-                          part.kinds, part.vocab, part.cols.tobytes(), part.counts.tobytes(), part.indptr.tobytes()))
 
 
 def decode_part(blob: bytes) -> FilePart | None:

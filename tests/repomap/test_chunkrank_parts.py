@@ -13,7 +13,7 @@ import pytest
 
 from durable_navigator.repomap import RepoMap
 from durable_navigator.repomap.cache import IndexCache
-from durable_navigator.repomap.chunkrank import fromengine, parts
+from durable_navigator.repomap.chunkrank import chunks, fromengine, parts
 from durable_navigator.repomap.chunkrank.chunks import FilePart, RepoChunks, file_part
 from durable_navigator.repomap.chunkrank.parts import PART_FORMAT, decode_part, encode_part, file_parts, part_key
 from durable_navigator.repomap.config import EngineConfig
@@ -49,14 +49,15 @@ def _open(root: Path, cache: Path, jobs: int = 1, **cfg: int) -> RepoMap:
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The paths chunked in this process from now on."""
+    """The paths chunked in this process from now on (by the index or by the chunk stage)."""
     seen: list[str] = []
 
     def counted(path: str, src: list[str], symbols: list) -> FilePart:
         seen.append(path)
         return file_part(path, src, symbols)
 
-    monkeypatch.setattr(parts, "file_part", counted)
+    monkeypatch.setattr(parts, "file_part", counted)  # the chunk stage's own chunking
+    monkeypatch.setattr(chunks, "file_part", counted)  # and the index's (``file_part_blob``, jobs=1: in process)
     return seen
 
 
@@ -66,8 +67,16 @@ def test_parts_joined_equal_the_one_pass_store_in_process_and_in_workers(tmp_pat
     want = _oracle(engine)
     assert len(want["spans"]) > 40 and any(s.name == "m2" for s in want["spans"])
     assert differences(fromengine.repo_chunks(engine), want) == []
-    # two worker processes chunking (every file derived in a pool): the same arrays
+    # a cold index in two worker processes stores each indexed file's part: nothing is left to chunk
     engine2 = _open(root, tmp_path / "c2", jobs=2, parallel_min_files=1)
+    kept, got, derived = file_parts(engine2)
+    assert derived == 0 and kept == want["files"]
+    assert differences(RepoChunks.from_parts(kept, got), want) == []
+    # parts the cache lacks (an index of an older layout) are chunked by two worker processes
+    db = sqlite3.connect(IndexCache(tmp_path / "c2").path)
+    with db:
+        db.execute("DELETE FROM parts")
+    db.close()
     assert engine2.derive_jobs(len(engine2.files)) == 2
     kept, got, derived = file_parts(engine2)
     assert derived == len(engine2.files) and kept == want["files"]  # the empty file: derived, no row
@@ -95,7 +104,7 @@ def test_an_edit_rechunks_only_the_edited_file(tmp_path: Path, monkeypatch: pyte
     (root / edited).write_text((root / edited).read_text() + "\n\ndef appended_helper(budget):\n    return budget\n")
     engine = _open(root, cache)
     rc = fromengine.repo_chunks(engine)
-    assert seen == [edited] and read == [edited]
+    assert seen == [edited] and read == [edited]  # chunked once (by the index), read once (just written: compared)
     assert differences(rc, _oracle(engine)) == []
     assert any(s.name == "appended_helper" and s.path == edited for s in rc.spans)
 
@@ -138,7 +147,9 @@ def test_a_file_changed_since_its_index_is_chunked_as_it_is_and_not_stored(tmp_p
     assert differences(rc, _oracle(engine)) == []
     assert [(s.start, s.end) for s in rc.spans if s.path == "big.py"] == [(1, 2)]
     indexed = part_key("big.py", engine._built.keys["big.py"])
-    assert indexed not in IndexCache(cache).get_parts([indexed])  # never stored under the old content's key
+    # under the indexed content's key stays that content's part (the index stored it), never the new text's
+    stored = decode_part(IndexCache(cache).get_parts([indexed])[indexed])
+    assert stored is not None and stored.n_lines > 100
 
 
 def test_decode_refuses_what_it_did_not_write_consistently() -> None:
