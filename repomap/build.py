@@ -22,7 +22,6 @@ import gc
 import hashlib
 import marshal
 import os
-import threading
 import time
 from array import array
 from collections import Counter
@@ -30,7 +29,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,18 +36,17 @@ from durable_navigator.repomap.cache import IndexCache
 from durable_navigator.repomap.config import PARSER_VERSION, EngineConfig
 from durable_navigator.repomap.discover import Discovery
 from durable_navigator.repomap.fsnames import fs_path
-from durable_navigator.repomap.index import index_file, parser_for
+from durable_navigator.repomap.chunkrank.chunks import file_part_blob, part_key
+from durable_navigator.repomap.index import SYM, index_file, parser_for
 from durable_navigator.repomap.parse_treesitter import tags_query_version
 from durable_navigator.repomap.layout import file_line
+from durable_navigator.repomap.pools import content_hash, pool_context
 from durable_navigator.repomap.rank import StructureFeed
 from durable_navigator.repomap.records import HEAD_FIELDS, Records
 from durable_navigator.repomap.regular import read_regular
 from durable_navigator.repomap.tokens import COUNTER_NAME, count_many, preload, token_byte_lengths
 
-if TYPE_CHECKING:
-    import multiprocessing.context
-
-__all__ = ["BuiltIndex", "Progress", "build_index", "content_key", "content_key_version", "content_hash",
+__all__ = ["BuiltIndex", "Progress", "build_index", "content_key", "content_key_version", "content_hash", "pool_context",
            "SNAPSHOT_FORMAT"]
 
 #: layout of a stored snapshot: (format, paths, heads, path-line costs as int64 bytes)
@@ -98,18 +95,13 @@ def _trusted_key(prev: tuple | None, stat_key: tuple[int, int, int, int], versio
     return prev[4] if prev[4].endswith(version) else None
 
 
-def content_hash(data: bytes) -> str:
-    """The content part of a cache key."""
-    return _hash(data)
-
-
 def content_key(data: bytes, path: str, version: str) -> str:
     """A file's cache key: its bytes, the parser its path selects, the engine version.
 
     Files with the same bytes share a record only when the same parser reads
     them (an empty ``__init__.py`` is Python, an empty ``.txt`` has no parser).
     """
-    return f"{_hash(data)}:{parser_for(path)}:{version}"
+    return f"{content_hash(data)}:{parser_for(path)}:{version}"
 
 
 def content_key_version(cfg: EngineConfig) -> str:
@@ -121,10 +113,6 @@ def content_key_version(cfg: EngineConfig) -> str:
     h.update(cfg.discover.model_dump_json().encode())
     h.update(str(cfg.render.doc_max_lines).encode())
     return h.hexdigest()
-
-
-def _hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 @contextmanager
@@ -144,8 +132,10 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-#: what a worker returns per file: (path, key, (head, symbols, bag) marshal blobs or None)
-IndexedFile = tuple[str, str, tuple[bytes, bytes, bytes] | None]
+#: what a worker returns per file: (path, key, (head, symbols, bag) marshal blobs + the file's chunk part, or None)
+IndexedFile = tuple[str, str, tuple[bytes, bytes, bytes, bytes] | None]
+#: a symbol's (start, end, name, kind) fields: what the chunk ranker cuts chunks by
+_S0, _S1, _SN, _SK = SYM["start"], SYM["end"], SYM["name"], SYM["kind"]
 
 
 def _index_chunk(root: str, paths: list[str], cfg_json: str, version: str, db_path: str) -> list[IndexedFile]:
@@ -174,26 +164,13 @@ def _index_chunk(root: str, paths: list[str], cfg_json: str, version: str, db_pa
                 continue
             have.add(key)
             rec, bag = index_file(rel, data, cfg.discover, cfg.render)
+            # the chunk ranker's part of an indexed file, while its bytes and symbols are in hand here
+            # (one read, and the workers share the chunking: it was a single-threaded pass after the index)
+            part = file_part_blob(rel, data, [(s[_S0], s[_S1], s[_SN], s[_SK]) for s in rec[HEAD_FIELDS]]) \
+                if not rec[0] else b""
             out.append((rel, key, (marshal.dumps(rec[:HEAD_FIELDS]), marshal.dumps(rec[HEAD_FIELDS]),
-                                   marshal.dumps(bag))))
+                                   marshal.dumps(bag), part)))
     return out
-
-
-def _pool_context() -> multiprocessing.context.BaseContext:
-    """``fork`` when this process has one thread (cheapest: workers inherit the loaded
-    tokenizer), else ``forkserver``: forking a multi-threaded process -- a Temporal
-    worker opens engines from a thread pool -- can copy a lock some other thread
-    holds and hang the child."""
-    import multiprocessing  # a warm open never starts workers: not imported at start-up
-
-    methods = multiprocessing.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1:
-        return multiprocessing.get_context("fork")
-    if "forkserver" in methods:
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["durable_navigator.repomap.build"])
-        return ctx
-    return multiprocessing.get_context("spawn")
 
 
 #: each task of a cold index takes this share of the bytes left per worker (guided self-scheduling)
@@ -297,13 +274,16 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
     def take(chunk: list[IndexedFile]) -> None:
         nonlocal parsed, done
         rows = []
+        parts = []
         for rel, key, blobs in chunk:
             if not key:
                 unreadable.append(rel)  # vanished or unreadable since discovery
                 continue
             keys[rel] = key
             if blobs is not None:
-                rows.append((key, *blobs))
+                rows.append((key, *blobs[:3]))
+                if blobs[3]:
+                    parts.append((part_key(rel, key), blobs[3]))
                 head = fresh[key] = marshal.loads(blobs[0])
                 if feed is not None and not head[0]:
                     feed.add(row[rel], rel, marshal.loads(blobs[2]))
@@ -312,6 +292,7 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
         if feed is not None:
             feed.split_new()
         cache.put_blobs(rows)
+        cache.put_parts(parts)
         done += len(chunk)
         if progress is not None:
             progress(done, len(paths))
@@ -322,7 +303,7 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
     n_jobs = _n_jobs(jobs)
     from concurrent.futures import ProcessPoolExecutor, as_completed  # cold path only
 
-    ctx = _pool_context()
+    ctx = pool_context()
     if ctx.get_start_method() == "fork":
         preload()  # load the tokenizer once here; forked workers inherit it
     # the file cap keeps each result (and the parent's memory while it is written) small on huge trees

@@ -22,7 +22,11 @@ Tables (values are ``marshal`` blobs: the fastest stdlib codec for tuples):
   read per file when a render shows its outline (``records.py``);
 * ``full_costs``: key -> exact whole-file (level-4) cost of a file whose record
   holds only a bound of it (``index.full_bounds``), written when a render first
-  counts it (best effort: a locked or read-only cache only skips the write).
+  counts it (best effort: a locked or read-only cache only skips the write);
+* ``parts``: key -> a blob another layer derived from one file's content (the chunk
+  ranker's chunks of a file; its key names the layout, the path and the content key), so a
+  new index version re-derives only changed files. Added to schema v4 without a bump: an
+  older engine neither reads nor minds the extra table.
 
 Ranking structures (sparse matrices, request-independent) are files in
 ``structures-<SCHEMA>/``, memory-mapped when read: a request touches the
@@ -57,13 +61,14 @@ _DB_NAME = f"repomap-{SCHEMA}.sqlite3"
 _STRUCTURES = f"structures-{SCHEMA}"
 _SQL_PARAM_CHUNK = 500
 _BUSY_TIMEOUT_S = 30.0
-_TABLES = ("meta", "blobs", "manifests", "snapshots", "full_costs")
+_TABLES = ("meta", "blobs", "manifests", "snapshots", "full_costs", "parts")
 _SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS blobs (key TEXT PRIMARY KEY, head BLOB NOT NULL, syms BLOB NOT NULL, bag BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS manifests (root TEXT PRIMARY KEY, blob BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS snapshots (ihash TEXT PRIMARY KEY, blob BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS full_costs (key TEXT PRIMARY KEY, cost INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS parts (key TEXT PRIMARY KEY, blob BLOB NOT NULL);
 """
 
 
@@ -262,6 +267,22 @@ class IndexCache:
                     self._conn.execute(f"PRAGMA busy_timeout={int(_BUSY_TIMEOUT_S * 1000)}")
             except sqlite3.Error as exc:
                 log.debug("repo-map cache %s: full costs not written (%s)", self.path, exc)
+
+    # ---- per-file derived parts ------------------------------------------------------
+    def get_parts(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """``key -> blob`` of the stored parts among ``keys`` (the caller checks each blob's layout)."""
+        keys = list(keys)
+        out: dict[str, bytes] = {}
+
+        def run() -> None:
+            out.update((k, bytes(b)) for k, b in _rows_with_keys(self._conn, "key, blob", keys, table="parts"))
+
+        self._guard(run)
+        return out
+
+    def put_parts(self, rows: list[tuple[str, bytes]]) -> None:
+        """Store ``(key, blob)`` parts."""
+        self._guard(self._write, "INSERT OR REPLACE INTO parts VALUES (?, ?)", rows)
 
     # ---- whole-index snapshots --------------------------------------------------------
     def get_snapshot(self, ihash: str) -> Any:

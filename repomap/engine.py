@@ -40,6 +40,7 @@ from durable_navigator.repomap.config import EngineConfig
 from durable_navigator.repomap.discover import Discovery, check_root, discover, git_commit
 from durable_navigator.repomap.fsnames import fs_path
 from durable_navigator.repomap.presence import no_files_error
+from durable_navigator.repomap.engine_derived import DerivedMixin
 from durable_navigator.repomap.engine_query import QueryMixin
 from durable_navigator.repomap.index import REC, full_bounds, full_cost
 from durable_navigator.repomap.rank import STRUCTURE_FORMAT, RankStructure
@@ -62,7 +63,7 @@ RENDER_MEMO = 4
 _BAG_CHUNK = 512
 
 
-class RepoMap(QueryMixin):
+class RepoMap(QueryMixin, DerivedMixin):
     """An indexed repository: ``render`` / ``rank`` / ``search`` / symbol queries."""
 
     def __init__(self, root: Path, config: EngineConfig, cache: IndexCache, built: BuiltIndex,
@@ -388,22 +389,6 @@ class RepoMap(QueryMixin):
         result = render_plan(inp, plan)
         self._noticed(result.skipped)
         return inp, result, ctx, t0, t1
-
-    def _derived_key(self, kind: str) -> str:
-        return hashlib.blake2b((kind + "\n" + self._built.index_hash).encode(), digest_size=16).hexdigest()
-
-    def derived_blob(self, kind: str) -> Any:
-        """A blob derived from this index version and stored by :meth:`store_derived` (``kind`` names its
-        layout), memory-mapped read-only; ``None`` when none is stored. For what callers build from
-        the whole index (the chunk ranker's chunks): a warm open reads it instead of rebuilding it."""
-        return self._cache.map_structure(self._derived_key(kind))
-
-    def store_derived(self, kind: str, data: bytes) -> None:
-        """Store ``data`` as this index version's ``kind`` blob (atomically; best effort on a read-only cache)."""
-        try:
-            self._cache.put_structure(self._derived_key(kind), [data])
-        except OSError as exc:
-            log.warning("repo-map: could not store %s (%s); it is rebuilt next time", kind, exc)
 
     def read_lines(self, path: str, start: int, end: int) -> str:
         """Lines ``start..end`` (1-based, inclusive) of a file inside the root, as it is now.

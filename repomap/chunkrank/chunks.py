@@ -15,23 +15,29 @@ stopwords dropped.
 
 from __future__ import annotations
 
+import hashlib
 import marshal
 import re
 from collections import Counter
+from collections.abc import Iterator
+from itertools import chain
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from durable_navigator.repomap.stopwords import is_stopword
 
-__all__ = ["SPLIT_LINES", "GAP_LINES", "STORE_FORMAT", "ChunkSpan", "tokenize", "chunk_ranges", "RepoChunks"]
+__all__ = ["SPLIT_LINES", "GAP_LINES", "STORE_FORMAT", "PART_FORMAT", "ChunkSpan", "FilePart", "tokenize",
+           "chunk_ranges", "file_part", "file_part_blob", "part_key", "encode_part", "RepoChunks"]
 
 SPLIT_LINES = 80
 GAP_LINES = 40
 #: the stored layout of :class:`RepoChunks` (``to_bytes``); bump it when the layout, the chunking or
 #: the tokenisation changes, so a stored blob of another kind is never read as this one
 STORE_FORMAT = f"repochunks-1-{SPLIT_LINES}-{GAP_LINES}"
+#: the layout of one file's stored part (``chunkrank/parts.py``); it names the chunking and tokenisation
+PART_FORMAT = f"{STORE_FORMAT}-part-1"
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
@@ -128,15 +134,87 @@ def chunk_ranges(n_lines: int, symbols: list[tuple[int, int]], src: list[str]) -
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class ChunkSpan:
-    """Lines ``start..end`` of ``path``; ``name`` is the definition that starts there ('' for other lines)."""
+class ChunkSpan(NamedTuple):
+    """Lines ``start..end`` of ``path``; ``name`` is the definition that starts there ('' for other lines).
+
+    A named tuple, not a frozen dataclass: a 20,000-file repository has 300,000 of them, made on
+    every load of its chunk store (a dataclass's ``__init__`` cost 1 s of it)."""
 
     path: str
     start: int
     end: int
     name: str
     kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class FilePart:
+    """One file's chunks as :class:`RepoChunks` counts them, on their own: spans, and each chunk's bag
+    as columns into the file's own vocabulary (first-seen order, the path's terms included)."""
+
+    n_lines: int
+    starts: np.ndarray  # int64, one per chunk
+    ends: np.ndarray
+    names: list[str]
+    kinds: list[str]
+    vocab: list[str]
+    cols: np.ndarray  # int32, into ``vocab``; chunk k's are ``cols[indptr[k]:indptr[k + 1]]``
+    counts: np.ndarray  # int32
+    indptr: np.ndarray  # int32, ``len(starts) + 1``
+
+
+class _Ids(dict[str, int]):
+    """Term -> column, a new term taking the next column on its first lookup (hits stay in C)."""
+
+    def __missing__(self, term: str) -> int:
+        self[term] = got = len(self)
+        return got
+
+
+def file_part(path: str, src: list[str], symbols: list[tuple[int, int, str, str]]) -> FilePart:
+    """The chunks of ``path`` (lines ``src``, definitions ``(start, end, name, kind)`` in source order)."""
+    starts = {a: (name, kind) for a, _b, name, kind in symbols}
+    path_terms = tokenize(path)
+    local = _Ids()
+    cols: list[int] = []
+    counts: list[int] = []
+    indptr: list[int] = [0]
+    spans: list[tuple[int, int, str, str]] = []
+    for a, b in chunk_ranges(len(src), [(s[0], s[1]) for s in symbols], src):
+        spans.append((a, b, *starts.get(a, ("", "block"))))
+        bag = _term_counts(path_terms, "\n".join(src[a - 1:b]))
+        cols.extend(map(local.__getitem__, bag))
+        counts.extend(bag.values())
+        indptr.append(len(cols))
+    return FilePart(len(src), np.asarray([s[0] for s in spans], dtype=np.int64),
+                    np.asarray([s[1] for s in spans], dtype=np.int64), [s[2] for s in spans],
+                    [s[3] for s in spans], list(local), np.asarray(cols, dtype=np.int32),
+                    np.asarray(counts, dtype=np.int32), np.asarray(indptr, dtype=np.int32))
+
+
+def part_key(path: str, content_key: str) -> str:
+    """The cache key of ``path``'s part when it holds the content ``content_key`` names."""
+    return hashlib.blake2b(f"{PART_FORMAT}\n{path}\n{content_key}".encode(), digest_size=16).hexdigest()
+
+
+def encode_part(part: FilePart) -> bytes:
+    """``part`` as a marshal blob in :data:`PART_FORMAT`."""
+    return marshal.dumps((PART_FORMAT, part.n_lines, part.starts.tobytes(), part.ends.tobytes(), part.names,
+                          part.kinds, part.vocab, part.cols.tobytes(), part.counts.tobytes(), part.indptr.tobytes()))
+
+
+def file_part_blob(path: str, data: bytes, symbols: list[tuple[int, int, str, str]]) -> bytes:
+    """The encoded part of ``path`` holding ``data`` (decoded as ``RepoMap.read_lines`` decodes it): what an
+    index worker stores next to the file's record, so the chunk ranker finds it chunked."""
+    return encode_part(file_part(path, data.decode("utf-8", "replace").splitlines(), symbols))
+
+
+def _joined(arrays: list[np.ndarray], dtype: Any) -> np.ndarray:
+    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype=dtype)
+
+
+def _sizes(lengths: Iterator[int]) -> np.ndarray:
+    return np.fromiter(lengths, dtype=np.int64)
 
 
 class RepoChunks:
@@ -148,46 +226,53 @@ class RepoChunks:
 
     def __init__(self, files: list[str], lines_of: dict[str, list[str]],
                  symbols_of: dict[str, list[tuple[int, int, str, str]]]) -> None:
+        kept = [f for f in files if lines_of.get(f)]
+        self._assemble(kept, [file_part(f, lines_of[f], symbols_of.get(f, [])) for f in kept])
+
+    @classmethod
+    def from_parts(cls, files: list[str], parts: list["FilePart"]) -> "RepoChunks":
+        """The chunks of ``files`` (each non-empty) from their :func:`file_part` s, in that order: what
+        ``RepoChunks(files, lines, symbols)`` builds, with each file chunked on its own (and cached)."""
+        rc = cls.__new__(cls)
+        rc._assemble(files, parts)
+        return rc
+
+    def _assemble(self, files: list[str], parts: list["FilePart"]) -> None:
+        """Join per-file parts: one vocabulary in first-seen order over the files in order (what a
+        single pass over every chunk gives), the chunk rows concatenated, the file rows summed."""
         import scipy.sparse as sp  # built once per index version; a request reuses it
 
-        self.files = [f for f in files if lines_of.get(f)]
-        spans: list[ChunkSpan] = []
-        indptr: list[int] = [0]
-        cols: list[int] = []
-        counts: list[int] = []
-        vocab: dict[str, int] = {}
-        self.file_lines = np.zeros(len(self.files), dtype=np.int64)
-        file_of: list[int] = []
-        for fi, path in enumerate(self.files):
-            src = lines_of[path]
-            self.file_lines[fi] = len(src)
-            syms = symbols_of.get(path, [])
-            starts = {a: (name, kind) for a, _b, name, kind in syms}
-            path_terms = tokenize(path)
-            for a, b in chunk_ranges(len(src), [(s[0], s[1]) for s in syms], src):
-                name, kind = starts.get(a, ("", "block"))
-                spans.append(ChunkSpan(path, a, b, name, kind))
-                file_of.append(fi)
-                bag = _term_counts(path_terms, "\n".join(src[a - 1:b]))
-                cols.extend(vocab.setdefault(t, len(vocab)) for t in bag)
-                counts.extend(bag.values())
-                indptr.append(len(cols))
-        self.spans = spans
-        self.vocab = vocab
-        self.file_of = np.asarray(file_of, dtype=np.int64)
-        tf = sp.csr_matrix((np.asarray(counts, dtype=np.float32), np.asarray(cols, dtype=np.int32),
-                            np.asarray(indptr, dtype=np.int32)), shape=(len(spans), len(vocab)))
+        self.files = files
+        # the files' vocabularies end to end: their first-seen union is the one-pass vocabulary
+        terms = list(chain.from_iterable(p.vocab for p in parts))
+        self.vocab = vocab = dict(zip(dict.fromkeys(terms), range(len(terms))))
+        ids = np.fromiter(map(vocab.__getitem__, terms), dtype=np.int32, count=len(terms))
+        n_vocab = _sizes(len(p.vocab) for p in parts)
+        n_cols = _sizes(len(p.cols) for p in parts)
+        n_chunks = _sizes(len(p.starts) for p in parts)
+        local = _joined([p.cols for p in parts], np.int32)
+        cols = ids[local + np.repeat(np.cumsum(n_vocab) - n_vocab, n_cols)]
+        ends = _joined([p.indptr[1:] for p in parts], np.int32) + np.repeat(np.cumsum(n_cols) - n_cols, n_chunks)
+        indptr = np.concatenate([np.zeros(1, dtype=np.int64), ends]).astype(np.int32)
+        self.file_lines = np.fromiter((p.n_lines for p in parts), dtype=np.int64, count=len(parts))
+        self.file_of = np.repeat(np.arange(len(files), dtype=np.int64), n_chunks)
+        self.starts = _joined([p.starts for p in parts], np.int64)
+        self.ends = _joined([p.ends for p in parts], np.int64)
+        names = list(chain.from_iterable(p.names for p in parts))
+        self.spans = [ChunkSpan(files[f], a, b, n, k) for f, a, b, n, k in zip(
+            self.file_of.tolist(), self.starts.tolist(), self.ends.tolist(), names,
+            chain.from_iterable(p.kinds for p in parts), strict=True)]
+        n = len(self.spans)
+        tf = sp.csr_matrix((_joined([p.counts for p in parts], np.int32).astype(np.float32), cols, indptr),
+                           shape=(n, len(vocab)))
         tf.sort_indices()
         self.tf = tf
         self.file_tf = sp.csr_matrix(
-            (np.ones(len(spans), dtype=np.float32), (self.file_of, np.arange(len(spans)))),
-            shape=(len(self.files), len(spans))) @ tf
+            (np.ones(n, dtype=np.float32), (self.file_of, np.arange(n))), shape=(len(files), n)) @ tf
         #: chunks / files containing each term (document frequencies: a goal reads a few of them)
         self.chunk_df = np.bincount(tf.indices, minlength=len(vocab))
         self.file_df = np.bincount(self.file_tf.indices, minlength=len(vocab))
-        self.starts = np.fromiter((s.start for s in spans), dtype=np.int64, count=len(spans))
-        self.ends = np.fromiter((s.end for s in spans), dtype=np.int64, count=len(spans))
-        self.name_vocab, self.name_tf = _name_terms(spans)
+        self.name_vocab, self.name_tf = _name_terms(names)
 
     def to_bytes(self) -> bytes:
         """Everything but the per-term frequencies (recounted on load), in :data:`STORE_FORMAT`."""
@@ -228,21 +313,28 @@ class RepoChunks:
         return [c for t in dict.fromkeys(terms) if (c := self.vocab.get(t)) is not None]
 
 
-def _name_terms(spans: list[ChunkSpan]) -> tuple[dict[str, int], Any]:
-    """The terms of each chunk's definition name: a binary chunks x name-terms matrix and its columns."""
+def _name_terms(names: list[str]) -> tuple[dict[str, int], Any]:
+    """The terms of each chunk's definition name: a binary chunks x name-terms matrix and its columns
+    (columns in first-seen order over the chunks; each distinct name tokenised once)."""
     import scipy.sparse as sp
 
     vocab: dict[str, int] = {}
-    rows: list[int] = []
-    cols: list[int] = []
-    by_name: dict[str, list[int]] = {}
-    for k, span in enumerate(spans):
-        if span.name not in by_name:
-            by_name[span.name] = [vocab.setdefault(t, len(vocab)) for t in dict.fromkeys(tokenize(span.name))]
-        got = by_name[span.name]
-        rows.extend([k] * len(got))
-        cols.extend(got)
-    m = sp.csr_matrix((np.ones(len(rows), dtype=np.float64), (rows, cols)), shape=(len(spans), len(vocab)))
+    distinct = dict.fromkeys(names)
+    of_name: list[list[int]] = []
+    for i, name in enumerate(distinct):
+        distinct[name] = i
+        of_name.append(sorted(vocab.setdefault(t, len(vocab)) for t in dict.fromkeys(tokenize(name))))
+    row = np.fromiter(map(distinct.__getitem__, names), dtype=np.int64, count=len(names))
+    lens = np.fromiter(map(len, of_name), dtype=np.int64, count=len(of_name))
+    flat = np.fromiter(chain.from_iterable(of_name), dtype=np.int32, count=int(lens.sum()))
+    per = lens[row]
+    indptr = np.zeros(len(names) + 1, dtype=np.int64)
+    np.cumsum(per, out=indptr[1:])
+    # entry j of chunk k is entry j of its name's row
+    first = (np.cumsum(lens) - lens)[row]
+    at = np.repeat(first - indptr[:-1], per) + np.arange(int(indptr[-1]), dtype=np.int64)
+    m = sp.csr_matrix((np.ones(len(at), dtype=np.float64), flat[at], indptr.astype(np.int32)),
+                      shape=(len(names), len(vocab)))
     return vocab, m
 
 

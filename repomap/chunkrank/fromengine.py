@@ -11,12 +11,13 @@ from typing import Any, Protocol
 from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap.chunkrank.chunks import STORE_FORMAT, RepoChunks
 from durable_navigator.repomap.chunkrank.features import EngineView
+from durable_navigator.repomap.chunkrank.parts import PartSource, file_parts
 from durable_navigator.repomap.chunkrank.history import History, history_from_log, load_history, run_log
 from durable_navigator.repomap.origin import origin_of
 
 
 
-class RepoMap(Protocol):
+class RepoMap(PartSource, Protocol):
     """What the ranker reads of an open engine (``repomap.engine.RepoMap``; not imported: the
     engine's search imports this module, and the import graph stays acyclic)."""
 
@@ -24,7 +25,6 @@ class RepoMap(Protocol):
     files: list[str]
     index_version: str
 
-    def read_lines(self, path: str, start: int, end: int) -> str: ...  # noqa: D102
     def symbols(self, path: str) -> list[Any]: ...  # noqa: D102
     def rank(self, plan: FlightPlan) -> list[Any]: ...  # noqa: D102
     def derived_blob(self, kind: str) -> Any: ...  # noqa: D102
@@ -48,9 +48,10 @@ def repo_chunks(engine: "RepoMap") -> RepoChunks:
         return got
     got = _stored(engine)
     if got is None:
-        lines = {p: engine.read_lines(p, 1, 1 << 62).splitlines() for p in engine.files}
-        syms = {p: [(s.start_line, s.end_line, s.name, s.kind) for s in engine.symbols(p)] for p in engine.files}
-        got = RepoChunks(engine.files, lines, syms)
+        # each file's chunks are cached by path and content: a new index version chunks its changed files
+        files, parts, derived = file_parts(engine)
+        got = RepoChunks.from_parts(files, parts)
+        log.debug("chunk ranker: %d of %d files chunked now", derived, len(files))
         engine.store_derived(STORE_FORMAT, got.to_bytes())
     with _LOCK:
         if len(_CACHE) >= _MAX_REPOS:

@@ -56,7 +56,7 @@ def test_parallel_cold_index_from_a_thread_uses_forkserver(tmp_path: Path, multi
 
     cfg = EngineConfig(parallel_min_files=1, index_chunk_files=2)
     with ThreadPoolExecutor(1) as pool:
-        method = pool.submit(lambda: build._pool_context().get_start_method()).result()
+        method = pool.submit(lambda: build.pool_context().get_start_method()).result()
         par = pool.submit(RepoMap.open, multi_repo, cfg, tmp_path / "p", 2).result()
     assert method == "forkserver"
     ser = RepoMap.open(multi_repo, cache_dir=tmp_path / "s", jobs=1)
