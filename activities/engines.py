@@ -53,7 +53,8 @@ def open_repomap(root: Path) -> Any:
     """The production engine factory: ``RepoMap.open`` with the default cache (and any progress sink)."""
     from durable_navigator.repomap import RepoMap
 
-    return RepoMap.open(root, progress=INDEX_PROGRESS.get())
+    # the learned navigator ranks this engine's chunks: the index cuts them while it parses
+    return RepoMap.open(root, progress=INDEX_PROGRESS.get(), chunk_parts=True)
 
 
 @dataclass

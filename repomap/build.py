@@ -138,8 +138,10 @@ IndexedFile = tuple[str, str, tuple[bytes, bytes, bytes, bytes] | None]
 _S0, _S1, _SN, _SK = SYM["start"], SYM["end"], SYM["name"], SYM["kind"]
 
 
-def _index_chunk(root: str, paths: list[str], cfg_json: str, version: str, db_path: str) -> list[IndexedFile]:
-    """Worker task: read and hash a chunk of files, index those the cache lacks.
+def _index_chunk(root: str, paths: list[str], cfg_json: str, version: str, db_path: str,
+                 chunk_parts: bool = False) -> list[IndexedFile]:
+    """Worker task: read and hash a chunk of files, index those the cache lacks (and, with
+    ``chunk_parts``, cut each one's chunk-ranker part).
 
     Returns ``(path, key, blobs)``; blobs is None when the cache already holds
     that content (or this chunk indexed the same bytes already) and key is ""
@@ -167,7 +169,7 @@ def _index_chunk(root: str, paths: list[str], cfg_json: str, version: str, db_pa
             # the chunk ranker's part of an indexed file, while its bytes and symbols are in hand here
             # (one read, and the workers share the chunking: it was a single-threaded pass after the index)
             part = file_part_blob(rel, data, [(s[_S0], s[_S1], s[_SN], s[_SK]) for s in rec[HEAD_FIELDS]]) \
-                if not rec[0] else b""
+                if chunk_parts and not rec[0] else b""
             out.append((rel, key, (marshal.dumps(rec[:HEAD_FIELDS]), marshal.dumps(rec[HEAD_FIELDS]),
                                    marshal.dumps(bag), part)))
     return out
@@ -205,8 +207,11 @@ def _guided_chunks(paths: list[str], sizes: dict[str, int], n_jobs: int, per_wor
 
 
 def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int | None,
-                progress: Progress | None = None) -> BuiltIndex:
+                progress: Progress | None = None, chunk_parts: bool = False) -> BuiltIndex:
     """Bring the cache up to date for ``disc`` and load every record.
+
+    ``chunk_parts``: the workers also cut each file they index into the chunk ranker's part
+    (the navigator's engines; a map alone never reads them, and they cost a cold index 40% more).
 
     ``progress(done, total)`` hears how many of the files to (re)index are done, from
     this thread, as results arrive (a chunk at a time); nothing when all are cached.
@@ -233,7 +238,8 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
     feed = StructureFeed() if _parallel(len(stale), jobs, cfg) else None
     fed: set[str] = set()
     fresh, parsed = _index_stale(root, stale, sizes, cfg, version, jobs, cache, keys, unreadable, progress,
-                                 (feed, {p: i for i, p in enumerate(order)}, fed) if feed is not None else None)
+                                 (feed, {p: i for i, p in enumerate(order)}, fed) if feed is not None else None,
+                                 chunk_parts)
     t2 = time.perf_counter()
     manifest = {e.path: (*e.stat_key, keys[e.path], e.racy(disc.scanned_ns)) for e in disc.files if e.path in keys}
     if manifest != old:
@@ -254,7 +260,8 @@ def build_index(disc: Discovery, cache: IndexCache, cfg: EngineConfig, jobs: int
 def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: EngineConfig, version: str,
                  jobs: int | None, cache: IndexCache, keys: dict[str, str],
                  unreadable: list[str], progress: Progress | None = None,
-                 feeding: tuple[StructureFeed, dict[str, int], set[str]] | None = None) -> tuple[dict[str, tuple], int]:
+                 feeding: tuple[StructureFeed, dict[str, int], set[str]] | None = None,
+                 chunk_parts: bool = False) -> tuple[dict[str, tuple], int]:
     """Hash and (where the cache lacks the content) index ``paths``, storing results as they arrive.
 
     Returns the record heads indexed now (``key -> head``, so loading does not
@@ -264,7 +271,7 @@ def _index_stale(root: str, paths: list[str], sizes: dict[str, int], cfg: Engine
     """
     if not paths:
         return {}, 0
-    args = (cfg.model_dump_json(), version, str(cache.path))
+    args = (cfg.model_dump_json(), version, str(cache.path), chunk_parts)
     fresh: dict[str, tuple] = {}
     parsed = done = 0
     feed, row, fed = feeding if feeding is not None else (None, {}, set())

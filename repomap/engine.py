@@ -75,6 +75,8 @@ class RepoMap(QueryMixin, DerivedMixin):
         self._own = own_dirs(cache.dir)
         self._built = built
         self._jobs = jobs
+        #: the index cuts the chunk ranker's parts as it parses (``open(chunk_parts=...)``)
+        self._chunk_parts = False
         self._commit = commit
         self.files: list[str] = sorted(built.records)
         skipped = dict(disc.skipped)
@@ -99,10 +101,12 @@ class RepoMap(QueryMixin, DerivedMixin):
 
     @classmethod
     def open(cls, root: str | Path, config: EngineConfig | None = None, cache_dir: Path | None = None,
-             jobs: int | None = None, progress: Progress | None = None) -> "RepoMap":
+             jobs: int | None = None, progress: Progress | None = None, chunk_parts: bool = False) -> "RepoMap":
         """Discover and index ``root`` (cached); RepoError when it is not a usable directory.
 
-        ``progress(done, total)`` hears the indexing of files the cache lacks (see ``build_index``).
+        ``progress(done, total)`` hears the indexing of files the cache lacks (see ``build_index``);
+        ``chunk_parts``: the index also cuts the chunk ranker's per-file parts as it parses (an
+        engine the learned navigator ranks chunks with; they are derived later otherwise).
         """
         t0 = time.perf_counter()
         cfg = config or EngineConfig()
@@ -110,8 +114,10 @@ class RepoMap(QueryMixin, DerivedMixin):
         cache = IndexCache(Path(cache_dir) if cache_dir is not None else default_cache_dir())
         own = own_dirs(cache.dir)
         disc = discover(real, cfg.discover, own)
-        built = build_index(disc, cache, cfg, jobs, progress)
-        return cls._make(real, cfg, cache, disc, built, git_commit(real), jobs, t0, str(root))
+        built = build_index(disc, cache, cfg, jobs, progress, chunk_parts)
+        rm = cls._make(real, cfg, cache, disc, built, git_commit(real), jobs, t0, str(root))
+        rm._chunk_parts = chunk_parts
+        return rm
 
     @classmethod
     def _make(cls, real: Path, cfg: EngineConfig, cache: IndexCache, disc: Discovery, built: BuiltIndex,
@@ -151,7 +157,7 @@ class RepoMap(QueryMixin, DerivedMixin):
         if commit == self._commit and self._same_tree(disc):
             self._forget_vanished()
             return self
-        built = build_index(disc, self._cache, self.config, self._jobs)
+        built = build_index(disc, self._cache, self.config, self._jobs, chunk_parts=self._chunk_parts)
         if (commit == self._commit and built.index_hash == self._built.index_hash
                 and disc.skipped_paths == self._disc_skips and built.skipped_paths == self._built.skipped_paths):
             # stats moved, content did not (files rewritten with the same bytes, a checkout
