@@ -47,8 +47,11 @@ class PackConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    #: share of the budget the frame may keep (title, summary, stage plan, decisions, skipped files)
-    frame_share: float = Field(0.08, gt=0, lt=1)
+    #: share of the budget the frame may keep (title, summary, stage plan, decisions, skipped files);
+    #: the map is what the user asked for: on the 180 quality dev tasks (in process) 4% instead of
+    #: 8% showed 0.625 of the changed lines instead of 0.593 at 4k, 0.750 instead of 0.741 at 8k
+    #: (what the frame gives up stays in report.json)
+    frame_share: float = Field(0.04, gt=0, lt=1)
     #: at least this many tokens for the frame (the title and the summary's first words)
     frame_min: int = Field(64, gt=0)
     #: at most this many: a large budget should go to the map
