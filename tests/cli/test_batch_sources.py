@@ -31,7 +31,7 @@ from durable_navigator.navcore.navigator.requests import ExplorationRequest
 from durable_navigator.navcore.research.research import ResearchRequest
 from durable_navigator.navcore.run.sources import GitSource, PathSource, SnapshotSource
 from tests.support.cli import FIXTURE_REPO
-from tests.support.hosts import Host
+from tests.support.hosts import Host, host_pair
 from tests.support.seaweed import BUCKET, SeaweedS3
 
 GOAL = "how is the token budget enforced?"
@@ -117,10 +117,8 @@ async def test_bad_sources_are_one_line_each_and_nothing_is_uploaded_or_started(
 async def test_a_batch_reaches_a_worker_that_cannot_read_its_paths(
     client: Client, task_queue: str, tmp_path: Path, s3_server: SeaweedS3
 ) -> None:
-    prefix = f"batchsrc-{uuid.uuid4().hex[:8]}"
-    address = client.service_client.config.target_host
-    worker_host = Host.create(tmp_path / "worker-host", s3_server, address, task_queue, prefix)
-    cli_host = Host.create(tmp_path / "cli-host", s3_server, address, task_queue, prefix)
+    prefix, worker_host, cli_host = host_pair(
+        tmp_path, s3_server, client.service_client.config.target_host, task_queue, "batchsrc")
     cwd = cli_host.root / "cwd"
     repo_a, repo_b = cwd / "app-a", cwd / "app-b"
     shutil.copytree(FIXTURE_REPO, repo_a)

@@ -22,7 +22,7 @@ from durable_navigator.cli.gc_run import _closure, parse_age
 from durable_navigator.cli.errors import CliError
 from tests.support.batch import priced_activities
 from tests.support.cli import FIXTURE_REPO, ainvoke, json_of
-from tests.support.hosts import Host
+from tests.support.hosts import Host, host_pair
 from tests.support.seaweed import BUCKET, SeaweedS3
 
 GOAL = "how is the token budget enforced?"
@@ -96,10 +96,8 @@ def _wait_polling(host: Host) -> None:
 
 async def test_gc_of_an_s3_bucket_keeps_what_runs_reference(client: Client, task_queue: str, tmp_path: Path,
                                                            s3_server: SeaweedS3) -> None:
-    prefix = f"gc-{uuid.uuid4().hex[:8]}"
-    address = client.service_client.config.target_host
-    worker_host = Host.create(tmp_path / "worker-host", s3_server, address, task_queue, prefix)
-    cli_host = Host.create(tmp_path / "cli-host", s3_server, address, task_queue, prefix)
+    prefix, worker_host, cli_host = host_pair(
+        tmp_path, s3_server, client.service_client.config.target_host, task_queue, "gc")
     s3 = s3_server.client()
     with worker_host.worker():
         await asyncio.to_thread(_wait_polling, worker_host)

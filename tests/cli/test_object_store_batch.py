@@ -15,7 +15,6 @@ import asyncio
 import hashlib
 import json
 import time
-import uuid
 from pathlib import Path
 
 from temporalio.client import Client
@@ -23,7 +22,7 @@ from temporalio.client import Client
 from durable_navigator.navcore.batch.batch import BatchResult
 from tests.support.cli import FIXTURE_REPO
 from tests.support.evalrepo import make_eval_repo
-from tests.support.hosts import Host
+from tests.support.hosts import Host, host_pair
 from tests.support.seaweed import BUCKET, SeaweedS3
 
 #: a cold worker on a loaded 2-core machine
@@ -64,10 +63,8 @@ def _check_came_home(result: dict, out: Path) -> None:
 async def test_batch_and_eval_results_come_home_from_a_worker_that_shares_no_disk(
     client: Client, task_queue: str, tmp_path: Path, s3_server: SeaweedS3
 ) -> None:
-    prefix = f"batch-{uuid.uuid4().hex[:8]}"
-    address = client.service_client.config.target_host
-    worker_host = Host.create(tmp_path / "worker-host", s3_server, address, task_queue, prefix)
-    cli_host = Host.create(tmp_path / "cli-host", s3_server, address, task_queue, prefix)
+    prefix, worker_host, cli_host = host_pair(
+        tmp_path, s3_server, client.service_client.config.target_host, task_queue, "batch")
     jobs = cli_host.root / "cwd" / "jobs.yaml"
     jobs.write_text(
         "total_budget_usd: 1.00\ndefaults: {model: offline, token_budget: 2048, max_iterations: 4}\njobs:\n"

@@ -27,7 +27,7 @@ from durable_navigator.navcore.navigator.requests import ExplorationResult
 from durable_navigator.workers.worker import host_queue
 from tests.support.cli import FIXTURE_REPO
 from tests.support.e2e import NAVIGATOR, Sandbox
-from tests.support.hosts import KEY_ENV, Host
+from tests.support.hosts import KEY_ENV, Host, host_pair
 from tests.support.seaweed import BUCKET, SECRET_KEY, SeaweedS3
 
 GOAL = "how is the token budget enforced?"
@@ -37,10 +37,7 @@ POLLING_WITHIN_S = 60.0
 
 
 def _hosts(tmp_path: Path, s3: SeaweedS3, client: Client, task_queue: str) -> tuple[Host, Host]:
-    prefix = f"hosts-{uuid.uuid4().hex[:8]}"
-    address = client.service_client.config.target_host
-    return (Host.create(tmp_path / "worker-host", s3, address, task_queue, prefix),
-            Host.create(tmp_path / "cli-host", s3, address, task_queue, prefix))
+    return host_pair(tmp_path, s3, client.service_client.config.target_host, task_queue, "hosts")[1:]
 
 
 def _prefix_of(host: Host) -> str:

@@ -23,7 +23,7 @@ from temporalio.client import Client
 from durable_navigator.navcore.navigator.requests import ExplorationRequest, ExplorationResult
 from durable_navigator.navcore.run.sources import GitSource, PathSource, SnapshotSource
 from tests.support.cli import FIXTURE_REPO
-from tests.support.hosts import Host
+from tests.support.hosts import Host, host_pair
 from tests.support.seaweed import SeaweedS3
 
 GOAL = "how is the token budget enforced?"
@@ -33,10 +33,7 @@ EXTRA = "def refund_tokens(ledger, amount):\n    \"\"\"Give unspent tokens back 
 
 
 def _hosts(tmp_path: Path, s3: SeaweedS3, client: Client, task_queue: str) -> tuple[Host, Host]:
-    prefix = f"sources-{uuid.uuid4().hex[:8]}"
-    address = client.service_client.config.target_host
-    return (Host.create(tmp_path / "worker-host", s3, address, task_queue, prefix),
-            Host.create(tmp_path / "cli-host", s3, address, task_queue, prefix))
+    return host_pair(tmp_path, s3, client.service_client.config.target_host, task_queue, "sources")[1:]
 
 
 def _wait_polling(host: Host) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import uuid
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from pathlib import Path
 from tests.support.e2e import NAVIGATOR
 from tests.support.seaweed import ACCESS_KEY, BUCKET, SECRET_KEY, SeaweedS3
 
-__all__ = ["Host", "KEY_ENV"]
+__all__ = ["Host", "KEY_ENV", "host_pair"]
 
 #: the variables the hosts' navigator.yaml names for the S3 keys (their values: the test server's)
 KEY_ENV = {"NAV_S3_ACCESS": ACCESS_KEY, "NAV_S3_SECRET": SECRET_KEY}
@@ -92,3 +93,12 @@ def navigator_worker(env: dict[str, str], cwd: Path, log_path: Path) -> Iterator
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def host_pair(tmp_path: Path, s3: SeaweedS3, temporal_address: str, task_queue: str, label: str,
+              second: str = "cli-host") -> tuple[str, Host, Host]:
+    """A fresh bucket prefix (``label-<hex>``), a worker host and a second host (a CLI, an agent)
+    sharing only Temporal and that prefix of the bucket."""
+    prefix = f"{label}-{uuid.uuid4().hex[:8]}"
+    return (prefix, Host.create(tmp_path / "worker-host", s3, temporal_address, task_queue, prefix),
+            Host.create(tmp_path / second, s3, temporal_address, task_queue, prefix))

@@ -12,14 +12,13 @@ import hashlib
 import json
 import shutil
 import time
-import uuid
 from pathlib import Path
 
 from mcp import Client
 from temporalio.client import Client as TemporalClient
 
 from tests.support.cli import FIXTURE_REPO
-from tests.support.hosts import Host
+from tests.support.hosts import Host, host_pair
 from tests.support.mcp import stdio_params, texts
 from tests.support.seaweed import SeaweedS3
 
@@ -37,10 +36,8 @@ def _wait_polling(host: Host, within_s: float = 60.0) -> None:
 async def test_the_mcp_server_reads_a_remote_workers_pack_from_the_bucket(
     client: TemporalClient, task_queue: str, tmp_path: Path, s3_server: SeaweedS3
 ) -> None:
-    prefix = f"mcp-{uuid.uuid4().hex[:8]}"
-    address = client.service_client.config.target_host
-    worker_host = Host.create(tmp_path / "worker-host", s3_server, address, task_queue, prefix)
-    agent_host = Host.create(tmp_path / "agent-host", s3_server, address, task_queue, prefix)
+    prefix, worker_host, agent_host = host_pair(
+        tmp_path, s3_server, client.service_client.config.target_host, task_queue, "mcp", second="agent-host")
     root = tmp_path / "allowed"
     repo = root / "budgetkit"
     shutil.copytree(FIXTURE_REPO, repo)
