@@ -56,10 +56,11 @@ def test_readme_demo_goal_shows_the_ledger_and_the_guard(tmp_path: Path) -> None
     assert rendered.metadata.tokens_used <= 8192
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "regression found by CI at 469fa87, not fixed yet: on this repository (batch.py grew its budget "
-    "pool's sources) the learned allocation no longer shows the ledger's reserve/reconcile for README's "
-    "demo goal; strict: it fails the suite once it passes again"))
+@pytest.mark.xfail(strict=False, reason=(
+    "open bug: the demo goal's answer depends on this repository's own changing content (the test maps "
+    "the checkout itself): it passes at df058d3, d1fdd1f and 8828815 and fails at 2d889a3 and 469fa87, "
+    "where another file (navcore/batch/batch.py) takes the ledger's place; the learned allocation "
+    "must show the ledger for this goal whatever else the tree holds"))
 def test_readme_demo_goal_with_the_default_learned_allocation(tmp_path: Path) -> None:
     """The default policy (the learned allocation) on README's demo goal: the ledger in full, inside
     the budget, in two turns. (It does not show ``ModelCaller._call``: that chunk shares no term with
