@@ -23,7 +23,7 @@ from durable_navigator.activities.artifacts import ArtifactStore, atomic_write_b
 from durable_navigator.activities.models.offline.terms import goal_terms
 from durable_navigator.activities.navigator import to_application_error
 from durable_navigator.activities.requests import EngineSource
-from durable_navigator.activities.research import LineCounter
+from durable_navigator.activities.research import LineCounter, heartbeat_while_running
 from durable_navigator.activities.research_calls import load_findings
 from durable_navigator.navcore.run.citations import check_citation, parse_citations
 from durable_navigator.navcore.run.findings import Finding
@@ -74,11 +74,15 @@ def checked_criterion(status: CriterionStatus, count: Callable[[str], int | None
 class InvestigationActivities:
     """``investigate.check_evidence`` and ``investigate.write_report`` (one instance per worker)."""
 
-    def __init__(self, store: ArtifactStore, engines: EngineSource, *, write_files: bool = True) -> None:
-        """``write_files``: write report.md / report.json here (see ``NavigatorActivities``)."""
+    def __init__(self, store: ArtifactStore, engines: EngineSource, *, write_files: bool = True,
+                 host_queue: Callable[[], str] = lambda: "", heartbeat_every_s: float = 5.0) -> None:
+        """``write_files``: write report.md / report.json here (see ``NavigatorActivities``); ``host_queue()``:
+        the queue only this host polls, named in evidence checks (its index is warm: affinity)."""
         self.store = store
         self.write_files = write_files
         self.engines = engines
+        self._host_queue = host_queue
+        self.heartbeat_every_s = heartbeat_every_s
 
     def all(self) -> list[Callable[..., Any]]:
         """The activities of this instance, for worker registration."""
@@ -90,19 +94,25 @@ class InvestigationActivities:
 
     @activity.defn(name="investigate.check_evidence")
     async def check_evidence(self, inp: EvidenceInput) -> EvidenceOutput:
-        """Keep only evidence that exists in the repository; a criterion without any is not met."""
+        """Keep only evidence that exists in the repository; a criterion without any is not met.
+
+        Heartbeats while it runs: on a host whose index is cold, opening the engine indexes the repository.
+        """
+        beat = asyncio.create_task(heartbeat_while_running(self.heartbeat_every_s))
         try:
             count = await self._counter(inp.repo_root)
+            out: list[CriterionStatus] = []
+            checked = dropped = 0
+            for status in inp.criteria:
+                fixed, n = await asyncio.to_thread(checked_criterion, status, count)
+                out.append(fixed)
+                checked += n
+                dropped += len(fixed.dropped)
         except NavigatorError as exc:
             raise to_application_error(exc) from exc
-        out: list[CriterionStatus] = []
-        checked = dropped = 0
-        for status in inp.criteria:
-            fixed, n = await asyncio.to_thread(checked_criterion, status, count)
-            out.append(fixed)
-            checked += n
-            dropped += len(fixed.dropped)
-        return EvidenceOutput(criteria=out, checked=checked, dropped=dropped)
+        finally:
+            beat.cancel()
+        return EvidenceOutput(criteria=out, checked=checked, dropped=dropped, host_queue=self._host_queue())
 
     @activity.defn(name="investigate.score_branches")
     async def score_branches(self, inp: ScoreInput) -> ScoreOutput:

@@ -104,8 +104,12 @@ class ModelCallActivities:
         registry: ModelRegistry,
         engines: EngineSource,
         token_counter: Callable[[str], int] | None = None,
+        host_queue: Callable[[], str] = lambda: "",
     ) -> None:
+        """``host_queue()``: the queue only this host polls (its warm index), named in every prepared call
+        so the run sends its next index-bound activities there (``workflows/blocks/affinity.py``)."""
         self.store = store
+        self._host_queue = host_queue
         self.pricer = pricer
         self.registry = registry
         self.builder = RequestBuilder(store, engines)
@@ -138,6 +142,7 @@ class ModelCallActivities:
             max_output_tokens=req.max_output_tokens,
             estimate_micros=self.pricer.estimate(inp.model, tokens, req.max_output_tokens),
             rates=rates,
+            host_queue=self._host_queue(),
         )
 
     def _prompt_tokens(self, req: ModelRequest) -> int:

@@ -41,7 +41,7 @@ from durable_navigator.navcore.research.research import (
 from durable_navigator.navcore.run.sources import display_root
 from durable_navigator.navtypes.errors import NavigatorError, PathEscapeError
 
-__all__ = ["ResearchActivities", "LineCounter", "answer_markdown"]
+__all__ = ["ResearchActivities", "LineCounter", "answer_markdown", "heartbeat_while_running"]
 
 MEDIA_JSON = "application/json"
 MEDIA_MARKDOWN = "text/markdown; charset=utf-8"
@@ -51,7 +51,8 @@ STATE_FILES = 40
 LOG_LINES = 12
 
 
-async def _heartbeat_while_running(every_s: float) -> None:
+async def heartbeat_while_running(every_s: float) -> None:
+    """Heartbeat every ``every_s`` seconds until cancelled (an activity that may open a cold index)."""
     while True:
         activity.heartbeat()
         await asyncio.sleep(every_s)
@@ -133,9 +134,11 @@ class ResearchActivities:
     """``research.aggregate`` and ``research.write_answer`` with their dependencies (one per worker)."""
 
     def __init__(self, store: ArtifactStore, engines: EngineSource, heartbeat_every_s: float = 5.0,
-                 *, write_files: bool = True) -> None:
-        """``write_files``: write answer.md / report.json here (see ``NavigatorActivities``)."""
+                 *, write_files: bool = True, host_queue: Callable[[], str] = lambda: "") -> None:
+        """``write_files``: write answer.md / report.json here (see ``NavigatorActivities``); ``host_queue()``:
+        the queue only this host polls, named in every merge of findings (its index is warm: affinity)."""
         self.store = store
+        self._host_queue = host_queue
         self.write_files = write_files
         self.engines = engines
         self.heartbeat_every_s = heartbeat_every_s
@@ -149,7 +152,7 @@ class ResearchActivities:
         return Path(engine.root)
 
     async def _guard(self, work: Any) -> Any:
-        beat = asyncio.create_task(_heartbeat_while_running(self.heartbeat_every_s))
+        beat = asyncio.create_task(heartbeat_while_running(self.heartbeat_every_s))
         try:
             return await work
         except NavigatorError as exc:
@@ -201,7 +204,7 @@ class ResearchActivities:
         state = FindingsState(ref=ref, count=len(merged), files=files[:STATE_FILES], lines=len(cited),
                               dropped=len(dropped))
         return AggregateOutput(findings=state, added=len(lines), lines=[line[:300] for line in lines[:LOG_LINES]],
-                               dropped=[d[:200] for d in dropped[:LOG_LINES]])
+                               dropped=[d[:200] for d in dropped[:LOG_LINES]], host_queue=self._host_queue())
 
     @activity.defn(name="research.write_answer")
     async def write_answer(self, inp: WriteAnswerInput) -> WriteAnswerOutput:

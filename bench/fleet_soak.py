@@ -6,9 +6,9 @@
 Hosts are long-running ``navigator worker`` processes, each with its own HOME/XDG/cache and, by default,
 its own network namespace (veth to Temporal and SeaweedFS in the root namespace). Clients run the
 installed CLI (``navigator explore`` / ``navigator ask``, offline model, default flags) with HOMEs of
-their own. Sources: a snapshot (``REPO`` a path, the store an object store), a git URL + ``--ref main``
-(a bare ``file://`` repository), and a path (started through the CLI's own request builder — with an
-object store the CLI always sends a path as a snapshot — and brought home with ``navigator result --wait``).
+their own. Sources: a snapshot (``REPO`` a path, the store an object store: the CLI's ``auto`` pick), a git
+URL + ``--ref main`` (a bare ``file://`` repository), and a path (``--source path``: the hosts see the
+fixture trees at the same path, as workers with a shared mount would).
 
 Phases: 1, 2 and 3 hosts without faults (throughput; the 1-host packs are the reference), then the
 fault phase on all hosts: one host SIGKILLed and restarted, the Temporal dev server restarted on its
@@ -78,43 +78,29 @@ def requests(repos: list[Repo]) -> list[Req]:
     return out
 
 
-async def _start_path_run(client: Any, req: Req) -> str:
-    """A path request built by the CLI's own builder (defaults of an empty navigator.yaml), started directly."""
-    from durable_navigator.cli.config import NavigatorConfig
-    from durable_navigator.cli.runrequest import build_request, build_research_request, new_run_id
-    from durable_navigator.navcore.run_kinds import EXPLORE, RESEARCH
-
-    config = NavigatorConfig()
-    common = dict(config=config, interactive=False, budget_usd=None, model=None, out=None)
-    if req.command == "explore":
-        kind, request = EXPLORE, build_request(req.repo.tree, req.text, tokens=None, max_iterations=None, **common)
-    else:
-        kind, request = RESEARCH, build_research_request(req.repo.tree, req.text, **common)
-    wid = new_run_id(kind, req.repo.tree)
-    await client.start_workflow(kind.workflow_type, request, id=wid, task_queue=TASK_QUEUE)
-    return wid
+def _where(req: Req) -> list[str]:
+    """REPO and its source options as a user gives them (a plain path: the CLI picks a snapshot by itself)."""
+    if req.kind == "git":
+        return [req.repo.url, "--ref", "main"]
+    return [str(req.repo.tree), *(["--source", "path"] if req.kind == "path" else [])]
 
 
-async def run_one(client: Any, cli: FleetHost, req: Req) -> dict[str, Any]:
+async def run_one(cli: FleetHost, req: Req) -> dict[str, Any]:
     """Run ``req`` from the client ``cli`` to the files on its disk; what happened, the masked pack."""
     out = cli.host.root / "out"
     t0 = time.monotonic()
     failures: list[str] = []
-    if req.kind == "path":
-        wid = await _start_path_run(client, req)
-        done = await asyncio.to_thread(cli.host.run, "result", wid, "--wait", "--json", "--out", str(out), timeout=900)
-    else:
-        where = [req.repo.url, "--ref", "main"] if req.kind == "git" else [str(req.repo.tree)]
-        for _ in range(60):
-            done = await asyncio.to_thread(cli.host.run, req.command, where[0], req.text, *where[1:], "--json",
-                                           "--out", str(out), timeout=900)
-            if done.returncode == 0 or not _REFUSED.search(done.stderr) or _WID.search(done.stdout + done.stderr):
-                break
-            # refused before anything started (Temporal or the store is down): what a user does, again
-            failures.append("refused: " + done.stderr.strip().splitlines()[-1][:200])
-            await asyncio.sleep(5)
-        found = _WID.search(done.stdout + done.stderr)
-        wid = json.loads(done.stdout)["workflow_id"] if done.returncode == 0 else (found.group(0) if found else "")
+    where = _where(req)
+    for _ in range(60):
+        done = await asyncio.to_thread(cli.host.run, req.command, where[0], req.text, *where[1:], "--json",
+                                       "--out", str(out), timeout=900)
+        if done.returncode == 0 or not _REFUSED.search(done.stderr) or _WID.search(done.stdout + done.stderr):
+            break
+        # refused before anything started (Temporal or the store is down): what a user does, again
+        failures.append("refused: " + done.stderr.strip().splitlines()[-1][:200])
+        await asyncio.sleep(5)
+    found = _WID.search(done.stdout + done.stderr)
+    wid = json.loads(done.stdout)["workflow_id"] if done.returncode == 0 else (found.group(0) if found else "")
     deadline = time.monotonic() + 300
     while done.returncode != 0 and wid and time.monotonic() < deadline and "failed:" not in done.stderr:
         # the followed command lost the server (a fault of this soak): the run goes on, bring it home
@@ -129,7 +115,7 @@ async def run_one(client: Any, cli: FleetHost, req: Req) -> dict[str, Any]:
             "pack": masked(pack.read_text()), "failures": failures, "command": req.command}
 
 
-async def run_phase(client: Any, clients: list[FleetHost], reqs: list[Req], on_done: Any = None) -> dict[str, Any]:
+async def run_phase(clients: list[FleetHost], reqs: list[Req], on_done: Any = None) -> dict[str, Any]:
     """``reqs`` spread over the clients (each one request at a time); wall time and every row."""
     queue: asyncio.Queue[Req] = asyncio.Queue()
     for req in reqs:
@@ -139,7 +125,7 @@ async def run_phase(client: Any, clients: list[FleetHost], reqs: list[Req], on_d
     async def client_loop(cli: FleetHost) -> None:
         while not queue.empty():
             req = queue.get_nowait()
-            rows.append(await run_one(client, cli, req))
+            rows.append(await run_one(cli, req))
             print(f"  {len(rows)}/{len(reqs)} {rows[-1]['key'][:70]} ok={rows[-1]['ok']}", flush=True)
             if on_done is not None:
                 await on_done(len(rows))
@@ -241,16 +227,16 @@ async def soak(ns: argparse.Namespace) -> dict[str, Any]:
                                           prefix, space))
         for i in range(ns.clients):
             clients.append(FleetHost.create(work / f"client-{i}", s3.endpoint_url, local, TASK_QUEUE, prefix, None))
-        client = await Client.connect(local, data_converter=DATA_CONVERTER)
         phases: dict[str, Any] = {}
         for n in range(1, ns.hosts + 1):
             await asyncio.to_thread(hosts[n - 1].start)
             print(f"phase: {n} host(s), no faults", flush=True)
-            phases[f"{n}_hosts"] = await run_phase(client, clients, reqs if n == 1 else reqs[:ns.throughput_runs])
+            phases[f"{n}_hosts"] = await run_phase(clients, reqs if n == 1 else reqs[:ns.throughput_runs])
         faults = Faults(ns.runs, hosts, server, s3)
         print(f"phase: faults, {ns.runs} runs on {ns.hosts} hosts", flush=True)
         fault_reqs = [reqs[i % len(reqs)] for i in range(ns.runs)]
-        phases["faults"] = await run_phase(client, clients, fault_reqs, faults)
+        phases["faults"] = await run_phase(clients, fault_reqs, faults)
+        # after the faults (Temporal restarted): the checks read every run's history
         client = await Client.connect(local, data_converter=DATA_CONVERTER)
         checks = [await check_run(client, r["workflow_id"], r["command"])
                   for p in phases.values() for r in p["rows"] if r["ok"]]

@@ -43,6 +43,7 @@ def run_ask(
     workflow_id: str | None,
     json_out: bool,
     ref: str | None = None,
+    source: str = "auto",
 ) -> None:
     """The ``navigator ask`` command (its options and help: :mod:`cli.run_commands`)."""
     config = config_of(ctx)
@@ -51,15 +52,15 @@ def run_ask(
     models = sorted({request.model, *(p.model for p in request.profiles.values() if p.model)})
     check_models(models, config, local_worker=config.temporal.address is None and not detach)
     wid = workflow_id or new_run_id(RESEARCH, Path(request.repo_path))
-    code = run_async(_ask(config, request, wid, models, detach=detach, json_out=json_out))
+    code = run_async(_ask(config, request, wid, models, detach=detach, json_out=json_out, source=source))
     raise typer.Exit(int(code))
 
 
 async def _ask(config: NavigatorConfig, request: ResearchRequest, wid: str, models: list[str], *, detach: bool,
-               json_out: bool) -> ExitCode:
+               json_out: bool, source: str = "auto") -> ExitCode:
     async def start(session: TemporalSession) -> WorkflowHandle:
         # after the workers' refusals, before the start: a snapshot is uploaded only for a run that starts
-        sourced = await settled_source(config, request)
+        sourced = await settled_source(config, request, source)
         return await start_run(session, RESEARCH, sourced, wid, text=request.question, repo=sourced.repo_path,
                                model=request.model, verb="ask", label="Question",
                                settings=research_settings(request))

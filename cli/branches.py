@@ -28,7 +28,7 @@ BRANCHES_WORKFLOW_TYPE = BRANCHES.workflow_type
 
 
 async def explore_branches(config: NavigatorConfig, request: ExplorationRequest, branches: int, wid: str,
-                           settings: dict[str, str], *, detach: bool, json_out: bool) -> ExitCode:
+                           settings: dict[str, str], *, detach: bool, json_out: bool, source: str = "auto") -> ExitCode:
     """Start the branches run, follow it, print the kept pack and the scores (``settings``: the
     exploration's settings for the run's static details); the kept pack is written here from the store."""
     store = None if detach else await asyncio.to_thread(open_artifact_store, config)
@@ -36,7 +36,7 @@ async def explore_branches(config: NavigatorConfig, request: ExplorationRequest,
         say_server(session)
         # every branch runs the same exploration: the task queue's workers must serve its models, as for explore
         await refuse_unservable_on_workers(session, request.models())
-        request = await settled_source(config, request)  # one snapshot for every branch
+        request = await settled_source(config, request, source)  # one snapshot for every branch
         handle = await start_run(session, BRANCHES, BranchExploreRequest(exploration=request, branches=branches), wid,
                                  text=request.goal, repo=request.repo_path, model=request.model,
                                  verb=f"explore ({branches} branches)", settings={**settings, "Branches": str(branches)})

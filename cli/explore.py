@@ -52,6 +52,7 @@ def run_explore(
     json_out: bool,
     branches: int,
     ref: str | None = None,
+    source: str = "auto",
 ) -> None:
     """The ``navigator explore`` command (its options and help: :mod:`cli.run_commands`)."""
     config = config_of(ctx)
@@ -67,18 +68,18 @@ def run_explore(
         if interactive:
             raise CliError("--branches runs its explorations autonomously; drop --interactive or --branches")
         code = run_async(explore_branches(config, request, branches, wid, request_settings(request), detach=detach,
-                                          json_out=json_out))
+                                          json_out=json_out, source=source))
         raise typer.Exit(int(code))
-    code = run_async(_explore(config, request, wid, detach=detach, json_out=json_out))
+    code = run_async(_explore(config, request, wid, detach=detach, json_out=json_out, source=source))
     raise typer.Exit(int(code))
 
 
 async def _explore(
-    config: NavigatorConfig, request: ExplorationRequest, wid: str, *, detach: bool, json_out: bool
+    config: NavigatorConfig, request: ExplorationRequest, wid: str, *, detach: bool, json_out: bool, source: str
 ) -> ExitCode:
     async def start(session: TemporalSession) -> WorkflowHandle:
         # after the workers' refusals, before the start: a snapshot is uploaded only for a run that starts
-        sourced = await settled_source(config, request)
+        sourced = await settled_source(config, request, source)
         return await start_run(session, EXPLORE, sourced, wid, text=request.goal, repo=sourced.repo_path,
                                model=request.model, verb="explore", settings=request_settings(request))
 

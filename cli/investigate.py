@@ -45,6 +45,7 @@ def run_investigate(
     workflow_id: str | None,
     json_out: bool,
     ref: str | None = None,
+    source: str = "auto",
 ) -> None:
     """The ``navigator investigate`` command (its options and help: :mod:`cli.run_commands`)."""
     config = config_of(ctx)
@@ -54,15 +55,15 @@ def run_investigate(
     models = sorted({request.model, *(p.model for p in [request.worker, *request.profiles.values()] if p.model)})
     check_models(models, config, local_worker=config.temporal.address is None and not detach)
     wid = workflow_id or new_run_id(INVESTIGATION, Path(request.repo_path))
-    code = run_async(_investigate(config, request, wid, models, detach=detach, json_out=json_out))
+    code = run_async(_investigate(config, request, wid, models, detach=detach, json_out=json_out, source=source))
     raise typer.Exit(int(code))
 
 
 async def _investigate(config: NavigatorConfig, request: InvestigationRequest, wid: str, models: list[str], *,
-                       detach: bool, json_out: bool) -> ExitCode:
+                       detach: bool, json_out: bool, source: str = "auto") -> ExitCode:
     async def start(session: TemporalSession) -> WorkflowHandle:
         # after the workers' refusals, before the start: a snapshot is uploaded only for a run that starts
-        sourced = await settled_source(config, request)
+        sourced = await settled_source(config, request, source)
         return await start_run(session, INVESTIGATION, sourced, wid, text=request.goal, repo=sourced.repo_path,
                                model=request.model, verb="investigate", settings={
                                    "Model": request.model,

@@ -15,7 +15,10 @@ if TYPE_CHECKING:
     from durable_navigator.cli.config import NavigatorConfig
 
 __all__ = ["GlobalOptions", "JsonOpt", "WorkflowIdArg", "TurnOpt", "PlanOpt", "SenderOpt", "EXECUTION_STATUSES",
-           "NAVIGATOR_STATUSES", "DEFAULT_PORT", "refuse", "reason_option", "checked_sender"]
+           "NAVIGATOR_STATUSES", "DEFAULT_PORT", "refuse", "reason_option", "checked_sender", "SOURCE_CHOICES"]
+
+#: the values of ``--source``: how a path REPO travels to the workers (``cli/sources.py``)
+SOURCE_CHOICES = ("auto", "path", "snapshot")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON to stdout.", show_default="off")]
 

@@ -14,6 +14,7 @@ from typing import Annotated
 import typer
 
 from durable_navigator.cli.lazy import command_group
+from durable_navigator.cli.options import SOURCE_CHOICES, refuse
 from durable_navigator.navtypes.levels import MIN_TOKEN_BUDGET
 
 __all__ = ["explore_app", "ask_app", "investigate_app", "InteractiveOpt", "BudgetOpt", "ModelOpt", "DetachOpt"]
@@ -49,6 +50,20 @@ RunJsonOpt = Annotated[
 RefOpt = Annotated[
     str | None, typer.Option("--ref", metavar="REF", help="Branch, tag or commit of a git URL REPO (resolved to its "
                              "commit before the run starts).", show_default="HEAD of the URL")
+]
+def _source_choice(value: str) -> str:
+    """Refuse a ``--source`` that is not auto, path or snapshot, in one line (before anything else)."""
+    if value not in SOURCE_CHOICES:
+        refuse(f"--source {value!r}: expected one of {', '.join(SOURCE_CHOICES)}")
+    return value
+
+
+#: --source of the commands that start a run: how a path REPO travels to the workers
+SourceOpt = Annotated[
+    str, typer.Option("--source", metavar="auto|path|snapshot", callback=_source_choice,
+                      help="How a path REPO reaches the workers. auto: a snapshot (the tree uploaded, uncommitted "
+                      "changes included) when artifacts: is an object store, else the path; path: the path (the "
+                      "workers must see it there); snapshot: always a snapshot. Said on stderr (source: ...).")
 ]
 ProfilesFileOpt = Annotated[
     Path | None, typer.Option("--profiles", metavar="FILE", help="Agent-profiles YAML adding or overriding the "
@@ -104,6 +119,7 @@ def explore(
     ] = None,
     json_out: RunJsonOpt = False,
     ref: RefOpt = None,
+    source: SourceOpt = "auto",
     branches: Annotated[
         int, typer.Option("--branches", metavar="N", min=1, max=4, help="Branch-and-compare: N explorations with "
                           "different planning strategies in parallel, the best-scoring pack kept.",
@@ -119,7 +135,7 @@ def explore(
     """
     from durable_navigator.cli.explore import run_explore
 
-    run_explore(ctx=ctx, repo=repo, goal=goal, interactive=interactive, budget_usd=budget_usd, tokens=tokens, model=model, max_iterations=max_iterations, out=out, detach=detach, profile=profile, planning=planning, review=review, workflow_id=workflow_id, json_out=json_out, branches=branches, ref=ref)
+    run_explore(ctx=ctx, repo=repo, goal=goal, interactive=interactive, budget_usd=budget_usd, tokens=tokens, model=model, max_iterations=max_iterations, out=out, detach=detach, profile=profile, planning=planning, review=review, workflow_id=workflow_id, json_out=json_out, branches=branches, ref=ref, source=source)
 
 
 @ask_app.command()
@@ -147,6 +163,7 @@ def ask(
     ] = None,
     json_out: RunJsonOpt = False,
     ref: RefOpt = None,
+    source: SourceOpt = "auto",
 ) -> None:
     """Answer QUESTION about REPO, with citations.
 
@@ -157,7 +174,7 @@ def ask(
     """
     from durable_navigator.cli.ask import run_ask
 
-    run_ask(ctx=ctx, repo=repo, question=question, interactive=interactive, budget_usd=budget_usd, model=model, profile=profile, profiles_file=profiles_file, out=out, detach=detach, workflow_id=workflow_id, json_out=json_out, ref=ref)
+    run_ask(ctx=ctx, repo=repo, question=question, interactive=interactive, budget_usd=budget_usd, model=model, profile=profile, profiles_file=profiles_file, out=out, detach=detach, workflow_id=workflow_id, json_out=json_out, ref=ref, source=source)
 
 
 @investigate_app.command()
@@ -190,6 +207,7 @@ def investigate(
     ] = None,
     json_out: RunJsonOpt = False,
     ref: RefOpt = None,
+    source: SourceOpt = "auto",
 ) -> None:
     """Investigate GOAL in REPO by stages; write a report.
 
@@ -200,4 +218,4 @@ def investigate(
     """
     from durable_navigator.cli.investigate import run_investigate
 
-    run_investigate(ctx=ctx, repo=repo, goal=goal, interactive=interactive, budget_usd=budget_usd, model=model, max_stages=max_stages, branches=branches, worker=worker, profiles_file=profiles_file, out=out, detach=detach, workflow_id=workflow_id, json_out=json_out, ref=ref)
+    run_investigate(ctx=ctx, repo=repo, goal=goal, interactive=interactive, budget_usd=budget_usd, model=model, max_stages=max_stages, branches=branches, worker=worker, profiles_file=profiles_file, out=out, detach=detach, workflow_id=workflow_id, json_out=json_out, ref=ref, source=source)

@@ -48,12 +48,20 @@ __all__ = [
     "build_check_worker",
     "build_host_worker",
     "host_queue",
+    "HOST_ACTIVITIES",
 ]
 
 DEFAULT_TASK_QUEUE = "navigator"
 #: every workflow class this worker serves
 WORKFLOWS: list[type] = [NavigatorWorkflow, BatchWorkflow, PreflightWorkflow, ResearchWorkflow, InvestigationWorkflow,
                          ExploreBranchesWorkflow]
+#: the activities a host's own queue serves (:func:`build_host_worker`): they read the repository's index,
+#: which the host that ran the run's last one has warm (``workflows/blocks/affinity.py``). ``model.request``
+#: is not one: a lost host must never make a run pay a model call twice.
+HOST_ACTIVITIES = frozenset({"navigator.scan", "navigator.render_map", "model.prepare", "investigate.check_evidence",
+                             "research.aggregate", "navigator.write_result", "research.write_answer"})
+#: every code tool (``tools.<name>``) is index-bound too
+HOST_ACTIVITY_PREFIXES = ("tools.",)
 #: the longest a heartbeat waits before it is sent (and a cancel request comes back)
 HEARTBEAT_THROTTLE = timedelta(seconds=1)
 
@@ -101,18 +109,8 @@ def build_worker(
     if client.data_converter.payload_converter_class is not DATA_CONVERTER.payload_converter_class:
         raise NavigatorError("the Temporal client must use workers.converter.DATA_CONVERTER; reconnect with it")
     acts = activities or build_activities(endpoints=endpoints, pricing_file=pricing_file, store=store)
-    by_name: dict[str, Callable[..., Any]] = {}
-    # every model call of every workflow goes through model.prepare / model.request
-    models = ModelCallActivities(acts.store, pricer=acts.pricer, registry=acts.models, engines=acts.engine,
-                                 token_counter=acts.count_tokens)
-    # tools on the shared queue name this host's queue too, once it serves one (build_host_worker)
-    tools = CodeToolActivities(engine_for=acts.engine, store=acts.store, host_queue=lambda: acts.host_queue)
-    # the CLI's model check answers with this worker's own registry and prices
-    preflight = PreflightActivities(registry=acts.models, pricer=acts.pricer)
-    research = ResearchActivities(acts.store, acts.engine, write_files=acts.write_files)
-    investigation = InvestigationActivities(acts.store, acts.engine, write_files=acts.write_files)
-    for fn in [*acts.all(), *models.all(), *tools.all(), *BatchActivities(acts.store, write_files=acts.write_files).all(), *preflight.all(),
-               *research.all(), *investigation.all(), *extra_activities]:
+    by_name = _served(acts)
+    for fn in extra_activities:
         by_name[_activity_name(fn)] = fn
     return Worker(
         client,
@@ -147,25 +145,55 @@ def build_check_worker(client: Client, task_queue: str, activities: NavigatorAct
 
 
 def host_queue(task_queue: str, identity: str) -> str:
-    """The queue only the worker named ``identity`` polls for a run's index-bound activities (scan, render,
-    code tools): the host whose index of the run's repository is warm (``workflows/blocks/affinity.py``)."""
+    """The queue only the worker named ``identity`` polls for a run's index-bound activities
+    (:data:`HOST_ACTIVITIES`): the host whose index of the run's repository is warm (``workflows/blocks/affinity.py``)."""
     return f"{task_queue}/host/{identity}"
 
 
+def _served(acts: NavigatorActivities) -> dict[str, Callable[..., Any]]:
+    """Every activity a worker serves with ``acts``, by name; each one that reads the index names this host's
+    queue in its result once the host serves one (:func:`build_host_worker` sets ``acts.host_queue``)."""
+    def own_queue() -> str:  # read at each call: set after the instances are built
+        return acts.host_queue
+
+    # every model call of every workflow goes through model.prepare / model.request
+    models = ModelCallActivities(acts.store, pricer=acts.pricer, registry=acts.models, engines=acts.engine,
+                                 token_counter=acts.count_tokens, host_queue=own_queue)
+    tools = CodeToolActivities(engine_for=acts.engine, store=acts.store, host_queue=own_queue)
+    # the CLI's model check answers with this worker's own registry and prices
+    preflight = PreflightActivities(registry=acts.models, pricer=acts.pricer)
+    research = ResearchActivities(acts.store, acts.engine, write_files=acts.write_files, host_queue=own_queue)
+    investigation = InvestigationActivities(acts.store, acts.engine, write_files=acts.write_files,
+                                            host_queue=own_queue)
+    by_name: dict[str, Callable[..., Any]] = {}
+    for fn in [*acts.all(), *models.all(), *tools.all(), *BatchActivities(acts.store, write_files=acts.write_files).all(),
+               *preflight.all(), *research.all(), *investigation.all()]:
+        by_name[_activity_name(fn)] = fn
+    return by_name
+
+
+def _host_bound(name: str) -> bool:
+    return name in HOST_ACTIVITIES or name.startswith(HOST_ACTIVITY_PREFIXES)
+
+
 def build_host_worker(client: Client, task_queue: str, activities: NavigatorActivities,
-                      max_concurrent_activities: int | None = None) -> Worker:
-    """This host's own queue (:func:`host_queue` of its identity) for scans, renders and code tools.
+                      max_concurrent_activities: int | None = None, *,
+                      extra_activities: Sequence[Callable[..., Any]] = ()) -> Worker:
+    """This host's own queue (:func:`host_queue` of its identity) for the index-bound activities
+    (:data:`HOST_ACTIVITIES`: scans, renders, code tools, model requests, evidence checks, merges of findings).
 
     Serves them with ``activities`` (the instance the worker of ``task_queue`` serves, so both read one
-    engine cache) and makes its results name this queue, so a run sends its next render or tool here.
+    engine cache) and makes their results name this queue, so a run sends its next one here.
     Run it beside that worker, for as long as it runs: a run waits ``host_start_timeout_s`` for a host
-    that stopped before any worker takes the task instead.
+    that stopped before any worker takes the task instead. ``extra_activities`` replace the index-bound
+    activity of their name, as in :func:`build_worker` (how tests fake one).
     """
     queue = host_queue(task_queue, client.identity)
     activities.host_queue = queue
-    tools = CodeToolActivities(engine_for=activities.engine, store=activities.store,
-                               host_queue=lambda: activities.host_queue)
-    return Worker(client, task_queue=queue, activities=[activities.scan, activities.render_map, *tools.all()],
+    served = _served(activities)
+    for fn in extra_activities:
+        served[_activity_name(fn)] = fn
+    return Worker(client, task_queue=queue, activities=[fn for name, fn in served.items() if _host_bound(name)],
                   max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
                   default_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
                   **({"max_concurrent_activities": max_concurrent_activities} if max_concurrent_activities else {}))

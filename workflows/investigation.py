@@ -89,7 +89,8 @@ class InvestigationWorkflow(WithChildren):
             stopped=lambda: self.state.steering.stop_requested, count=self._count_activity, publish=self._publish,
         )
         hooks = InvestigationHooks(call=self._call, log=self._log, stop=self._stop, stop_detail=self._stop_detail,
-                                   count=self._count_activity, publish=self._publish, out_of_budget=self._out_of_budget)
+                                   count=self._count_activity, publish=self._publish, out_of_budget=self._out_of_budget,
+                                   on_host=self._on_host)
         self.planning = StagePlanning(lambda: self.state, req, self.gate, hooks)
         self.stages = StageWork(lambda: self.state, req, self.subagents, hooks)
 

@@ -69,7 +69,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_navigator.workflows.blocks.compression import Compressor
     from durable_navigator.workflows.blocks.model_call import CallOutcome, one_line
-    from durable_navigator.workflows.blocks.options import RESULT, SHORT, run_activity
+    from durable_navigator.workflows.blocks.options import RESULT, SHORT
     from durable_navigator.workflows.blocks.stages import StageRunner, StageSettings
     from durable_navigator.workflows.blocks.steerable import SteerableRun
     from durable_navigator.workflows.blocks.tools import ToolRunner, tool_result_lines
@@ -346,7 +346,8 @@ class NavigatorWorkflow(SteerableRun):
         self._count_activity()
         self._publish()
         info = workflow.info()
-        written: WriteResultOutput = await run_activity(
+        # the pack's map is re-rendered to fit --tokens: engine work, on the warm host
+        written: WriteResultOutput = await self._on_host(
             "navigator.write_result",
             WriteResultInput(out_dir=self.req.out_dir, workflow_id=info.workflow_id, goal=s.goal,
                              repo_root=s.repo_root, map_ref=s.map.map_ref, report_json=self._report_json(),

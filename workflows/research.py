@@ -62,7 +62,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.run.subagents import SubagentOutcome
     from durable_navigator.workflows.blocks.compression import Compressor
     from durable_navigator.workflows.blocks.model_call import CallOutcome, ModelCaller, one_line
-    from durable_navigator.workflows.blocks.options import RESULT, SHORT, run_activity
+    from durable_navigator.workflows.blocks.options import RESULT, SHORT
     from durable_navigator.workflows.blocks.react import ReactSettings, ReactStepRunner, StepOutcome
     from durable_navigator.workflows.blocks.steerable import WithChildren
     from durable_navigator.workflows.blocks.subagents import SubagentRunner, SubagentSettings
@@ -95,7 +95,8 @@ class ResearchWorkflow(WithChildren):
         self._wire(lambda: self.state.map.metadata)
         # the answer after a stop: only a second stop cancels it
         self.final_caller = ModelCaller(lambda: self.state.ledger, req.model_call, stopped=lambda: self._stops >= 2,
-                                        count_activity=self._count_activity, on_attempt=self._thinking)
+                                        count_activity=self._count_activity, on_attempt=self._thinking,
+                                        schedule_prepare=self._on_host)
         self.tools = ToolRunner(self._room, self._count_activity, self._on_host)
         self.compressor = Compressor(self.caller, self.guard.compression, self._room)
         nested = req.depth < req.max_depth and bool(req.profiles)
@@ -314,7 +315,8 @@ class ResearchWorkflow(WithChildren):
     async def _aggregate(self, step: ResearchStep, ref, source: str) -> None:  # type: ignore[no-untyped-def]
         s = self.state
         self._count_activity()
-        out: AggregateOutput = await run_activity(
+        # its citation check reads the repository through the engine: the warm host's
+        out: AggregateOutput = await self._on_host(
             "research.aggregate",
             AggregateInput(repo_root=s.repo_root, step_index=step.index, current_ref=s.findings.ref, step_ref=ref,
                            source=source),
@@ -416,7 +418,8 @@ class ResearchWorkflow(WithChildren):
         normal = s.run.stop_reason is StopReason.FINALIZED
         reason = s.run.stop_reason
         early = None if normal else f"{reason.value if reason else '?'}: {s.run.stop_detail}"
-        written: WriteAnswerOutput = await run_activity(
+        # every citation of the answer is checked against the repository through the engine: the warm host's
+        written: WriteAnswerOutput = await self._on_host(
             "research.write_answer",
             WriteAnswerInput(out_dir=self.req.out_dir, workflow_id=info.workflow_id, question=s.question,
                              repo_root=s.repo_root, answer_ref=s.answer.ref if s.answer else None,

@@ -253,6 +253,8 @@ class EvidenceOutput(BaseModel):
     criteria: list[CriterionStatus]
     checked: int = 0
     dropped: int = 0
+    #: the task queue only the answering host polls ("" if none): its index is warm (affinity)
+    host_queue: str = ""
 
 
 class WriteReportInput(BaseModel):

@@ -251,6 +251,8 @@ class PreparedCall(_IO):
     #: the output cap at the dearer of the output and thinking rates
     estimate_micros: int = Field(ge=0)
     rates: ModelPricingRates
+    #: the task queue only the answering host polls ("" if none): its index is warm (affinity)
+    host_queue: str = ""
 
 
 # -- one attempt ---------------------------------------------------------------

@@ -308,6 +308,8 @@ class AggregateOutput(BaseModel):
     lines: list[str] = []
     #: why citations were dropped (a path or a line that does not exist), capped
     dropped: list[str] = []
+    #: the task queue only the answering host polls ("" if none): its index is warm (affinity)
+    host_queue: str = ""
 
 
 class WriteAnswerInput(BaseModel):

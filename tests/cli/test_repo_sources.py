@@ -178,3 +178,28 @@ async def test_a_git_url_and_ref_are_fetched_by_the_worker_host(
     git_cache = worker_host.root / "cache" / "durable-navigator" / "sources" / "git"
     assert len(list((git_cache / "mirrors").glob("*.git"))) == 1  # one mirror per URL, fetched into
     assert sorted(t.name for t in (git_cache / "trees").iterdir()) == sorted([first_commit, second_commit])
+
+
+async def test_source_path_sends_the_path_to_workers_that_see_it(
+    client: Client, task_queue: str, tmp_path: Path, s3_server: SeaweedS3
+) -> None:
+    """``--source path`` with an object store: no snapshot; the worker (same machine here, as a shared mount
+    would make it) reads the tree at its path, and the pack comes home from the store as for a snapshot."""
+    worker_host, cli_host = _hosts(tmp_path, s3_server, client, task_queue)
+    repo = tmp_path / "mounted" / "app"
+    shutil.copytree(FIXTURE_REPO, repo)
+    ran = await asyncio.to_thread(cli_host.run, "explore", str(repo), GOAL, "--source", "path", "--detach", "--json",
+                                  "--max-iterations", "3")
+    wid = _started(ran)
+    said = [line for line in ran.stderr.splitlines() if line.startswith("source: ")]
+    assert said == [f"source: path {repo} (--source path: the workers of {client.service_client.config.target_host} "
+                    "must see it at this path)"], ran.stderr
+    request = await _request_of(client, wid)
+    assert request.source == PathSource(path=str(repo))
+    with worker_host.worker():
+        await asyncio.to_thread(_wait_polling, worker_host)
+        result = await _finished(client, wid)
+    assert result.stop_reason.value == "finalized", result
+    shown = await asyncio.to_thread(cli_host.run, "result", wid, "--json", "--out", str(cli_host.root / "out"))
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    assert f"Repository: `{repo}`" in Path(json.loads(shown.stdout)["context_path"]).read_text()

@@ -148,16 +148,19 @@ def test_the_steering_history_holds_the_plan_edit_and_the_budget_park() -> None:
 
 def test_the_tool_calls_history_follows_the_scanning_host() -> None:
     """``navigator_tool_calls``: recorded with a host queue (as ``navigator worker`` runs), so the replay
-    goes through the affinity block: the scan on the shared queue, every render and tool on the host's."""
+    goes through the affinity block: the scan on the shared queue, every render, tool, model request and
+    the result on the host's; the model calls themselves on the shared queue."""
     from temporalio.api.enums.v1 import EventType
+
+    from durable_navigator.workers.worker import HOST_ACTIVITIES
 
     path = HISTORY_DIR / "navigator_tool_calls.json"
     history = WorkflowHistory.from_json(path.stem, path.read_text())
     queues = [(e.activity_task_scheduled_event_attributes.activity_type.name,
                e.activity_task_scheduled_event_attributes.task_queue.name)
               for e in history.events if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED]
-    bound = [(name, queue) for name, queue in queues if name.startswith(("navigator.scan", "navigator.render",
-                                                                         "tools."))]
+    bound = [(name, queue) for name, queue in queues if name in HOST_ACTIVITIES or name.startswith("tools.")]
     assert bound[0][0] == "navigator.scan" and "/host/" not in bound[0][1]
     assert len(bound) >= 5 and all("/host/" in queue for _, queue in bound[1:]), bound
-    assert all("/host/" not in queue for name, queue in queues if name.startswith("model."))
+    assert {"model.prepare", "navigator.render_map", "navigator.write_result"} <= {name for name, _ in bound}
+    assert all("/host/" not in queue for name, queue in queues if name == "model.request")

@@ -3,7 +3,9 @@
 ``ModelCaller.call(model, spec)``:
 
 1. ``model.prepare`` builds and stores the request, counts its prompt and
-   prices one HTTP call's upper bound;
+   prices one HTTP call's upper bound (scheduled as the run schedules its index-bound
+   activities: on the host whose index is warm, :mod:`workflows.blocks.affinity`; the
+   request may carry a map excerpt);
 2. per attempt: stop requested → stop; ``ledger.reserve`` that bound
    (refused past the limit → ``refused``: the caller parks or stops with
    ``budget_exhausted``); ``model.request`` runs once with the run's remaining
@@ -11,7 +13,8 @@
    attempt can cross the limit); a stop cancels it in flight; whatever the
    outcome — answer, failure, cancellation, lost worker — the attempt's
    consumption is reconciled into the ledger (failure usage charged; a lost
-   attempt at its in-flight upper bound);
+   attempt at its in-flight upper bound); it always goes to the shared queue
+   (any worker that serves the model: losing a host never re-pays a call);
 3. a transient failure waits (the provider's Retry-After, else exponential
    backoff) — a stop ends the wait — and tries again while attempts remain.
 
@@ -51,7 +54,7 @@ with workflow.unsafe.imports_passed_through():
     )
     from durable_navigator.navcore.navigator.requests import ModelCallConfig
     from durable_navigator.navcore.model.preflight import REDISPATCH_DELAY, SERVE_ELSEWHERE_WINDOW
-    from durable_navigator.workflows.blocks.options import PREPARE, not_served_here, run_activity
+    from durable_navigator.workflows.blocks.options import PREPARE, Scheduler, not_served_here, run_activity
 
 __all__ = ["ModelCaller", "CallOutcome", "CANCELLED_TYPE", "one_line"]
 
@@ -102,9 +105,13 @@ class ModelCaller:
         stopped: Callable[[], bool],
         count_activity: Callable[[], None] = lambda: None,
         on_attempt: Callable[[int], None] = lambda attempt: None,
+        schedule_prepare: Scheduler = run_activity,
     ) -> None:
-        """``on_attempt(n)`` runs right before attempt ``n`` is scheduled (e.g. to show "thinking")."""
+        """``on_attempt(n)`` runs right before attempt ``n`` is scheduled (e.g. to show "thinking");
+        ``schedule_prepare``: how ``model.prepare`` is run (a run passes its ``_on_host``: the request's map
+        excerpt reads the warm host's index)."""
         self._ledger = ledger
+        self._schedule_prepare = schedule_prepare
         self.config = config
         self._stopped = stopped
         self._count = count_activity
@@ -129,7 +136,7 @@ class ModelCaller:
             return out
         self._count()
         try:
-            prepared: PreparedCall = await run_activity(
+            prepared: PreparedCall = await self._schedule_prepare(
                 "model.prepare", PrepareInput(model=model, spec=spec), PreparedCall, PREPARE, f"{label} · prepare")
         except ActivityError as err:
             out.error = one_line(err)

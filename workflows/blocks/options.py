@@ -7,6 +7,7 @@ project's domain errors (they cannot succeed on retry).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar, cast
@@ -30,6 +31,7 @@ __all__ = [
     "RESULT",
     "run_activity",
     "not_served_here",
+    "Scheduler",
 ]
 
 #: domain errors: a retry cannot fix bad input, configuration, a missing model or budget
@@ -79,6 +81,11 @@ TOOL = ActivityOptions(timedelta(minutes=1), None, max_attempts=2)
 RESULT = SHORT
 
 
+#: how a block schedules an activity that may go to a host's queue: ``run_activity``'s signature (a run
+#: passes its ``_on_host``, :func:`workflows.blocks.affinity.run_on_host` on the run's status)
+Scheduler = Callable[[str, Any, type[Any], ActivityOptions, str], Awaitable[Any]]
+
+
 def not_served_here(err: ActivityError) -> bool:
     """The worker that took the task cannot serve the run's model (another worker of the queue may)."""
     return isinstance(err.cause, ApplicationError) and err.cause.type == NOT_SERVED_HERE_TYPE
@@ -93,7 +100,9 @@ async def run_activity(name: str, arg: Any, result_type: type[T], options: Activ
     ``SERVE_ELSEWHERE_WINDOW``: each scheduling goes to whichever worker polls, so a run is not failed
     by one worker with an older configuration while another can serve it (``navcore.model.preflight``).
     ``task_queue`` / ``schedule_to_start``: a host's own queue and how long to wait for it to start the task
-    (:mod:`workflows.blocks.affinity`); by default the run's own queue, no such limit.
+    (:mod:`workflows.blocks.affinity`); by default the run's own queue, no such limit. A refusal on a host's
+    queue is raised at once: one worker polls it, so scheduling there again would only ask it again (the
+    caller, :func:`~workflows.blocks.affinity.run_on_host`, sends the task to the shared queue instead).
     """
     routed: dict[str, Any] = {}
     if task_queue:
@@ -105,6 +114,6 @@ async def run_activity(name: str, arg: Any, result_type: type[T], options: Activ
                                                   **options.kwargs(), **routed)
             return cast(T, got)
         except ActivityError as err:
-            if not not_served_here(err) or workflow.now() >= deadline:
+            if not not_served_here(err) or task_queue or workflow.now() >= deadline:
                 raise
         await workflow.sleep(REDISPATCH_DELAY, summary=f"{summary[:120]}: for a worker that serves the model")

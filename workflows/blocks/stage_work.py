@@ -41,7 +41,7 @@ with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.navigator.state import StopReason
     from durable_navigator.navcore.run.subagents import AgentProfile, SubagentOutcome
     from durable_navigator.workflows.blocks.branches import best, fork
-    from durable_navigator.workflows.blocks.options import SHORT, run_activity
+    from durable_navigator.workflows.blocks.options import SHORT, Scheduler, run_activity
     from durable_navigator.workflows.blocks.subagents import SubagentRunner
 
 __all__ = ["StageWork", "InvestigationHooks", "BRANCH_STRATEGIES", "as_planned", "loop_cap"]
@@ -73,6 +73,9 @@ class InvestigationHooks:
     #: the ledger refused (message): True when the run got a budget raise and may try again (interactive);
     #: False when it ends (the stop is already recorded)
     out_of_budget: Callable[[str], Awaitable[bool]]
+    #: how an index-bound activity (the evidence check, a merge of findings) is run: the run's ``_on_host``,
+    #: on the host whose index is warm (:mod:`workflows.blocks.affinity`)
+    on_host: Scheduler = run_activity
 
 
 class StageWork:
@@ -218,7 +221,7 @@ class StageWork:
         """Merge the child's findings into the stage's (citations checked against the repository)."""
         s = self.state
         self.hooks.count()
-        out: AggregateOutput = await run_activity(
+        out: AggregateOutput = await self.hooks.on_host(
             "research.aggregate",
             AggregateInput(repo_root=s.repo_root, step_index=stage.index, current_ref=stage.findings_ref,
                            step_ref=outcome.findings_ref, source=f"subagent:{outcome.workflow_id}"),
@@ -282,7 +285,7 @@ class StageWork:
         else:
             statuses = out.criteria
         self.hooks.count()
-        checked: EvidenceOutput = await run_activity(
+        checked: EvidenceOutput = await self.hooks.on_host(
             "investigate.check_evidence", EvidenceInput(repo_root=s.repo_root, criteria=statuses), EvidenceOutput,
             SHORT, f"stage {stage.index} · check {sum(len(c.evidence) for c in statuses)} evidence citations")
         stage.criteria_status = checked.criteria

@@ -154,8 +154,8 @@ class StoppableRun:
 
     async def _on_host(self, name: str, arg: Any, result_type: type[Any], options: ActivityOptions,
                        summary: str) -> Any:
-        """An index-bound activity (scan, render, code tool) on the host whose index is warm, any host if
-        that one is gone (:mod:`workflows.blocks.affinity`)."""
+        """An index-bound activity (scan, render, code tool, model request, evidence check, merge of findings)
+        on the host whose index is warm, any host if that one is gone (:mod:`workflows.blocks.affinity`)."""
         return await run_on_host(self.state.run, timedelta(seconds=self.req.host_start_timeout_s), name, arg,
                                  result_type, options, summary)
 
@@ -212,7 +212,8 @@ class SteerableRun(StoppableRun):
         self._ui = Publisher()
         self.log = DecisionLogWriter(lambda: self.state.log, metadata, self._publish)
         self.caller = ModelCaller(lambda: self.state.ledger, req.model_call, stopped=self._stop_requested,
-                                  count_activity=self._count_activity, on_attempt=self._thinking)
+                                  count_activity=self._count_activity, on_attempt=self._thinking,
+                                  schedule_prepare=self._on_host)
         self.gate = ApprovalGate(lambda: self.state.steering, lambda: self.state.run, req.approval, self._publish)
 
     def _verdict(self, verdict: Verdict, turn: int, sender: str, feedback: str | None, kind: str) -> None:

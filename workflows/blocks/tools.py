@@ -8,8 +8,7 @@ counts toward the run's activity cap.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable
 
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
@@ -17,10 +16,7 @@ from temporalio.exceptions import ActivityError
 with workflow.unsafe.imports_passed_through():
     from durable_navigator.navcore.run.tools import ToolCall, ToolRequest, ToolResult
     from durable_navigator.workflows.blocks.model_call import one_line
-    from durable_navigator.workflows.blocks.options import TOOL, ActivityOptions, run_activity
-
-#: how a runner schedules a tool activity: ``run_activity``'s signature (a run's ``_on_host``)
-Scheduler = Callable[[str, Any, type[Any], ActivityOptions, str], Awaitable[Any]]
+    from durable_navigator.workflows.blocks.options import TOOL, Scheduler, run_activity
 
 __all__ = ["ToolRunner", "tool_result_lines", "TOOL_RESULT_CHARS"]
 
