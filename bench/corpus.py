@@ -42,6 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import taskset  # noqa: E402
 from taskset import (  # noqa: E402
     DATA_ROOT, QUALITY_REPOS, QUALITY_SELECTION, RepoSpec, SelectionConfig, Task, git_dir_for, materialize,
+    private_tmp, publish,
 )
 
 from durable_navigator.navcore.evaluation.rules import spread_pick  # noqa: E402
@@ -203,16 +204,14 @@ def materialize_with_git(task: Task) -> Path:
     """A checkout of the parent whose ``.git`` holds the parent's history and no object after it."""
     dest = git_repo_dir(task)
     if not dest.exists():
-        tmp = dest.with_name(dest.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+        tmp = private_tmp(dest)
         _run("git", "init", "-q", "-b", "main", cwd=tmp)
         # straight into the unborn branch HEAD names (--update-head-ok), then fill the tree from it
         _run("git", "fetch", "-q", "--no-tags", "--update-head-ok", str(git_dir_for(task.repo)),
              f"{task.parent}:refs/heads/main", cwd=tmp)
         _run("git", "reset", "-q", "--hard", "main", cwd=tmp)
         (tmp / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
-        tmp.rename(dest)
+        publish(tmp, dest)
     missing = [f for f in task.gold_files if not (dest / f).is_file()]
     if missing:
         raise SystemExit(f"{task.id}: gold files {missing} are not in the checkout {dest}")

@@ -42,9 +42,11 @@ import argparse
 import io
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
+import tempfile
 from pathlib import Path
 
 # the sets' definitions live beside this file, the rules and the goal redaction in the package; every
@@ -69,7 +71,7 @@ from durable_navigator.navcore.evaluation.rules import Candidate, GitCommit, can
 __all__ = [
     "Task", "RepoSpec", "SelectionConfig", "QUALITY_REPOS", "QUALITY_SELECTION", "OFFLINE_REPOS", "HELD_OUT",
     "LANGUAGES", "build_tasks", "materialize", "repo_dir", "load_tasks", "redact_goal", "git_dir_for",
-    "MIRROR_ROOT", "DATA_ROOT", "REPOS_ROOT", "CLONES_ROOT",
+    "MIRROR_ROOT", "DATA_ROOT", "REPOS_ROOT", "CLONES_ROOT", "private_tmp", "publish",
 ]
 
 MIRROR_ROOT = Path("/work/.mirror")
@@ -164,6 +166,25 @@ def repo_dir(task: Task) -> Path:
     return REPOS_ROOT / f"{task.repo.split('/', 1)[1]}@{task.parent[:12]}"
 
 
+def private_tmp(dest: Path) -> Path:
+    """A new empty directory beside ``dest`` that only this caller writes (two benchmark processes
+    unpacking the same checkout at once each build their own; a shared ``.tmp`` made the slower one
+    fail renaming over the faster one's tree)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{dest.name}.tmp", dir=dest.parent))
+
+
+def publish(tmp: Path, dest: Path) -> None:
+    """Move the finished ``tmp`` to ``dest`` in one rename; when another process published the same
+    checkout first, its copy stays and this one is dropped (both are the same revision)."""
+    try:
+        tmp.rename(dest)
+    except OSError:
+        if not dest.is_dir():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def materialize(tasks: list[Task]) -> None:
     """Unpack each task's parent revision (``git archive``) outside the repo, once per (repo, parent)."""
     for task in tasks:
@@ -173,11 +194,10 @@ def materialize(tasks: list[Task]) -> None:
                 ["git", f"--git-dir={git_dir_for(task.repo)}", "archive", "--format=tar", task.parent],
                 capture_output=True, check=True,
             ).stdout
-            tmp = dest.with_name(dest.name + ".tmp")
-            tmp.mkdir(parents=True, exist_ok=True)
+            tmp = private_tmp(dest)
             with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
                 tar.extractall(tmp, filter="data")
-            tmp.rename(dest)
+            publish(tmp, dest)
         missing = [f for f in task.gold_files if not (dest / f).is_file()]
         if missing:  # e.g. export-ignore in .gitattributes: the task could never be answered
             raise SystemExit(f"{task.id}: gold files {missing} are not in the checkout {dest}")

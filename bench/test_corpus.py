@@ -163,3 +163,34 @@ def test_corpus_goals_lose_gerrit_node_and_merge_bot_lines() -> None:
     assert goal == "fix setting dirent types on scandir Also make the tests more strict."
     # the quality set's rules are unchanged: it keeps rebuilding byte-identically
     assert "Change-Id" in taskset.redact_goal(message, ["src/fs.c"], True, 1200)
+
+
+def test_checkouts_made_at_once_by_two_callers_end_as_one_tree(mirror: tuple[RepoSpec, list[str]],
+                                                               monkeypatch: pytest.MonkeyPatch,
+                                                               tmp_path: Path) -> None:
+    """Four tuning runs started together unpacked the same checkout: each must get it (the slower
+    ones used to fail renaming their shared ``.tmp`` over the faster one's tree)."""
+    import threading
+
+    monkeypatch.setattr(taskset, "REPOS_ROOT", tmp_path / "repos")
+    spec, shas = mirror
+    task = next(t for t in corpus.mine_repo(spec, corpus.CORPUS_SELECTION, "HEAD")[0] if t.commit == shas[6])
+    start, errors = threading.Barrier(4), []
+
+    def both() -> None:
+        start.wait()
+        try:
+            taskset.materialize([task])
+            corpus.materialize_with_git(task)
+        except BaseException as exc:  # noqa: BLE001 -- reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=both) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for root in (taskset.repo_dir(task), corpus.git_repo_dir(task)):
+        assert (root / "src" / "Parser.java").is_file()
+        assert [p.name for p in root.parent.iterdir() if ".tmp" in p.name] == []
