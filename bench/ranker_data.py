@@ -1,4 +1,4 @@
-"""Per-task training/evaluation rows of the chunk ranker, cached under ``/tmp/ranker/feat``.
+"""Per-task training/evaluation rows of the chunk ranker, cached under ``/tmp/ranker/feat-<features>``.
 
 For one task: open the engine on the parent checkout, cut its chunks, compute the
 candidate features (``repomap.chunkrank``) with the repository's history up to the
@@ -7,10 +7,14 @@ candidate its gold lines (label), gold lines on its first line (what a signature
 shows), and the exact token cost of its block in full and as a signature. The
 chunk-BM25 baseline's scores at every budget come from the same run
 (``quality_baselines`` + ``quality_score``), so both are measured on one engine.
+
+The cache directory is named by a digest of ``FEATURES`` (names and order): rows of another
+feature set are never read as these, and adding a feature rebuilds the rows.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +23,7 @@ import numpy as np
 
 from durable_navigator.repomap import RepoMap
 from durable_navigator.repomap.chunkrank import chunk_features
+from durable_navigator.repomap.chunkrank.features import FEATURES
 from durable_navigator.repomap.chunkrank.fromengine import engine_view, repo_chunks
 from durable_navigator.repomap.chunkrank.history import load_history
 
@@ -30,6 +35,8 @@ from taskset import Task, git_dir_for, repo_dir
 __all__ = ["CACHE", "BUDGETS", "task_rows", "is_cached", "sig_block", "full_block"]
 
 CACHE = Path("/tmp/ranker")
+#: this feature set's rows
+FEAT = CACHE / f"feat-{hashlib.sha256(','.join(FEATURES).encode()).hexdigest()[:10]}"
 BUDGETS = (4096, 8192, 16384, 32768)
 
 
@@ -53,7 +60,7 @@ def _engine(root: Path, _memo: dict[str, Any] = {}) -> Any:  # noqa: B006 (one e
 
 def is_cached(task: Task, history: bool = True) -> bool:
     """True when the task's rows are computed already."""
-    return (CACHE / "feat" / f"{task.id}.{'h' if history else 'n'}.npz").exists()
+    return (FEAT / f"{task.id}.{'h' if history else 'n'}.npz").exists()
 
 
 def task_rows(task: Task, history: bool = True, baseline: bool = True) -> dict[str, Any]:
@@ -61,7 +68,7 @@ def task_rows(task: Task, history: bool = True, baseline: bool = True) -> dict[s
     scores (``base`` left empty): training never reads them, and on a train task they cost a third of
     the row's time (tokenizing every chunk of the checkout once more)."""
     tag = "h" if history else "n"
-    out = CACHE / "feat" / f"{task.id}.{tag}.npz"
+    out = FEAT / f"{task.id}.{tag}.npz"
     if out.exists():
         z = np.load(out, allow_pickle=False)
         return {k: z[k] for k in z.files} | json.loads(str(z["meta"]))
@@ -70,7 +77,7 @@ def task_rows(task: Task, history: bool = True, baseline: bool = True) -> dict[s
     source = read_source(root)
     rc = repo_chunks(engine)
     hist = load_history(git_dir_for(task.repo), task.parent) if history else None
-    cf = chunk_features(rc, task.goal, engine_view(engine, task.goal), hist)
+    cf = chunk_features(rc, task.goal, engine_view(engine, task.goal), hist, semantic=True)
     gold = {p: set(v) for p, v in task.gold_lines.items()}
     label = np.array([len([n for n in gold.get(s.path, ()) if s.start <= n <= s.end]) for s in cf.spans])
     first = np.array([float(s.start in gold.get(s.path, ())) for s in cf.spans])

@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
         res = evaluate(rows, out_of_fold(rows, allc, args.seed, args.trees), tasks, args.powers)
     if any(not r["base"] for r in rows):
         raise SystemExit("some evaluation rows were cached without the chunk-BM25 baseline (ranker_build.py's train "
-                         "rows); delete them from /tmp/ranker/feat and rerun")
+                         "rows); delete them from /tmp/ranker/feat-<features> and rerun")
     base = {b: [{"line_recall": r["base"][str(b)]["line_recall"], "file_hit": r["base"][str(b)]["file_hit"],
                  "task": r["task"], "repo": r["repo"]} for r in rows] for b in BUDGETS}
     per_task = {"bm25-chunk": base, **res}

@@ -3,7 +3,7 @@
     .venv/bin/python bench/train_ranker.py [--tasks bench/tasks/quality_tasks.jsonl] [--train-split dev]
         [--seed 7] [--trees 50] [--leaves 15] [--version ranker-v1] [--out repomap/chunkrank]
 
-Rows come from ``ranker_data.task_rows`` (cached under ``/tmp/ranker/feat``):
+Rows come from ``ranker_data.task_rows`` (cached under ``/tmp/ranker/feat-<features>``):
 one group per task, one row per candidate chunk, label = the chunk's gold lines
 graded 0..4 (0, 1, 2-3, 4-7, 8+). With ``--train-split dev`` (no mined corpus yet)
 the calibration is fitted on repository-grouped out-of-fold scores (``FOLDS``
@@ -26,7 +26,7 @@ from typing import Any
 import lightgbm as lgb
 import numpy as np
 
-from durable_navigator.repomap.chunkrank.features import FEATURES
+from durable_navigator.repomap.chunkrank.features import FEATURES, GROUPS
 from durable_navigator.repomap.chunkrank.model import MODEL_VERSION, Calibration, chunk_lines
 
 HERE = Path(__file__).resolve().parent
@@ -97,7 +97,7 @@ def out_of_fold(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: i
     return scores
 
 
-def calibrate(rows: list[dict[str, Any]], scores: list[np.ndarray]) -> Calibration:
+def calibrate(rows: list[dict[str, Any]], scores: list[np.ndarray], min_points: int = 200) -> Calibration:
     """Relative score -> expected share of the task's gold lines (full / first line)."""
     rel, lines, full, sig = [], [], [], []
     for r, s in zip(rows, scores):
@@ -106,7 +106,8 @@ def calibrate(rows: list[dict[str, Any]], scores: list[np.ndarray]) -> Calibrati
             lines.append(chunk_lines(r["X"]))
             full.append(r["label"] / max(r["n_gold"], 1))
             sig.append(r["first"] / max(r["n_gold"], 1))
-    return Calibration.fit(np.concatenate(rel), np.concatenate(lines), np.concatenate(full), np.concatenate(sig))
+    return Calibration.fit(np.concatenate(rel), np.concatenate(lines), np.concatenate(full), np.concatenate(sig),
+                           min_points=min_points)
 
 
 def save(booster: lgb.Booster, cols: list[int], cal: Calibration, out: Path, info: dict[str, Any],
@@ -133,6 +134,11 @@ def main(argv: list[str] | None = None) -> None:
                          "stays the one loaded until model.MODEL_VERSION names the new one")
     ap.add_argument("--cost-power", type=float, default=0.75,
                     help="the allocator's cost power (chosen on dev by ranker_eval.py)")
+    ap.add_argument("--drop-groups", default="", metavar="G1,G2",
+                    help="train without these feature groups (an ablation model: chunkrank.GROUPS)")
+    ap.add_argument("--even-calibration-version", default="", metavar="ranker-vN",
+                    help="also write the same booster under this version with ranker-v2's calibration (16 even "
+                         "quantile bins, no finer top bins): the ablation of the calibration alone")
     ap.add_argument("--out", type=Path, default=HERE.parent / "repomap" / "chunkrank")
     args = ap.parse_args(argv)
     if args.train_split == "test" or args.calib_split == "test":
@@ -141,18 +147,28 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--version {args.version!r}: use ranker-v<N> (the package ships ranker-v*.txt/.json)")
     started = time.monotonic()
     rows = load_rows(args.tasks, args.train_split, args.cached_only)
-    cols = list(range(len(FEATURES)))
+    dropped = [g for g in args.drop_groups.split(",") if g]
+    unknown = sorted(set(dropped) - set(GROUPS))
+    if unknown:
+        raise SystemExit(f"--drop-groups {','.join(unknown)}: no such group; pick from {', '.join(GROUPS)}")
+    gone = {f for g in dropped for f in GROUPS[g]}
+    cols = [i for i, f in enumerate(FEATURES) if f not in gone]
     if args.calib_split:
         held = load_rows(args.tasks, args.calib_split)
         booster = fit(rows, cols, args.seed, args.trees, args.leaves)
-        cal = calibrate(held, [booster.predict(r["X"], num_threads=1) for r in held])
+        scores = [booster.predict(r["X"][:, cols], num_threads=1) for r in held]
+        cal, even = calibrate(held, scores), calibrate(held, scores, min_points=0)
     else:
-        cal = calibrate(rows, out_of_fold(rows, cols, args.seed, args.trees, args.leaves))
+        oof = out_of_fold(rows, cols, args.seed, args.trees, args.leaves)
+        cal, even = calibrate(rows, oof), calibrate(rows, oof, min_points=0)
         booster = fit(rows, cols, args.seed, args.trees, args.leaves)
     info = {"tasks": args.tasks.name, "train_split": args.train_split, "calib_split": args.calib_split or "out-of-fold",
             "tasks_n": len(rows), "cached_only": args.cached_only, "repos": sorted({r["repo"] for r in rows}), "seed": args.seed, "trees": args.trees,
-            "leaves": args.leaves, "lightgbm": lgb.__version__, "seconds": round(time.monotonic() - started)}
+            "leaves": args.leaves, "dropped_groups": dropped, "lightgbm": lgb.__version__, "seconds": round(time.monotonic() - started)}
     save(booster, cols, cal, args.out, info, args.cost_power, args.version)
+    if args.even_calibration_version:
+        save(booster, cols, even, args.out, info | {"calibration": "16 even quantile bins"}, args.cost_power,
+             args.even_calibration_version)
     print(f"wrote {args.out}/{args.version}.{{txt,json}} from {len(rows)} tasks", file=sys.stderr)
 
 

@@ -48,10 +48,11 @@ def ranker_hits(engine: Any, query: str, limit: int, history: bool) -> list[Sear
     if not rc.spans:
         return []
     hist = repo_history(engine.root) if history else None
-    cf = chunk_features(rc, query, engine_view(engine, query), hist)
+    ranker = load_ranker()
+    cf = chunk_features(rc, query, engine_view(engine, query), hist, semantic=ranker.semantic)
     if not cf.spans:
         return []
-    scores = load_ranker().score(cf.X)
+    scores = ranker.score(cf.X)
     order = sorted(range(len(cf.spans)), key=lambda i: (-float(scores[i]), cf.spans[i].path, cf.spans[i].start))
     out: list[SearchHit] = []
     syms: dict[str, list[Any]] = {}

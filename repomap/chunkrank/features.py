@@ -15,7 +15,9 @@ Groups:
   file's rank); how many files mention the chunk's name; whether the chunk calls a
   definition of the best lexical chunks or is called by them; test/doc file;
 * **size** -- lines, the file's lines, position in the file, definition or block;
-* **history** -- ``history.HISTORY_FEATURES`` of the chunk's file (0 without ``.git``).
+* **history** -- ``history.HISTORY_FEATURES`` of the chunk's file (0 without ``.git``);
+* **semantic** -- cosine of the goal's and the chunk's (and its file's) embeddings from shipped
+  static word vectors (``semantic``), raw and relative to the best candidate.
 
 Candidates: the ``TOP_LEXICAL`` chunks by chunk BM25, every chunk of the
 ``TOP_FILES`` best files of the engine's ranking (a goal that names no term of a
@@ -46,9 +48,10 @@ GROUPS: dict[str, tuple[str, ...]] = {
                 "file_cover", "name_match", "path_match", "exact_name"),
     "goal": ("goal_terms", "goal_ident", "goal_path", "goal_error", "goal_test"),
     "structural": ("eng_score", "eng_rank", "eng_pagerank", "eng_bm25", "eng_ident", "eng_path", "eng_name",
-                   "name_refs", "calls_top", "called_by_top", "is_test", "is_doc"),
+                   "name_refs", "calls_top", "called_by_top", "is_test", "is_doc", "is_data"),
     "size": ("n_lines", "file_lines", "rel_pos", "is_def", "is_class"),
     "history": HISTORY_FEATURES,
+    "semantic": ("sem_chunk", "sem_chunk_rel", "sem_file", "sem_file_rel"),
 }
 FEATURES: tuple[str, ...] = tuple(f for names in GROUPS.values() for f in names)
 _ERROR = re.compile(r"\b\w*(Error|Exception|Traceback|Panic|panic|crash\w*|fail\w*|raise[sd]?)\b|`[^`]+`|\"[^\"]{8,}\"")
@@ -58,6 +61,10 @@ _PATH = re.compile(r"[\w\-.]+/[\w\-.]+|\b[\w\-]+\.(py|go|rs|js|ts|rb|java|c|h|cp
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|spec|specs|__tests__)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$|"
                         r"_spec\.rb$|(^|/)conftest\.py$")
 _DOC_PATH = re.compile(r"(^|/)(docs?|examples?)/|\.(md|rst|txt|adoc)$", re.I)
+#: data, configuration and generated files: what a change rarely is about, however many goal terms
+#: they repeat (fixtures, lock files, recorded results)
+_DATA_PATH = re.compile(r"\.(json|jsonl|ya?ml|toml|lock|csv|tsv|xml|svg|ini|cfg|conf|properties|snap|min\.js|map|"
+                        r"pbxproj|sum)$|(^|/)(package-lock\.json|yarn\.lock|poetry\.lock|Cargo\.lock|go\.sum)$", re.I)
 
 
 @dataclass
@@ -114,8 +121,12 @@ def _structure(rc: RepoChunks, lex: np.ndarray) -> dict[str, np.ndarray]:
 
 def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History | None = None,
                    top_lexical: int = TOP_LEXICAL, top_files: int = TOP_FILES,
-                   top_graph: int | None = None) -> ChunkFeatures:
-    """Features of the candidate chunks of ``rc`` for ``goal`` (see the module docstring)."""
+                   top_graph: int | None = None, semantic: bool = False) -> ChunkFeatures:
+    """Features of the candidate chunks of ``rc`` for ``goal`` (see the module docstring).
+
+    ``semantic``: compute the ``semantic`` group (zeros otherwise). Training rows compute it, so a
+    model can be trained with or without it; at run time only a model that reads it pays for it
+    (:attr:`ChunkRanker.semantic`)."""
     terms = tokenize(goal)
     cols = rc.columns(terms)
     n, nf = len(rc.spans), len(rc.files)
@@ -145,6 +156,7 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
         per_file[f"eng_{s}"] = np.array([view.signals.get(p, {}).get(s, 0.0) for p in rc.files])
     per_file["is_test"] = np.array([float(bool(_TEST_PATH.search(p))) for p in rc.files])
     per_file["is_doc"] = np.array([float(bool(_DOC_PATH.search(p))) for p in rc.files])
+    per_file["is_data"] = np.array([float(bool(_DATA_PATH.search(p))) for p in rc.files])
     seeds = [rc.files[i] for i in np.argsort(-fl, kind="stable")[:3] if fl[i] > 0]
     hist = history.features(rc.files, terms, seeds) if history is not None else {k: np.zeros(nf) for k in HISTORY_FEATURES}
     per_file.update(hist)
@@ -161,8 +173,35 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
     graph = TOP_GRAPH if top_graph is None else top_graph
     if graph > 0:
         rows = np.union1d(rows, _graph_candidates(f["calls_top"], f["called_by_top"], f["chunk_bm25"], graph))
+    f.update(_semantic(rc, terms, rows) if semantic else {k: np.zeros(n) for k in GROUPS["semantic"]})
     X = np.column_stack([f[name][rows] for name in FEATURES]).astype(np.float32)
     return ChunkFeatures([rc.spans[i] for i in rows], rows, X)
+
+
+def _semantic(rc: RepoChunks, terms: list[str], rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Cosine of the goal's embedding with each candidate chunk's and its file's (``semantic``),
+    raw and minus the best candidate's; zero where there is nothing to compare."""
+    from durable_navigator.repomap.chunkrank.semantic import bag_vectors, goal_vector
+
+    n = len(rc.spans)
+    out = {k: np.zeros(n) for k in GROUPS["semantic"]}
+    if len(rows) == 0 or not terms:
+        return out
+    vocab_terms = rc.__dict__.get("_vocab_terms")
+    if vocab_terms is None:
+        vocab_terms = rc.__dict__["_vocab_terms"] = list(rc.vocab)
+    idf = np.log(1.0 + n / (1.0 + rc.chunk_df.astype(np.float64)))
+    default = float(np.log(1.0 + n))
+    g = goal_vector(terms, {t: float(idf[c]) for t in terms if (c := rc.vocab.get(t)) is not None}, default)
+    chunk = bag_vectors(rc.tf[rows], vocab_terms, idf) @ g
+    files = np.unique(rc.file_of[rows])
+    per_file = np.zeros(len(rc.files))
+    per_file[files] = bag_vectors(rc.file_tf[files], vocab_terms, idf) @ g
+    out["sem_chunk"][rows] = chunk
+    out["sem_chunk_rel"][rows] = chunk - float(chunk.max())
+    out["sem_file"] = per_file[rc.file_of]
+    out["sem_file_rel"][rows] = out["sem_file"][rows] - float(out["sem_file"][rows].max())
+    return out
 
 
 def _candidates(rc: RepoChunks, lex: np.ndarray, file_score: np.ndarray, top_lexical: int,

@@ -17,12 +17,12 @@ from importlib import resources
 
 import numpy as np
 
-from durable_navigator.repomap.chunkrank.features import FEATURES
+from durable_navigator.repomap.chunkrank.features import FEATURES, GROUPS
 
 __all__ = ["MODEL_VERSION", "ChunkRanker", "Calibration", "load_ranker", "chunk_lines", "size_bucket",
            "SIZE_EDGES"]
 
-MODEL_VERSION = "ranker-v2"
+MODEL_VERSION = "ranker-v5"
 
 
 #: chunk sizes (lines) that get a calibration table of their own: a long chunk with the same score
@@ -59,14 +59,18 @@ class Calibration:
 
     @classmethod
     def fit(cls, rel: np.ndarray, n_lines: np.ndarray, share_full: np.ndarray, share_sig: np.ndarray,
-            bins: int = 16) -> "Calibration":
+            bins: int = 16, min_points: int = 200) -> "Calibration":
         """Binned means over quantiles of ``rel`` per size bucket, made non-decreasing (a better score
-        never means less)."""
+        never means less). Besides ``bins`` even quantiles, the bins halve toward the top (the top
+        half, quarter, eighth ... of the chunks) while each holds ``min_points`` (0: even
+        quantiles only, the calibration of ranker-v2): the allocator's
+        choices are among the best-scored chunks, and one bin over the top 1/16 gave the goal's best
+        chunk and its 25th one the same value."""
         tables: list[list[tuple[float, ...]]] = [[], [], []]
         bucket = size_bucket(n_lines)
         for b in range(len(SIZE_EDGES) + 1):
             m = bucket == b
-            xs, fs, ss = _binned(rel[m], share_full[m], share_sig[m], bins) if m.any() else ([], [], [])
+            xs, fs, ss = _binned(rel[m], share_full[m], share_sig[m], bins, min_points) if m.any() else ([], [], [])
             tables[0].append(tuple(xs))
             tables[1].append(tuple(np.maximum.accumulate(fs).tolist()) if fs else ())
             tables[2].append(tuple(np.maximum.accumulate(ss).tolist()) if ss else ())
@@ -74,8 +78,14 @@ class Calibration:
         return cls(out[0], out[1], out[2])
 
 
-def _binned(rel: np.ndarray, full: np.ndarray, sig: np.ndarray, bins: int) -> tuple[list[float], ...]:
-    edges = np.unique(np.quantile(rel, np.linspace(0, 1, bins + 1)))
+def _binned(rel: np.ndarray, full: np.ndarray, sig: np.ndarray, bins: int,
+            min_points: int) -> tuple[list[float], ...]:
+    qs = list(np.linspace(0, 1, bins + 1))
+    tail = 0.5
+    while min_points > 0 and tail * len(rel) >= min_points:
+        qs.append(1.0 - tail)
+        tail /= 2
+    edges = np.unique(np.quantile(rel, sorted(qs)))
     which = np.clip(np.searchsorted(edges, rel, side="right") - 1, 0, max(len(edges) - 2, 0))
     xs, fs, ss = [], [], []
     for b in range(max(len(edges) - 1, 1)):
@@ -105,6 +115,8 @@ class ChunkRanker:
         self.version = version
         #: the allocator's cost power chosen on dev with this model (``allocate(cost_power=...)``)
         self.cost_power = cost_power
+        #: the model reads the ``semantic`` feature group (``chunk_features(semantic=True)``)
+        self.semantic = any(f in GROUPS["semantic"] for f in features)
 
     def score(self, X: np.ndarray) -> np.ndarray:
         """Ranking scores of the rows of a full feature matrix (columns in ``FEATURES`` order)."""

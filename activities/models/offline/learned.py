@@ -114,7 +114,8 @@ def _engine_inputs(engine: Any, goal: str) -> tuple[Any, Any, Any]:
     from durable_navigator.repomap.chunkrank.model import load_ranker
 
     ranker = load_ranker()
-    cf = chunk_features(repo_chunks(engine), goal, engine_view(engine, goal), repo_history(engine.root))
+    cf = chunk_features(repo_chunks(engine), goal, engine_view(engine, goal), repo_history(engine.root),
+                        semantic=ranker.semantic)
     return cf, ranker, ranker.values(cf.X)
 
 
