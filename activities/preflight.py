@@ -133,8 +133,13 @@ def refuse_unless_served(models: list[str], *, registry: ModelRegistry, pricer: 
                 raise  # no worker's configuration can serve a malformed name: the run fails now
             queue = activity.info().task_queue if activity.in_activity() else "?"
             problem = _masked(str(exc), os.environ, registry)
-            message = (f"worker {_identity()} cannot serve model {model!r}: {problem} (the task goes back to "
-                       f"task queue {queue!r} for a worker that can)")[:800]
+            # a host's own queue (``<queue>/host/<identity>``, affinity) has one poller: the run sends the
+            # task to the shared queue instead, where another worker can take it
+            shared = queue.split("/host/", 1)[0]
+            where = (f"the run sends it on to the shared task queue {shared!r}" if shared != queue
+                     else f"the task goes back to task queue {queue!r}")
+            message = (f"worker {_identity()} cannot serve model {model!r}: {problem} ({where} for a worker "
+                       "that can)")[:800]
             # one line for the operator of this worker; BENIGN: the SDK logs no traceback for a hand-back
             activity.logger.warning(message)
             # non-retryable for this scheduling: the activity's own retries (8 over a minute, to ride out a

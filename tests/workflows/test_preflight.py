@@ -3,21 +3,30 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import uuid
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from temporalio import activity
 from temporalio.client import Client
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
 import durable_navigator.workflows.preflight as module
 from durable_navigator.activities.artifacts import LocalArtifactStore
 from durable_navigator.activities.models.registry import ModelRegistry
 from durable_navigator.activities.pricing_loader import TablePricer
 from durable_navigator.activities.navigator import NavigatorActivities
-from durable_navigator.activities.preflight import model_problem, needs_worker_check
+from durable_navigator.activities.preflight import model_problem, needs_worker_check, refuse_unless_served
 from durable_navigator.navtypes.errors import ModelError
-from durable_navigator.navcore.model.preflight import PREFLIGHT_WORKFLOW, ModelCheckInput, ModelCheckResult
+from durable_navigator.navcore.model.preflight import (
+    NOT_SERVED_HERE_TYPE,
+    PREFLIGHT_WORKFLOW,
+    ModelCheckInput,
+    ModelCheckResult,
+)
 from durable_navigator.workers.worker import build_worker
 
 HISTORY = Path(__file__).resolve().parents[1] / "histories" / "preflight_models.json"
@@ -83,3 +92,24 @@ def test_history_is_committed_and_the_module_is_deterministic() -> None:
     top_level_project = [n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module
                          and n.module.startswith("durable_navigator.")]
     assert top_level_project == []  # only inside workflow.unsafe.imports_passed_through()
+
+
+@pytest.mark.parametrize("queue, says", [
+    ("navigator", "the task goes back to task queue 'navigator'"),
+    ("navigator/host/7@box", "the run sends it on to the shared task queue 'navigator'"),
+])
+async def test_a_refusal_names_the_queue_a_worker_that_can_serve_takes_it_from(queue: str, says: str,
+                                                                               monkeypatch) -> None:
+    """A host's own queue has one poller: its refusal says the run sends the task to the shared queue."""
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(name, raising=False)  # this worker has no key for the run's model
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, task_queue=queue)
+
+    @activity.defn(name="model.prepare")
+    async def prepare() -> None:
+        refuse_unless_served(["gemini-2.5-flash"], registry=ModelRegistry(engines=lambda root: None), pricer=TablePricer.load())
+
+    with pytest.raises(ApplicationError) as err:
+        await env.run(prepare)
+    assert err.value.type == NOT_SERVED_HERE_TYPE and says in str(err.value)
