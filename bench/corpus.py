@@ -32,7 +32,6 @@ import argparse
 import gzip
 import json
 import re
-import shutil
 import subprocess
 import sys
 import time
