@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,14 +56,19 @@ def test_a_git_url_is_resolved_before_anything_starts(tmp_path: Path) -> None:
         source_fields(f"file://{repo}", "main")
 
 
+def _store_config(tmp_path: Path, s3_server: SeaweedS3, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A CLI configuration whose artifact store is a fresh prefix of the test's real S3 server."""
+    for key, value in KEYS.items():
+        monkeypatch.setenv(key, value)
+    return _config(tmp_path, f"artifacts:\n  url: s3://{BUCKET}/choice-{uuid.uuid4().hex[:8]}\n"
+                   f"  endpoint_url: {s3_server.endpoint_url}\n  access_key_env: SRC_TEST_ACCESS\n"
+                   "  secret_key_env: SRC_TEST_SECRET\n")
+
+
 def test_an_object_store_turns_a_path_into_a_snapshot(tmp_path: Path, s3_server: SeaweedS3,
                                                       capsys: pytest.CaptureFixture[str],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in KEYS.items():
-        monkeypatch.setenv(key, value)
-    config = _config(tmp_path, f"artifacts:\n  url: s3://{BUCKET}/choice-{uuid.uuid4().hex[:8]}\n"
-                     f"  endpoint_url: {s3_server.endpoint_url}\n  access_key_env: SRC_TEST_ACCESS\n"
-                     "  secret_key_env: SRC_TEST_SECRET\n")
+    config = _store_config(tmp_path, s3_server, monkeypatch)
     request = ExplorationRequest(**source_fields(FIXTURE_REPO, None), goal="why?")
     settled = settle_source(config, request)
     assert isinstance(settled.source, SnapshotSource) and settled.source.label == str(FIXTURE_REPO.resolve())
@@ -75,11 +81,7 @@ def test_source_path_keeps_a_path_with_an_object_store_and_says_so(tmp_path: Pat
                                                                    capsys: pytest.CaptureFixture[str],
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """``--source path``: workers that do see this path (a shared mount) need no upload; the line says which."""
-    for key, value in KEYS.items():
-        monkeypatch.setenv(key, value)
-    config = _config(tmp_path, f"artifacts:\n  url: s3://{BUCKET}/choice-{uuid.uuid4().hex[:8]}\n"
-                     f"  endpoint_url: {s3_server.endpoint_url}\n  access_key_env: SRC_TEST_ACCESS\n"
-                     "  secret_key_env: SRC_TEST_SECRET\n")
+    config = _store_config(tmp_path, s3_server, monkeypatch)
     request = ExplorationRequest(**source_fields(FIXTURE_REPO, None), goal="why?")
     assert settle_source(config, request, "path") == request
     err = capsys.readouterr().err
