@@ -44,22 +44,18 @@ def _model() -> Any:
 
 def term_vectors(terms: list[str]) -> np.ndarray:
     """One unit vector per term (``len(terms) x DIM``, float32), each embedded once per process."""
+    uniq = list(dict.fromkeys(terms))
     with _lock:
-        missing = [t for t in dict.fromkeys(terms) if t not in _memo]
+        known = {t: _memo[t] for t in uniq if t in _memo}
+    missing = [t for t in uniq if t not in known]
     if missing:
-        vecs = _embed(missing)
+        fresh = _embed(missing)
+        known.update(zip(missing, fresh))
         with _lock:
             if len(_memo) + len(missing) > _MEMO_MAX:
                 _memo.clear()
-            _memo.update(zip(missing, vecs))
-    with _lock:
-        # a term cleared by another thread between the two steps is embedded again here
-        got = [_memo.get(t) for t in terms]
-    if any(v is None for v in got):
-        again = [t for t, v in zip(terms, got) if v is None]
-        fresh = dict(zip(again, _embed(again)))
-        got = [v if v is not None else fresh[t] for t, v in zip(terms, got)]
-    return np.vstack(got) if got else np.zeros((0, DIM), dtype=np.float32)
+            _memo.update(zip(missing, fresh))
+    return np.vstack([known[t] for t in terms]) if terms else np.zeros((0, DIM), dtype=np.float32)
 
 
 def _embed(terms: list[str]) -> np.ndarray:

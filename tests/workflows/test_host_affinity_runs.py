@@ -83,6 +83,27 @@ async def test_a_research_run_prepares_merges_and_answers_on_the_host_that_scann
     assert opened(acts[scan_host], REPO) and not opened(acts[other], REPO)
 
 
+async def _losing_the_warm_host(client, task_queue, tmp_path, start, req, finally_ask=None):
+    """Start a run with both hosts up, stop the host that scanned while the plan waits for its verdict,
+    approve every turn to the end; (result, activity runs, the stopped host's identity, ``finally_ask(handle)``)."""
+    hosts = {name: AsyncExitStack() for name in HOSTS}
+    try:
+        for name, stack in hosts.items():
+            await start_host(stack, await client_as(client, name), task_queue, priced_activities(tmp_path))
+        handle = await start(client, task_queue, req)
+        await wait_for(handle, lambda r: r.awaiting_kind == "plan", timeout_s=60)
+        dead = next(identity for name, _, identity in await activity_runs(handle) if name == "navigator.scan")
+        await hosts.pop(dead).aclose()  # the warm host goes away while the run waits for the plan's verdict
+        await _approve_until_done(handle)
+        result = await handle.result()
+        runs = await activity_runs(handle)
+        asked = await finally_ask(handle) if finally_ask else None
+    finally:
+        for stack in hosts.values():
+            await stack.aclose()
+    return result, runs, dead, asked
+
+
 async def test_research_moves_to_the_other_host_when_the_warm_one_is_gone(client, task_queue, tmp_path) -> None:
     model = write_research_script(tmp_path / "script.yaml", {
         "research.plan": [text_answer('["read the plugin", "read the ledger"]')],
@@ -93,20 +114,7 @@ async def test_research_moves_to_the_other_host_when_the_warm_one_is_gone(client
     })
     req = research_request(tmp_path, model=model, mode=ExecutionMode.INTERACTIVE,
                            host_start_timeout_s=START_TIMEOUT_S)
-    hosts = {name: AsyncExitStack() for name in HOSTS}
-    try:
-        for name, stack in hosts.items():
-            await start_host(stack, await client_as(client, name), task_queue, priced_activities(tmp_path))
-        handle = await start_research(client, task_queue, req)
-        await wait_for(handle, lambda r: r.awaiting_kind == "plan", timeout_s=60)
-        dead = next(identity for name, _, identity in await activity_runs(handle) if name == "navigator.scan")
-        await hosts.pop(dead).aclose()  # the warm host goes away while the run waits for the plan's verdict
-        await _approve_until_done(handle)
-        result = await handle.result()
-        runs = await activity_runs(handle)
-    finally:
-        for stack in hosts.values():
-            await stack.aclose()
+    result, runs, dead, _ = await _losing_the_warm_host(client, task_queue, tmp_path, start_research, req)
     assert result.completed_normally and result.findings == 2
     alive = next(h for h in HOSTS if h != dead)
     bound = host_bound(runs)
@@ -165,21 +173,9 @@ async def test_an_investigation_finishes_on_the_other_host_when_the_warm_one_is_
     model = write_investigation_script(tmp_path / "orch.yaml", INVESTIGATION)
     req = investigation_request(tmp_path, model=model, max_stages=1, mode=ExecutionMode.INTERACTIVE,
                                 host_start_timeout_s=START_TIMEOUT_S)
-    hosts = {name: AsyncExitStack() for name in HOSTS}
-    try:
-        for name, stack in hosts.items():
-            await start_host(stack, await client_as(client, name), task_queue, priced_activities(tmp_path))
-        handle = await start_investigation(client, task_queue, req)
-        await wait_for(handle, lambda r: r.awaiting_kind == "plan", timeout_s=60)
-        dead = next(identity for name, _, identity in await activity_runs(handle) if name == "navigator.scan")
-        await hosts.pop(dead).aclose()  # the warm host goes away while the plan waits for its verdict
-        await _approve_until_done(handle)
-        result = await handle.result()
-        runs = await activity_runs(handle)
-        state = await handle.query(InvestigationWorkflow.get_investigation)
-    finally:
-        for stack in hosts.values():
-            await stack.aclose()
+    result, runs, dead, state = await _losing_the_warm_host(
+        client, task_queue, tmp_path, start_investigation, req,
+        lambda handle: handle.query(InvestigationWorkflow.get_investigation))
     assert result.completed_normally
     _evidence_checked(state)
     alive = next(h for h in HOSTS if h != dead)
