@@ -53,8 +53,13 @@ class LearnedConfig(BaseModel):
     #: lines) take the rest. A file's expansions show all or none (``repomap.render``), so a plan
     #: over the map's budget loses whole files: costs are exact and the share leaves a margin
     share: float = Field(0.97, gt=0, le=1)
-    #: offer each file's outline (L2) as an option
-    outlines: bool = True
+    #: offer each file's outline (L2) as an option. Off since session 10, chosen on dev: an outline
+    #: of a long file (every signature line) costs what two or three of its definitions in full do
+    #: and shows none of their lines; without it, with ``presence_bonus`` 1.5 and no ``file_decay``,
+    #: the 180 quality dev tasks show 0.685 / 0.782 of the changed lines at 4k / 8k (was 0.643 /
+    #: 0.753) and the 200 corpus dev tasks 0.766 / 0.887 (was 0.713 / 0.880), gold file never lower
+    #: (in process, ``bench/RANKER.md`` session 10)
+    outlines: bool = False
     #: a chunk that is not a whole definition (a class body between its methods, a window of a
     #: long function, a run of module-level code) is shown as its own lines (``path::a-b``)
     #: rather than as the definition (or all the module code) holding it
@@ -64,11 +69,13 @@ class LearnedConfig(BaseModel):
     feedback_boost: float = 3.0
     #: the first thing shown of a file is worth this much more, times the file's best chunk value: a
     #: context that shows some of each likely file (the gold-file hit) beats one that shows more of one
-    presence_bonus: float = 1.0
-    #: each further expansion in a file is worth this share of the one before: the chunks of one
-    #: file are right or wrong together (when the file is not the one to change, none of them
-    #: is), so the model's independent per-chunk values overrate the fifth chunk of the top file
-    file_decay: float = Field(0.8, gt=0, le=1)
+    presence_bonus: float = 1.5
+    #: each further expansion in a file is worth this share of the one before (the chunks of one
+    #: file are right or wrong together, so independent per-chunk values could overrate the fifth
+    #: chunk of the top file). 1.0 (no decay) since session 10: ranker-v5's calibrated values already
+    #: fall off within a file, and on dev 0.8 / 0.9 / 1.0 gave 0.643 / 0.658 / 0.662 at 4k and 0.753
+    #: / 0.765 / 0.764 at 8k (quality dev, outlines on)
+    file_decay: float = Field(1.0, gt=0, le=1)
     #: a choice is priced again by rendering it (its expansions are priced exactly, as the map's
     #: fitter prices them, but the path lines' why suffixes are not); over the allocation's share,
     #: it is made again with the difference held back, at most this many times

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from durable_navigator.activities.models.offline import OfflineTurn, offline_decision as _offline_decision
 from durable_navigator.activities.models.offline.config import OfflinePolicyConfig as _PolicyConfig
 from durable_navigator.activities.models.offline.learned import LearnedConfig
@@ -56,12 +54,6 @@ def test_readme_demo_goal_shows_the_ledger_and_the_guard(tmp_path: Path) -> None
     assert rendered.metadata.tokens_used <= 8192
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open bug: for README's demo goal the ranker (ranker-v5) puts workflows/navigator.py first (the goal's "
-    "'navigator' is that file's name, and the product's name in every file) and shows navcore/run/budget.py "
-    "only as a path; ranker-v2 and the semantic ranker-v3 showed the ledger in full on this tree, but the "
-    "outcome flips with the repository's own content (this test maps the checkout itself; bisected in "
-    "session 8) and v5 was chosen on dev, not on this goal; bench/RANKER.md, session 9"))
 def test_readme_demo_goal_with_the_default_learned_allocation(tmp_path: Path) -> None:
     """The default policy (the learned allocation) on README's demo goal: the ledger in full, inside
     the budget, in two turns. (It does not show ``ModelCaller._call``: that chunk shares no term with
