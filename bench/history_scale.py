@@ -4,7 +4,7 @@
 [--drop-caches]``
 
 Run it on an otherwise idle machine: on 2 CPUs a concurrent benchmark doubles the figure (session 8's
-89.8-155 s were measured beside the test-split runs; 44.5-49.8 s idle, session 10).
+89.8-155 s were measured beside the test-split runs; 44-50 s idle, session 10).
 
 1. A deterministic tree (``gen_large_tree.py``, ``--files``) committed once, then ``--commits``
    commits made with ``git fast-import``: each changes one to three files (chosen with a Zipf-like

@@ -14,7 +14,9 @@ on its first line. Here those chunks become what the map can show:
 
 plus two options per file: the whole file in full (L4), when that is denser than
 its parts, and its outline (L2: every signature line, what a chunk's first line
-is worth). A lazy greedy knapsack takes the option with the most expected lines
+is worth; off by default since session 10, when it lost on dev -- see
+``LearnedConfig.outlines``). An expanded definition still shows the signatures of
+the definitions around it. A lazy greedy knapsack takes the option with the most expected lines
 per token (``value / cost ** p``, ``p`` shipped with the model) while it fits
 ``LearnedConfig.share`` of the budget; the engine's own levels fill the rest.
 """
