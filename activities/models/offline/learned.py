@@ -74,9 +74,9 @@ class LearnedConfig(BaseModel):
     presence_bonus: float = 1.5
     #: each further expansion in a file is worth this share of the one before (the chunks of one
     #: file are right or wrong together, so independent per-chunk values could overrate the fifth
-    #: chunk of the top file). 1.0 (no decay) since session 10: ranker-v5's calibrated values already
-    #: fall off within a file, and on dev 0.8 / 0.9 / 1.0 gave 0.643 / 0.658 / 0.662 at 4k and 0.753
-    #: / 0.765 / 0.764 at 8k (quality dev, outlines on)
+    #: chunk of the top file). 1.0 (no decay) since session 10, chosen on dev with ranker-v5: 0.8 / 0.9
+    #: / 1.0 gave 0.643 / 0.658 / 0.662 at 4k and 0.753 / 0.765 / 0.764 at 8k (quality dev, outlines
+    #: on), and 1.0 is best with the other two knobs set (``bench/RANKER.md`` session 10)
     file_decay: float = Field(1.0, gt=0, le=1)
     #: a choice is priced again by rendering it (its expansions are priced exactly, as the map's
     #: fitter prices them, but the path lines' why suffixes are not); over the allocation's share,
