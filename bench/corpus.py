@@ -32,6 +32,7 @@ import argparse
 import gzip
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -199,17 +200,47 @@ def _run(*args: str, cwd: Path) -> None:
         raise SystemExit(f"`{' '.join(args)}` failed in {cwd}: {proc.stderr.strip()}")
 
 
+def _copy_present_history(mirror: Path, parent: str, repo: Path) -> list[str]:
+    """When a mirror lacks an object of the parent's history (a snapshot can miss a blob, e.g. an
+    old ``.gitignore`` of go-chi/chi) ``git fetch`` refuses the whole history. Copy instead every object
+    reachable from ``parent`` that the mirror has (``rev-list --missing=print``: nothing after the
+    parent, as with fetch) and point ``main`` at it; return the missing ids. The history features read
+    commits and trees (``git log --name-status --no-renames``), never old blobs."""
+    listed = subprocess.run(["git", f"--git-dir={mirror}", "rev-list", "--objects", "--missing=print", parent],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    missing = [line[1:] for line in listed if line.startswith("?")]
+    present = "".join(line.split(" ", 1)[0] + "\n" for line in listed if not line.startswith("?"))
+    pack = subprocess.run(["git", f"--git-dir={mirror}", "pack-objects", "--stdout", "-q"], input=present.encode(),
+                          capture_output=True, check=True).stdout
+    subprocess.run(["git", "index-pack", "--stdin"], input=pack, cwd=repo, capture_output=True, check=True)
+    _run("git", "update-ref", "refs/heads/main", parent, cwd=repo)
+    (repo / ".git" / "MISSING_OBJECTS").write_text("".join(m + "\n" for m in missing))
+    return missing
+
+
 def materialize_with_git(task: Task) -> Path:
     """A checkout of the parent whose ``.git`` holds the parent's history and no object after it."""
     dest = git_repo_dir(task)
     if not dest.exists():
         tmp = private_tmp(dest)
-        _run("git", "init", "-q", "-b", "main", cwd=tmp)
-        # straight into the unborn branch HEAD names (--update-head-ok), then fill the tree from it
-        _run("git", "fetch", "-q", "--no-tags", "--update-head-ok", str(git_dir_for(task.repo)),
-             f"{task.parent}:refs/heads/main", cwd=tmp)
-        _run("git", "reset", "-q", "--hard", "main", cwd=tmp)
-        (tmp / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
+        try:
+            _run("git", "init", "-q", "-b", "main", cwd=tmp)
+            mirror = git_dir_for(task.repo)
+            # straight into the unborn branch HEAD names (--update-head-ok), then fill the tree from it
+            fetched = subprocess.run(["git", "fetch", "-q", "--no-tags", "--update-head-ok", str(mirror),
+                                      f"{task.parent}:refs/heads/main"], cwd=tmp, capture_output=True, text=True)
+            if fetched.returncode:
+                missing = _copy_present_history(mirror, task.parent, tmp)
+                why = (fetched.stderr.strip().splitlines() or ["no message"])[-1]
+                print(f"{task.id}: git fetch from {mirror} failed ({why}); "
+                      f"the mirror lacks {len(missing)} object(s) of the parent's history "
+                      f"({', '.join(missing[:3])}), the checkout's .git holds every other object reachable "
+                      f"from the parent (missing ones listed in .git/MISSING_OBJECTS)", file=sys.stderr)
+            _run("git", "reset", "-q", "--hard", "main", cwd=tmp)
+            (tmp / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)  # no half-made checkout left beside the real ones
+            raise
         publish(tmp, dest)
     missing = [f for f in task.gold_files if not (dest / f).is_file()]
     if missing:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from quality_baselines import Retriever, chunk_docs, pack
 from quality_score import parse_context, read_source, score_context
 from taskset import Task, git_dir_for, repo_dir
 
-__all__ = ["CACHE", "BUDGETS", "task_rows", "is_cached", "sig_block", "full_block"]
+__all__ = ["CACHE", "BUDGETS", "task_rows", "is_cached", "sig_block", "full_block", "save_rows"]
 
 CACHE = Path("/tmp/ranker")
 #: this feature set's rows
@@ -86,9 +87,21 @@ def task_rows(task: Task, history: bool = True, baseline: bool = True) -> dict[s
     base = _baseline(engine, source, task) if baseline else {}
     meta = {"task": task.id, "repo": task.repo, "n_gold": sum(len(v) for v in task.gold_lines.values()),
             "spans": [[s.path, s.start, s.end] for s in cf.spans], "base": base}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(out, X=cf.X, label=label, first=first, fcost=fcost, scost=scost, meta=json.dumps(meta))
+    save_rows(out, X=cf.X, label=label, first=first, fcost=fcost, scost=scost, meta=json.dumps(meta))
     return {"X": cf.X, "label": label, "first": first, "fcost": fcost, "scost": scost} | meta
+
+
+def save_rows(out: Path, **arrays: Any) -> None:
+    """``np.savez`` written whole or not at all: a builder stopped mid-write (``--until``, a kill)
+    must not leave a file that ``is_cached`` takes for finished rows."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    part = out.with_name(f"{out.name}.{os.getpid()}.part")
+    try:
+        with part.open("wb") as fh:
+            np.savez(fh, **arrays)
+        os.replace(part, out)
+    finally:
+        part.unlink(missing_ok=True)
 
 
 def _baseline(engine: Any, source: Any, task: Task) -> dict[str, dict[str, float]]:

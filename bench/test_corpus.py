@@ -92,6 +92,27 @@ def test_materialize_with_git_holds_no_object_after_the_parent(mirror: tuple[Rep
     assert corpus.materialize_with_git(task) == dest  # second call reuses it
 
 
+def test_a_mirror_missing_an_old_blob_still_gives_the_history_without_leaks(
+        mirror: tuple[RepoSpec, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A fetched snapshot can lack an object (go-chi/chi's lacks an old ``.gitignore`` blob): ``git
+    fetch`` then refuses the whole history, so the checkout copies every object the mirror has that
+    the parent reaches and names the missing ones."""
+    spec, shas = mirror
+    work = tmp_path / "mirror" / "acme+widget" / "repo"
+    lost = _git(work, "rev-parse", f"{shas[1]}:src/ParserTest.java").strip()  # "x0": an old test file
+    (work / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
+    task = next(t for t in corpus.mine_repo(spec, corpus.CORPUS_SELECTION, "HEAD")[0] if t.commit == shas[6])
+    dest = corpus.materialize_with_git(task)
+    assert lost in capsys.readouterr().err
+    assert (dest / ".git" / "MISSING_OBJECTS").read_text().split() == [lost]
+    assert _git(dest, "rev-parse", "HEAD").strip() == task.parent
+    assert (dest / "src" / "Parser.java").read_text().splitlines()[60] == "line 61"
+    assert subprocess.run(["git", "cat-file", "-e", task.commit], cwd=dest, capture_output=True).returncode != 0
+    log = _git(dest, "log", "--format=%H", "--name-status", "--no-renames")
+    assert shas[5] in log and shas[6] not in log and "src/ParserTest.java" in log
+    assert _git(dest, "status", "--porcelain") == ""
+
+
 def test_task_files_round_trip_through_gzip_byte_identically(mirror: tuple[RepoSpec, list[str]], tmp_path: Path) -> None:
     spec, _ = mirror
     tasks, _ = corpus.mine_repo(spec, corpus.CORPUS_SELECTION, "HEAD")

@@ -103,3 +103,25 @@ def test_redaction_of_paths_modules_and_scopes() -> None:
     assert goal == "fix and , see and"
     assert redact_goal("fix(middleware): x y", ["middleware/compress.go"], extended=True) == "fix: x y"
     assert redact_goal("docs: x", ["middleware/compress.go"], extended=True) == "docs: x"
+
+
+def test_training_rows_are_written_whole_or_not_at_all(tmp_path, monkeypatch) -> None:
+    """A row builder killed mid-write left no file ``is_cached`` would take for finished rows."""
+    import numpy as np
+    import pytest
+
+    import ranker_data
+
+    out = tmp_path / "feat" / "task.h.npz"
+    ranker_data.save_rows(out, X=np.ones((2, 3), dtype=np.float32), meta="{}")
+    assert np.load(out)["X"].shape == (2, 3) and [p.name for p in out.parent.iterdir()] == ["task.h.npz"]
+
+    def dies(fh, **arrays):  # the process stopped after part of the file was written
+        fh.write(b"PK\x03\x04 half a zip")
+        raise KeyboardInterrupt
+
+    other = tmp_path / "feat" / "other.h.npz"
+    monkeypatch.setattr(np, "savez", dies)
+    with pytest.raises(KeyboardInterrupt):
+        ranker_data.save_rows(other, X=np.ones(1))
+    assert not other.exists() and sorted(p.name for p in out.parent.iterdir()) == ["task.h.npz"]

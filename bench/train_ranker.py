@@ -47,29 +47,32 @@ def grade(label: np.ndarray) -> np.ndarray:
     return np.minimum(np.ceil(np.log2(1.0 + label)), 4).astype(np.int32)
 
 
-def load_rows(tasks_file: Path, split: str, cached_only: bool = False) -> list[dict[str, Any]]:
+def load_rows(tasks_file: Path, split: str, cached_only: bool = False,
+              only: set[str] | None = None) -> list[dict[str, Any]]:
     """Rows of every task of ``split`` (computed on first use; ``cached_only``: the tasks already
-    computed, e.g. the part of a large corpus a time budget allowed)."""
-    tasks = [t for t in load_tasks(tasks_file) if t.split == split]
+    computed, e.g. the part of a large corpus a time budget allowed; ``only``: these task ids, so
+    models compared while the row builder still runs train on the same tasks)."""
+    tasks = [t for t in load_tasks(tasks_file) if t.split == split and (only is None or t.id in only)]
     if cached_only:
         tasks = [t for t in tasks if is_cached(t)]
     return [task_rows(t) for t in tasks]
 
 
-def train_view(row: dict[str, Any]) -> np.ndarray:
+def train_view(row: dict[str, Any], candidates: int = TRAIN_CANDIDATES) -> np.ndarray:
     """The candidates a task trains on: its ``TRAIN_CANDIDATES`` best by a cheap prior (chunk BM25
     relative to the best + the engine's file score). lambdarank's cost grows with group size times
     the truncation level; a 2,000-chunk group costs ten 200-chunk ones and teaches little more
     (the allocator never reaches its tail)."""
     X = row["X"]
     prior = X[:, FEATURES.index("chunk_bm25_rel")] + X[:, FEATURES.index("eng_score")]
-    return np.sort(np.argsort(-prior, kind="stable")[:TRAIN_CANDIDATES])
+    return np.sort(np.argsort(-prior, kind="stable")[:candidates])
 
 
-def fit(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int, leaves: int = 15) -> lgb.Booster:
+def fit(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int, leaves: int = 15,
+        candidates: int = TRAIN_CANDIDATES) -> lgb.Booster:
     """A lambdarank booster on ``rows`` (tasks without a positive training candidate teach nothing:
-    left out); ``leaves`` per tree."""
-    views = [(r, train_view(r)) for r in rows]
+    left out); ``leaves`` per tree, ``candidates`` per task (``train_view``)."""
+    views = [(r, train_view(r, candidates)) for r in rows]
     use = [(r, v) for r, v in views if r["label"][v].sum() > 0 and len(v) > 1]
     X = np.vstack([r["X"][v][:, cols] for r, v in use])
     y = np.concatenate([grade(r["label"][v]) for r, v in use])
@@ -86,12 +89,12 @@ def repo_folds(rows: list[dict[str, Any]], k: int = FOLDS) -> list[list[int]]:
 
 
 def out_of_fold(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int,
-                leaves: int = 15) -> list[np.ndarray]:
+                leaves: int = 15, candidates: int = TRAIN_CANDIDATES) -> list[np.ndarray]:
     """Scores of every task's candidates from a model that never saw its repository."""
     scores: list[np.ndarray] = [np.zeros(0)] * len(rows)
     for held in repo_folds(rows):
         held_set = set(held)
-        booster = fit([r for i, r in enumerate(rows) if i not in held_set], cols, seed, trees, leaves)
+        booster = fit([r for i, r in enumerate(rows) if i not in held_set], cols, seed, trees, leaves, candidates)
         for i in held:
             scores[i] = booster.predict(rows[i]["X"][:, cols], num_threads=1) if len(rows[i]["label"]) else np.zeros(0)
     return scores
@@ -126,6 +129,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--train-split", default="dev")
     ap.add_argument("--calib-split", default="", help="held-out split for the calibration (default: out-of-fold)")
     ap.add_argument("--cached-only", action="store_true", help="train on the tasks whose rows are cached")
+    ap.add_argument("--only", type=Path, default=None, metavar="FILE",
+                    help="train on these task ids (one per line) of the split only")
+    ap.add_argument("--candidates", type=int, default=TRAIN_CANDIDATES,
+                    help="candidates per task the booster trains on (the best by a cheap prior)")
+    ap.add_argument("--learning-rate", type=float, default=PARAMS["learning_rate"])
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--trees", type=int, default=50)
     ap.add_argument("--leaves", type=int, default=15, help="leaves per tree")
@@ -146,7 +154,9 @@ def main(argv: list[str] | None = None) -> None:
     if not re.fullmatch(r"ranker-v[0-9]+", args.version):
         raise SystemExit(f"--version {args.version!r}: use ranker-v<N> (the package ships ranker-v*.txt/.json)")
     started = time.monotonic()
-    rows = load_rows(args.tasks, args.train_split, args.cached_only)
+    only = set(args.only.read_text().split()) if args.only else None
+    rows = load_rows(args.tasks, args.train_split, args.cached_only, only)
+    PARAMS["learning_rate"] = args.learning_rate
     dropped = [g for g in args.drop_groups.split(",") if g]
     unknown = sorted(set(dropped) - set(GROUPS))
     if unknown:
@@ -155,16 +165,17 @@ def main(argv: list[str] | None = None) -> None:
     cols = [i for i, f in enumerate(FEATURES) if f not in gone]
     if args.calib_split:
         held = load_rows(args.tasks, args.calib_split)
-        booster = fit(rows, cols, args.seed, args.trees, args.leaves)
+        booster = fit(rows, cols, args.seed, args.trees, args.leaves, args.candidates)
         scores = [booster.predict(r["X"][:, cols], num_threads=1) for r in held]
         cal, even = calibrate(held, scores), calibrate(held, scores, min_points=0)
     else:
-        oof = out_of_fold(rows, cols, args.seed, args.trees, args.leaves)
+        oof = out_of_fold(rows, cols, args.seed, args.trees, args.leaves, args.candidates)
         cal, even = calibrate(rows, oof), calibrate(rows, oof, min_points=0)
-        booster = fit(rows, cols, args.seed, args.trees, args.leaves)
+        booster = fit(rows, cols, args.seed, args.trees, args.leaves, args.candidates)
     info = {"tasks": args.tasks.name, "train_split": args.train_split, "calib_split": args.calib_split or "out-of-fold",
             "tasks_n": len(rows), "cached_only": args.cached_only, "repos": sorted({r["repo"] for r in rows}), "seed": args.seed, "trees": args.trees,
-            "leaves": args.leaves, "dropped_groups": dropped, "lightgbm": lgb.__version__, "seconds": round(time.monotonic() - started)}
+            "leaves": args.leaves, "candidates": args.candidates, "learning_rate": args.learning_rate,
+            "dropped_groups": dropped, "lightgbm": lgb.__version__, "seconds": round(time.monotonic() - started)}
     save(booster, cols, cal, args.out, info, args.cost_power, args.version)
     if args.even_calibration_version:
         save(booster, cols, even, args.out, info | {"calibration": "16 even quantile bins"}, args.cost_power,
