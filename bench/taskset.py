@@ -185,6 +185,18 @@ def publish(tmp: Path, dest: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _links_inside(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    """``tarfile``'s ``data`` filter, except that a symbolic link to an absolute path or out of the
+    tree (jekyll/jekyll's ``test/source/_includes/tmp`` -> ``/tmp``) is left out instead of failing
+    the whole checkout: git would make it, but it could only point outside the checkout."""
+    try:
+        return tarfile.data_filter(member, dest)
+    except (tarfile.AbsoluteLinkError, tarfile.LinkOutsideDestinationError):
+        if member.issym():
+            return None
+        raise
+
+
 def materialize(tasks: list[Task]) -> None:
     """Unpack each task's parent revision (``git archive``) outside the repo, once per (repo, parent)."""
     for task in tasks:
@@ -195,8 +207,12 @@ def materialize(tasks: list[Task]) -> None:
                 capture_output=True, check=True,
             ).stdout
             tmp = private_tmp(dest)
-            with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
-                tar.extractall(tmp, filter="data")
+            try:
+                with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
+                    tar.extractall(tmp, filter=_links_inside)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)  # no half-unpacked tree beside the real ones
+                raise
             publish(tmp, dest)
         missing = [f for f in task.gold_files if not (dest / f).is_file()]
         if missing:  # e.g. export-ignore in .gitattributes: the task could never be answered

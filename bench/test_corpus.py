@@ -113,6 +113,31 @@ def test_a_mirror_missing_an_old_blob_still_gives_the_history_without_leaks(
     assert _git(dest, "status", "--porcelain") == ""
 
 
+def test_a_symlink_out_of_the_tree_is_left_out_of_the_unpacked_checkout(
+        mirror: tuple[RepoSpec, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """jekyll/jekyll has ``test/source/_includes/tmp`` -> ``/tmp``: tarfile's ``data`` filter refused the
+    whole checkout; the link alone is left out, every file is there."""
+    spec, _shas = mirror
+    monkeypatch.setattr(taskset, "REPOS_ROOT", tmp_path / "repos")
+    work = tmp_path / "mirror" / "acme+widget" / "repo"
+    (work / "src" / "tmp").symlink_to("/tmp")
+    (work / "src" / "up").symlink_to("../../..")
+    (work / "src" / "here").symlink_to("Parser.java")
+    _git(work, "add", ".")
+    _git(work, "commit", "-q", "-m", "links for the fixture site")
+    text = (work / "src" / "Parser.java").read_text().replace("line 200\n", "line two hundred\n")
+    (work / "src" / "Parser.java").write_text(text)
+    _git(work, "commit", "-q", "-am", f"{GOAL} once more after the links")
+    task = corpus.mine_repo(spec, corpus.CORPUS_SELECTION, "HEAD")[0][-1]
+    assert task.goal.startswith(GOAL + " once more")
+    taskset.materialize([task])
+    dest = taskset.repo_dir(task)
+    assert (dest / "src" / "Parser.java").read_text().splitlines()[199] == "big line 200"  # the parent's text
+    assert (dest / "src" / "here").is_symlink()  # a link inside the tree stays
+    assert not (dest / "src" / "tmp").is_symlink() and not (dest / "src" / "up").is_symlink()
+    assert [p.name for p in (tmp_path / "repos").iterdir()] == [dest.name]  # no half-unpacked tree beside it
+
+
 def test_task_files_round_trip_through_gzip_byte_identically(mirror: tuple[RepoSpec, list[str]], tmp_path: Path) -> None:
     spec, _ = mirror
     tasks, _ = corpus.mine_repo(spec, corpus.CORPUS_SELECTION, "HEAD")

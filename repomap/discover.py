@@ -334,8 +334,6 @@ def _walk(root: Path, cfg: DiscoverConfig, unreadable: list[str], own: tuple[str
                 unreadable.append(rel_dir[:-1])
             continue
         if any(e.name == ".gitignore" for e in entries):
-            import pathspec  # only trees with .gitignore files outside git need it
-
             try:
                 # as git reads it: a regular file only (a FIFO would block the walk forever, a symlink
                 # could point out of the root or at /dev/zero), at most git's own size limit
@@ -343,7 +341,7 @@ def _walk(root: Path, cfg: DiscoverConfig, unreadable: list[str], own: tuple[str
                                     limit=_GITIGNORE_MAX_BYTES + 1)
                 if len(data) <= _GITIGNORE_MAX_BYTES:
                     lines = data.decode("utf-8", "replace").splitlines()
-                    specs = [*specs, (rel_dir, pathspec.GitIgnoreSpec.from_lines(lines))]
+                    specs = [*specs, (rel_dir, _gitignore_spec(lines))]
             except OSError:
                 pass  # not applied; the name itself is listed and lstat says why it is skipped
         for e in entries:
@@ -358,6 +356,25 @@ def _walk(root: Path, cfg: DiscoverConfig, unreadable: list[str], own: tuple[str
             elif not _ignored(specs, rel):
                 out.append(rel)
     return out
+
+
+def _gitignore_spec(lines: list[str]) -> "pathspec.PathSpec":
+    """A .gitignore's patterns as git applies them: a line git cannot use (a lone ``!`` or a trailing
+    backslash; pathspec refuses the whole file for it) is skipped, the others keep their order."""
+    import pathspec  # only trees with .gitignore files outside git need it
+
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except ValueError:
+        pass
+    kept = []
+    for line in lines:
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except ValueError:
+            continue
+        kept.append(line)
+    return pathspec.GitIgnoreSpec.from_lines(kept)
 
 
 def _ignored(specs: list[tuple[str, pathspec.PathSpec]], rel: str) -> bool:

@@ -87,6 +87,15 @@ def test_walk_discovery_respects_nested_gitignore(tmp_path: Path) -> None:
     assert "pkg/cli.py" not in rm.files and "pkg/budget.py" in rm.files
 
 
+def test_walk_discovery_skips_gitignore_lines_git_cannot_use(tmp_path: Path) -> None:
+    """psf/black's tree outside git had a lone ``!`` in a .gitignore: pathspec refused the whole file
+    and discovery failed. git skips such a line and applies the rest; so does the walk."""
+    root = _copy(tmp_path)
+    (root / "pkg" / ".gitignore").write_text("!\ncli.py\nfoo\\\n!budget.py\n")
+    rm = RepoMap.open(root, cache_dir=tmp_path / "c", jobs=1)
+    assert "pkg/cli.py" not in rm.files and "pkg/budget.py" in rm.files
+
+
 def test_symbol_queries(multi_engine: RepoMap) -> None:
     [charge] = multi_engine.find_symbol("charge")
     assert charge.id == "python/pkg/budget.py::charge" and charge.kind == "function"
