@@ -8,6 +8,9 @@ line is put in one class: shown in full (``verbatim``), shown as a signature or 
 (``sig_doc``), in a file the map shows but not on a shown line (``file_shown_line_not``), in a file
 listed by its path only (``path_only``), in a file the map does not list (``absent``). Prints the
 mean share per class over tasks, and the share of the map's visible lines that are in gold files.
+And where the map's tokens go (``spend``): per task, the tokens of files shown whole (L4) and of
+files shown through expansions, each split by whether the file holds changed lines, with the share
+of the task's changed lines each kind shows.
 It refuses the test split (it reads ``split == "dev"`` tasks only).
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
 from collections import Counter, defaultdict
@@ -28,8 +32,34 @@ from quality_score import parse_context, read_source  # noqa: E402
 from taskset import load_tasks, repo_dir  # noqa: E402
 
 from durable_navigator.repomap import RepoMap  # noqa: E402
+from durable_navigator.repomap.tokens import count_tokens  # noqa: E402
 
 CLASSES = ("verbatim", "sig_doc", "file_shown_line_not", "path_only", "absent")
+SPEND = ("whole_gold", "whole_other", "expanded_gold", "expanded_other", "listed")
+_FILE_LINE = re.compile(r"^(\S.*?) \[L(\d) ")
+
+
+def spend(text: str, parsed: object, gold_lines: dict[str, list[int]]) -> dict[str, float]:
+    """Tokens of the map per kind of shown file (``SPEND``: whole, expanded, or listed without
+    code; gold = the file holds changed lines) and, per kind, the share of the changed lines it shows."""
+    blocks: list[tuple[str, int, list[str]]] = []
+    for line in text.splitlines():
+        m = _FILE_LINE.match(line)
+        if m and not line.startswith("# repo-map"):
+            blocks.append((m.group(1), int(m.group(2)), []))
+        elif blocks:
+            blocks[-1][2].append(line)
+    total = sum(len(v) for v in gold_lines.values()) or 1
+    out = {f"{k}_{w}": 0.0 for k in SPEND for w in ("tokens", "recall")}
+    for path, level, body in blocks:
+        code = any(b.startswith("```") for b in body)
+        kind = "listed" if not code else ("whole" if level == 4 else "expanded") + (
+            "_gold" if path in gold_lines else "_other")
+        out[f"{kind}_tokens"] += count_tokens("\n".join([path, *body]))
+        sf = parsed.files.get(path)  # type: ignore[attr-defined]
+        if sf is not None:
+            out[f"{kind}_recall"] += sum(1 for n in gold_lines.get(path, ()) if n in sf.verbatim) / total
+    return out
 
 
 def classify(parsed: object, gold_lines: dict[str, list[int]]) -> dict[str, float]:
@@ -80,9 +110,11 @@ def main(argv: list[str] | None = None) -> int:
             vis_all = sum(len(sf.visible) for sf in parsed.files.values())
             vis_gold = sum(len(parsed.files[p].visible) for p in task.gold_lines if p in parsed.files)
             rows.append({"task": task.id, "repo": task.repo, **classify(parsed, task.gold_lines),
+                         **spend(text, parsed, task.gold_lines),
                          "gold_share_of_visible": vis_gold / max(1, vis_all), "files_listed": len(parsed.files),
                          "files_visible": sum(1 for sf in parsed.files.values() if sf.visible)})
-    keys = (*CLASSES, "gold_share_of_visible", "files_listed", "files_visible")
+    keys = (*CLASSES, "gold_share_of_visible", "files_listed", "files_visible",
+            *(f"{k}_{w}" for k in SPEND for w in ("tokens", "recall")))
     summary = {"budget": args.budget, "tasks": len(rows),
                **{k: round(statistics.fmean(r[k] for r in rows), 3) for k in keys}}
     print(json.dumps(summary, indent=1))

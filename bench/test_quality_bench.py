@@ -125,3 +125,16 @@ def test_training_rows_are_written_whole_or_not_at_all(tmp_path, monkeypatch) ->
     with pytest.raises(KeyboardInterrupt):
         ranker_data.save_rows(other, X=np.ones(1))
     assert not other.exists() and sorted(p.name for p in out.parent.iterdir()) == ["task.h.npz"]
+
+
+def test_spend_splits_the_maps_tokens_by_kind_of_shown_file() -> None:
+    """``quality_gaps.spend``: whole files, expanded files and bare listings, gold or not, with the
+    share of the changed lines each kind shows."""
+    from quality_gaps import spend
+
+    parsed = parse_context(MAP, source)
+    got = spend(MAP, parsed, {"pkg/mod.py": [11, 12, 4, 9]})
+    assert got["whole_other_tokens"] > 0 and got["whole_gold_tokens"] == 0  # README.md: no changed line
+    assert got["expanded_gold_tokens"] > 0 and got["expanded_gold_recall"] == 0.5  # 11-12 shown, 4 and 9 not
+    assert got["listed_tokens"] > 0 and got["listed_recall"] == 0  # other.py: a path line only
+    assert got["whole_other_recall"] == 0 and got["expanded_other_tokens"] == 0
