@@ -32,7 +32,6 @@ import argparse
 import gzip
 import json
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -42,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import taskset  # noqa: E402
 from taskset import (  # noqa: E402
     DATA_ROOT, QUALITY_REPOS, QUALITY_SELECTION, RepoSpec, SelectionConfig, Task, git_dir_for, materialize,
-    private_tmp, publish,
+    building,
 )
 
 from durable_navigator.navcore.evaluation.rules import spread_pick  # noqa: E402
@@ -222,8 +221,7 @@ def materialize_with_git(task: Task) -> Path:
     """A checkout of the parent whose ``.git`` holds the parent's history and no object after it."""
     dest = git_repo_dir(task)
     if not dest.exists():
-        tmp = private_tmp(dest)
-        try:
+        with building(dest) as tmp:
             _run("git", "init", "-q", "-b", "main", cwd=tmp)
             mirror = git_dir_for(task.repo)
             # straight into the unborn branch HEAD names (--update-head-ok), then fill the tree from it
@@ -238,10 +236,6 @@ def materialize_with_git(task: Task) -> Path:
                       f"from the parent (missing ones listed in .git/MISSING_OBJECTS)", file=sys.stderr)
             _run("git", "reset", "-q", "--hard", "main", cwd=tmp)
             (tmp / ".git" / "FETCH_HEAD").unlink(missing_ok=True)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)  # no half-made checkout left beside the real ones
-            raise
-        publish(tmp, dest)
     missing = [f for f in task.gold_files if not (dest / f).is_file()]
     if missing:
         raise SystemExit(f"{task.id}: gold files {missing} are not in the checkout {dest}")

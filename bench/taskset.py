@@ -47,6 +47,8 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 # the sets' definitions live beside this file, the rules and the goal redaction in the package; every
@@ -71,7 +73,7 @@ from durable_navigator.navcore.evaluation.rules import Candidate, GitCommit, can
 __all__ = [
     "Task", "RepoSpec", "SelectionConfig", "QUALITY_REPOS", "QUALITY_SELECTION", "OFFLINE_REPOS", "HELD_OUT",
     "LANGUAGES", "build_tasks", "materialize", "repo_dir", "load_tasks", "redact_goal", "git_dir_for",
-    "MIRROR_ROOT", "DATA_ROOT", "REPOS_ROOT", "CLONES_ROOT", "private_tmp", "publish",
+    "MIRROR_ROOT", "DATA_ROOT", "REPOS_ROOT", "CLONES_ROOT", "private_tmp", "publish", "building",
 ]
 
 MIRROR_ROOT = Path("/work/.mirror")
@@ -185,6 +187,19 @@ def publish(tmp: Path, dest: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@contextmanager
+def building(dest: Path) -> Iterator[Path]:
+    """A private directory to build ``dest`` in (``private_tmp``): published as ``dest`` when the block
+    ends (``publish``), removed when it fails, so no half-made tree is left beside the real ones."""
+    tmp = private_tmp(dest)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    publish(tmp, dest)
+
+
 def _links_inside(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
     """``tarfile``'s ``data`` filter, except that a symbolic link to an absolute path or out of the
     tree (jekyll/jekyll's ``test/source/_includes/tmp`` -> ``/tmp``) is left out instead of failing
@@ -206,14 +221,8 @@ def materialize(tasks: list[Task]) -> None:
                 ["git", f"--git-dir={git_dir_for(task.repo)}", "archive", "--format=tar", task.parent],
                 capture_output=True, check=True,
             ).stdout
-            tmp = private_tmp(dest)
-            try:
-                with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
-                    tar.extractall(tmp, filter=_links_inside)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)  # no half-unpacked tree beside the real ones
-                raise
-            publish(tmp, dest)
+            with building(dest) as tmp, tarfile.open(fileobj=io.BytesIO(blob)) as tar:
+                tar.extractall(tmp, filter=_links_inside)
         missing = [f for f in task.gold_files if not (dest / f).is_file()]
         if missing:  # e.g. export-ignore in .gitattributes: the task could never be answered
             raise SystemExit(f"{task.id}: gold files {missing} are not in the checkout {dest}")
