@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/ranker_build.py sample [--tasks bench/tasks/corpus_tasks.jsonl]
         [--out bench/tasks/ranker_train_sample.txt]
-    nice -n 19 .venv/bin/python bench/ranker_build.py build [--until 03:30] [--limit N]
+    nice -n 19 .venv/bin/python bench/ranker_build.py build [--until 03:30] [--limit N] [--shard K/N]
 
 ``sample`` orders the corpus' train tasks round-robin over their repositories (the
 1st task of every repository, then the 2nd of every repository, ...; repositories
@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> None:
         p.add_argument("--sample", type=Path, default=SAMPLE)
     b.add_argument("--until", default="", help="stop starting tasks at this UTC time (HH:MM)")
     b.add_argument("--limit", type=int, default=0, help="only the first N tasks of the sample")
+    b.add_argument("--shard", default="", metavar="K/N",
+                   help="only every N-th task from the K-th (0-based): N builders share the cores and the cache")
     args = ap.parse_args(argv)
     if not args.tasks.is_file():
         raise SystemExit(f"no task file {args.tasks}; build it with `bench/corpus.py build`")
@@ -143,6 +145,11 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"no sample list {args.sample}; write it with `ranker_build.py sample`")
     tasks = read_sample(args.tasks, args.sample)
     tasks = tasks[: args.limit] if args.limit else tasks
+    if args.shard:
+        k, n = (int(x) for x in args.shard.split("/"))
+        if not 0 <= k < n:
+            raise SystemExit(f"--shard {args.shard}: K must be in 0..N-1")
+        tasks = tasks[k::n]
     started = time.monotonic()
     counts = build(tasks, _deadline(args.until))
     print(f"done in {time.monotonic() - started:.0f} s: {counts}", flush=True)

@@ -138,3 +138,30 @@ def test_spend_splits_the_maps_tokens_by_kind_of_shown_file() -> None:
     assert got["expanded_gold_tokens"] > 0 and got["expanded_gold_recall"] == 0.5  # 11-12 shown, 4 and 9 not
     assert got["listed_tokens"] > 0 and got["listed_recall"] == 0  # other.py: a path line only
     assert got["whole_other_recall"] == 0 and got["expanded_other_tokens"] == 0
+
+
+def test_train_ranker_bags_seeds_and_copies_tasks_without_history(tmp_path) -> None:
+    """``--bag K``: K boosters on consecutive seeds, one file the package's ranker loads and averages;
+    ``--no-history-copies``: a task as a checkout without ``.git`` sees it (history groups zero)."""
+    import numpy as np
+
+    import train_ranker
+    from durable_navigator.repomap.chunkrank.features import FEATURES, GROUPS
+    from durable_navigator.repomap.chunkrank.model import ChunkRanker, load_ranker
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(12):
+        X = rng.random((30, len(FEATURES))).astype(np.float32)
+        rows.append({"X": X, "label": (X[:, FEATURES.index("chunk_bm25_rel")] > 0.7).astype(np.int64) * 3,
+                     "repo": f"r{i % 3}"})
+    hist = [FEATURES.index(f) for g in ("history", "history_line") for f in GROUPS[g]]
+    bare = train_ranker.without_history(rows[0])
+    assert not bare["X"][:, hist].any() and rows[0]["X"][:, hist].any() and bare["repo"] == "r0"
+    keep = [c for c in range(len(FEATURES)) if c not in hist]
+    assert np.array_equal(bare["X"][:, keep], rows[0]["X"][:, keep])
+    cols = list(range(len(FEATURES)))
+    bag = train_ranker.fit(rows, cols, seed=7, trees=5, leaves=4, candidates=30, bag=2)
+    assert isinstance(bag, train_ranker.Bag) and len(bag.boosters) == 2 and bag.num_trees() == 5
+    ranker = ChunkRanker(bag.model_to_string(), list(FEATURES), load_ranker().calibration, "ranker-v97", 0.5)
+    assert np.allclose(ranker.score(rows[1]["X"]), bag.predict(rows[1]["X"]))

@@ -27,7 +27,7 @@ import lightgbm as lgb
 import numpy as np
 
 from durable_navigator.repomap.chunkrank.features import FEATURES, GROUPS
-from durable_navigator.repomap.chunkrank.model import MODEL_VERSION, Calibration, chunk_lines
+from durable_navigator.repomap.chunkrank.model import BAG_SEPARATOR, MODEL_VERSION, Calibration, chunk_lines
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -68,10 +68,29 @@ def train_view(row: dict[str, Any], candidates: int = TRAIN_CANDIDATES) -> np.nd
     return np.sort(np.argsort(-prior, kind="stable")[:candidates])
 
 
+class Bag:
+    """Boosters trained alike on other seeds; predicts their mean (what ``ChunkRanker`` does with the file)."""
+
+    def __init__(self, boosters: list[lgb.Booster]) -> None:
+        self.boosters = boosters
+
+    def predict(self, X: np.ndarray, num_threads: int = 1) -> np.ndarray:  # noqa: D102
+        return np.mean([b.predict(X, num_threads=num_threads) for b in self.boosters], axis=0)
+
+    def model_to_string(self) -> str:  # noqa: D102
+        return BAG_SEPARATOR.join(b.model_to_string() for b in self.boosters)
+
+    def num_trees(self) -> int:  # noqa: D102
+        return self.boosters[0].num_trees()
+
+
 def fit(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int, leaves: int = 15,
-        candidates: int = TRAIN_CANDIDATES) -> lgb.Booster:
+        candidates: int = TRAIN_CANDIDATES, bag: int = 1) -> Any:
     """A lambdarank booster on ``rows`` (tasks without a positive training candidate teach nothing:
-    left out); ``leaves`` per tree, ``candidates`` per task (``train_view``)."""
+    left out); ``leaves`` per tree, ``candidates`` per task (``train_view``). ``bag`` > 1: that many
+    boosters on seeds ``seed``, ``seed + 1``, ... (a :class:`Bag`)."""
+    if bag > 1:
+        return Bag([fit(rows, cols, seed + k, trees, leaves, candidates) for k in range(bag)])
     views = [(r, train_view(r, candidates)) for r in rows]
     use = [(r, v) for r, v in views if r["label"][v].sum() > 0 and len(v) > 1]
     X = np.vstack([r["X"][v][:, cols] for r, v in use])
@@ -79,6 +98,14 @@ def fit(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int, leav
     data = lgb.Dataset(X, y, group=[len(v) for _r, v in use], feature_name=[FEATURES[c] for c in cols],
                        free_raw_data=True)
     return lgb.train({**PARAMS, "seed": seed, "num_leaves": leaves}, data, num_boost_round=trees)
+
+
+def without_history(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` as a checkout without ``.git`` sees it: every ``history``/``history_line`` feature zero
+    (same repository, so the out-of-fold folds keep both copies on one side)."""
+    X = row["X"].copy()
+    X[:, [FEATURES.index(f) for g in ("history", "history_line") for f in GROUPS[g]]] = 0.0
+    return row | {"X": X}
 
 
 def repo_folds(rows: list[dict[str, Any]], k: int = FOLDS) -> list[list[int]]:
@@ -89,12 +116,12 @@ def repo_folds(rows: list[dict[str, Any]], k: int = FOLDS) -> list[list[int]]:
 
 
 def out_of_fold(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int,
-                leaves: int = 15, candidates: int = TRAIN_CANDIDATES) -> list[np.ndarray]:
+                leaves: int = 15, candidates: int = TRAIN_CANDIDATES, bag: int = 1) -> list[np.ndarray]:
     """Scores of every task's candidates from a model that never saw its repository."""
     scores: list[np.ndarray] = [np.zeros(0)] * len(rows)
     for held in repo_folds(rows):
         held_set = set(held)
-        booster = fit([r for i, r in enumerate(rows) if i not in held_set], cols, seed, trees, leaves, candidates)
+        booster = fit([r for i, r in enumerate(rows) if i not in held_set], cols, seed, trees, leaves, candidates, bag)
         for i in held:
             scores[i] = booster.predict(rows[i]["X"][:, cols], num_threads=1) if len(rows[i]["label"]) else np.zeros(0)
     return scores
@@ -113,7 +140,7 @@ def calibrate(rows: list[dict[str, Any]], scores: list[np.ndarray], min_points: 
                            min_points=min_points)
 
 
-def save(booster: lgb.Booster, cols: list[int], cal: Calibration, out: Path, info: dict[str, Any],
+def save(booster: Any, cols: list[int], cal: Calibration, out: Path, info: dict[str, Any],
          cost_power: float, version: str = MODEL_VERSION) -> None:
     """Write ``<version>.txt`` (the booster) and ``<version>.json`` (features, calibration, provenance)."""
     (out / f"{version}.txt").write_text(booster.model_to_string(), encoding="utf-8")
@@ -147,6 +174,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--even-calibration-version", default="", metavar="ranker-vN",
                     help="also write the same booster under this version with ranker-v2's calibration (16 even "
                          "quantile bins, no finer top bins): the ablation of the calibration alone")
+    ap.add_argument("--bag", type=int, default=1, help="average this many boosters trained on consecutive seeds")
+    ap.add_argument("--no-history-copies", action="store_true",
+                    help="train also on a copy of every task with the history groups zeroed (a tree without .git)")
     ap.add_argument("--out", type=Path, default=HERE.parent / "repomap" / "chunkrank")
     args = ap.parse_args(argv)
     if args.train_split == "test" or args.calib_split == "test":
@@ -156,6 +186,8 @@ def main(argv: list[str] | None = None) -> None:
     started = time.monotonic()
     only = set(args.only.read_text().split()) if args.only else None
     rows = load_rows(args.tasks, args.train_split, args.cached_only, only)
+    if args.no_history_copies:
+        rows = rows + [without_history(r) for r in rows]
     PARAMS["learning_rate"] = args.learning_rate
     dropped = [g for g in args.drop_groups.split(",") if g]
     unknown = sorted(set(dropped) - set(GROUPS))
@@ -165,16 +197,16 @@ def main(argv: list[str] | None = None) -> None:
     cols = [i for i, f in enumerate(FEATURES) if f not in gone]
     if args.calib_split:
         held = load_rows(args.tasks, args.calib_split)
-        booster = fit(rows, cols, args.seed, args.trees, args.leaves, args.candidates)
+        booster = fit(rows, cols, args.seed, args.trees, args.leaves, args.candidates, args.bag)
         scores = [booster.predict(r["X"][:, cols], num_threads=1) for r in held]
         cal, even = calibrate(held, scores), calibrate(held, scores, min_points=0)
     else:
-        oof = out_of_fold(rows, cols, args.seed, args.trees, args.leaves, args.candidates)
+        oof = out_of_fold(rows, cols, args.seed, args.trees, args.leaves, args.candidates, args.bag)
         cal, even = calibrate(rows, oof), calibrate(rows, oof, min_points=0)
-        booster = fit(rows, cols, args.seed, args.trees, args.leaves, args.candidates)
+        booster = fit(rows, cols, args.seed, args.trees, args.leaves, args.candidates, args.bag)
     info = {"tasks": args.tasks.name, "train_split": args.train_split, "calib_split": args.calib_split or "out-of-fold",
             "tasks_n": len(rows), "cached_only": args.cached_only, "repos": sorted({r["repo"] for r in rows}), "seed": args.seed, "trees": args.trees,
-            "leaves": args.leaves, "candidates": args.candidates, "learning_rate": args.learning_rate,
+            "leaves": args.leaves, "candidates": args.candidates, "learning_rate": args.learning_rate, "bag": args.bag,
             "dropped_groups": dropped, "lightgbm": lgb.__version__, "seconds": round(time.monotonic() - started)}
     save(booster, cols, cal, args.out, info, args.cost_power, args.version)
     if args.even_calibration_version:

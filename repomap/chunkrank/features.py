@@ -16,6 +16,8 @@ Groups:
   definition of the best lexical chunks or is called by them; test/doc file;
 * **size** -- lines, the file's lines, position in the file, definition or block;
 * **history** -- ``history.HISTORY_FEATURES`` of the chunk's file (0 without ``.git``);
+* **history_line** -- ``history.LINE_FEATURES`` of the chunk itself: the hunks of the past commits
+  whose messages resemble the goal, at line level (0 without ``.git``);
 * **semantic** -- cosine of the goal's and the chunk's (and its file's) embeddings from shipped
   static word vectors (``semantic``), raw and relative to the best candidate.
 
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from durable_navigator.repomap.chunkrank.chunks import ChunkSpan, RepoChunks, tokenize
-from durable_navigator.repomap.chunkrank.history import HISTORY_FEATURES, History
+from durable_navigator.repomap.chunkrank.history import HISTORY_FEATURES, LINE_FEATURES, History
 from durable_navigator.repomap.chunkrank.lexical import bm25_scores, coverage, name_match, path_match
 
 __all__ = ["FEATURES", "GROUPS", "ChunkFeatures", "EngineView", "chunk_features", "TOP_LEXICAL", "TOP_FILES", "TOP_GRAPH"]
@@ -51,6 +53,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
                    "name_refs", "calls_top", "called_by_top", "is_test", "is_doc", "is_data"),
     "size": ("n_lines", "file_lines", "rel_pos", "is_def", "is_class"),
     "history": HISTORY_FEATURES,
+    "history_line": LINE_FEATURES,
     "semantic": ("sem_chunk", "sem_chunk_rel", "sem_file", "sem_file_rel"),
 }
 FEATURES: tuple[str, ...] = tuple(f for names in GROUPS.values() for f in names)
@@ -121,12 +124,13 @@ def _structure(rc: RepoChunks, lex: np.ndarray) -> dict[str, np.ndarray]:
 
 def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History | None = None,
                    top_lexical: int = TOP_LEXICAL, top_files: int = TOP_FILES,
-                   top_graph: int | None = None, semantic: bool = False) -> ChunkFeatures:
+                   top_graph: int | None = None, semantic: bool = False, line_history: bool = False) -> ChunkFeatures:
     """Features of the candidate chunks of ``rc`` for ``goal`` (see the module docstring).
 
     ``semantic``: compute the ``semantic`` group (zeros otherwise). Training rows compute it, so a
     model can be trained with or without it; at run time only a model that reads it pays for it
-    (:attr:`ChunkRanker.semantic`)."""
+    (:attr:`ChunkRanker.semantic`). ``line_history`` likewise for the ``history_line`` group (one
+    ``git show`` of the goal's most similar past commits)."""
     terms = tokenize(goal)
     cols = rc.columns(terms)
     n, nf = len(rc.spans), len(rc.files)
@@ -174,6 +178,8 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
     if graph > 0:
         rows = np.union1d(rows, _graph_candidates(f["calls_top"], f["called_by_top"], f["chunk_bm25"], graph))
     f.update(_semantic(rc, terms, rows) if semantic else {k: np.zeros(n) for k in GROUPS["semantic"]})
+    f.update(history.line_features(rc, rows, terms) if line_history and history is not None
+             else {k: np.zeros(n) for k in LINE_FEATURES})
     X = np.column_stack([f[name][rows] for name in FEATURES]).astype(np.float32)
     return ChunkFeatures([rc.spans[i] for i in rows], rows, X)
 

@@ -12,7 +12,7 @@ from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap.chunkrank.chunks import STORE_FORMAT, RepoChunks
 from durable_navigator.repomap.chunkrank.features import EngineView
 from durable_navigator.repomap.chunkrank.parts import PartSource, file_parts
-from durable_navigator.repomap.chunkrank.history import History, history_from_log, load_history, run_log
+from durable_navigator.repomap.chunkrank.history import History, history_from_log, history_text, load_history
 from durable_navigator.repomap.origin import origin_of
 
 
@@ -99,13 +99,17 @@ def repo_history(root: Path, git_dir: Path | None = None, rev: str = "HEAD") -> 
 
 
 def history_log(root: Path) -> str:
-    """The ``git log`` text :func:`repo_history` parses for ``root`` (``""``: no history there), for a snapshot."""
+    """The history text :func:`repo_history` parses for a snapshot of ``root`` (``""``: no history there):
+    the ``git log``, and the commits' condensed diffs when the shipped ranker reads them (its
+    ``history_line`` group; reading 3,000 commits' diffs costs seconds)."""
+    from durable_navigator.repomap.chunkrank.model import load_ranker
+
     git_dir = Path(root) / ".git"
     sha = _resolve(git_dir, "HEAD") if git_dir.exists() else None
     if sha is None:
         return ""
     try:
-        return run_log(git_dir, sha)
+        return history_text(git_dir, sha, diffs=load_ranker().line_history)
     except (OSError, subprocess.TimeoutExpired):
         return ""
 

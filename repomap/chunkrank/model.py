@@ -19,10 +19,12 @@ import numpy as np
 
 from durable_navigator.repomap.chunkrank.features import FEATURES, GROUPS
 
-__all__ = ["MODEL_VERSION", "ChunkRanker", "Calibration", "load_ranker", "chunk_lines", "size_bucket",
+__all__ = ["MODEL_VERSION", "BAG_SEPARATOR", "ChunkRanker", "Calibration", "load_ranker", "chunk_lines", "size_bucket",
            "SIZE_EDGES"]
 
 MODEL_VERSION = "ranker-v5"
+#: between the boosters of a bagged model in its ``.txt`` file
+BAG_SEPARATOR = "\n%% next booster of the bag %%\n"
 
 
 #: chunk sizes (lines) that get a calibration table of their own: a long chunk with the same score
@@ -108,7 +110,10 @@ class ChunkRanker:
         if unknown:
             raise ValueError(f"model {version} reads features this engine does not compute: {unknown}; "
                              "rebuild it with bench/train_ranker.py")
-        self.booster = lightgbm.Booster(model_str=model_text)
+        #: one booster, or a bag of boosters trained alike on other seeds whose scores are averaged
+        #: (``bench/train_ranker.py --bag``: the seed's share of a model's dev figure halves)
+        self.boosters = [lightgbm.Booster(model_str=t) for t in model_text.split(BAG_SEPARATOR)]
+        self.booster = self.boosters[0]
         self.features = features
         self.columns = [FEATURES.index(f) for f in features]
         self.calibration = calibration
@@ -117,12 +122,15 @@ class ChunkRanker:
         self.cost_power = cost_power
         #: the model reads the ``semantic`` feature group (``chunk_features(semantic=True)``)
         self.semantic = any(f in GROUPS["semantic"] for f in features)
+        #: the model reads the ``history_line`` group (``chunk_features(line_history=True)``)
+        self.line_history = any(f in GROUPS["history_line"] for f in features)
 
     def score(self, X: np.ndarray) -> np.ndarray:
         """Ranking scores of the rows of a full feature matrix (columns in ``FEATURES`` order)."""
         if len(X) == 0:
             return np.zeros(0)
-        return np.asarray(self.booster.predict(X[:, self.columns], num_threads=1), dtype=np.float64)
+        cols = X[:, self.columns]
+        return np.mean([np.asarray(b.predict(cols, num_threads=1), dtype=np.float64) for b in self.boosters], axis=0)
 
     def values(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(scores, expected share in full, expected share as a signature)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import io
 import math
 import subprocess
 from pathlib import Path
@@ -17,7 +18,9 @@ from durable_navigator.repomap.chunkrank import FEATURES, GROUPS, EngineView, Re
 from durable_navigator.repomap.chunkrank import fromengine
 from durable_navigator.repomap.chunkrank.chunks import STORE_FORMAT, tokenize
 from durable_navigator.repomap.chunkrank.fromengine import engine_view, repo_chunks, repo_history
-from durable_navigator.repomap.chunkrank.history import HISTORY_FEATURES, History, load_history
+from durable_navigator.repomap.chunkrank.history import (HISTORY_FEATURES, LINE_FEATURES, History, condense_diffs,
+                                                         history_from_log, history_text, load_history, log_diffs,
+                                                         parse_diffs, run_log, show_diffs)
 from durable_navigator.repomap.chunkrank.lexical import bm25_scores, coverage, name_match
 
 
@@ -115,6 +118,82 @@ def test_history_points_at_files_whose_past_commits_resemble_the_goal(tmp_path: 
     assert repo_history(tmp_path) is None  # no .git: no history
 
 
+_LEDGER = ("import os\n\n\ndef reserve_funds(amount):\n    total = amount\n    return total\n\n\n"
+           "def settle(amount):\n    return -amount\n\n\nclass Book:\n    def close(self):\n        return 0\n")
+
+
+def test_line_history_points_at_the_definitions_similar_past_commits_changed(tmp_path: Path) -> None:
+    """The hunks of the past commits whose messages resemble the goal: their lines, the definitions they name
+    (git's function-name driver names a method, not only its class) and the terms they changed."""
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    _git(root, "init", "-q")
+    (root / "pkg" / "ledger.py").write_text(_LEDGER)
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "ledger")
+    (root / "pkg" / "ledger.py").write_text(_LEDGER.replace("total = amount", "total = round(amount, 2)")
+                                            .replace("return 0", "return 1"))
+    _git(root, "commit", "-qam", "rounding of reserved funds")
+    hist = load_history(root / ".git", "HEAD")
+    assert hist is not None and hist.diffs is not None and len(hist.shas[0]) == 40
+    shown = hist.diffs(hist.shas[:1])
+    (diff,) = shown.values()
+    fd = diff["pkg/ledger.py"]
+    assert fd.ranges == [(5, 5), (15, 15)]
+    assert {"reserve_funds", "close", "round", "total"} <= fd.names  # "close": the python driver's hunk header
+    assert {"round", "total", "amount"} <= fd.terms
+    engine = RepoMap.open(root, cache_dir=tmp_path / "cache", jobs=1)
+    rc = repo_chunks(engine)
+    goal = "rounding of reserved funds"
+    hist = repo_history(root)
+    cf = chunk_features(rc, goal, engine_view(engine, goal), hist, line_history=True)
+    by_name = {s.name: cf.X[i] for i, s in enumerate(cf.spans)}
+    col = {k: FEATURES.index(k) for k in LINE_FEATURES}
+    assert by_name["reserve_funds"][col["hist_span"]] == 1.0 and by_name["settle"][col["hist_span"]] == 0.0
+    assert by_name["reserve_funds"][col["hist_name"]] == 1.0 and by_name["settle"][col["hist_name"]] == 0.0
+    assert by_name["reserve_funds"][col["hist_code"]] > by_name["settle"][col["hist_code"]] >= 0.0
+    # a snapshot carries the log and every commit's condensed diff: the same features as the checkout
+    carried = history_from_log(history_text(root / ".git", "HEAD"))
+    assert carried is not None and carried.diffs is not None
+    snap = chunk_features(rc, goal, engine_view(engine, goal), carried, line_history=True)
+    assert np.array_equal(snap.X, cf.X)
+    # without line_history, or from a bare log (no diffs), the group is zero
+    off = chunk_features(rc, goal, engine_view(engine, goal), hist)
+    bare = history_from_log(run_log(root / ".git", "HEAD"))
+    assert bare is not None and bare.n == 2 and bare.diffs is None
+    on_bare = chunk_features(rc, goal, engine_view(engine, goal), bare, line_history=True)
+    for got in (off, on_bare):
+        assert not got.X[:, [col[k] for k in LINE_FEATURES]].any()
+
+
+def test_condensed_diffs_read_back_to_what_git_showed(tmp_path: Path) -> None:
+    """``condense_diffs`` keeps each commit's ranges, hunk-header names and words, in a fraction of the text."""
+    root = _history_repo(tmp_path / "r")
+    (root / "b.py").write_text("def parseHeader(raw):\n    return raw.split(':')\n")
+    _git(root, "commit", "-qam", "header parsing")
+    got = log_diffs(root / ".git", "HEAD")
+    assert len(got) == 5
+    back = parse_diffs(condense_diffs(got))
+    assert set(back) == set(got)
+    for sha, files in got.items():
+        assert set(back[sha]) == set(files)
+        for path, fd in files.items():
+            again = back[sha][path]
+            assert (again.ranges, again.names, again.terms) == (fd.ranges, fd.names, fd.terms)
+    assert {"parseHeader", "raw", "split"} <= next(iter(got.values()))["b.py"].names
+
+
+def test_line_history_reads_a_bounded_diff(tmp_path: Path) -> None:
+    """A commit that rewrote a file past the per-file cap is read up to the cap; a deleted file is left out."""
+    text = "\x1eabc\ndiff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1,0 +1,500 @@\n" + \
+        "".join(f"+v{i} = {i}\n" for i in range(500)) + \
+        "diff --git a/gone.py b/gone.py\n--- a/gone.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-old_name = 1\n"
+    got = parse_diffs(text)["abc"]
+    assert parse_diffs(io.StringIO(text, newline="\n"))["abc"]["x.py"].words == got["x.py"].words  # a stream
+    assert set(got) == {"x.py"} and got["x.py"].n_lines == 400 and got["x.py"].ranges == [(1, 500)]
+    assert "v399" in got["x.py"].names and "v400" not in got["x.py"].names
+
+
 def test_features_from_a_real_engine_rank_the_named_definition_first(tmp_path: Path) -> None:
     root = tmp_path / "repo"
     (root / "pkg").mkdir(parents=True)
@@ -187,3 +266,26 @@ def test_a_new_engine_process_reads_the_chunks_its_index_version_stored(tmp_path
     fromengine._CACHE.clear()
     again = repo_chunks(RepoMap.open(root, cache_dir=tmp_path / "cache", jobs=1))
     assert [s.name for s in again.spans] == ["settle"]
+
+
+def test_line_history_skips_what_git_cannot_show_and_never_fetches_from_a_partial_clone(tmp_path: Path) -> None:
+    """A commit whose blob is missing is left out, the others are read; a partial clone reads no diff at all
+    (each old blob would be fetched over the network)."""
+    root = _history_repo(tmp_path / "r")
+    hist = load_history(root / ".git", "HEAD")
+    assert hist is not None and hist.diffs is not None
+    before = hist.diffs(hist.shas)
+    assert len(before) == 4
+    # drop the blob the newest commit wrote for b.py (loose objects: a fresh repository is unpacked)
+    blob = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD:b.py"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    (root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    got = show_diffs(root / ".git", hist.shas)
+    assert set(got) == set(hist.shas[1:])  # the newest commit cannot be shown; the three others are
+    source = tmp_path / "src"
+    _git(tmp_path, "clone", "-q", str(_history_repo(source)), str(tmp_path / "full"))
+    _git(source, "config", "uploadpack.allowFilter", "true")
+    _git(tmp_path, "clone", "-q", "--no-checkout", "--filter=blob:none", f"file://{source}", str(tmp_path / "partial"))
+    partial = load_history(tmp_path / "partial" / ".git", "HEAD")
+    assert partial is not None and partial.n == 4 and partial.diffs is None
+    assert history_text(tmp_path / "partial" / ".git", "HEAD") == run_log(tmp_path / "partial" / ".git", "HEAD")

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from durable_navigator.repomap.chunkrank.features import FEATURES, GROUPS
 from durable_navigator.repomap.chunkrank.model import MODEL_VERSION, Calibration, load_ranker
@@ -86,3 +89,55 @@ def test_the_shipped_ranker_trained_on_the_corpus_train_split_loads_offline_and_
     assert scores[2] > scores[0] and scores[3] == scores[0]  # the matching chunk first; deterministic
     assert (full >= 0).all() and (sig >= 0).all()
     assert full[2] > full[0]  # same size bucket: the better score is worth more expected lines
+
+
+def test_only_a_model_that_reads_line_level_history_pays_for_it_and_its_snapshots_carry_the_diffs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ChunkRanker.line_history`` follows the features the model reads: the shipped one does not read the
+    ``history_line`` group, so an exploration runs no ``git show`` and a snapshot carries the log only;
+    a model that reads it makes a snapshot carry every commit's condensed diff."""
+    import lightgbm as lgb
+
+    from durable_navigator.repomap.chunkrank import fromengine, model
+    from durable_navigator.repomap.chunkrank.model import ChunkRanker
+
+    shipped = load_ranker()
+    assert not shipped.line_history and not set(shipped.features) & set(GROUPS["history_line"])
+    rng = np.random.default_rng(0)
+    booster = lgb.train({"objective": "regression", "verbosity": -1, "num_leaves": 4},
+                        lgb.Dataset(rng.random((50, 2)), rng.random(50)), num_boost_round=2)
+    reader = ChunkRanker(booster.model_to_string(), ["chunk_bm25", "hist_span"], shipped.calibration, "ranker-v99",
+                         shipped.cost_power)
+    assert reader.line_history
+    root = tmp_path / "repo"
+    root.mkdir()
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t",
+           "HOME": str(root), "PATH": "/usr/bin:/bin"}
+    (root / "a.py").write_text("def f():\n    return 1\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "first"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
+    assert "\x1ddiffs" not in fromengine.history_log(root)
+    monkeypatch.setattr(model, "load_ranker", lambda *a, **k: reader)
+    assert "\x1ddiffs" in fromengine.history_log(root) and "+++ b/a.py" in fromengine.history_log(root)
+
+
+def test_a_bagged_model_scores_the_mean_of_its_boosters() -> None:
+    """``train_ranker.py --bag K`` writes K boosters into one file; the ranker averages their scores."""
+    import lightgbm as lgb
+
+    from durable_navigator.repomap.chunkrank.model import BAG_SEPARATOR, ChunkRanker
+
+    shipped = load_ranker()
+    rng = np.random.default_rng(1)
+    X, y = rng.random((80, 2)), rng.random(80)
+    one, two = (lgb.train({"objective": "regression", "verbosity": -1, "num_leaves": 4, "seed": s,
+                           "bagging_fraction": 0.5, "bagging_freq": 1}, lgb.Dataset(X, y), num_boost_round=3)
+                for s in (1, 2))
+    features = ["chunk_bm25", "n_lines"]
+    bag = ChunkRanker(one.model_to_string() + BAG_SEPARATOR + two.model_to_string(), features, shipped.calibration,
+                      "ranker-v98", shipped.cost_power)
+    full = np.zeros((5, len(FEATURES)))
+    full[:, [FEATURES.index(f) for f in features]] = X[:5]
+    assert len(bag.boosters) == 2
+    assert np.allclose(bag.score(full), (one.predict(X[:5]) + two.predict(X[:5])) / 2)
+    assert not np.allclose(one.predict(X[:5]), two.predict(X[:5]))  # two seeds, two models
