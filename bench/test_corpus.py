@@ -113,6 +113,25 @@ def test_a_mirror_missing_an_old_blob_still_gives_the_history_without_leaks(
     assert _git(dest, "status", "--porcelain") == ""
 
 
+def test_a_mirror_missing_a_blob_of_the_parents_tree_gives_the_checkout_without_that_file(
+        mirror: tuple[RepoSpec, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """google/guice's mirror lacks a jar of the parent's own tree: ``git reset --hard`` refused the whole
+    checkout (and the dev run). The checkout leaves that file out, lists it, and keeps every other one."""
+    spec, shas = mirror
+    work = tmp_path / "mirror" / "acme+widget" / "repo"
+    task = next(t for t in corpus.mine_repo(spec, corpus.CORPUS_SELECTION, "HEAD")[0] if t.commit == shas[6])
+    lost = _git(work, "rev-parse", f"{task.parent}:src/ParserTest.java").strip()
+    (work / ".git" / "objects" / lost[:2] / lost[2:]).unlink()
+    dest = corpus.materialize_with_git(task)
+    assert "src/ParserTest.java" in capsys.readouterr().err
+    assert (dest / ".git" / "MISSING_FILES").read_text().split() == ["src/ParserTest.java"]
+    assert not (dest / "src" / "ParserTest.java").exists()
+    assert (dest / "src" / "Parser.java").read_text().splitlines()[60] == "line 61"
+    assert _git(dest, "rev-parse", "HEAD").strip() == task.parent
+    assert _git(dest, "ls-files").split() == ["src/Parser.java"]  # the index agrees with the tree
+    assert subprocess.run(["git", "cat-file", "-e", task.commit], cwd=dest, capture_output=True).returncode != 0
+
+
 def test_a_symlink_out_of_the_tree_is_left_out_of_the_unpacked_checkout(
         mirror: tuple[RepoSpec, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """jekyll/jekyll has ``test/source/_includes/tmp`` -> ``/tmp``: tarfile's ``data`` filter refused the
