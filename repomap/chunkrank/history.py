@@ -12,9 +12,10 @@ gives, per commit, its message terms and the files it touched. Per goal:
 * ``hist_cochange`` -- share of the file's commits that also touched one of the
   goal's strongest lexical candidate files (``seed`` files).
 
-At line level (``LINE_FEATURES``, per candidate chunk; only where git can show the
-commits' diffs, so a snapshot without ``.git`` gets zeros), from one ``git show -U0``
-of those best ``TOP_COMMITS``, each weighted by its similarity over the best one's:
+At line level (``LINE_FEATURES``, per candidate chunk; from one ``git show -U0`` of
+those best ``TOP_COMMITS``, or from the condensed diffs a snapshot carries; zeros in a
+partial clone and from a bare log), each commit weighted by its similarity over the
+best one's:
 
 * ``hist_span`` -- summed weight of the commits whose hunks (their line ranges in the
   commit's own version of the file) overlap the chunk's lines;
@@ -159,7 +160,6 @@ class History:
             out["hist_cochange"][known] = both / np.maximum(counts, 1.0)
         return out
 
-
     def top_commits(self, goal_terms: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """The best ``TOP_COMMITS`` commits by BM25 of their messages against the goal (similarity > 0),
         and every commit's similarity."""
@@ -235,26 +235,30 @@ def parse_diffs(lines: Iterable[str] | str) -> Diffs:
     out: Diffs = {}
     files: dict[str, FileDiff] = {}
     cur: FileDiff | None = None
-    seen = 0
+    seen, header = 0, True
     if isinstance(lines, str):
         lines = lines.split("\n")
     for line in lines:
         line = line.rstrip("\n")
         if line.startswith(_SEP_COMMIT):
             files = out.setdefault(line[1:].strip(), {})
-            cur, seen = None, 0
+            cur, seen, header = None, 0, True
             continue
         seen += len(line) + 1
         if seen > _MAX_COMMIT_BYTES:
             cur = None
-        elif line.startswith("+++ "):
+        elif line.startswith("diff --git "):
+            cur, header = None, True
+        elif header and line.startswith("+++ "):  # only in a file's header: "++ x" added is "+++ x"
             path = line[4:]
             cur = files.setdefault(path[2:], FileDiff()) if path.startswith("b/") else None
-        elif line.startswith("diff --git ") or line.startswith("--- "):
-            continue
+        elif header and not line.startswith("@@"):
+            continue  # index, mode, "--- a/..." lines
         elif cur is None or cur.n_lines >= _MAX_FILE_LINES:
+            header = False
             continue
         elif line.startswith("@@"):
+            header = False
             m = _HUNK.match(line)
             if m:
                 start, count = int(m.group(1)), int(m.group(2) or 1)
@@ -273,7 +277,7 @@ def condense_diffs(diffs: Diffs) -> str:
     for sha, files in diffs.items():
         out.append(f"{_SEP_COMMIT}{sha}")
         for path, fd in files.items():
-            out.append(f"+++ b/{path}")
+            out += [f"diff --git a/{path} b/{path}", f"+++ b/{path}"]
             for i, (a, b) in enumerate(fd.ranges):
                 out.append(f"@@ -0,0 +{a},{b - a + 1} @@ {' '.join(sorted(fd.headers)) if i == 0 else ''}".rstrip())
             if fd.words:
@@ -360,12 +364,12 @@ def history_text(git_dir: Path, rev: str, diffs: bool = True, max_commits: int =
     if not text or not diffs or _partial_clone(git_dir):
         return text
     try:
-        diffs = log_diffs(git_dir, rev, max_commits)
+        shown = log_diffs(git_dir, rev, max_commits)
     except (OSError, subprocess.SubprocessError) as exc:
         # the snapshot's ranking then lacks the line-level group: said, never silent
         log.warning("history: cannot read the diffs of %s (%s); the snapshot carries the log only", rev, exc)
         return text
-    return text + _SEP_DIFFS + condense_diffs(diffs)
+    return text + _SEP_DIFFS + condense_diffs(shown)
 
 
 @lru_cache(maxsize=4)

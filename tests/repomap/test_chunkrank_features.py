@@ -189,6 +189,10 @@ def test_line_history_reads_a_bounded_diff(tmp_path: Path) -> None:
         "".join(f"+v{i} = {i}\n" for i in range(500)) + \
         "diff --git a/gone.py b/gone.py\n--- a/gone.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-old_name = 1\n"
     got = parse_diffs(text)["abc"]
+    # an added line "++ x" reads "+++ x": content, not the next file's header
+    odd = parse_diffs("\x1eabc\ndiff --git a/y.c b/y.c\n--- a/y.c\n+++ b/y.c\n@@ -3 +3,2 @@ int main\n+++ counter;\n"
+                      "+--- done\n")["abc"]
+    assert set(odd) == {"y.c"} and odd["y.c"].words == {"counter", "done"} and odd["y.c"].n_lines == 2
     assert parse_diffs(io.StringIO(text, newline="\n"))["abc"]["x.py"].words == got["x.py"].words  # a stream
     assert set(got) == {"x.py"} and got["x.py"].n_lines == 400 and got["x.py"].ranges == [(1, 500)]
     assert "v399" in got["x.py"].names and "v400" not in got["x.py"].names
