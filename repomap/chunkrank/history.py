@@ -110,6 +110,7 @@ class History:
         #: the diffs of the given commits (``show_diffs`` on the repository, or those a snapshot carries)
         self.diffs = diffs if self.shas else None
         self._shown: dict[tuple[str, ...], Diffs] = {}
+        self._top: tuple[tuple[str, ...], tuple[np.ndarray, np.ndarray]] | None = None
 
         vocab: dict[str, int] = {}
         rows, cols = [], []
@@ -162,13 +163,19 @@ class History:
 
     def top_commits(self, goal_terms: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """The best ``TOP_COMMITS`` commits by BM25 of their messages against the goal (similarity > 0),
-        and every commit's similarity."""
+        and every commit's similarity (the last goal's kept: its file and line features both ask)."""
+        key, last = tuple(goal_terms), self._top  # one read: a worker's threads share a History
+        if last is not None and last[0] == key:
+            return last[1]
         cols = [c for t in dict.fromkeys(goal_terms) if (c := self.vocab.get(t)) is not None]
         sim = bm25_scores(self.msg_tf, cols) if self.n else np.zeros(0)
         if not self.n or sim.max() <= 0:
-            return np.zeros(0, dtype=np.int64), sim
-        top = np.argsort(-sim, kind="stable")[:TOP_COMMITS]
-        return top[sim[top] > 0], sim
+            got = (np.zeros(0, dtype=np.int64), sim)
+        else:
+            top = np.argsort(-sim, kind="stable")[:TOP_COMMITS]
+            got = (top[sim[top] > 0], sim)
+        self._top = (key, got)
+        return got
 
     def line_features(self, rc: "RepoChunks", rows: np.ndarray, goal_terms: list[str]) -> dict[str, np.ndarray]:
         """``LINE_FEATURES`` of the chunks ``rows`` of ``rc`` (arrays over all of ``rc``'s chunks, zero
@@ -202,6 +209,7 @@ class History:
             index = rc.__dict__["_file_index"] = {p: i for i, p in enumerate(rc.files)}
         idf = np.log(1.0 + n / (1.0 + rc.chunk_df.astype(np.float64)))
         indptr, indices = rc.tf.indptr, rc.tf.indices
+        code = np.zeros(len(rc.vocab))  # one file's changed-term weights at a time, reset after it
         for path, changes in by_file.items():
             f = index.get(path)
             if f is None:
@@ -209,11 +217,11 @@ class History:
             mine = rows[file_of == f]
             if not len(mine):
                 continue
-            code = np.zeros(len(rc.vocab))
-            names = []
+            names, touched = [], []
             for w, fd in changes:
                 cols = [c for t in fd.terms if (c := rc.vocab.get(t)) is not None]
                 code[cols] += w
+                touched += cols
                 names.append(fd.names)
             for i in mine:
                 s = rc.spans[i]
@@ -225,6 +233,7 @@ class History:
                 mass = float(idf[cols].sum())
                 if mass > 0:
                     out["hist_code"][i] = float((idf[cols] * code[cols]).sum()) / mass
+            code[touched] = 0.0
         return out
 
 
