@@ -167,18 +167,17 @@ def test_train_ranker_bags_seeds_and_copies_tasks_without_history(tmp_path) -> N
     assert np.allclose(ranker.score(rows[1]["X"]), bag.predict(rows[1]["X"]))
 
 
-def test_train_ranker_writes_stacked_value_and_file_factor_models_the_package_loads(tmp_path) -> None:
-    """``--stack`` (a second stage over ``STACK_FEATURES`` of the first stage's out-of-fold scores),
-    ``--value-model`` (a regression of each chunk's share of the changed lines) and
-    ``--file-factors`` (per file size, what the whole-file value is multiplied by) round-trip through
-    the model's two files into a ``ChunkRanker`` that scores as the trained boosters do."""
+
+def test_train_ranker_calibrates_relative_to_the_goals_best_few_and_the_package_reads_it_so(tmp_path) -> None:
+    """``--anchor K``: the calibration is fitted on scores relative to the mean of each goal's K best,
+    written into the model's ``.json``, and the loaded ranker values chunks the same way."""
     import json
 
     import numpy as np
 
     import train_ranker
     from durable_navigator.repomap.chunkrank.features import FEATURES
-    from durable_navigator.repomap.chunkrank.model import FILE_CHUNK_EDGES, STACK_FEATURES, ranker_from_files, stack_features
+    from durable_navigator.repomap.chunkrank.model import anchored, chunk_lines, ranker_from_files
 
     rng = np.random.default_rng(4)
     rows = []
@@ -186,34 +185,23 @@ def test_train_ranker_writes_stacked_value_and_file_factor_models_the_package_lo
         X = rng.random((30, len(FEATURES))).astype(np.float32)
         X[:, FEATURES.index("n_lines")] = np.log1p(rng.integers(1, 60, 30))
         label = (X[:, FEATURES.index("chunk_bm25_rel")] > 0.7).astype(np.int64) * 3
-        rows.append({"X": X, "label": label, "first": label > 0, "n_gold": int(label.sum()) or 1, "repo": f"r{i % 3}",
-                     "spans": [[f"f{j % 4}.py", j, j + 5] for j in range(30)]})
+        rows.append({"X": X, "label": label, "first": label > 0, "n_gold": int(label.sum()) or 1, "repo": f"r{i % 3}"})
     cols = list(range(len(FEATURES)))
-    first = train_ranker.out_of_fold(rows, cols, seed=7, trees=5, leaves=4, candidates=30)
-    assert all(len(s) == 30 for s in first)
-    rows2 = train_ranker.stacked(rows, first)
-    assert rows2[0]["X"].shape == (30, len(FEATURES) + len(STACK_FEATURES))
-    assert np.allclose(rows2[0]["X"][:, len(FEATURES):], stack_features(first[0], [p for p, _a, _b in rows[0]["spans"]]))
-    cols2 = cols + list(range(len(FEATURES), len(FEATURES) + len(STACK_FEATURES)))
-    cal = train_ranker.calibrate(rows, first, min_points=0)
-    factors = train_ranker.file_factors(rows, first, cal)
-    assert len(factors) == len(FILE_CHUNK_EDGES) + 1 and all(0.25 <= f <= 4.0 for f in factors)
+    oof = train_ranker.out_of_fold(rows, cols, seed=7, trees=5, leaves=4, candidates=30)
+    one, eight = (train_ranker.calibrate(rows, oof, min_points=0, anchor=k) for k in (1, 8))
+    assert (one.anchor, eight.anchor) == (1, 8) and max(max(t) for t in one.rel if t) <= 0 < max(max(t) for t in eight.rel if t)
     booster = train_ranker.fit(rows, cols, seed=7, trees=5, leaves=4, candidates=30)
-    stage2 = train_ranker.fit(rows2, cols2, seed=7, trees=5, leaves=4, candidates=30)
-    value = train_ranker.fit_values(rows2, cols2, seed=7, trees=5)
-    info = {"trees": 5}
-    files = [p for p, _a, _b in rows[1]["spans"]]
-    for version, parts in (("ranker-v95", {"stage2": (stage2, cols2)}), ("ranker-v94", {"value": (value, cols2)}),
-                           ("ranker-v93", {"factors": factors})):
-        train_ranker.save(booster, cols, cal, tmp_path, info, 0.5, version, **parts)
-        meta = json.loads((tmp_path / f"{version}.json").read_text())
-        ranker = ranker_from_files(meta, (tmp_path / f"{version}.txt").read_text())
-        s1 = booster.predict(rows[1]["X"])
-        both = np.hstack([rows[1]["X"].astype(np.float64), stack_features(s1, files)])
-        if "stage2" in parts:
-            assert np.allclose(ranker.score(rows[1]["X"], files), stage2.predict(both))
-        else:
-            assert np.allclose(ranker.score(rows[1]["X"], files), s1)
-        if "value" in parts:
-            assert np.allclose(ranker.values(rows[1]["X"], files)[1], np.clip(value.predict(both), 0, 1))
-        assert ranker.file_factors == (factors if "factors" in parts else None)
+    train_ranker.save(booster, cols, eight, tmp_path, {"trees": 5}, 0.75, "ranker-v95")
+    meta = json.loads((tmp_path / "ranker-v95.json").read_text())
+    assert meta["calibration"]["anchor"] == 8 and meta["cost_power"] == 0.75
+    ranker = ranker_from_files(meta, (tmp_path / "ranker-v95.txt").read_text())
+    X = rows[1]["X"]
+    s, full, _sig = ranker.values(X)
+    assert np.allclose(s, booster.predict(X))
+    want = np.zeros(len(s))
+    bucket = np.searchsorted(np.asarray((8, 20, 50)), chunk_lines(X), side="left")
+    for b in range(4):
+        m = bucket == b
+        if m.any() and eight.rel[b]:
+            want[m] = np.interp(anchored(s, 8)[m], eight.rel[b], eight.full[b])
+    assert np.allclose(full, want)

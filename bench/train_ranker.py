@@ -27,9 +27,7 @@ import lightgbm as lgb
 import numpy as np
 
 from durable_navigator.repomap.chunkrank.features import FEATURES, GROUPS
-from durable_navigator.repomap.chunkrank.model import (BAG_SEPARATOR, MODEL_VERSION, STACK_FEATURES, STAGE_SEPARATOR,
-                                                       FILE_CHUNK_EDGES, VALUE_SEPARATOR, Calibration, anchored, chunk_lines,
-                                                       file_bucket, stack_features)
+from durable_navigator.repomap.chunkrank.model import BAG_SEPARATOR, MODEL_VERSION, Calibration, anchored, chunk_lines
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -100,7 +98,7 @@ def fit(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int, leav
     use = [(r, v) for r, v in views if r["label"][v].sum() > 0 and len(v) > 1]
     X = np.vstack([r["X"][v][:, cols] for r, v in use])
     y = np.concatenate([grade(r["label"][v]) for r, v in use])
-    data = lgb.Dataset(X, y, group=[len(v) for _r, v in use], feature_name=[(FEATURES + STACK_FEATURES)[c] for c in cols],
+    data = lgb.Dataset(X, y, group=[len(v) for _r, v in use], feature_name=[FEATURES[c] for c in cols],
                        free_raw_data=True)
     return lgb.train({**PARAMS, "seed": seed, "num_leaves": leaves}, data, num_boost_round=trees)
 
@@ -111,29 +109,6 @@ def without_history(row: dict[str, Any]) -> dict[str, Any]:
     X = row["X"].copy()
     X[:, [FEATURES.index(f) for g in ("history", "history_line") for f in GROUPS[g]]] = 0.0
     return row | {"X": X}
-
-
-VALUE_PARAMS: dict[str, Any] = {"objective": "cross_entropy", "learning_rate": 0.05, "num_leaves": 31,
-                                "min_data_in_leaf": 200, "feature_fraction": 0.8, "bagging_fraction": 0.8,
-                                "bagging_freq": 1, "max_bin": 63, "verbosity": -1, "num_threads": 1,
-                                "deterministic": True, "force_row_wise": True}
-
-
-def fit_values(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int) -> Any:
-    """A regression of each candidate's share of its task's changed lines (in full) on ``cols`` of
-    ``rows`` (``stacked`` rows: ``STACK_FEATURES`` included), every candidate of every task."""
-    X = np.vstack([r["X"][:, cols] for r in rows])
-    y = np.concatenate([r["label"] / max(r["n_gold"], 1) for r in rows])
-    data = lgb.Dataset(X, np.clip(y, 0.0, 1.0), feature_name=[(FEATURES + STACK_FEATURES)[c] for c in cols],
-                       free_raw_data=True)
-    return lgb.train({**VALUE_PARAMS, "seed": seed}, data, num_boost_round=trees)
-
-
-def stacked(rows: list[dict[str, Any]], scores: list[np.ndarray]) -> list[dict[str, Any]]:
-    """``rows`` with ``STACK_FEATURES`` of the first stage's ``scores`` appended to ``X`` (columns
-    ``len(FEATURES)`` on: what a stacked model's second stage reads)."""
-    return [r | {"X": np.hstack([r["X"].astype(np.float64), stack_features(s, [p for p, _a, _b in r["spans"]])])}
-            for r, s in zip(rows, scores)]
 
 
 def repo_folds(rows: list[dict[str, Any]], k: int = FOLDS) -> list[list[int]]:
@@ -170,42 +145,13 @@ def calibrate(rows: list[dict[str, Any]], scores: list[np.ndarray], min_points: 
                            min_points=min_points, anchor=anchor)
 
 
-def file_factors(rows: list[dict[str, Any]], scores: list[np.ndarray], cal: Calibration) -> tuple[float, ...]:
-    """Per ``FILE_CHUNK_EDGES`` bucket (a file's candidate chunks): the changed lines the bucket's
-    files hold over the sum of their chunks' calibrated values (out-of-fold ``scores``), in [0.25, 4]."""
-    got, want = np.zeros(len(FILE_CHUNK_EDGES) + 1), np.zeros(len(FILE_CHUNK_EDGES) + 1)
-    for r, s in zip(rows, scores):
-        if not len(s):
-            continue
-        full, _sig = cal.values(s, chunk_lines(r["X"]))
-        share = r["label"] / max(r["n_gold"], 1)
-        files = [p for p, _a, _b in r["spans"]]
-        count: dict[str, int] = {}
-        for p in files:
-            count[p] = count.get(p, 0) + 1
-        bucket = np.array([file_bucket(count[p]) for p in files])
-        np.add.at(got, bucket, full)
-        np.add.at(want, bucket, share)
-    return tuple(float(np.clip(w / g, 0.25, 4.0)) if g > 0 else 1.0 for w, g in zip(want, got))
-
-
 def save(booster: Any, cols: list[int], cal: Calibration, out: Path, info: dict[str, Any],
-         cost_power: float, version: str = MODEL_VERSION, stage2: tuple[Any, list[int]] | None = None,
-         value: tuple[Any, list[int]] | None = None, factors: tuple[float, ...] | None = None) -> None:
-    """Write ``<version>.txt`` (the booster; a stacked model's second stage after ``STAGE_SEPARATOR``,
-    a value model after ``VALUE_SEPARATOR``) and ``<version>.json`` (features, calibration, provenance)."""
-    text = (booster.model_to_string() + (STAGE_SEPARATOR + stage2[0].model_to_string() if stage2 else "")
-            + (VALUE_SEPARATOR + value[0].model_to_string() if value else ""))
-    (out / f"{version}.txt").write_text(text, encoding="utf-8")
+         cost_power: float, version: str = MODEL_VERSION) -> None:
+    """Write ``<version>.txt`` (the booster) and ``<version>.json`` (features, calibration, provenance)."""
+    (out / f"{version}.txt").write_text(booster.model_to_string(), encoding="utf-8")
     meta = {"version": version, "features": [FEATURES[c] for c in cols], "cost_power": cost_power,
             "calibration": {"rel": list(cal.rel), "full": list(cal.full), "sig": list(cal.sig), "anchor": cal.anchor},
             "trained": info}
-    if stage2:
-        meta["stage2_features"] = [(FEATURES + STACK_FEATURES)[c] for c in stage2[1]]
-    if factors is not None:
-        meta["file_factors"] = list(factors)
-    if value:
-        meta["value_features"] = [(FEATURES + STACK_FEATURES)[c] for c in value[1]]
     (out / f"{version}.json").write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
 
 
@@ -237,13 +183,6 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--bag", type=int, default=1, help="average this many boosters trained on consecutive seeds")
     ap.add_argument("--no-history-copies", action="store_true",
                     help="train also on a copy of every task with the history groups zeroed (a tree without .git)")
-    ap.add_argument("--stack", action="store_true",
-                    help="a second stage that ranks again with STACK_FEATURES of the first stage's out-of-fold scores")
-    ap.add_argument("--value-model", type=int, default=0, metavar="TREES",
-                    help="a value model of this many trees: each chunk's expected share of the changed lines "
-                         "regressed on its features and STACK_FEATURES of the first stage's out-of-fold scores")
-    ap.add_argument("--file-factors", action="store_true",
-                    help="fit a factor per file size (FILE_CHUNK_EDGES) on the whole-file values, out of fold")
     ap.add_argument("--anchor", type=int, default=ANCHOR,
                     help="calibrate scores relative to the mean of each goal's this many best (model.Calibration)")
     ap.add_argument("--out", type=Path, default=HERE.parent / "repomap" / "chunkrank")
@@ -264,29 +203,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"--drop-groups {','.join(unknown)}: no such group; pick from {', '.join(GROUPS)}")
     gone = {f for g in dropped for f in GROUPS[g]}
     cols = [i for i, f in enumerate(FEATURES) if f not in gone]
-    stage2 = value = factors = None
-    if args.file_factors and (args.value_model or args.stack or args.calib_split):
-        raise SystemExit("--file-factors: fitted out of fold on the one-stage model; leave --value-model, --stack "
-                         "and --calib-split out")
-    if args.value_model:
-        if args.stack or args.calib_split:
-            raise SystemExit("--value-model: leave --stack and --calib-split out")
-        first = out_of_fold(rows, cols, args.seed, args.trees, args.leaves, args.candidates, args.bag)
-        cal, even = calibrate(rows, first, anchor=args.anchor), calibrate(rows, first, min_points=0, anchor=args.anchor)
-        cols2 = cols + list(range(len(FEATURES), len(FEATURES) + len(STACK_FEATURES)))
-        value = (fit_values(stacked(rows, first), cols2, args.seed, args.value_model), cols2)
-        booster = fit(rows, cols, args.seed, args.trees, args.leaves, args.candidates, args.bag)
-    elif args.stack:
-        if args.calib_split:
-            raise SystemExit("--stack calibrates out of fold: leave --calib-split out")
-        first = out_of_fold(rows, cols, args.seed, args.trees, args.leaves, args.candidates, args.bag)
-        rows2 = stacked(rows, first)
-        cols2 = cols + list(range(len(FEATURES), len(FEATURES) + len(STACK_FEATURES)))
-        oof = out_of_fold(rows2, cols2, args.seed, args.trees, args.leaves, args.candidates, args.bag)
-        cal, even = calibrate(rows2, oof, anchor=args.anchor), calibrate(rows2, oof, min_points=0, anchor=args.anchor)
-        booster = fit(rows, cols, args.seed, args.trees, args.leaves, args.candidates, args.bag)
-        stage2 = (fit(rows2, cols2, args.seed, args.trees, args.leaves, args.candidates, args.bag), cols2)
-    elif args.calib_split:
+    if args.calib_split:
         held = load_rows(args.tasks, args.calib_split)
         booster = fit(rows, cols, args.seed, args.trees, args.leaves, args.candidates, args.bag)
         scores = [booster.predict(r["X"][:, cols], num_threads=1) for r in held]
@@ -294,18 +211,15 @@ def main(argv: list[str] | None = None) -> None:
     else:
         oof = out_of_fold(rows, cols, args.seed, args.trees, args.leaves, args.candidates, args.bag)
         cal, even = calibrate(rows, oof, anchor=args.anchor), calibrate(rows, oof, min_points=0, anchor=args.anchor)
-        factors = file_factors(rows, oof, cal) if args.file_factors else None
         booster = fit(rows, cols, args.seed, args.trees, args.leaves, args.candidates, args.bag)
     info = {"tasks": args.tasks.name, "train_split": args.train_split, "calib_split": args.calib_split or "out-of-fold",
             "tasks_n": len(rows), "cached_only": args.cached_only, "repos": sorted({r["repo"] for r in rows}), "seed": args.seed, "trees": args.trees,
             "leaves": args.leaves, "candidates": args.candidates, "learning_rate": args.learning_rate, "bag": args.bag,
-            "dropped_groups": dropped, "stacked": args.stack, "lightgbm": lgb.__version__,
-            "seconds": round(time.monotonic() - started)}
-    save(booster, cols, cal, args.out, info | {"value_trees": args.value_model}, args.cost_power, args.version,
-         stage2, value, factors)
+            "dropped_groups": dropped, "anchor": args.anchor, "lightgbm": lgb.__version__, "seconds": round(time.monotonic() - started)}
+    save(booster, cols, cal, args.out, info, args.cost_power, args.version)
     if args.even_calibration_version:
         save(booster, cols, even, args.out, info | {"calibration": "16 even quantile bins"}, args.cost_power,
-             args.even_calibration_version, stage2, value)
+             args.even_calibration_version)
     print(f"wrote {args.out}/{args.version}.{{txt,json}} from {len(rows)} tasks", file=sys.stderr)
 
 

@@ -53,7 +53,7 @@ def ranker_hits(engine: Any, query: str, limit: int, history: bool) -> list[Sear
                         line_history=ranker.line_history)
     if not cf.spans:
         return []
-    scores = ranker.score(cf.X, [span.path for span in cf.spans])
+    scores = ranker.score(cf.X)
     order = sorted(range(len(cf.spans)), key=lambda i: (-float(scores[i]), cf.spans[i].path, cf.spans[i].start))
     out: list[SearchHit] = []
     syms: dict[str, list[Any]] = {}

@@ -19,41 +19,17 @@ import numpy as np
 
 from durable_navigator.repomap.chunkrank.features import FEATURES, GROUPS
 
-__all__ = ["MODEL_VERSION", "BAG_SEPARATOR", "STAGE_SEPARATOR", "VALUE_SEPARATOR", "STACK_FEATURES", "ChunkRanker", "Calibration", "anchored",
-           "load_ranker", "ranker_from_files", "chunk_lines", "size_bucket", "stack_features", "file_bucket", "SIZE_EDGES",
-           "FILE_CHUNK_EDGES"]
+__all__ = ["MODEL_VERSION", "BAG_SEPARATOR", "ChunkRanker", "Calibration", "anchored", "load_ranker", "ranker_from_files",
+           "chunk_lines", "size_bucket", "SIZE_EDGES"]
 
 MODEL_VERSION = "ranker-v5"
 #: between the boosters of a bagged model in its ``.txt`` file
 BAG_SEPARATOR = "\n%% next booster of the bag %%\n"
-#: between a stacked model's first and second stage in its ``.txt`` file
-STAGE_SEPARATOR = "\n%% second stage %%\n"
-#: before a model's value booster in its ``.txt`` file
-VALUE_SEPARATOR = "\n%% value model %%\n"
-#: what a stacked model's second stage reads besides ``FEATURES``: each chunk among the goal's other
-#: candidates by the first stage's score -- the chunk's own score and rank, its file's best score and
-#: rank, how many of the goal's 20 best chunks its file holds, its rank inside its file, its file's
-#: share of the goal's score mass, and how far the goal's best chunk is ahead of the second
-STACK_FEATURES = ("s1_rel", "s1_rank", "file_best_rel", "file_rank", "file_top", "in_file_rank", "file_mass",
-                  "goal_gap", "n_candidates")
-_TOP = 20
 
 
 #: chunk sizes (lines) that get a calibration table of their own: a long chunk with the same score
 #: holds more gold lines than a short one, and the allocator prices lines per token
 SIZE_EDGES = (8, 20, 50)
-
-
-#: files by how many candidate chunks they hold: each bucket's whole-file value gets a factor of its own
-#: (``ChunkRanker.file_factor``) -- the sum of a file's chunk values is the expected share of the
-#: changed lines in it only if each value is right, and the many small values of a long file's tail
-#: add up to more than such files hold
-FILE_CHUNK_EDGES = (2, 5, 10, 20, 40, 80)
-
-
-def file_bucket(n_chunks: int) -> int:
-    """Bucket index (0..len(FILE_CHUNK_EDGES)) of a file with ``n_chunks`` candidate chunks."""
-    return int(np.searchsorted(np.asarray(FILE_CHUNK_EDGES), n_chunks, side="right"))
 
 
 def size_bucket(n_lines: np.ndarray) -> np.ndarray:
@@ -75,10 +51,10 @@ class Calibration:
 
     A score is taken relative to the mean of the goal's ``anchor`` best scores. Relative to the best
     one alone (``anchor`` 1, ranker-v5), a goal whose best chunk stands far ahead of the rest gives
-    every other chunk too little: on the corpus train split out of fold, its chunks hold 3.4 times
-    what the table said where the best leads the second by more than 2, and 0.57 times where they
-    are within 0.1; relative to the mean of the best 8 the two are 1.01 and 0.83
-    (``bench/RANKER.md``, session 13)."""
+    every other chunk too little: on the corpus train split out of fold, among the chunks valued
+    above 0.003, those of goals whose best leads the second by more than 2 hold 3.35 times what the
+    table says, those of goals whose best two are within 0.1 of each other 0.57 times; relative to
+    the mean of the best 8, 1.01 and 0.95 times (``bench/RANKER.md``, session 13)."""
 
     rel: tuple[tuple[float, ...], ...]
     full: tuple[tuple[float, ...], ...]
@@ -139,127 +115,44 @@ def _binned(rel: np.ndarray, full: np.ndarray, sig: np.ndarray, bins: int,
     return xs, fs, ss
 
 
-def stack_features(s: np.ndarray, files: list[str]) -> np.ndarray:
-    """``STACK_FEATURES`` of one goal's candidates from their first-stage scores ``s`` and files."""
-    n = len(s)
-    out = np.zeros((n, len(STACK_FEATURES)), dtype=np.float64)
-    if n == 0:
-        return out
-    s = np.asarray(s, dtype=np.float64)
-    _names, inv = np.unique(np.asarray(files, dtype=object).astype(str), return_inverse=True)
-    nf = int(inv.max()) + 1
-    order = np.argsort(-s, kind="stable")
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n)
-    top = float(s[order[0]])
-    best = np.full(nf, -np.inf)
-    np.maximum.at(best, inv, s)
-    file_rank = np.empty(nf, dtype=np.int64)
-    file_rank[np.argsort(-best, kind="stable")] = np.arange(nf)
-    by_file = np.lexsort((rank, inv))  # grouped by file, best first inside each
-    first_of = np.searchsorted(inv[by_file], np.arange(nf))
-    in_file = np.empty(n, dtype=np.int64)
-    in_file[by_file] = np.arange(n) - first_of[inv[by_file]]
-    mass = np.exp(np.clip(s - top, -50.0, 0.0))
-    file_mass = np.bincount(inv, weights=mass, minlength=nf)
-    out[:, 0] = s - top
-    out[:, 1] = np.log1p(rank)
-    out[:, 2] = best[inv] - top
-    out[:, 3] = np.log1p(file_rank[inv])
-    out[:, 4] = np.bincount(inv[rank < _TOP], minlength=nf)[inv]
-    out[:, 5] = np.log1p(in_file)
-    out[:, 6] = file_mass[inv] / file_mass.sum()
-    out[:, 7] = top - float(s[order[1]]) if n > 1 else 0.0
-    out[:, 8] = np.log1p(n)
-    return out
-
-
 class ChunkRanker:
     """A loaded model: ``score`` ranks candidate chunks, ``values`` prices them for the allocator."""
 
     def __init__(self, model_text: str, features: list[str], calibration: Calibration, version: str,
-                 cost_power: float = 1.0, stage2_features: list[str] | None = None,
-                 value_features: list[str] | None = None, file_factors: tuple[float, ...] | None = None) -> None:
+                 cost_power: float = 1.0) -> None:
         import lightgbm  # loaded only when ranking: the engine's other paths never pay for it
 
-        extra = set(stage2_features or ()) | set(value_features or ())
-        unknown = sorted(set(features) - set(FEATURES)) + sorted(extra - set(FEATURES + STACK_FEATURES))
+        unknown = sorted(set(features) - set(FEATURES))
         if unknown:
             raise ValueError(f"model {version} reads features this engine does not compute: {unknown}; "
                              "rebuild it with bench/train_ranker.py")
-        model_text, _, value_text = model_text.partition(VALUE_SEPARATOR)
-        if bool(value_text) != (value_features is not None):
-            raise ValueError(f"model {version}: its file and its feature list disagree on a value model; "
-                             "rebuild it with bench/train_ranker.py")
-        #: a value model (``bench/train_ranker.py --value-model``): the expected share of the goal's
-        #: changed lines a chunk holds in full, regressed on ``value_features`` (``STACK_FEATURES`` of
-        #: the first stage's scores among them) instead of read off the calibration's table
-        self.value_boosters = [lightgbm.Booster(model_str=t) for t in value_text.split(BAG_SEPARATOR)] if value_text else []
-        self.value_features = list(value_features or ())
-        self.value_columns = [(FEATURES + STACK_FEATURES).index(f) for f in self.value_features]
-        first, _, second = model_text.partition(STAGE_SEPARATOR)
-        if bool(second) != (stage2_features is not None):
-            raise ValueError(f"model {version}: its file and its feature list disagree on a second stage; "
-                             "rebuild it with bench/train_ranker.py")
         #: one booster, or a bag of boosters trained alike on other seeds whose scores are averaged
         #: (``bench/train_ranker.py --bag``: the seed's share of a model's dev figure halves)
-        self.boosters = [lightgbm.Booster(model_str=t) for t in first.split(BAG_SEPARATOR)]
+        self.boosters = [lightgbm.Booster(model_str=t) for t in model_text.split(BAG_SEPARATOR)]
         self.booster = self.boosters[0]
-        #: a stacked model's second stage (``bench/train_ranker.py --stack``): it ranks again with
-        #: ``STACK_FEATURES`` of the first stage's scores besides ``stage2_features``
-        self.stage2 = [lightgbm.Booster(model_str=t) for t in second.split(BAG_SEPARATOR)] if second else []
-        self.stage2_features = list(stage2_features or ())
-        self.stage2_columns = [(FEATURES + STACK_FEATURES).index(f) for f in self.stage2_features]
         self.features = features
         self.columns = [FEATURES.index(f) for f in features]
         self.calibration = calibration
-        #: per ``FILE_CHUNK_EDGES`` bucket, what the sum of a file's chunk values is multiplied by to be
-        #: the file's expected share (fitted out of fold by ``bench/train_ranker.py``; none: 1)
-        if file_factors is not None and len(file_factors) != len(FILE_CHUNK_EDGES) + 1:
-            raise ValueError(f"model {version}: {len(file_factors)} file factors for "
-                             f"{len(FILE_CHUNK_EDGES) + 1} buckets; rebuild it with bench/train_ranker.py")
-        self.file_factors = tuple(file_factors) if file_factors is not None else None
         self.version = version
         #: the allocator's cost power chosen on dev with this model (``allocate(cost_power=...)``)
         self.cost_power = cost_power
         #: the model reads the ``semantic`` feature group (``chunk_features(semantic=True)``)
-        self.semantic = any(f in GROUPS["semantic"] for f in features + self.stage2_features + self.value_features)
+        self.semantic = any(f in GROUPS["semantic"] for f in features)
         #: the model reads the ``history_line`` group (``chunk_features(line_history=True)``)
-        self.line_history = any(f in GROUPS["history_line"] for f in features + self.stage2_features + self.value_features)
+        self.line_history = any(f in GROUPS["history_line"] for f in features)
 
-    def file_factor(self, n_chunks: int) -> float:
-        """What the sum of the values of a file's ``n_chunks`` candidate chunks is multiplied by."""
-        return 1.0 if self.file_factors is None else self.file_factors[file_bucket(n_chunks)]
-
-    def score(self, X: np.ndarray, files: list[str] | None = None) -> np.ndarray:
-        """Ranking scores of one goal's candidates: the rows of a full feature matrix (columns in
-        ``FEATURES`` order) and, for a stacked model, each row's file."""
-        return self._scores(X, files)[1]
-
-    def _scores(self, X: np.ndarray, files: list[str] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-        """(first stage's scores, final scores, ``X`` with ``STACK_FEATURES`` appended when a later
-        stage read them)."""
+    def score(self, X: np.ndarray) -> np.ndarray:
+        """Ranking scores of the rows of a full feature matrix (columns in ``FEATURES`` order)."""
         if len(X) == 0:
-            return np.zeros(0), np.zeros(0), None
-        s = _mean_predict(self.boosters, X[:, self.columns])
-        if not self.stage2 and not self.value_boosters:
-            return s, s, None
-        if files is None or len(files) != len(X):
-            raise ValueError(f"model {self.version} reads its candidates' places: score() needs each candidate's file")
-        both = np.hstack([X.astype(np.float64), stack_features(s, files)])
-        return s, _mean_predict(self.stage2, both[:, self.stage2_columns]) if self.stage2 else s, both
+            return np.zeros(0)
+        cols = X[:, self.columns]
+        return np.mean([np.asarray(b.predict(cols, num_threads=1), dtype=np.float64) for b in self.boosters], axis=0)
 
-    def values(self, X: np.ndarray, files: list[str] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def values(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(scores, expected share in full, expected share as a signature)."""
-        _first, s, both = self._scores(X, files)
+        s = self.score(X)
         full, sig = self.calibration.values(s, chunk_lines(X))
-        if self.value_boosters and both is not None:
-            full = np.clip(_mean_predict(self.value_boosters, both[:, self.value_columns]), 0.0, 1.0)
         return s, full, sig
-
-
-def _mean_predict(boosters: list, X: np.ndarray) -> np.ndarray:
-    return np.mean([np.asarray(b.predict(X, num_threads=1), dtype=np.float64) for b in boosters], axis=0)
 
 
 def chunk_lines(X: np.ndarray) -> np.ndarray:
@@ -280,7 +173,4 @@ def ranker_from_files(meta: dict, text: str) -> ChunkRanker:
     """The ranker a model's two files describe: its ``.json`` (parsed) and its ``.txt``."""
     cal = meta["calibration"]
     table = Calibration(*(tuple(tuple(t) for t in cal[k]) for k in ("rel", "full", "sig")), int(cal.get("anchor", 1)))
-    stage2, value, factors = meta.get("stage2_features"), meta.get("value_features"), meta.get("file_factors")
-    return ChunkRanker(text, list(meta["features"]), table, meta["version"], float(meta["cost_power"]),
-                       list(stage2) if stage2 is not None else None, list(value) if value is not None else None,
-                       tuple(factors) if factors is not None else None)
+    return ChunkRanker(text, list(meta["features"]), table, meta["version"], float(meta["cost_power"]))

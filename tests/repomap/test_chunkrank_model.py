@@ -143,58 +143,6 @@ def test_a_bagged_model_scores_the_mean_of_its_boosters() -> None:
     assert not np.allclose(one.predict(X[:5]), two.predict(X[:5]))  # two seeds, two models
 
 
-def test_stack_features_place_each_chunk_among_the_goals_other_candidates() -> None:
-    """A stacked model's second stage reads each chunk's place by the first stage's scores: its own
-    rank, its file's best score and rank, its rank inside its file, its file's share of the mass."""
-    from durable_navigator.repomap.chunkrank.model import STACK_FEATURES, stack_features
-
-    s = np.array([1.0, 3.0, 2.0, -1.0, 2.5])
-    files = ["b.py", "a.py", "b.py", "c.py", "a.py"]
-    got = dict(zip(STACK_FEATURES, stack_features(s, files).T))
-    assert np.allclose(got["s1_rel"], s - 3.0)
-    assert np.allclose(got["s1_rank"], np.log1p([3, 0, 2, 4, 1]))
-    assert np.allclose(got["file_best_rel"], [-1.0, 0.0, -1.0, -4.0, 0.0])
-    assert np.allclose(got["file_rank"], np.log1p([1, 0, 1, 2, 0]))
-    assert np.allclose(got["file_top"], [2, 2, 2, 1, 2])  # five candidates: all in the goal's top 20
-    assert np.allclose(got["in_file_rank"], np.log1p([1, 0, 0, 0, 1]))
-    mass = np.exp(s - 3.0)
-    assert np.allclose(got["file_mass"][[1, 0, 3]], [(mass[1] + mass[4]), (mass[0] + mass[2]), mass[3]] / mass.sum())
-    assert np.allclose(got["goal_gap"], 0.5)
-    assert stack_features(np.zeros(0), []).shape == (0, len(STACK_FEATURES))
-    assert np.allclose(stack_features(np.array([4.0]), ["x"])[0, [0, 1, 4, 7]], [0.0, 0.0, 1.0, 0.0])
-
-
-def test_a_stacked_model_ranks_again_with_its_first_stages_places_and_needs_the_files() -> None:
-    """``train_ranker.py --stack`` writes both stages into one file: the second reads the features
-    it names plus ``STACK_FEATURES`` of the first stage's scores."""
-    import lightgbm as lgb
-
-    from durable_navigator.repomap.chunkrank.model import STACK_FEATURES, STAGE_SEPARATOR, ChunkRanker, stack_features
-
-    shipped = load_ranker()
-    rng = np.random.default_rng(2)
-    X, y = rng.random((60, 2)), rng.random(60)
-    params = {"objective": "regression", "verbosity": -1, "num_leaves": 4, "min_data_in_leaf": 5}
-    first = lgb.train(params, lgb.Dataset(X, y), num_boost_round=3)
-    Z = np.hstack([X[:, :1], rng.random((60, 2))])
-    second = lgb.train(params, lgb.Dataset(Z, y), num_boost_round=3)
-    stage2 = ["chunk_bm25", "file_best_rel", "in_file_rank"]
-    ranker = ChunkRanker(first.model_to_string() + STAGE_SEPARATOR + second.model_to_string(), ["chunk_bm25", "n_lines"],
-                         shipped.calibration, "ranker-v97", shipped.cost_power, stage2)
-    full = np.zeros((6, len(FEATURES)))
-    full[:, [FEATURES.index("chunk_bm25"), FEATURES.index("n_lines")]] = X[:6]
-    files = ["a", "a", "b", "c", "b", "a"]
-    ctx = stack_features(first.predict(X[:6]), files)
-    want = second.predict(np.column_stack([X[:6, 0], ctx[:, STACK_FEATURES.index("file_best_rel")],
-                                           ctx[:, STACK_FEATURES.index("in_file_rank")]]))
-    assert np.allclose(ranker.score(full, files), want)
-    assert np.allclose(ranker.values(full, files)[0], want)
-    with pytest.raises(ValueError, match="needs each candidate's file"):
-        ranker.score(full)
-    with pytest.raises(ValueError, match="disagree on a second stage"):
-        ChunkRanker(first.model_to_string(), ["chunk_bm25", "n_lines"], shipped.calibration, "ranker-v96", 0.5, stage2)
-
-
 def test_a_calibration_anchored_on_the_best_few_scores_reads_them_as_it_was_fitted() -> None:
     """``anchor`` K: scores relative to the mean of the goal's K best; 1 is the best alone (ranker-v5)."""
     from durable_navigator.repomap.chunkrank.model import anchored

@@ -125,7 +125,7 @@ def _engine_inputs(engine: Any, goal: str) -> tuple[Any, Any, Any]:
     ranker = load_ranker()
     cf = chunk_features(repo_chunks(engine), goal, engine_view(engine, goal), repo_history(engine.root),
                         semantic=ranker.semantic, line_history=ranker.line_history)
-    return cf, ranker, ranker.values(cf.X, [span.path for span in cf.spans])
+    return cf, ranker, ranker.values(cf.X)
 
 
 def _containing(syms: list[Any], a: int, b: int, name: str) -> Any:
@@ -284,10 +284,6 @@ def _priced_options(engine: Any, goal: str, cfg: LearnedConfig, ranked: dict[str
     boost = (lambda p, v: max(v * cfg.feedback_boost, top) if focused(p) else v)
     price = _Prices(engine)
     expand, per_file = _options(engine, cf, full, sig, ranked, cfg, boost, price)
-    if ranker.file_factors is not None:
-        held = Counter(span.path for span in cf.spans)
-        for path, f in per_file.items():
-            f["full"].value *= ranker.file_factor(held[path])
     options = list(expand.values()) + [o for f in per_file.values() for k, o in f.items()
                                        if k == "full" or cfg.outlines]
     best: dict[str, float] = {}

@@ -297,29 +297,3 @@ def test_the_choice_costs_what_the_map_spends_on_it(long_engine, goal: str, budg
     choice = learned_choice(long_engine, plan, goal, CFG.learned, excluded=lambda p: False, focused=lambda p: False)
     assert len(choice.expand) >= 2 and Level.FULL not in choice.levels.values(), choice
     assert _rendered_cost(long_engine, plan, choice, CFG) == choice.cost, choice.notes
-
-
-def test_a_models_file_factors_scale_each_files_whole_file_value(engine, monkeypatch) -> None:
-    """A model with ``file_factors`` (``train_ranker.py --file-factors``) multiplies the sum of a
-    file's chunk values, the value of showing it whole, by its size bucket's factor; expansions keep
-    their values."""
-    from durable_navigator.activities.models.offline import learned
-    from durable_navigator.repomap.chunkrank import model
-    from durable_navigator.repomap.chunkrank.model import FILE_CHUNK_EDGES
-
-    shipped = model.load_ranker()
-    ranked = {r.path: r for r in engine.rank(FlightPlan(token_budget=4000))}
-    cfg = LearnedConfig()
-
-    def options(factors):
-        scaled = model.ChunkRanker.__new__(model.ChunkRanker)
-        scaled.__dict__.update(shipped.__dict__, file_factors=factors)
-        monkeypatch.setattr(model, "load_ranker", lambda *a, **k: scaled)
-        got, _best, _power, _price = learned._priced_options(engine, GOAL, cfg, ranked, lambda p: False)
-        return {(o.kind, o.path, o.ref): o.value for o in got}
-
-    plain, quarter = options(None), options((0.25,) * (len(FILE_CHUNK_EDGES) + 1))
-    assert plain.keys() == quarter.keys()
-    full = [k for k in plain if k[0] == "full" and plain[k] > 0]
-    assert full and all(abs(quarter[k] - 0.25 * plain[k]) < 1e-12 for k in full)
-    assert all(quarter[k] == plain[k] for k in plain if k[0] == "expand")
