@@ -18,6 +18,11 @@ Groups:
 * **history** -- ``history.HISTORY_FEATURES`` of the chunk's file (0 without ``.git``);
 * **history_line** -- ``history.LINE_FEATURES`` of the chunk itself: the hunks of the past commits
   whose messages resemble the goal, at line level (0 without ``.git``);
+* **corpus** -- chunk and file BM25 and coverage with the corpus-wide idf (``corpusidf``: how common
+  a term is across the training repositories, not in this one), raw and relative to the best; the
+  mean corpus idf of the goal's terms (how specific the goal is);
+* **feedback** -- pseudo-relevance feedback: BM25 of the terms the best lexical chunks share beyond
+  the goal's own (``_feedback``), per chunk and per file, raw and relative to the best;
 * **semantic** -- cosine of the goal's and the chunk's (and its file's) embeddings from shipped
   static word vectors (``semantic``), raw and relative to the best candidate.
 
@@ -36,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from durable_navigator.repomap.chunkrank.chunks import ChunkSpan, RepoChunks, tokenize
+from durable_navigator.repomap.chunkrank.corpusidf import load_corpus_idf
 from durable_navigator.repomap.chunkrank.history import HISTORY_FEATURES, LINE_FEATURES, History
 from durable_navigator.repomap.chunkrank.lexical import bm25_scores, coverage, name_match, path_match
 
@@ -55,6 +61,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "history": HISTORY_FEATURES,
     "history_line": LINE_FEATURES,
     "semantic": ("sem_chunk", "sem_chunk_rel", "sem_file", "sem_file_rel"),
+    "corpus": ("chunk_bm25_c", "chunk_bm25_c_rel", "chunk_cover_c", "file_bm25_c", "file_bm25_c_rel", "file_cover_c",
+               "goal_cidf"),
+    "feedback": ("chunk_prf", "chunk_prf_rel", "file_prf", "file_prf_rel"),
 }
 FEATURES: tuple[str, ...] = tuple(f for names in GROUPS.values() for f in names)
 _ERROR = re.compile(r"\b\w*(Error|Exception|Traceback|Panic|panic|crash\w*|fail\w*|raise[sd]?)\b|`[^`]+`|\"[^\"]{8,}\"")
@@ -124,13 +133,14 @@ def _structure(rc: RepoChunks, lex: np.ndarray) -> dict[str, np.ndarray]:
 
 def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History | None = None,
                    top_lexical: int = TOP_LEXICAL, top_files: int = TOP_FILES,
-                   top_graph: int | None = None, semantic: bool = False, line_history: bool = False) -> ChunkFeatures:
+                   top_graph: int | None = None, semantic: bool = False, line_history: bool = False,
+                   corpus: bool = False, feedback: bool = False) -> ChunkFeatures:
     """Features of the candidate chunks of ``rc`` for ``goal`` (see the module docstring).
 
     ``semantic``: compute the ``semantic`` group (zeros otherwise). Training rows compute it, so a
     model can be trained with or without it; at run time only a model that reads it pays for it
     (:attr:`ChunkRanker.semantic`). ``line_history`` likewise for the ``history_line`` group (one
-    ``git show`` of the goal's most similar past commits)."""
+    ``git show`` of the goal's most similar past commits), ``corpus`` and ``feedback`` for theirs."""
     terms = tokenize(goal)
     cols = rc.columns(terms)
     n, nf = len(rc.spans), len(rc.files)
@@ -166,6 +176,8 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
     per_file.update(hist)
     per_file["file_lines"] = np.log1p(rc.file_lines.astype(np.float64))
     f.update(_structure(rc, lex))
+    f.update(_corpus(rc, terms, cols) if corpus else {})
+    f.update(_feedback(rc, lex, cols) if feedback else {k: np.zeros(n) for k in GROUPS["feedback"]})
     f["n_lines"] = np.log1p((rc.ends - rc.starts + 1).astype(np.float64))
     f["rel_pos"] = (rc.starts - 1) / np.maximum(rc.file_lines[rc.file_of], 1)
     f["is_def"] = np.array([float(bool(s.name)) for s in rc.spans])
@@ -173,6 +185,8 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
                               for s in rc.spans])
     for k, v in per_file.items():
         f[k] = v[rc.file_of]
+    if not corpus:
+        f.update({k: np.zeros(n) for k in GROUPS["corpus"]})
     rows = _candidates(rc, lex, per_file["eng_score"], top_lexical, top_files)
     graph = TOP_GRAPH if top_graph is None else top_graph
     if graph > 0:
@@ -182,6 +196,60 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
              else {k: np.zeros(n) for k in LINE_FEATURES})
     X = np.column_stack([f[name][rows] for name in FEATURES]).astype(np.float32)
     return ChunkFeatures([rc.spans[i] for i in rows], rows, X)
+
+
+#: pseudo-relevance feedback: the best lexical chunks read, and the expansion terms taken from them
+PRF_DOCS = 10
+PRF_TERMS = 12
+
+
+def _feedback(rc: RepoChunks, lex: np.ndarray, cols: list[int]) -> dict[str, np.ndarray]:
+    """The ``feedback`` group: BM25 of the goal's expansion terms (RM-style pseudo-relevance feedback).
+
+    The ``PRF_DOCS`` best chunks by chunk BM25 vote for their terms (each chunk's term shares
+    weighted by its score), a vote times the term's idf ranks the terms, and the ``PRF_TERMS`` best
+    that the goal does not say score every chunk and file by BM25 with their idf scaled by their
+    vote (the best term 1). A goal that says "rate limit" reaches the ``throttle`` code that the
+    limiter's own chunks call; a goal no chunk matches gets zeros."""
+    n, nf = len(rc.spans), len(rc.files)
+    zeros = {k: np.zeros(n) for k in GROUPS["feedback"]}
+    top = np.argsort(-lex, kind="stable")[:PRF_DOCS]
+    top = top[lex[top] > 0]
+    if len(top) == 0:
+        return zeros
+    sub = rc.tf[top].astype(np.float64)
+    lengths = np.maximum(np.asarray(sub.sum(axis=1)).ravel(), 1.0)
+    w = lex[top] / lex[top].sum() / lengths
+    vote = np.asarray(sub.multiply(w[:, None]).sum(axis=0)).ravel()
+    cand = np.flatnonzero(vote)
+    cand = cand[~np.isin(cand, cols)]
+    if len(cand) == 0:
+        return zeros
+    idf = np.log(1.0 + (n - rc.chunk_df[cand] + 0.5) / (rc.chunk_df[cand] + 0.5))
+    weight = vote[cand] * idf
+    best = np.argsort(-weight, kind="stable")[:PRF_TERMS]
+    exp_cols, scale = cand[best].tolist(), weight[best] / weight[best].max()
+    c = bm25_scores(rc.tf, exp_cols, idf[best] * scale)
+    ff = np.log(1.0 + (nf - rc.file_df[cand[best]] + 0.5) / (rc.file_df[cand[best]] + 0.5))
+    fl = bm25_scores(rc.file_tf, exp_cols, ff * scale)
+    return {"chunk_prf": c, "chunk_prf_rel": c / max(float(c.max()), 1e-9),
+            "file_prf": fl[rc.file_of], "file_prf_rel": (fl / max(float(fl.max()), 1e-9))[rc.file_of]}
+
+
+def _corpus(rc: RepoChunks, terms: list[str], cols: list[int]) -> dict[str, np.ndarray]:
+    """The ``corpus`` group: lexical scores with the corpus-wide idf (``corpusidf``)."""
+    table = load_corpus_idf()
+    names = [t for t in dict.fromkeys(terms) if t in rc.vocab]  # ``cols``' terms, in its order
+    cidf, fidf = table.chunk_idf(names), table.file_idf(names)
+    c = bm25_scores(rc.tf, cols, cidf)
+    fl = bm25_scores(rc.file_tf, cols, fidf)
+    goal = table.chunk_idf(list(dict.fromkeys(terms)))
+    n = len(rc.spans)
+    return {"chunk_bm25_c": c, "chunk_bm25_c_rel": c / max(float(c.max()), 1e-9),
+            "chunk_cover_c": coverage(rc.tf, cols, cidf),
+            "file_bm25_c": fl[rc.file_of], "file_bm25_c_rel": (fl / max(float(fl.max()), 1e-9))[rc.file_of],
+            "file_cover_c": coverage(rc.file_tf, cols, fidf)[rc.file_of],
+            "goal_cidf": np.full(n, float(goal.mean()) if len(goal) else 0.0)}
 
 
 def _semantic(rc: RepoChunks, terms: list[str], rows: np.ndarray) -> dict[str, np.ndarray]:

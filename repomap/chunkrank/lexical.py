@@ -21,8 +21,9 @@ def _idf(df: np.ndarray, n: int) -> np.ndarray:
     return np.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
-def bm25_scores(tf, cols: list[int]) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """Okapi BM25 (k1 1.5, b 0.75, Lucene idf) of each row of ``tf`` (docs x terms counts) for ``cols``."""
+def bm25_scores(tf, cols: list[int], idf: np.ndarray | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Okapi BM25 (k1 1.5, b 0.75) of each row of ``tf`` (docs x terms counts) for ``cols``: with the
+    rows' own Lucene idf, or with ``idf`` (one per column, e.g. the corpus-wide one) when given."""
     n = tf.shape[0]
     out = np.zeros(n)
     if not cols or n == 0:
@@ -30,8 +31,8 @@ def bm25_scores(tf, cols: list[int]) -> np.ndarray:  # type: ignore[no-untyped-d
     dl = np.asarray(tf.sum(axis=1)).ravel()
     norm = K1 * (1.0 - B + B * dl / max(float(dl.mean()), 1e-9))
     sub = tf[:, cols].tocsc()
-    df = np.diff(sub.indptr).astype(np.float64)
-    idf = _idf(df, n)
+    if idf is None:
+        idf = _idf(np.diff(sub.indptr).astype(np.float64), n)
     for j in range(len(cols)):
         lo, hi = sub.indptr[j], sub.indptr[j + 1]
         rows, x = sub.indices[lo:hi], sub.data[lo:hi].astype(np.float64)
@@ -39,13 +40,15 @@ def bm25_scores(tf, cols: list[int]) -> np.ndarray:  # type: ignore[no-untyped-d
     return out
 
 
-def coverage(tf, cols: list[int]) -> np.ndarray:  # type: ignore[no-untyped-def]
-    """Per row: idf-weighted share of the goal's distinct terms the row contains (0..1)."""
+def coverage(tf, cols: list[int], idf: np.ndarray | None = None) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Per row: idf-weighted share of the goal's distinct terms the row contains (0..1); the rows'
+    own idf, or ``idf`` (one per column) when given."""
     n = tf.shape[0]
     if not cols or n == 0:
         return np.zeros(n)
     sub = (tf[:, cols] > 0).astype(np.float64)
-    idf = _idf(np.asarray(sub.sum(axis=0)).ravel(), n)
+    if idf is None:
+        idf = _idf(np.asarray(sub.sum(axis=0)).ravel(), n)
     return np.asarray(sub @ idf).ravel() / max(float(idf.sum()), 1e-9)
 
 

@@ -140,6 +140,10 @@ class ChunkRanker:
         self.semantic = any(f in GROUPS["semantic"] for f in features)
         #: the model reads the ``history_line`` group (``chunk_features(line_history=True)``)
         self.line_history = any(f in GROUPS["history_line"] for f in features)
+        #: the model reads the ``corpus`` group (``chunk_features(corpus=True)``)
+        self.corpus = any(f in GROUPS["corpus"] for f in features)
+        #: the model reads the ``feedback`` group (``chunk_features(feedback=True)``)
+        self.feedback = any(f in GROUPS["feedback"] for f in features)
 
     def score(self, X: np.ndarray) -> np.ndarray:
         """Ranking scores of the rows of a full feature matrix (columns in ``FEATURES`` order)."""

@@ -293,3 +293,75 @@ def test_line_history_skips_what_git_cannot_show_and_never_fetches_from_a_partia
     partial = load_history(tmp_path / "partial" / ".git", "HEAD")
     assert partial is not None and partial.n == 4 and partial.diffs is None
     assert history_text(tmp_path / "partial" / ".git", "HEAD") == run_log(tmp_path / "partial" / ".git", "HEAD")
+
+
+def test_bm25_and_coverage_take_a_given_idf_per_column() -> None:
+    tf = sp.csr_matrix(np.array([[2.0, 0.0], [0.0, 1.0], [1.0, 1.0]]))
+    own = bm25_scores(tf, [0])
+    assert np.allclose(bm25_scores(tf, [0], np.array([2.0])), own / math.log(1 + 1.5 / 2.5) * 2.0)
+    # a term common in the corpus weighs less in the share though this repository rarely says it
+    assert np.allclose(coverage(tf, [0, 1], np.array([3.0, 1.0])), [0.75, 0.25, 1.0])
+
+
+def test_corpus_idf_table_round_trips_byte_for_byte_and_unknown_terms_get_the_highest_idf(tmp_path: Path) -> None:
+    from durable_navigator.repomap.chunkrank.corpusidf import idf_of_share, read_table, write_table
+
+    shares = {"return": 0.6, "reserve": 0.001}
+    a, b = tmp_path / "a.tsv.gz", tmp_path / "b.tsv.gz"
+    write_table(a, shares, {"return": 0.9, "reserve": 0.01}, 1e-4, {"repos": 2})
+    write_table(b, shares, {"return": 0.9, "reserve": 0.01}, 1e-4, {"repos": 2})
+    assert a.read_bytes() == b.read_bytes()  # no time stamp nor file name in the gzip header
+    table = read_table(a.read_bytes())
+    assert table.meta["repos"] == 2 and table.meta["version"] == "corpus-idf-v1"
+    got = table.chunk_idf(["return", "reserve", "never_seen"])
+    assert got[0] < got[1] < got[2] == table.default
+    assert np.isclose(got[1], idf_of_share(np.array([0.001]), 1e-4)[0], atol=1e-3)
+    assert table.file_idf(["return"])[0] < table.chunk_idf(["return"])[0]
+
+
+def test_the_shipped_corpus_idf_loads_offline_and_knows_code_from_goal_words() -> None:
+    from durable_navigator.repomap.chunkrank.corpusidf import load_corpus_idf
+
+    table = load_corpus_idf()
+    assert table.meta["repos"] >= 60 and len(table.chunk) > 10_000
+    common, specific = table.chunk_idf(["return", "reserve"])
+    assert common < 2.0 < specific
+
+
+def test_corpus_features_score_the_goal_with_the_corpus_idf_and_can_be_left_out() -> None:
+    rc = _repo()
+    view = EngineView({"pkg/ledger.py": 1.0}, {"pkg/ledger.py": 0}, {})
+    goal = "reserve_funds breaks when the amount is negative"
+    cf = chunk_features(rc, goal, view, corpus=True)
+    col = FEATURES.index
+    row = {(s.path, s.start): cf.X[i] for i, s in enumerate(cf.spans)}
+    target = row[("pkg/ledger.py", 3)]
+    assert target[col("chunk_bm25_c_rel")] == 1.0 and target[col("file_bm25_c")] > 0
+    assert 0 < target[col("chunk_cover_c")] <= 1 and target[col("goal_cidf")] > 0
+    off = chunk_features(rc, goal, view)
+    assert all(off.X[:, col(c)].max() == 0 for c in GROUPS["corpus"])
+    others = [col(c) for c in FEATURES if c not in GROUPS["corpus"]]
+    assert np.array_equal(off.X[:, others], cf.X[:, others])
+
+
+def test_feedback_scores_code_that_shares_the_best_chunks_terms_but_not_the_goals() -> None:
+    files = {
+        "limit.py": ["def rate_limit(req):", "    return throttle_window(req, bucket_tokens)"],
+        "window.py": ["def throttle_window(req, bucket_tokens):", "    return bucket_tokens - req.cost"],
+        "other.py": ["def render_page(html):", "    return html.strip()"],
+    }
+    syms = {"limit.py": [(1, 2, "rate_limit", "function")], "window.py": [(1, 2, "throttle_window", "function")],
+            "other.py": [(1, 2, "render_page", "function")]}
+    rc = RepoChunks(sorted(files), files, syms)
+    view = EngineView({"limit.py": 1.0, "window.py": 0.5, "other.py": 0.2}, {"limit.py": 0, "window.py": 1, "other.py": 2},
+                      {})
+    cf = chunk_features(rc, "rate limit is ignored", view, top_files=3, feedback=True)
+    col = FEATURES.index
+    row = {s.path: cf.X[i] for i, s in enumerate(cf.spans)}
+    assert row["window.py"][col("chunk_bm25")] == 0  # says no goal term
+    assert row["window.py"][col("chunk_prf")] > 0 and row["window.py"][col("file_prf_rel")] > 0
+    # ``other.py`` shares only the path term ``py`` with the best chunk
+    assert row["window.py"][col("chunk_prf")] > 5 * row["other.py"][col("chunk_prf")]
+    none = chunk_features(rc, "nothing here matches", view, top_files=3, feedback=True)
+    off = chunk_features(rc, "rate limit is ignored", view, top_files=3)
+    assert all(m.X[:, col(c)].max() == 0 for c in GROUPS["feedback"] for m in (none, off))

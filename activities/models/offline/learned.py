@@ -124,7 +124,8 @@ def _engine_inputs(engine: Any, goal: str) -> tuple[Any, Any, Any]:
 
     ranker = load_ranker()
     cf = chunk_features(repo_chunks(engine), goal, engine_view(engine, goal), repo_history(engine.root),
-                        semantic=ranker.semantic, line_history=ranker.line_history)
+                        semantic=ranker.semantic, line_history=ranker.line_history,
+                        corpus=ranker.corpus, feedback=ranker.feedback)
     return cf, ranker, ranker.values(cf.X)
 
 
