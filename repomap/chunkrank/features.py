@@ -176,7 +176,7 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
     per_file.update(hist)
     per_file["file_lines"] = np.log1p(rc.file_lines.astype(np.float64))
     f.update(_structure(rc, lex))
-    f.update(_corpus(rc, terms, cols) if corpus else {})
+    f.update(_corpus(rc, terms, cols) if corpus else {k: np.zeros(n) for k in GROUPS["corpus"]})
     f.update(_feedback(rc, lex, cols) if feedback else {k: np.zeros(n) for k in GROUPS["feedback"]})
     f["n_lines"] = np.log1p((rc.ends - rc.starts + 1).astype(np.float64))
     f["rel_pos"] = (rc.starts - 1) / np.maximum(rc.file_lines[rc.file_of], 1)
@@ -185,8 +185,6 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
                               for s in rc.spans])
     for k, v in per_file.items():
         f[k] = v[rc.file_of]
-    if not corpus:
-        f.update({k: np.zeros(n) for k in GROUPS["corpus"]})
     rows = _candidates(rc, lex, per_file["eng_score"], top_lexical, top_files)
     graph = TOP_GRAPH if top_graph is None else top_graph
     if graph > 0:
