@@ -43,7 +43,7 @@ import numpy as np
 from durable_navigator.repomap.chunkrank.chunks import ChunkSpan, RepoChunks, tokenize
 from durable_navigator.repomap.chunkrank.corpusidf import load_corpus_idf
 from durable_navigator.repomap.chunkrank.history import HISTORY_FEATURES, LINE_FEATURES, History
-from durable_navigator.repomap.chunkrank.lexical import bm25_scores, coverage, name_match, path_match
+from durable_navigator.repomap.chunkrank.lexical import bm25_scores, coverage, lucene_idf, name_match, path_match
 
 __all__ = ["FEATURES", "GROUPS", "ChunkFeatures", "EngineView", "chunk_features", "TOP_LEXICAL", "TOP_FILES", "TOP_GRAPH"]
 
@@ -223,12 +223,12 @@ def _feedback(rc: RepoChunks, lex: np.ndarray, cols: list[int]) -> dict[str, np.
     cand = cand[~np.isin(cand, cols)]
     if len(cand) == 0:
         return zeros
-    idf = np.log(1.0 + (n - rc.chunk_df[cand] + 0.5) / (rc.chunk_df[cand] + 0.5))
+    idf = lucene_idf(rc.chunk_df[cand], n)
     weight = vote[cand] * idf
     best = np.argsort(-weight, kind="stable")[:PRF_TERMS]
     exp_cols, scale = cand[best].tolist(), weight[best] / weight[best].max()
     c = bm25_scores(rc.tf, exp_cols, idf[best] * scale)
-    ff = np.log(1.0 + (nf - rc.file_df[cand[best]] + 0.5) / (rc.file_df[cand[best]] + 0.5))
+    ff = lucene_idf(rc.file_df[cand[best]], nf)
     fl = bm25_scores(rc.file_tf, exp_cols, ff * scale)
     return {"chunk_prf": c, "chunk_prf_rel": c / max(float(c.max()), 1e-9),
             "file_prf": fl[rc.file_of], "file_prf_rel": (fl / max(float(fl.max()), 1e-9))[rc.file_of]}

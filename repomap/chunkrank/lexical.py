@@ -11,13 +11,14 @@ import numpy as np
 
 from durable_navigator.repomap.chunkrank.chunks import RepoChunks, tokenize
 
-__all__ = ["bm25_scores", "coverage", "name_match", "path_match", "K1", "B"]
+__all__ = ["bm25_scores", "coverage", "lucene_idf", "name_match", "path_match", "K1", "B"]
 
 K1 = 1.5
 B = 0.75
 
 
-def _idf(df: np.ndarray, n: int) -> np.ndarray:
+def lucene_idf(df: np.ndarray, n: int) -> np.ndarray:
+    """Lucene's BM25 idf of document frequencies ``df`` among ``n`` documents."""
     return np.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
@@ -32,7 +33,7 @@ def bm25_scores(tf, cols: list[int], idf: np.ndarray | None = None) -> np.ndarra
     norm = K1 * (1.0 - B + B * dl / max(float(dl.mean()), 1e-9))
     sub = tf[:, cols].tocsc()
     if idf is None:
-        idf = _idf(np.diff(sub.indptr).astype(np.float64), n)
+        idf = lucene_idf(np.diff(sub.indptr).astype(np.float64), n)
     for j in range(len(cols)):
         lo, hi = sub.indptr[j], sub.indptr[j + 1]
         rows, x = sub.indices[lo:hi], sub.data[lo:hi].astype(np.float64)
@@ -48,7 +49,7 @@ def coverage(tf, cols: list[int], idf: np.ndarray | None = None) -> np.ndarray: 
         return np.zeros(n)
     sub = (tf[:, cols] > 0).astype(np.float64)
     if idf is None:
-        idf = _idf(np.asarray(sub.sum(axis=0)).ravel(), n)
+        idf = lucene_idf(np.asarray(sub.sum(axis=0)).ravel(), n)
     return np.asarray(sub @ idf).ravel() / max(float(idf.sum()), 1e-9)
 
 
