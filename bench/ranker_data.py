@@ -79,7 +79,7 @@ def task_rows(task: Task, history: bool = True, baseline: bool = True) -> dict[s
     rc = repo_chunks(engine)
     hist = load_history(git_dir_for(task.repo), task.parent) if history else None
     cf = chunk_features(rc, task.goal, engine_view(engine, task.goal), hist, semantic=True, line_history=True,
-                        corpus=True, feedback=True)
+                        corpus=True, feedback=True, assoc=True, assoc_table=assoc_table(task))
     gold = {p: set(v) for p, v in task.gold_lines.items()}
     label = np.array([len([n for n in gold.get(s.path, ()) if s.start <= n <= s.end]) for s in cf.spans])
     first = np.array([float(s.start in gold.get(s.path, ())) for s in cf.spans])
@@ -90,6 +90,22 @@ def task_rows(task: Task, history: bool = True, baseline: bool = True) -> dict[s
             "spans": [[s.path, s.start, s.end] for s in cf.spans], "base": base}
     save_rows(out, X=cf.X, label=label, first=first, fcost=fcost, scost=scost, meta=json.dumps(meta))
     return {"X": cf.X, "label": label, "first": first, "fcost": fcost, "scost": scost} | meta
+
+
+def assoc_table(task: Task, _memo: dict[str, Any] = {}) -> Any:  # noqa: B006 (the corpus counted once)
+    """The goal associations a task's rows read: for a train task, the table built without its
+    repository's commits (``corpus_assoc.leave_one_out``; the shipped one counted them), else
+    None (the shipped table: dev and test repositories were never counted)."""
+    if task.split != "train":
+        return None
+    if "loo" not in _memo:
+        from corpus_assoc import leave_one_out
+        from taskset import load_tasks
+
+        tasks = [t for t in load_tasks(Path(__file__).resolve().parent / "tasks" / "corpus_tasks.jsonl")
+                 if t.split == "train"]
+        _memo["loo"] = leave_one_out(tasks)
+    return _memo["loo"](task.repo)
 
 
 def save_rows(out: Path, **arrays: Any) -> None:

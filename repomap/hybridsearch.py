@@ -50,7 +50,7 @@ def ranker_hits(engine: Any, query: str, limit: int, history: bool) -> list[Sear
     hist = repo_history(engine.root) if history else None
     ranker = load_ranker()
     cf = chunk_features(rc, query, engine_view(engine, query), hist, semantic=ranker.semantic,
-                        line_history=ranker.line_history, corpus=ranker.corpus, feedback=ranker.feedback)
+                        line_history=ranker.line_history, corpus=ranker.corpus, feedback=ranker.feedback, assoc=ranker.assoc)
     if not cf.spans:
         return []
     scores = ranker.score(cf.X)

@@ -23,6 +23,9 @@ Groups:
   mean corpus idf of the goal's terms (how specific the goal is);
 * **feedback** -- pseudo-relevance feedback: BM25 of the terms the best lexical chunks share beyond
   the goal's own (``_feedback``), per chunk and per file, raw and relative to the best;
+* **assoc** -- BM25 of the code terms the goal's words go with in the training corpus's commits
+  (``assoc``: "deprecated" -> ``deprecationwarning``, "timeout" -> ``deadline``), per chunk and per
+  file, raw and relative to the best;
 * **semantic** -- cosine of the goal's and the chunk's (and its file's) embeddings from shipped
   static word vectors (``semantic``), raw and relative to the best candidate.
 
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from durable_navigator.repomap.chunkrank.assoc import GoalAssoc, load_assoc
 from durable_navigator.repomap.chunkrank.chunks import ChunkSpan, RepoChunks, tokenize
 from durable_navigator.repomap.chunkrank.corpusidf import load_corpus_idf
 from durable_navigator.repomap.chunkrank.history import HISTORY_FEATURES, LINE_FEATURES, History
@@ -64,6 +68,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "corpus": ("chunk_bm25_c", "chunk_bm25_c_rel", "chunk_cover_c", "file_bm25_c", "file_bm25_c_rel", "file_cover_c",
                "goal_cidf"),
     "feedback": ("chunk_prf", "chunk_prf_rel", "file_prf", "file_prf_rel"),
+    "assoc": ("chunk_assoc", "chunk_assoc_rel", "file_assoc", "file_assoc_rel"),
 }
 FEATURES: tuple[str, ...] = tuple(f for names in GROUPS.values() for f in names)
 _ERROR = re.compile(r"\b\w*(Error|Exception|Traceback|Panic|panic|crash\w*|fail\w*|raise[sd]?)\b|`[^`]+`|\"[^\"]{8,}\"")
@@ -134,13 +139,16 @@ def _structure(rc: RepoChunks, lex: np.ndarray) -> dict[str, np.ndarray]:
 def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History | None = None,
                    top_lexical: int = TOP_LEXICAL, top_files: int = TOP_FILES,
                    top_graph: int | None = None, semantic: bool = False, line_history: bool = False,
-                   corpus: bool = False, feedback: bool = False) -> ChunkFeatures:
+                   corpus: bool = False, feedback: bool = False, assoc: bool = False,
+                   assoc_table: GoalAssoc | None = None) -> ChunkFeatures:
     """Features of the candidate chunks of ``rc`` for ``goal`` (see the module docstring).
 
     ``semantic``: compute the ``semantic`` group (zeros otherwise). Training rows compute it, so a
     model can be trained with or without it; at run time only a model that reads it pays for it
     (:attr:`ChunkRanker.semantic`). ``line_history`` likewise for the ``history_line`` group (one
-    ``git show`` of the goal's most similar past commits), ``corpus`` and ``feedback`` for theirs."""
+    ``git show`` of the goal's most similar past commits), ``corpus``, ``feedback`` and ``assoc`` for
+    theirs. ``assoc_table``: the associations to read instead of the shipped table (a training row's
+    table is built without its own repository's commits)."""
     terms = tokenize(goal)
     cols = rc.columns(terms)
     n, nf = len(rc.spans), len(rc.files)
@@ -178,6 +186,7 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
     f.update(_structure(rc, lex))
     f.update(_corpus(rc, terms, cols) if corpus else {k: np.zeros(n) for k in GROUPS["corpus"]})
     f.update(_feedback(rc, lex, cols) if feedback else {k: np.zeros(n) for k in GROUPS["feedback"]})
+    f.update(_assoc(rc, terms, assoc_table or load_assoc()) if assoc else {k: np.zeros(n) for k in GROUPS["assoc"]})
     f["n_lines"] = np.log1p((rc.ends - rc.starts + 1).astype(np.float64))
     f["rel_pos"] = (rc.starts - 1) / np.maximum(rc.file_lines[rc.file_of], 1)
     f["is_def"] = np.array([float(bool(s.name)) for s in rc.spans])
@@ -232,6 +241,27 @@ def _feedback(rc: RepoChunks, lex: np.ndarray, cols: list[int]) -> dict[str, np.
     fl = bm25_scores(rc.file_tf, exp_cols, ff * scale)
     return {"chunk_prf": c, "chunk_prf_rel": c / max(float(c.max()), 1e-9),
             "file_prf": fl[rc.file_of], "file_prf_rel": (fl / max(float(fl.max()), 1e-9))[rc.file_of]}
+
+
+#: the goal's associated code terms (``assoc``) that score chunks and files
+ASSOC_TERMS = 20
+
+
+def _assoc(rc: RepoChunks, terms: list[str], table: GoalAssoc) -> dict[str, np.ndarray]:
+    """The ``assoc`` group: BM25 of the code terms the goal's words are associated with across the
+    training corpus's commits (``assoc.GoalAssoc.expansion``), the ``ASSOC_TERMS`` best the
+    repository holds, each term's idf scaled by its summed weight (the best term 1)."""
+    n, nf = len(rc.spans), len(rc.files)
+    got = [(w, c) for t, w in table.expansion(terms).items() if (c := rc.vocab.get(t)) is not None]
+    if not got:
+        return {k: np.zeros(n) for k in GROUPS["assoc"]}
+    got = sorted(got, key=lambda x: (-x[0], x[1]))[:ASSOC_TERMS]
+    cols = np.array([c for _, c in got], dtype=np.int64)
+    scale = np.array([w for w, _ in got]) / got[0][0]
+    c = bm25_scores(rc.tf, cols.tolist(), lucene_idf(rc.chunk_df[cols], n) * scale)
+    fl = bm25_scores(rc.file_tf, cols.tolist(), lucene_idf(rc.file_df[cols], nf) * scale)
+    return {"chunk_assoc": c, "chunk_assoc_rel": c / max(float(c.max()), 1e-9),
+            "file_assoc": fl[rc.file_of], "file_assoc_rel": (fl / max(float(fl.max()), 1e-9))[rc.file_of]}
 
 
 def _corpus(rc: RepoChunks, terms: list[str], cols: list[int]) -> dict[str, np.ndarray]:

@@ -144,6 +144,8 @@ class ChunkRanker:
         self.corpus = any(f in GROUPS["corpus"] for f in features)
         #: the model reads the ``feedback`` group (``chunk_features(feedback=True)``)
         self.feedback = any(f in GROUPS["feedback"] for f in features)
+        #: the model reads the ``assoc`` group (``chunk_features(assoc=True)``)
+        self.assoc = any(f in GROUPS["assoc"] for f in features)
 
     def score(self, X: np.ndarray) -> np.ndarray:
         """Ranking scores of the rows of a full feature matrix (columns in ``FEATURES`` order)."""

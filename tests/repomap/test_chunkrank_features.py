@@ -365,3 +365,55 @@ def test_feedback_scores_code_that_shares_the_best_chunks_terms_but_not_the_goal
     none = chunk_features(rc, "nothing here matches", view, top_files=3, feedback=True)
     off = chunk_features(rc, "rate limit is ignored", view, top_files=3)
     assert all(m.X[:, col(c)].max() == 0 for c in GROUPS["feedback"] for m in (none, off))
+
+
+def test_goal_assoc_table_round_trips_byte_for_byte_and_a_goal_never_votes_for_its_own_words(tmp_path: Path) -> None:
+    from durable_navigator.repomap.chunkrank.assoc import read_assoc, write_assoc
+
+    table = {"timeout": [("deadline", 3.7), ("timer", 2.0)], "stdout": [("isatty", 3.5), ("timer", 1.0)]}
+    a, b = tmp_path / "a.tsv.gz", tmp_path / "b.tsv.gz"
+    write_assoc(a, table, {"tasks": 10})
+    write_assoc(b, table, {"tasks": 10})
+    assert a.read_bytes() == b.read_bytes()  # no time stamp nor file name in the gzip header
+    got = read_assoc(a.read_bytes())
+    assert got.meta == {"tasks": 10, "version": "goal-assoc-v1"}
+    assert got.pairs["timeout"] == (("deadline", 3.7), ("timer", 2.0))
+    # both goal words vote for ``timer``; ``isatty`` is dropped because the goal says it
+    assert got.expansion(["timeout", "stdout", "isatty", "timeout"]) == {"deadline": 3.7, "timer": 3.0}
+    assert got.expansion(["unknown"]) == {}
+
+
+def test_the_shipped_goal_assoc_loads_offline_and_links_goal_words_to_code_words() -> None:
+    from durable_navigator.repomap.chunkrank.assoc import load_assoc
+
+    table = load_assoc()
+    assert table.meta["repos"] >= 60 and table.meta["tasks"] >= 5_000 and len(table.pairs) > 1_000
+    assert "deadline" in dict(table.pairs["timeout"]) and "isatty" in dict(table.pairs["stdout"])
+    assert "fix" not in table.pairs  # a word every kind of change says goes with nothing in particular
+
+
+def test_assoc_features_score_code_in_the_words_the_goal_goes_with_and_can_be_left_out(monkeypatch) -> None:
+    from durable_navigator.repomap.chunkrank import features as feats
+    from durable_navigator.repomap.chunkrank.assoc import GoalAssoc
+
+    monkeypatch.setattr(feats, "load_assoc", lambda: GoalAssoc({"timeout": (("deadline", 3.0), ("timer", 1.0))}, {}))
+    files = {
+        "net.py": ["def wait(sock, deadline):", "    return sock.recv(deadline)"],
+        "clock.py": ["def start_timer(ms):", "    return ms"],
+        "page.py": ["def render_page(html):", "    return html.strip()"],
+    }
+    syms = {p: [(1, 2, files[p][0][4:files[p][0].index("(")], "function")] for p in files}
+    rc = RepoChunks(sorted(files), files, syms)
+    view = EngineView({p: 1.0 for p in files}, {p: i for i, p in enumerate(sorted(files))}, {})
+    cf = chunk_features(rc, "requests hang without a timeout", view, top_files=3, assoc=True)
+    col = FEATURES.index
+    row = {s.path: cf.X[i] for i, s in enumerate(cf.spans)}
+    assert row["net.py"][col("chunk_bm25")] == 0  # says no goal word
+    assert row["net.py"][col("chunk_assoc_rel")] == 1.0 and row["net.py"][col("file_assoc")] > 0
+    assert 0 < row["clock.py"][col("chunk_assoc")] < row["net.py"][col("chunk_assoc")]  # a weaker link
+    assert row["page.py"][col("chunk_assoc")] == 0
+    off = chunk_features(rc, "requests hang without a timeout", view, top_files=3)
+    none = chunk_features(rc, "nothing here matches", view, top_files=3, assoc=True)
+    assert all(m.X[:, col(c)].max() == 0 for c in GROUPS["assoc"] for m in (off, none))
+    others = [col(c) for c in FEATURES if c not in GROUPS["assoc"]]
+    assert np.array_equal(off.X[:, others], cf.X[:, others])
