@@ -186,7 +186,7 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
     f.update(_structure(rc, lex))
     f.update(_corpus(rc, terms, cols) if corpus else {k: np.zeros(n) for k in GROUPS["corpus"]})
     f.update(_feedback(rc, lex, cols) if feedback else {k: np.zeros(n) for k in GROUPS["feedback"]})
-    f.update(_assoc(rc, terms, assoc_table or load_assoc()) if assoc else {k: np.zeros(n) for k in GROUPS["assoc"]})
+    f.update(_assoc(rc, terms, load_assoc() if assoc_table is None else assoc_table) if assoc else {k: np.zeros(n) for k in GROUPS["assoc"]})
     f["n_lines"] = np.log1p((rc.ends - rc.starts + 1).astype(np.float64))
     f["rel_pos"] = (rc.starts - 1) / np.maximum(rc.file_lines[rc.file_of], 1)
     f["is_def"] = np.array([float(bool(s.name)) for s in rc.spans])
@@ -218,7 +218,7 @@ def _feedback(rc: RepoChunks, lex: np.ndarray, cols: list[int]) -> dict[str, np.
     that the goal does not say score every chunk and file by BM25 with their idf scaled by their
     vote (the best term 1). A goal that says "rate limit" reaches the ``throttle`` code that the
     limiter's own chunks call; a goal no chunk matches gets zeros."""
-    n, nf = len(rc.spans), len(rc.files)
+    n = len(rc.spans)
     zeros = {k: np.zeros(n) for k in GROUPS["feedback"]}
     top = np.argsort(-lex, kind="stable")[:PRF_DOCS]
     top = top[lex[top] > 0]
@@ -235,12 +235,19 @@ def _feedback(rc: RepoChunks, lex: np.ndarray, cols: list[int]) -> dict[str, np.
     idf = lucene_idf(rc.chunk_df[cand], n)
     weight = vote[cand] * idf
     best = np.argsort(-weight, kind="stable")[:PRF_TERMS]
-    exp_cols, scale = cand[best].tolist(), weight[best] / weight[best].max()
-    c = bm25_scores(rc.tf, exp_cols, idf[best] * scale)
-    ff = lucene_idf(rc.file_df[cand[best]], nf)
-    fl = bm25_scores(rc.file_tf, exp_cols, ff * scale)
-    return {"chunk_prf": c, "chunk_prf_rel": c / max(float(c.max()), 1e-9),
-            "file_prf": fl[rc.file_of], "file_prf_rel": (fl / max(float(fl.max()), 1e-9))[rc.file_of]}
+    return _expansion_scores(rc, cand[best], weight[best] / weight[best].max(), GROUPS["feedback"])
+
+
+def _expansion_scores(rc: RepoChunks, cols: np.ndarray, scale: np.ndarray,
+                      names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """BM25 of expansion terms ``cols`` (each idf scaled by ``scale``) per chunk and per file, raw and
+    relative to the best: ``names`` = (chunk, chunk relative, file, file relative)."""
+    n, nf = len(rc.spans), len(rc.files)
+    c = bm25_scores(rc.tf, cols.tolist(), lucene_idf(rc.chunk_df[cols], n) * scale)
+    fl = bm25_scores(rc.file_tf, cols.tolist(), lucene_idf(rc.file_df[cols], nf) * scale)
+    chunk, chunk_rel, file, file_rel = names
+    return {chunk: c, chunk_rel: c / max(float(c.max()), 1e-9),
+            file: fl[rc.file_of], file_rel: (fl / max(float(fl.max()), 1e-9))[rc.file_of]}
 
 
 #: the goal's associated code terms (``assoc``) that score chunks and files
@@ -251,17 +258,12 @@ def _assoc(rc: RepoChunks, terms: list[str], table: GoalAssoc) -> dict[str, np.n
     """The ``assoc`` group: BM25 of the code terms the goal's words are associated with across the
     training corpus's commits (``assoc.GoalAssoc.expansion``), the ``ASSOC_TERMS`` best the
     repository holds, each term's idf scaled by its summed weight (the best term 1)."""
-    n, nf = len(rc.spans), len(rc.files)
     got = [(w, c) for t, w in table.expansion(terms).items() if (c := rc.vocab.get(t)) is not None]
     if not got:
-        return {k: np.zeros(n) for k in GROUPS["assoc"]}
+        return {k: np.zeros(len(rc.spans)) for k in GROUPS["assoc"]}
     got = sorted(got, key=lambda x: (-x[0], x[1]))[:ASSOC_TERMS]
     cols = np.array([c for _, c in got], dtype=np.int64)
-    scale = np.array([w for w, _ in got]) / got[0][0]
-    c = bm25_scores(rc.tf, cols.tolist(), lucene_idf(rc.chunk_df[cols], n) * scale)
-    fl = bm25_scores(rc.file_tf, cols.tolist(), lucene_idf(rc.file_df[cols], nf) * scale)
-    return {"chunk_assoc": c, "chunk_assoc_rel": c / max(float(c.max()), 1e-9),
-            "file_assoc": fl[rc.file_of], "file_assoc_rel": (fl / max(float(fl.max()), 1e-9))[rc.file_of]}
+    return _expansion_scores(rc, cols, np.array([w for w, _ in got]) / got[0][0], GROUPS["assoc"])
 
 
 def _corpus(rc: RepoChunks, terms: list[str], cols: list[int]) -> dict[str, np.ndarray]:
