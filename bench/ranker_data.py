@@ -79,7 +79,7 @@ def task_rows(task: Task, history: bool = True, baseline: bool = True) -> dict[s
     rc = repo_chunks(engine)
     hist = load_history(git_dir_for(task.repo), task.parent) if history else None
     cf = chunk_features(rc, task.goal, engine_view(engine, task.goal), hist, semantic=True, line_history=True,
-                        corpus=True, feedback=True, assoc=True, assoc_table=assoc_table(task))
+                        corpus=True, feedback=True, assoc=True, assoc_table=assoc_table(task), recent=True)
     gold = {p: set(v) for p, v in task.gold_lines.items()}
     label = np.array([len([n for n in gold.get(s.path, ()) if s.start <= n <= s.end]) for s in cf.spans])
     first = np.array([float(s.start in gold.get(s.path, ())) for s in cf.spans])

@@ -155,7 +155,7 @@ def test_train_ranker_bags_seeds_and_copies_tasks_without_history(tmp_path) -> N
         X = rng.random((30, len(FEATURES))).astype(np.float32)
         rows.append({"X": X, "label": (X[:, FEATURES.index("chunk_bm25_rel")] > 0.7).astype(np.int64) * 3,
                      "repo": f"r{i % 3}"})
-    hist = [FEATURES.index(f) for g in ("history", "history_line") for f in GROUPS[g]]
+    hist = [FEATURES.index(f) for g in ("history", "history_line", "history_recent") for f in GROUPS[g]]
     bare = train_ranker.without_history(rows[0])
     assert not bare["X"][:, hist].any() and rows[0]["X"][:, hist].any() and bare["repo"] == "r0"
     keep = [c for c in range(len(FEATURES)) if c not in hist]

@@ -104,10 +104,10 @@ def fit(rows: list[dict[str, Any]], cols: list[int], seed: int, trees: int, leav
 
 
 def without_history(row: dict[str, Any]) -> dict[str, Any]:
-    """``row`` as a checkout without ``.git`` sees it: every ``history``/``history_line`` feature zero
-    (same repository, so the out-of-fold folds keep both copies on one side)."""
+    """``row`` as a checkout without ``.git`` sees it: every ``history``/``history_line``/``history_recent``
+    feature zero (same repository, so the out-of-fold folds keep both copies on one side)."""
     X = row["X"].copy()
-    X[:, [FEATURES.index(f) for g in ("history", "history_line") for f in GROUPS[g]]] = 0.0
+    X[:, [FEATURES.index(f) for g in ("history", "history_line", "history_recent") for f in GROUPS[g]]] = 0.0
     return row | {"X": X}
 
 
@@ -167,6 +167,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--candidates", type=int, default=TRAIN_CANDIDATES,
                     help="candidates per task the booster trains on (the best by a cheap prior)")
     ap.add_argument("--learning-rate", type=float, default=PARAMS["learning_rate"])
+    ap.add_argument("--objective", default=PARAMS["objective"], choices=("lambdarank", "rank_xendcg"),
+                    help="LightGBM's ranking objective")
+    ap.add_argument("--truncation", type=int, default=PARAMS["lambdarank_truncation_level"],
+                    help="lambdarank's truncation level (the top positions whose order it optimises)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--trees", type=int, default=50)
     ap.add_argument("--leaves", type=int, default=15, help="leaves per tree")
@@ -196,7 +200,8 @@ def main(argv: list[str] | None = None) -> None:
     rows = load_rows(args.tasks, args.train_split, args.cached_only, only)
     if args.no_history_copies:
         rows = rows + [without_history(r) for r in rows]
-    PARAMS["learning_rate"] = args.learning_rate
+    PARAMS.update(learning_rate=args.learning_rate, objective=args.objective,
+                  lambdarank_truncation_level=args.truncation)
     dropped = [g for g in args.drop_groups.split(",") if g]
     unknown = sorted(set(dropped) - set(GROUPS))
     if unknown:
@@ -214,7 +219,8 @@ def main(argv: list[str] | None = None) -> None:
         booster = fit(rows, cols, args.seed, args.trees, args.leaves, args.candidates, args.bag)
     info = {"tasks": args.tasks.name, "train_split": args.train_split, "calib_split": args.calib_split or "out-of-fold",
             "tasks_n": len(rows), "cached_only": args.cached_only, "repos": sorted({r["repo"] for r in rows}), "seed": args.seed, "trees": args.trees,
-            "leaves": args.leaves, "candidates": args.candidates, "learning_rate": args.learning_rate, "bag": args.bag,
+            "leaves": args.leaves, "candidates": args.candidates, "learning_rate": args.learning_rate,
+            "objective": args.objective, "truncation": args.truncation, "bag": args.bag,
             "dropped_groups": dropped, "anchor": args.anchor, "lightgbm": lgb.__version__, "seconds": round(time.monotonic() - started)}
     save(booster, cols, cal, args.out, info, args.cost_power, args.version)
     if args.even_calibration_version:

@@ -49,8 +49,7 @@ def ranker_hits(engine: Any, query: str, limit: int, history: bool) -> list[Sear
         return []
     hist = repo_history(engine.root) if history else None
     ranker = load_ranker()
-    cf = chunk_features(rc, query, engine_view(engine, query), hist, semantic=ranker.semantic,
-                        line_history=ranker.line_history, corpus=ranker.corpus, feedback=ranker.feedback, assoc=ranker.assoc)
+    cf = chunk_features(rc, query, engine_view(engine, query), hist, **ranker.reads())
     if not cf.spans:
         return []
     scores = ranker.score(cf.X)

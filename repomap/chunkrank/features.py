@@ -18,6 +18,8 @@ Groups:
 * **history** -- ``history.HISTORY_FEATURES`` of the chunk's file (0 without ``.git``);
 * **history_line** -- ``history.LINE_FEATURES`` of the chunk itself: the hunks of the past commits
   whose messages resemble the goal, at line level (0 without ``.git``);
+* **history_recent** -- ``history.RECENT_FEATURES``: whether the newest commits changed the chunk's
+  lines and its file, whatever the goal (0 without ``.git``);
 * **corpus** -- chunk and file BM25 and coverage with the corpus-wide idf (``corpusidf``: how common
   a term is across the training repositories, not in this one), raw and relative to the best; the
   mean corpus idf of the goal's terms (how specific the goal is);
@@ -46,7 +48,7 @@ import numpy as np
 from durable_navigator.repomap.chunkrank.assoc import GoalAssoc, load_assoc
 from durable_navigator.repomap.chunkrank.chunks import ChunkSpan, RepoChunks, tokenize
 from durable_navigator.repomap.chunkrank.corpusidf import load_corpus_idf
-from durable_navigator.repomap.chunkrank.history import HISTORY_FEATURES, LINE_FEATURES, History
+from durable_navigator.repomap.chunkrank.history import HISTORY_FEATURES, LINE_FEATURES, RECENT_FEATURES, History
 from durable_navigator.repomap.chunkrank.lexical import bm25_scores, coverage, lucene_idf, name_match, path_match
 
 __all__ = ["FEATURES", "GROUPS", "ChunkFeatures", "EngineView", "chunk_features", "TOP_LEXICAL", "TOP_FILES", "TOP_GRAPH"]
@@ -64,6 +66,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "size": ("n_lines", "file_lines", "rel_pos", "is_def", "is_class"),
     "history": HISTORY_FEATURES,
     "history_line": LINE_FEATURES,
+    "history_recent": RECENT_FEATURES,
     "semantic": ("sem_chunk", "sem_chunk_rel", "sem_file", "sem_file_rel"),
     "corpus": ("chunk_bm25_c", "chunk_bm25_c_rel", "chunk_cover_c", "file_bm25_c", "file_bm25_c_rel", "file_cover_c",
                "goal_cidf"),
@@ -140,14 +143,14 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
                    top_lexical: int = TOP_LEXICAL, top_files: int = TOP_FILES,
                    top_graph: int | None = None, semantic: bool = False, line_history: bool = False,
                    corpus: bool = False, feedback: bool = False, assoc: bool = False,
-                   assoc_table: GoalAssoc | None = None) -> ChunkFeatures:
+                   assoc_table: GoalAssoc | None = None, recent: bool = False) -> ChunkFeatures:
     """Features of the candidate chunks of ``rc`` for ``goal`` (see the module docstring).
 
     ``semantic``: compute the ``semantic`` group (zeros otherwise). Training rows compute it, so a
     model can be trained with or without it; at run time only a model that reads it pays for it
     (:attr:`ChunkRanker.semantic`). ``line_history`` likewise for the ``history_line`` group (one
-    ``git show`` of the goal's most similar past commits), ``corpus``, ``feedback`` and ``assoc`` for
-    theirs. ``assoc_table``: the associations to read instead of the shipped table (a training row's
+    ``git show`` of the goal's most similar past commits), ``recent`` for ``history_recent`` (one
+    ``git show`` of the newest commits), ``corpus``, ``feedback`` and ``assoc`` for theirs. ``assoc_table``: the associations to read instead of the shipped table (a training row's
     table is built without its own repository's commits)."""
     terms = tokenize(goal)
     cols = rc.columns(terms)
@@ -201,6 +204,8 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
     f.update(_semantic(rc, terms, rows) if semantic else {k: np.zeros(n) for k in GROUPS["semantic"]})
     f.update(history.line_features(rc, rows, terms) if line_history and history is not None
              else {k: np.zeros(n) for k in LINE_FEATURES})
+    f.update(history.recent_features(rc, rows) if recent and history is not None
+             else {k: np.zeros(n) for k in RECENT_FEATURES})
     X = np.column_stack([f[name][rows] for name in FEATURES]).astype(np.float32)
     return ChunkFeatures([rc.spans[i] for i in rows], rows, X)
 

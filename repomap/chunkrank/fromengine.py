@@ -12,7 +12,8 @@ from durable_navigator.navtypes.flightplan import FlightPlan
 from durable_navigator.repomap.chunkrank.chunks import STORE_FORMAT, RepoChunks
 from durable_navigator.repomap.chunkrank.features import EngineView
 from durable_navigator.repomap.chunkrank.parts import PartSource, file_parts
-from durable_navigator.repomap.chunkrank.history import History, history_from_log, history_text, load_history
+from durable_navigator.repomap.chunkrank.history import (MAX_COMMITS, RECENT_COMMITS, History, history_from_log,
+                                                         history_text, load_history)
 from durable_navigator.repomap.origin import origin_of
 
 
@@ -100,8 +101,9 @@ def repo_history(root: Path, git_dir: Path | None = None, rev: str = "HEAD") -> 
 
 def history_log(root: Path) -> str:
     """The history text :func:`repo_history` parses for a snapshot of ``root`` (``""``: no history there):
-    the ``git log``, and the commits' condensed diffs when the shipped ranker reads them (its
-    ``history_line`` group; reading 3,000 commits' diffs costs seconds)."""
+    the ``git log``, and the commits' condensed diffs when the shipped ranker reads them: every
+    listed commit's for its ``history_line`` group (reading 3,000 commits' diffs costs seconds), the
+    newest ``RECENT_COMMITS``' for its ``history_recent`` group."""
     from durable_navigator.repomap.chunkrank.model import load_ranker
 
     git_dir = Path(root) / ".git"
@@ -109,7 +111,9 @@ def history_log(root: Path) -> str:
     if sha is None:
         return ""
     try:
-        return history_text(git_dir, sha, diffs=load_ranker().line_history)
+        ranker = load_ranker()
+        diffs = MAX_COMMITS if ranker.line_history else RECENT_COMMITS if ranker.recent else 0
+        return history_text(git_dir, sha, diffs=diffs)
     except (OSError, subprocess.TimeoutExpired):
         return ""
 

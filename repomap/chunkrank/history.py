@@ -23,6 +23,15 @@ best one's:
   chunk's definition (the hunk header's enclosing definition, or a changed line);
 * ``hist_code`` -- the idf-weighted share of the chunk's terms that those commits
   changed in its file, each term weighted by the commits that changed it.
+
+Recent activity (``RECENT_FEATURES``, per candidate chunk, whatever the goal; from one
+``git show -U0`` of the newest ``RECENT_COMMITS``, or the diffs a snapshot carries), commit
+``i`` (0 the newest) weighted ``1 / (1 + i / 5)``:
+
+* ``hist_recent_span`` -- summed weight of the recent commits whose hunks overlap the chunk's
+  lines, each hunk carried forward through the newer commits' hunks to the revision's own
+  line numbers (a commit series reworks the code its last commits touched);
+* ``hist_recent_file`` -- summed weight of the recent commits that touched the chunk's file.
 """
 
 from __future__ import annotations
@@ -48,22 +57,25 @@ if TYPE_CHECKING:
 log = logging.getLogger("durable_navigator.repomap.chunkrank")
 
 __all__ = ["History", "FileDiff", "load_history", "history_from_log", "history_text", "run_log", "show_diffs",
-           "log_diffs", "parse_diffs", "condense_diffs", "HISTORY_FEATURES", "LINE_FEATURES", "MAX_COMMITS",
-           "TOP_COMMITS"]
+           "log_diffs", "parse_diffs", "condense_diffs", "HISTORY_FEATURES", "LINE_FEATURES", "RECENT_FEATURES",
+           "MAX_COMMITS", "TOP_COMMITS", "RECENT_COMMITS", "carry_forward"]
 
 MAX_COMMITS = 3000
 TOP_COMMITS = 30
+#: the newest commits the ``RECENT_FEATURES`` read
+RECENT_COMMITS = 30
 _GIT_TIMEOUT_S = 30
 _SEP_COMMIT, _SEP_FIELD = "\x1e", "\x1f"
 #: between the log and the condensed diffs in :func:`history_text`
 _SEP_DIFFS = "\x1d\x1ddiffs\x1d\n"
 HISTORY_FEATURES = ("hist_msg", "hist_churn", "hist_recency", "hist_cochange")
 LINE_FEATURES = ("hist_span", "hist_name", "hist_code")
+RECENT_FEATURES = ("hist_recent_span", "hist_recent_file")
 #: the diff text of one commit read at most (a vendored tree or a mass reformat)
 _MAX_COMMIT_BYTES = 1 << 20
 #: changed lines read per file of a commit at most (past this the commit rewrote the file)
 _MAX_FILE_LINES = 400
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@ ?(.*)$")
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)$")
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: git's built-in function-name drivers, so a hunk header names the enclosing definition (a method,
@@ -73,13 +85,14 @@ _ATTRIBUTES = Path(__file__).with_name("history.gitattributes")
 
 class FileDiff:
     """What one commit changed in one file: its hunks' line ranges (in the commit's version of the
-    file), the identifiers its hunk headers name, the words of its changed lines (at most
-    ``_MAX_FILE_LINES`` of them)."""
+    file), each hunk as ``(old start, old count, new start, new count)``, the identifiers its hunk
+    headers name, the words of its changed lines (at most ``_MAX_FILE_LINES`` of them)."""
 
-    __slots__ = ("ranges", "headers", "words", "n_lines")
+    __slots__ = ("ranges", "hunks", "headers", "words", "n_lines")
 
     def __init__(self) -> None:
         self.ranges: list[tuple[int, int]] = []
+        self.hunks: list[tuple[int, int, int, int]] = []
         self.headers: set[str] = set()
         self.words: set[str] = set()
         self.n_lines = 0
@@ -99,6 +112,31 @@ class FileDiff:
 Diffs = dict[str, dict[str, FileDiff]]
 
 
+def _carry_line(x: int, hunks: list[tuple[int, int, int, int]]) -> int:
+    """Line ``x`` of a file before a commit whose hunks are ``hunks`` (``-U0``), in the file after it
+    (a line the commit replaced or removed: where its replacement starts)."""
+    shift = 0
+    for old, old_n, new, new_n in hunks:
+        if old_n == 0:  # inserted after old line ``old``
+            if x > old:
+                shift += new_n
+            continue
+        if x < old:
+            break
+        if x < old + old_n:
+            return new + min(x - old, max(new_n - 1, 0)) if new_n else max(new, 1)
+        shift += new_n - old_n
+    return x + shift
+
+
+def carry_forward(a: int, b: int, newer: list[FileDiff]) -> tuple[int, int]:
+    """Lines ``a..b`` of a file as one commit left it, in the file's numbering after the ``newer``
+    commits' changes to it (oldest first)."""
+    for fd in newer:
+        a, b = _carry_line(a, fd.hunks), _carry_line(b, fd.hunks)
+    return a, max(a, b)
+
+
 class History:
     """Commits (newest first): message term counts and touched files, as sparse matrices."""
 
@@ -111,6 +149,8 @@ class History:
         self.diffs = diffs if self.shas else None
         self._shown: dict[tuple[str, ...], Diffs] = {}
         self._top: tuple[tuple[str, ...], tuple[np.ndarray, np.ndarray]] | None = None
+        #: per file, the newest commits' hunks in the revision's line numbers (``recent_features``)
+        self._recent: dict[str, list[tuple[float, list[tuple[int, int]]]]] | None = None
 
         vocab: dict[str, int] = {}
         rows, cols = [], []
@@ -237,6 +277,47 @@ class History:
         return out
 
 
+    def recent_hunks(self) -> dict[str, list[tuple[float, list[tuple[int, int]]]]]:
+        """Per file, each of the newest ``RECENT_COMMITS`` that changed it: its weight and its hunks'
+        ranges carried forward to the revision's line numbers (read once; empty without diffs)."""
+        got = self._recent
+        if got is not None:
+            return got
+        got = {}
+        shas = self.shas[:RECENT_COMMITS]
+        if self.diffs is not None and shas:
+            try:
+                per_commit = self.diffs(shas)
+            except (OSError, subprocess.SubprocessError) as exc:
+                log.warning("history: cannot read the diffs of the %d newest commits (%s); recent activity off",
+                            len(shas), exc)
+                per_commit = {}
+            newer: dict[str, list[FileDiff]] = {}  # per file, the newer commits' diffs, oldest first
+            for i, sha in enumerate(shas):
+                for path, fd in per_commit.get(sha, {}).items():
+                    later = newer.setdefault(path, [])
+                    got.setdefault(path, []).append(
+                        (1.0 / (1.0 + i / 5.0), [carry_forward(a, b, later) for a, b in fd.ranges]))
+                    later.insert(0, fd)
+        self._recent = got
+        return got
+
+    def recent_features(self, rc: "RepoChunks", rows: np.ndarray) -> dict[str, np.ndarray]:
+        """``RECENT_FEATURES`` of the chunks ``rows`` of ``rc`` (arrays over all of ``rc``'s chunks, zero
+        outside ``rows``, and everywhere when the commits' diffs cannot be read)."""
+        n = len(rc.spans)
+        out = {k: np.zeros(n) for k in RECENT_FEATURES}
+        hunks = self.recent_hunks()
+        for i in rows:
+            s = rc.spans[i]
+            changes = hunks.get(s.path)
+            if changes:
+                out["hist_recent_file"][i] = sum(w for w, _ in changes)
+                out["hist_recent_span"][i] = sum(w for w, ranges in changes
+                                                 if any(a <= s.end and b >= s.start for a, b in ranges))
+        return out
+
+
 def parse_diffs(lines: Iterable[str] | str) -> Diffs:
     """Per commit (``git show``/``git log -p`` lines with ``--format=\\x1e%H``), per file it changed (its new
     path; a deleted file is left out): the :class:`FileDiff`. A commit's diff is read up to
@@ -270,9 +351,11 @@ def parse_diffs(lines: Iterable[str] | str) -> Diffs:
             header = False
             m = _HUNK.match(line)
             if m:
-                start, count = int(m.group(1)), int(m.group(2) or 1)
+                old, old_n = int(m.group(1)), int(m.group(2) or 1)
+                start, count = int(m.group(3)), int(m.group(4) or 1)
                 cur.ranges.append((start, start + max(count, 1) - 1))
-                cur.headers.update(_IDENT.findall(m.group(3)))
+                cur.hunks.append((old, old_n, start, count))
+                cur.headers.update(_IDENT.findall(m.group(5)))
         elif line[:1] in ("+", "-"):
             cur.n_lines += 1
             cur.words.update(_WORD.findall(line, 1))
@@ -287,8 +370,8 @@ def condense_diffs(diffs: Diffs) -> str:
         out.append(f"{_SEP_COMMIT}{sha}")
         for path, fd in files.items():
             out += [f"diff --git a/{path} b/{path}", f"+++ b/{path}"]
-            for i, (a, b) in enumerate(fd.ranges):
-                out.append(f"@@ -0,0 +{a},{b - a + 1} @@ {' '.join(sorted(fd.headers)) if i == 0 else ''}".rstrip())
+            for i, (old, old_n, start, count) in enumerate(fd.hunks):
+                out.append(f"@@ -{old},{old_n} +{start},{count} @@ {' '.join(sorted(fd.headers)) if i == 0 else ''}".rstrip())
             if fd.words:
                 out.append("+" + " ".join(sorted(fd.words)))
     return "\n".join(out)
@@ -365,15 +448,16 @@ def load_history(git_dir: Path, rev: str = "HEAD", max_commits: int = MAX_COMMIT
     return _parse_log(text, lambda shas: show_diffs(git_dir, shas))
 
 
-def history_text(git_dir: Path, rev: str, diffs: bool = True, max_commits: int = MAX_COMMITS) -> str:
+def history_text(git_dir: Path, rev: str, diffs: int = MAX_COMMITS, max_commits: int = MAX_COMMITS) -> str:
     """What a snapshot carries of the history reachable from ``rev``: :func:`run_log`'s text, then
-    (``diffs``; after ``_SEP_DIFFS``) every listed commit's diff condensed (:func:`condense_diffs`),
-    so the snapshot's line-level features equal the checkout's. ``""``: no history there."""
+    (after ``_SEP_DIFFS``) the diffs of its newest ``diffs`` commits condensed (:func:`condense_diffs`),
+    so the snapshot's line-level and recent-activity features equal the checkout's. ``""``: no
+    history there."""
     text = run_log(git_dir, rev, max_commits)
-    if not text or not diffs or _partial_clone(git_dir):
+    if not text or diffs <= 0 or _partial_clone(git_dir):
         return text
     try:
-        shown = log_diffs(git_dir, rev, max_commits)
+        shown = log_diffs(git_dir, rev, min(diffs, max_commits))
     except (OSError, subprocess.SubprocessError) as exc:
         # the snapshot's ranking then lacks the line-level group: said, never silent
         log.warning("history: cannot read the diffs of %s (%s); the snapshot carries the log only", rev, exc)

@@ -146,6 +146,14 @@ class ChunkRanker:
         self.feedback = any(f in GROUPS["feedback"] for f in features)
         #: the model reads the ``assoc`` group (``chunk_features(assoc=True)``)
         self.assoc = any(f in GROUPS["assoc"] for f in features)
+        #: the model reads the ``history_recent`` group (``chunk_features(recent=True)``)
+        self.recent = any(f in GROUPS["history_recent"] for f in features)
+
+    def reads(self) -> dict[str, bool]:
+        """The optional feature groups this model reads, as ``chunk_features`` keywords (a group it
+        does not read is not computed)."""
+        return {"semantic": self.semantic, "line_history": self.line_history, "corpus": self.corpus,
+                "feedback": self.feedback, "assoc": self.assoc, "recent": self.recent}
 
     def score(self, X: np.ndarray) -> np.ndarray:
         """Ranking scores of the rows of a full feature matrix (columns in ``FEATURES`` order)."""

@@ -18,9 +18,10 @@ from durable_navigator.repomap.chunkrank import FEATURES, GROUPS, EngineView, Re
 from durable_navigator.repomap.chunkrank import fromengine
 from durable_navigator.repomap.chunkrank.chunks import STORE_FORMAT, tokenize
 from durable_navigator.repomap.chunkrank.fromengine import engine_view, repo_chunks, repo_history
-from durable_navigator.repomap.chunkrank.history import (HISTORY_FEATURES, LINE_FEATURES, History, condense_diffs,
-                                                         history_from_log, history_text, load_history, log_diffs,
-                                                         parse_diffs, run_log, show_diffs)
+from durable_navigator.repomap.chunkrank.history import (HISTORY_FEATURES, LINE_FEATURES, RECENT_COMMITS, FileDiff,
+                                                         History, carry_forward, condense_diffs, history_from_log,
+                                                         history_text, load_history, log_diffs, parse_diffs, run_log,
+                                                         show_diffs)
 from durable_navigator.repomap.chunkrank.lexical import bm25_scores, coverage, name_match
 
 
@@ -166,6 +167,60 @@ def test_line_history_points_at_the_definitions_similar_past_commits_changed(tmp
         assert not got.X[:, [col[k] for k in LINE_FEATURES]].any()
 
 
+def test_a_past_hunk_is_carried_to_the_revisions_line_numbers() -> None:
+    """A range a commit changed, moved by the newer commits' insertions and replacements (``-U0`` hunks)."""
+    insert = FileDiff()
+    insert.hunks = [(3, 0, 4, 2)]  # two lines inserted after line 3
+    replace = FileDiff()
+    replace.hunks = [(10, 2, 10, 1), (20, 1, 19, 0)]  # lines 10-11 become one; line 20 removed
+    assert carry_forward(1, 3, [insert]) == (1, 3)
+    assert carry_forward(4, 5, [insert]) == (6, 7)
+    assert carry_forward(8, 11, [insert, replace]) == (10, 12)  # 8-11 -> 10-13; 10-11 became 10, 13 -> 12
+    assert carry_forward(12, 30, [replace]) == (11, 28)
+    assert carry_forward(20, 20, [replace]) == (19, 19)  # a removed line: where the removal was
+
+
+def test_recent_activity_points_at_the_definitions_the_newest_commits_changed(tmp_path: Path) -> None:
+    """Whatever the goal: the newest commits' hunks, carried forward to HEAD's lines, and their files."""
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    _git(root, "init", "-q")
+    (root / "pkg" / "ledger.py").write_text(_LEDGER)
+    (root / "pkg" / "other.py").write_text("def untouched():\n    return 2\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "ledger")
+    ledger = _LEDGER.replace("return -amount", "return -abs(amount)")
+    (root / "pkg" / "ledger.py").write_text(ledger)
+    _git(root, "commit", "-qam", "settle takes the absolute amount")
+    # the newest commit inserts lines above settle: its older hunk is carried down to where settle is now
+    (root / "pkg" / "ledger.py").write_text(ledger.replace("import os\n", "import os\nimport sys\nimport re\n"))
+    _git(root, "commit", "-qam", "imports")
+    engine = RepoMap.open(root, cache_dir=tmp_path / "cache", jobs=1)
+    rc = repo_chunks(engine)
+    goal = "settle reserve_funds untouched"  # each a candidate
+    hist = repo_history(root)
+    cf = chunk_features(rc, goal, engine_view(engine, goal), hist, recent=True, top_files=10)
+    by_name = {s.name: cf.X[i] for i, s in enumerate(cf.spans)}
+    span, file = FEATURES.index("hist_recent_span"), FEATURES.index("hist_recent_file")
+    newest, older, first = 1.0, 1.0 / (1.0 + 1 / 5), 1.0 / (1.0 + 2 / 5)  # commit i weighs 1 / (1 + i / 5)
+    # settle: changed one commit before the newest, at a line the newest moved down by two (not carried,
+    # that hunk would sit on the blank line above it); the first commit added every line
+    assert by_name["settle"][span] == pytest.approx(older + first)
+    assert by_name["reserve_funds"][span] == pytest.approx(first)
+    assert by_name["settle"][file] == pytest.approx(newest + older + first)
+    assert by_name["untouched"][span] == pytest.approx(first) and by_name["untouched"][file] == pytest.approx(first)
+    # a snapshot carries the newest commits' condensed diffs: the same features as the checkout
+    carried = history_from_log(history_text(root / ".git", "HEAD", diffs=RECENT_COMMITS))
+    snap = chunk_features(rc, goal, engine_view(engine, goal), carried, recent=True, top_files=10)
+    assert np.array_equal(snap.X, cf.X)
+    # not asked for, from a bare log, or without history: zero
+    bare = history_from_log(run_log(root / ".git", "HEAD"))
+    for got in (chunk_features(rc, goal, engine_view(engine, goal), hist, top_files=10),
+                chunk_features(rc, goal, engine_view(engine, goal), bare, recent=True, top_files=10),
+                chunk_features(rc, goal, engine_view(engine, goal), None, recent=True, top_files=10)):
+        assert not got.X[:, [span, file]].any()
+
+
 def test_condensed_diffs_read_back_to_what_git_showed(tmp_path: Path) -> None:
     """``condense_diffs`` keeps each commit's ranges, hunk-header names and words, in a fraction of the text."""
     root = _history_repo(tmp_path / "r")
@@ -179,7 +234,7 @@ def test_condensed_diffs_read_back_to_what_git_showed(tmp_path: Path) -> None:
         assert set(back[sha]) == set(files)
         for path, fd in files.items():
             again = back[sha][path]
-            assert (again.ranges, again.names, again.terms) == (fd.ranges, fd.names, fd.terms)
+            assert (again.ranges, again.hunks, again.names, again.terms) == (fd.ranges, fd.hunks, fd.names, fd.terms)
     assert {"parseHeader", "raw", "split"} <= next(iter(got.values()))["b.py"].names
 
 

@@ -124,8 +124,7 @@ def _engine_inputs(engine: Any, goal: str) -> tuple[Any, Any, Any]:
 
     ranker = load_ranker()
     cf = chunk_features(repo_chunks(engine), goal, engine_view(engine, goal), repo_history(engine.root),
-                        semantic=ranker.semantic, line_history=ranker.line_history,
-                        corpus=ranker.corpus, feedback=ranker.feedback, assoc=ranker.assoc)
+                        **ranker.reads())
     return cf, ranker, ranker.values(cf.X)
 
 
