@@ -276,7 +276,6 @@ class History:
             code[touched] = 0.0
         return out
 
-
     def recent_hunks(self) -> dict[str, list[tuple[float, list[tuple[int, int]]]]]:
         """Per file, each of the newest ``RECENT_COMMITS`` that changed it: its weight and its hunks'
         ranges carried forward to the revision's line numbers (read once; empty without diffs)."""
