@@ -150,8 +150,9 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
     model can be trained with or without it; at run time only a model that reads it pays for it
     (:attr:`ChunkRanker.semantic`). ``line_history`` likewise for the ``history_line`` group (one
     ``git show`` of the goal's most similar past commits), ``recent`` for ``history_recent`` (one
-    ``git show`` of the newest commits), ``corpus``, ``feedback`` and ``assoc`` for theirs. ``assoc_table``: the associations to read instead of the shipped table (a training row's
-    table is built without its own repository's commits)."""
+    ``git show`` of the newest commits), ``corpus``, ``feedback`` and ``assoc`` for theirs.
+    ``assoc_table``: the associations to read instead of the shipped table (a training row's table
+    is built without its own repository's commits)."""
     terms = tokenize(goal)
     cols = rc.columns(terms)
     n, nf = len(rc.spans), len(rc.files)
