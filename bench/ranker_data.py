@@ -26,7 +26,7 @@ from durable_navigator.repomap import RepoMap
 from durable_navigator.repomap.chunkrank import chunk_features
 from durable_navigator.repomap.chunkrank.features import FEATURES
 from durable_navigator.repomap.chunkrank.fromengine import engine_view, repo_chunks
-from durable_navigator.repomap.chunkrank.history import load_history
+from durable_navigator.repomap.chunkrank.history import RECENT_COMMITS, load_history
 
 from _project import count_tokens
 from quality_baselines import Retriever, chunk_docs, pack
@@ -36,8 +36,8 @@ from taskset import Task, git_dir_for, repo_dir
 __all__ = ["CACHE", "BUDGETS", "task_rows", "is_cached", "sig_block", "full_block", "save_rows"]
 
 CACHE = Path("/tmp/ranker")
-#: this feature set's rows
-FEAT = CACHE / f"feat-{hashlib.sha256(','.join(FEATURES).encode()).hexdigest()[:10]}"
+#: this feature set's rows (and the recent-activity window they were computed with)
+FEAT = CACHE / f"feat-{hashlib.sha256((','.join(FEATURES) + f';recent={RECENT_COMMITS}').encode()).hexdigest()[:10]}"
 BUDGETS = (4096, 8192, 16384, 32768)
 
 

@@ -42,13 +42,13 @@ def ranker_hits(engine: Any, query: str, limit: int, history: bool) -> list[Sear
     """
     from durable_navigator.repomap.chunkrank.features import chunk_features
     from durable_navigator.repomap.chunkrank.fromengine import engine_view, repo_chunks, repo_history
-    from durable_navigator.repomap.chunkrank.model import load_ranker
+    from durable_navigator.repomap.chunkrank.model import ranker_for
 
     rc = repo_chunks(engine)
     if not rc.spans:
         return []
     hist = repo_history(engine.root) if history else None
-    ranker = load_ranker()
+    ranker = ranker_for(hist)
     cf = chunk_features(rc, query, engine_view(engine, query), hist, **ranker.reads())
     if not cf.spans:
         return []

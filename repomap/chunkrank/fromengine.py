@@ -101,17 +101,17 @@ def repo_history(root: Path, git_dir: Path | None = None, rev: str = "HEAD") -> 
 
 def history_log(root: Path) -> str:
     """The history text :func:`repo_history` parses for a snapshot of ``root`` (``""``: no history there):
-    the ``git log``, and the commits' condensed diffs when the shipped ranker reads them: every
-    listed commit's for its ``history_line`` group (reading 3,000 commits' diffs costs seconds), the
-    newest ``RECENT_COMMITS``' for its ``history_recent`` group."""
-    from durable_navigator.repomap.chunkrank.model import load_ranker
+    the ``git log``, and the commits' condensed diffs when the model for a tree with history
+    (``model.ranker_for``) reads them: every listed commit's for its ``history_line`` group (reading
+    3,000 commits' diffs costs seconds), the newest ``RECENT_COMMITS``' for its ``history_recent`` group."""
+    from durable_navigator.repomap.chunkrank.model import HISTORY_MODEL_VERSION, load_ranker
 
     git_dir = Path(root) / ".git"
     sha = _resolve(git_dir, "HEAD") if git_dir.exists() else None
     if sha is None:
         return ""
     try:
-        ranker = load_ranker()
+        ranker = load_ranker(HISTORY_MODEL_VERSION)
         diffs = MAX_COMMITS if ranker.line_history else RECENT_COMMITS if ranker.recent else 0
         return history_text(git_dir, sha, diffs=diffs)
     except (OSError, subprocess.TimeoutExpired):

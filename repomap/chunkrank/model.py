@@ -14,15 +14,25 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from durable_navigator.repomap.chunkrank.features import FEATURES, GROUPS
 
-__all__ = ["MODEL_VERSION", "BAG_SEPARATOR", "ChunkRanker", "Calibration", "anchored", "load_ranker", "ranker_from_files",
-           "chunk_lines", "size_bucket", "SIZE_EDGES"]
+if TYPE_CHECKING:
+    from durable_navigator.repomap.chunkrank.history import History
 
+__all__ = ["MODEL_VERSION", "HISTORY_MODEL_VERSION", "BAG_SEPARATOR", "ChunkRanker", "Calibration", "anchored",
+           "load_ranker", "ranker_for", "ranker_from_files", "chunk_lines", "size_bucket", "SIZE_EDGES"]
+
+#: the model for a tree without a readable history (or a short one)
 MODEL_VERSION = "ranker-v5"
+#: the model for a checkout whose history is readable and longer than the recent-activity window
+#: (``history.RECENT_COMMITS``): it reads the ``history_recent`` group, which only such a history
+#: gives the values it was trained on (every training task's parent had one; trained on trees with and
+#: without history at once, a model loses the group's gain: ``bench/RANKER.md``, session 16)
+HISTORY_MODEL_VERSION = "ranker-v6"
 #: between the boosters of a bagged model in its ``.txt`` file
 BAG_SEPARATOR = "\n%% next booster of the bag %%\n"
 
@@ -181,6 +191,17 @@ def load_ranker(version: str = MODEL_VERSION) -> ChunkRanker:
     meta = json.loads(here.joinpath(f"{version}.json").read_text(encoding="utf-8"))
     text = here.joinpath(f"{version}.txt").read_text(encoding="utf-8")
     return ranker_from_files(meta, text)
+
+
+def ranker_for(history: "History | None") -> ChunkRanker:
+    """The shipped model for a tree with this history (``fromengine.repo_history``; None: none readable):
+    ``HISTORY_MODEL_VERSION`` when it holds more commits than the recent-activity window and their
+    diffs can be read (not a partial clone, not a snapshot that carries the log only), else
+    ``MODEL_VERSION``: what the history model was trained on, or nothing of it."""
+    from durable_navigator.repomap.chunkrank.history import RECENT_COMMITS
+
+    readable = history is not None and history.diffs is not None and len(history.shas) > RECENT_COMMITS
+    return load_ranker(HISTORY_MODEL_VERSION if readable else MODEL_VERSION)
 
 
 def ranker_from_files(meta: dict, text: str) -> ChunkRanker:

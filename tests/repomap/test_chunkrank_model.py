@@ -6,12 +6,16 @@ import json
 import subprocess
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 
 from durable_navigator.repomap.chunkrank.features import FEATURES, GROUPS
-from durable_navigator.repomap.chunkrank.model import MODEL_VERSION, Calibration, load_ranker
+from durable_navigator.repomap.chunkrank.model import HISTORY_MODEL_VERSION, MODEL_VERSION, Calibration, load_ranker
+
+if TYPE_CHECKING:
+    from durable_navigator.repomap.chunkrank.history import History
 
 
 def test_the_shipped_model_loads_from_package_data_and_reads_only_known_features() -> None:
@@ -72,8 +76,8 @@ def test_the_shipped_ranker_trained_on_the_corpus_train_split_loads_offline_and_
     assert trained["calib_split"] == "out-of-fold" and trained["tasks_n"] >= 2000
     assert trained["dropped_groups"] == ["semantic"] and not set(meta["features"]) & set(GROUPS["semantic"])
     assert "is_data" in meta["features"]
-    assert sorted(p.name for p in here.iterdir() if p.name.startswith("ranker-v")) == [
-        f"{MODEL_VERSION}.json", f"{MODEL_VERSION}.txt"]  # one model ships
+    assert sorted(p.name for p in here.iterdir() if p.name.startswith("ranker-v")) == sorted(
+        f"{v}.{ext}" for v in (MODEL_VERSION, HISTORY_MODEL_VERSION) for ext in ("json", "txt"))  # two models ship
     ranker = load_ranker()
     assert ranker.version == MODEL_VERSION and ranker.booster.num_trees() == trained["trees"]
     assert not ranker.semantic
@@ -91,18 +95,65 @@ def test_the_shipped_ranker_trained_on_the_corpus_train_split_loads_offline_and_
     assert full[2] > full[0]  # same size bucket: the better score is worth more expected lines
 
 
+def test_the_history_model_trained_on_the_corpus_train_split_reads_the_newest_commits_and_loads_offline() -> None:
+    """The model for a checkout with history: ranker-v5's recipe plus the ``history_recent`` group over the
+    newest ``RECENT_COMMITS`` (chosen on corpus dev: ``bench/RANKER.md``, session 17)."""
+    from durable_navigator.repomap.chunkrank.history import RECENT_COMMITS
+
+    here = resources.files("durable_navigator.repomap.chunkrank")
+    meta = json.loads(here.joinpath(f"{HISTORY_MODEL_VERSION}.json").read_text())
+    trained = meta["trained"]
+    assert meta["version"] == HISTORY_MODEL_VERSION == "ranker-v6" and set(meta["features"]) <= set(FEATURES)
+    assert trained["tasks"] == "corpus_tasks.jsonl" and trained["train_split"] == "train"
+    assert trained["calib_split"] == "out-of-fold" and trained["tasks_n"] >= 2000
+    assert set(GROUPS["history_recent"]) <= set(meta["features"]) and RECENT_COMMITS == 100
+    assert not set(meta["features"]) & set(GROUPS["semantic"] + GROUPS["history_line"])
+    ranker = load_ranker(HISTORY_MODEL_VERSION)
+    assert ranker.recent and not ranker.line_history and not ranker.semantic
+    assert ranker.booster.num_trees() == trained["trees"]
+    weak, strong = _weak_and_strong()
+    touched = strong.copy()
+    touched[FEATURES.index("hist_recent_span")] = 2.0
+    touched[FEATURES.index("hist_recent_file")] = 3.0
+    scores, full, _sig = ranker.values(np.vstack([weak, strong, touched]))
+    assert scores[1] > scores[0] and full[1] > full[0] and np.isfinite(scores).all()
+    assert scores[2] != scores[1]  # the newest commits' features move the score
+
+
+def _history(n: int, diffs: bool) -> "History":
+    from durable_navigator.repomap.chunkrank.history import History
+
+    return History([f"change {i}" for i in range(n)], [["a.py"]] * n, [f"{i:040x}" for i in range(n)],
+                   (lambda shas: {}) if diffs else None)
+
+
+def test_a_tree_gets_the_history_model_only_with_a_readable_history_longer_than_the_recent_window() -> None:
+    """``ranker_for``: the history model's ``history_recent`` values are only what it was trained on when
+    the newest ``RECENT_COMMITS`` are a slice of a longer history whose diffs can be read; without a
+    ``.git``, with a young repository or a log without diffs (a partial clone), the other model ranks."""
+    from durable_navigator.repomap.chunkrank.history import RECENT_COMMITS
+    from durable_navigator.repomap.chunkrank.model import ranker_for
+
+    assert ranker_for(None).version == MODEL_VERSION
+    assert ranker_for(_history(5, diffs=True)).version == MODEL_VERSION
+    assert ranker_for(_history(RECENT_COMMITS, diffs=True)).version == MODEL_VERSION
+    assert ranker_for(_history(RECENT_COMMITS + 1, diffs=False)).version == MODEL_VERSION
+    assert ranker_for(_history(RECENT_COMMITS + 1, diffs=True)).version == HISTORY_MODEL_VERSION
+
+
 def test_only_a_model_that_reads_line_level_history_pays_for_it_and_its_snapshots_carry_the_diffs(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``ChunkRanker.line_history`` follows the features the model reads: the shipped one does not read the
-    ``history_line`` group, so an exploration runs no ``git show`` and a snapshot carries the log only;
-    a model that reads it makes a snapshot carry every commit's condensed diff."""
+    """``ChunkRanker.line_history`` follows the features the model reads: the shipped history model reads
+    the ``history_recent`` group and not ``history_line``, so a snapshot carries the newest
+    ``RECENT_COMMITS``' condensed diffs and no older one; a model that reads ``history_line`` makes a
+    snapshot carry every commit's."""
     import lightgbm as lgb
 
     from durable_navigator.repomap.chunkrank import fromengine, model
     from durable_navigator.repomap.chunkrank.model import ChunkRanker
 
-    shipped = load_ranker()
-    assert not shipped.line_history and not set(shipped.features) & set(GROUPS["history_line"])
+    shipped = load_ranker(HISTORY_MODEL_VERSION)
+    assert not shipped.line_history and not set(shipped.features) & set(GROUPS["history_line"]) and shipped.recent
     rng = np.random.default_rng(0)
     booster = lgb.train({"objective": "regression", "verbosity": -1, "num_leaves": 4},
                         lgb.Dataset(rng.random((50, 2)), rng.random(50)), num_boost_round=2)
@@ -116,9 +167,15 @@ def test_only_a_model_that_reads_line_level_history_pays_for_it_and_its_snapshot
     (root / "a.py").write_text("def f():\n    return 1\n")
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "first"]):
         subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
-    assert "\x1ddiffs" not in fromengine.history_log(root)
+    (root / "b.py").write_text("def g():\n    return 2\n")
+    for args in (["add", "-A"], ["commit", "-qm", "second"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=env)
+    monkeypatch.setattr(fromengine, "RECENT_COMMITS", 1)
+    recent = fromengine.history_log(root)
+    assert "\x1ddiffs" in recent and "+++ b/b.py" in recent and "+++ b/a.py" not in recent  # the newest only
     monkeypatch.setattr(model, "load_ranker", lambda *a, **k: reader)
-    assert "\x1ddiffs" in fromengine.history_log(root) and "+++ b/a.py" in fromengine.history_log(root)
+    every = fromengine.history_log(root)
+    assert "\x1ddiffs" in every and "+++ b/a.py" in every and "+++ b/b.py" in every
 
 
 def test_a_bagged_model_scores_the_mean_of_its_boosters() -> None:

@@ -120,11 +120,11 @@ def _engine_inputs(engine: Any, goal: str) -> tuple[Any, Any, Any]:
     """Candidate chunks with features, and the model's (score, full value, signature value)."""
     from durable_navigator.repomap.chunkrank.features import chunk_features
     from durable_navigator.repomap.chunkrank.fromengine import engine_view, repo_chunks, repo_history
-    from durable_navigator.repomap.chunkrank.model import load_ranker
+    from durable_navigator.repomap.chunkrank.model import ranker_for
 
-    ranker = load_ranker()
-    cf = chunk_features(repo_chunks(engine), goal, engine_view(engine, goal), repo_history(engine.root),
-                        **ranker.reads())
+    history = repo_history(engine.root)
+    ranker = ranker_for(history)
+    cf = chunk_features(repo_chunks(engine), goal, engine_view(engine, goal), history, **ranker.reads())
     return cf, ranker, ranker.values(cf.X)
 
 
