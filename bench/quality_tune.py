@@ -243,7 +243,7 @@ def main() -> None:
     ap.add_argument("--no-pack-frame", action="store_true",
                     help="score the map at the whole budget (before the pack budget left room for the frame)")
     ap.add_argument("--ranker", default=None, metavar="ranker-vN",
-                    help="rank with this model of the package instead of model.MODEL_VERSION (choosing one on dev)")
+                    help="rank with this model of the package instead of the shipped ones (model.ranker_for; choosing one on dev)")
     args = ap.parse_args()
     if args.ranker:
         from durable_navigator.repomap.chunkrank import model as chunk_model

@@ -175,8 +175,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--trees", type=int, default=50)
     ap.add_argument("--leaves", type=int, default=15, help="leaves per tree")
     ap.add_argument("--version", default=MODEL_VERSION,
-                    help="the files' name (ranker-vN): a new version is written next to the shipped one, which "
-                         "stays the one loaded until model.MODEL_VERSION names the new one")
+                    help="the files' name (ranker-vN): a new version is written next to the shipped ones, which "
+                         "stay the ones loaded until model.MODEL_VERSION or HISTORY_MODEL_VERSION names the new one")
     ap.add_argument("--cost-power", type=float, default=0.75,
                     help="the allocator's cost power (chosen on dev by ranker_eval.py)")
     ap.add_argument("--drop-groups", default="", metavar="G1,G2",

@@ -184,9 +184,10 @@ def chunk_lines(X: np.ndarray) -> np.ndarray:
     return np.rint(np.expm1(X[:, FEATURES.index("n_lines")].astype(np.float64)))
 
 
-@lru_cache(maxsize=2)
+@lru_cache(maxsize=4)
 def load_ranker(version: str = MODEL_VERSION) -> ChunkRanker:
-    """The model shipped in this package (read once per process)."""
+    """A model shipped in this package (each read once per process: both shipped models, and
+    ``load_ranker()`` is a key of its own)."""
     here = resources.files("durable_navigator.repomap.chunkrank")
     meta = json.loads(here.joinpath(f"{version}.json").read_text(encoding="utf-8"))
     text = here.joinpath(f"{version}.txt").read_text(encoding="utf-8")

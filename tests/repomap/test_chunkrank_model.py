@@ -64,16 +64,24 @@ def test_calibration_is_monotone_per_size_bucket() -> None:
     assert full[0] >= full[1] >= full[2]
 
 
+def _trained_on_corpus_train(version: str, expected: str) -> tuple[dict, dict]:
+    """A shipped model's ``.json`` and its ``trained`` record: the version named, known features only,
+    trained on the corpus' train split with an out-of-fold calibration."""
+    here = resources.files("durable_navigator.repomap.chunkrank")
+    meta = json.loads(here.joinpath(f"{version}.json").read_text())
+    trained = meta["trained"]
+    assert meta["version"] == version == expected and set(meta["features"]) <= set(FEATURES)
+    assert trained["tasks"] == "corpus_tasks.jsonl" and trained["train_split"] == "train"
+    assert trained["calib_split"] == "out-of-fold" and trained["tasks_n"] >= 2000
+    return meta, trained
+
+
 def test_the_shipped_ranker_trained_on_the_corpus_train_split_loads_offline_and_scores_a_matrix() -> None:
     """The model the package loads: trained on corpus train only (dev chooses, test unseen), without the
     semantic group (it did not pay on dev: ``bench/RANKER.md``, session 9), so running it never loads
     the word vectors."""
     here = resources.files("durable_navigator.repomap.chunkrank")
-    meta = json.loads(here.joinpath(f"{MODEL_VERSION}.json").read_text())
-    trained = meta["trained"]
-    assert meta["version"] == MODEL_VERSION == "ranker-v5" and set(meta["features"]) <= set(FEATURES)
-    assert trained["tasks"] == "corpus_tasks.jsonl" and trained["train_split"] == "train"
-    assert trained["calib_split"] == "out-of-fold" and trained["tasks_n"] >= 2000
+    meta, trained = _trained_on_corpus_train(MODEL_VERSION, "ranker-v5")
     assert trained["dropped_groups"] == ["semantic"] and not set(meta["features"]) & set(GROUPS["semantic"])
     assert "is_data" in meta["features"]
     assert sorted(p.name for p in here.iterdir() if p.name.startswith("ranker-v")) == sorted(
@@ -100,12 +108,7 @@ def test_the_history_model_trained_on_the_corpus_train_split_reads_the_newest_co
     newest ``RECENT_COMMITS`` (chosen on corpus dev: ``bench/RANKER.md``, session 17)."""
     from durable_navigator.repomap.chunkrank.history import RECENT_COMMITS
 
-    here = resources.files("durable_navigator.repomap.chunkrank")
-    meta = json.loads(here.joinpath(f"{HISTORY_MODEL_VERSION}.json").read_text())
-    trained = meta["trained"]
-    assert meta["version"] == HISTORY_MODEL_VERSION == "ranker-v6" and set(meta["features"]) <= set(FEATURES)
-    assert trained["tasks"] == "corpus_tasks.jsonl" and trained["train_split"] == "train"
-    assert trained["calib_split"] == "out-of-fold" and trained["tasks_n"] >= 2000
+    meta, trained = _trained_on_corpus_train(HISTORY_MODEL_VERSION, "ranker-v6")
     assert set(GROUPS["history_recent"]) <= set(meta["features"]) and RECENT_COMMITS == 100
     assert not set(meta["features"]) & set(GROUPS["semantic"] + GROUPS["history_line"])
     ranker = load_ranker(HISTORY_MODEL_VERSION)
