@@ -14,14 +14,11 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from durable_navigator.repomap.chunkrank.features import FEATURES, GROUPS
-
-if TYPE_CHECKING:
-    from durable_navigator.repomap.chunkrank.history import History
+from durable_navigator.repomap.chunkrank.history import RECENT_COMMITS, History
 
 __all__ = ["MODEL_VERSION", "HISTORY_MODEL_VERSION", "BAG_SEPARATOR", "ChunkRanker", "Calibration", "anchored",
            "load_ranker", "ranker_for", "ranker_from_files", "chunk_lines", "size_bucket", "SIZE_EDGES"]
@@ -194,13 +191,11 @@ def load_ranker(version: str = MODEL_VERSION) -> ChunkRanker:
     return ranker_from_files(meta, text)
 
 
-def ranker_for(history: "History | None") -> ChunkRanker:
+def ranker_for(history: History | None) -> ChunkRanker:
     """The shipped model for a tree with this history (``fromengine.repo_history``; None: none readable):
     ``HISTORY_MODEL_VERSION`` when it holds more commits than the recent-activity window and their
     diffs can be read (not a partial clone, not a snapshot that carries the log only), else
     ``MODEL_VERSION``: what the history model was trained on, or nothing of it."""
-    from durable_navigator.repomap.chunkrank.history import RECENT_COMMITS
-
     readable = history is not None and history.diffs is not None and len(history.shas) > RECENT_COMMITS
     return load_ranker(HISTORY_MODEL_VERSION if readable else MODEL_VERSION)
 
