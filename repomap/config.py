@@ -15,7 +15,7 @@ __all__ = ["DiscoverConfig", "RankConfig", "RenderConfig", "SearchConfig", "Xref
            "EngineConfigError"]
 
 #: bump when parsing, queries or the per-file record layout change: it keys the cache
-PARSER_VERSION = "rm-9"
+PARSER_VERSION = "rm-10"
 
 
 class EngineConfigError(ValueError):

@@ -119,17 +119,23 @@ def parse_treesitter(lang: str, data: bytes, text_lines: list[str]) -> ParsedFil
 def _build_symbols(items: list[tuple[tuple[int, int], tuple[Any, str, str]]], data: bytes,
                    lines: list[str], out: ParsedFile) -> None:
     stack: list[tuple[int, str]] = []  # (end_byte, qualname) of enclosing definitions
+    last: SymbolDraft | None = None
     for (start_b, end_b), (node, name, kind) in items:
         while stack and stack[-1][0] < end_b:
             stack.pop()
-        qual = f"{stack[-1][1]}.{name}" if stack else name
         start, end = node.start_point[0] + 1, node.end_point[0] + 1
+        if last is not None and stack and stack[-1][1] == last.qualname and (last.name, last.start, last.end) == (name, start, end):
+            # one definition tagged twice: ``res.send = function send() {...}`` is an assignment and
+            # the function expression it holds, both named ``send``, on the same lines
+            continue
+        qual = f"{stack[-1][1]}.{name}" if stack else name
         sig, sig_end = _signature(node, data, start)
         sym = SymbolDraft(qualname=qual, name=name, kind=kind, start=start, end=end,
                           sig_start=start, sig_end=sig_end, signature=sig, depth=len(stack))
         _attach_doc(sym, lines)
         out.symbols.append(sym)
         stack.append((end_b, qual))
+        last = sym
 
 
 def _signature(node: Any, data: bytes, start_line: int) -> tuple[str, int]:
