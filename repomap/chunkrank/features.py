@@ -103,6 +103,8 @@ class ChunkFeatures:
     spans: list[ChunkSpan]
     rows: np.ndarray
     X: np.ndarray  # float32, candidates x len(FEATURES)
+    #: which candidates are of the primary set (None: all); the rest are the fill set's
+    primary: np.ndarray | None = None
 
 
 def _rank_of(v: np.ndarray) -> np.ndarray:
@@ -143,7 +145,8 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
                    top_lexical: int = TOP_LEXICAL, top_files: int = TOP_FILES,
                    top_graph: int | None = None, semantic: bool = False, line_history: bool = False,
                    corpus: bool = False, feedback: bool = False, assoc: bool = False,
-                   assoc_table: GoalAssoc | None = None, recent: bool = False) -> ChunkFeatures:
+                   assoc_table: GoalAssoc | None = None, recent: bool = False,
+                   fill_lexical: int = 0, fill_files: int = 0) -> ChunkFeatures:
     """Features of the candidate chunks of ``rc`` for ``goal`` (see the module docstring).
 
     ``semantic``: compute the ``semantic`` group (zeros otherwise). Training rows compute it, so a
@@ -202,13 +205,17 @@ def chunk_features(rc: RepoChunks, goal: str, view: EngineView, history: History
     graph = TOP_GRAPH if top_graph is None else top_graph
     if graph > 0:
         rows = np.union1d(rows, _graph_candidates(f["calls_top"], f["called_by_top"], f["chunk_bm25"], graph))
+    primary = None
+    if fill_lexical or fill_files:
+        wide = np.union1d(rows, _candidates(rc, lex, per_file["eng_score"], fill_lexical, fill_files))
+        primary, rows = np.isin(wide, rows), wide
     f.update(_semantic(rc, terms, rows) if semantic else {k: np.zeros(n) for k in GROUPS["semantic"]})
     f.update(history.line_features(rc, rows, terms) if line_history and history is not None
              else {k: np.zeros(n) for k in LINE_FEATURES})
     f.update(history.recent_features(rc, rows) if recent and history is not None
              else {k: np.zeros(n) for k in RECENT_FEATURES})
     X = np.column_stack([f[name][rows] for name in FEATURES]).astype(np.float32)
-    return ChunkFeatures([rc.spans[i] for i in rows], rows, X)
+    return ChunkFeatures([rc.spans[i] for i in rows], rows, X, primary)
 
 
 #: pseudo-relevance feedback: the best lexical chunks read, and the expansion terms taken from them

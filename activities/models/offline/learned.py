@@ -82,6 +82,16 @@ class LearnedConfig(BaseModel):
     #: fitter prices them, but the path lines' why suffixes are not); over the allocation's share,
     #: it is made again with the difference held back, at most this many times
     fit_passes: int = Field(2, ge=0, le=5)
+    #: once the candidates' options are taken (or no longer fit), the rest of the share goes to a
+    #: wider set, the fill: the best ``fill_lexical`` chunks by BM25 and every chunk of the engine's
+    #: best ``fill_files`` files, valued by the same model (0 and 0: the engine's own levels fill the
+    #: rest, as before session 18). The fill never changes what the candidates chose. Chosen on dev
+    #: (``bench/RANKER.md`` session 18): the candidates leave about half of a 32k map to the engine;
+    #: with the fill the 180 quality dev tasks show 0.830 / 0.892 / 0.952 of the changed lines at
+    #: 8k / 16k / 32k (0.824 / 0.889 / 0.945 without; every chunk of every file as the fill: 0.830 /
+    #: 0.892 / 0.951)
+    fill_lexical: int = Field(3000, ge=0)
+    fill_files: int = Field(30, ge=0)
     #: the decision log names at most this many of the choices (the map shows them all)
     max_notes: int = 12
     #: most expansions one allocation makes (one plan update adds at most ``MAX_UPDATE_ITEMS``
@@ -116,7 +126,7 @@ class Choice:
     notes: list[str]
 
 
-def _engine_inputs(engine: Any, goal: str) -> tuple[Any, Any, Any]:
+def _engine_inputs(engine: Any, goal: str, fill_lexical: int = 0, fill_files: int = 0) -> tuple[Any, Any, Any]:
     """Candidate chunks with features, and the model's (score, full value, signature value)."""
     from durable_navigator.repomap.chunkrank.features import chunk_features
     from durable_navigator.repomap.chunkrank.fromengine import engine_view, repo_chunks, repo_history
@@ -124,7 +134,8 @@ def _engine_inputs(engine: Any, goal: str) -> tuple[Any, Any, Any]:
 
     history = repo_history(engine.root)
     ranker = ranker_for(history)
-    cf = chunk_features(repo_chunks(engine), goal, engine_view(engine, goal), history, **ranker.reads())
+    cf = chunk_features(repo_chunks(engine), goal, engine_view(engine, goal), history, **ranker.reads(),
+                        fill_lexical=fill_lexical, fill_files=fill_files)
     return cf, ranker, ranker.values(cf.X)
 
 
@@ -142,15 +153,16 @@ def _containing(syms: list[Any], a: int, b: int, name: str) -> Any:
 
 
 def _options(engine: Any, cf: Any, full: Any, sig: Any, ranked: dict[str, Any], cfg: LearnedConfig,
-             boost: Any, price: "_Prices") -> tuple[dict[str, _Option], dict[str, dict[str, _Option]]]:
-    """Expand options (by focus symbol) and per-file full/outline options."""
+             boost: Any, price: "_Prices", only: Any = None) -> tuple[dict[str, _Option], dict[str, dict[str, _Option]]]:
+    """Expand options (by focus symbol) and per-file full/outline options (of the candidates ``only``
+    marks, when given)."""
     expand: dict[str, _Option] = {}
     per_file: dict[str, dict[str, _Option]] = {}
     syms_of: dict[str, list[Any]] = {}
     ids_of: dict[str, Counter[str]] = {}
     for i, span in enumerate(cf.spans):
         r = ranked.get(span.path)
-        if r is None:
+        if r is None or (only is not None and not only[i]):
             continue  # excluded
         fv, sv = boost(span.path, float(full[i])), boost(span.path, float(sig[i]))
         if span.path not in syms_of:
@@ -271,26 +283,31 @@ def _overlap(a: _Option, b: _Option) -> bool:
 
 
 #: the last goal's options: a choice made again with tokens held back (``reserve``) reuses them
-_MEMO: dict[tuple[Any, ...], tuple[list[_Option], dict[str, float], float, _Prices]] = {}
+_MEMO: dict[tuple[Any, ...], tuple[list[_Option], list[_Option], dict[str, float], float, _Prices]] = {}
 _MEMO_LOCK = threading.Lock()
 
 
 def _priced_options(engine: Any, goal: str, cfg: LearnedConfig, ranked: dict[str, Any],
-                    focused: Any) -> tuple[list[_Option], dict[str, float], float, _Prices]:
-    """Every option the map has for ``goal``, each file's best chunk value, the ranker's cost power
-    and the prices of expansions."""
-    cf, ranker, (_scores, full, sig) = _engine_inputs(engine, goal)
+                    focused: Any) -> tuple[list[_Option], list[_Option], dict[str, float], float, _Prices]:
+    """Every option the map has for ``goal`` (the candidates', then the fill set's), each file's
+    best chunk value, the ranker's cost power and the prices of expansions."""
+    cf, ranker, (_scores, full, sig) = _engine_inputs(engine, goal, cfg.fill_lexical, cfg.fill_files)
     top = float(full.max()) if len(full) else 0.0
     boost = (lambda p, v: max(v * cfg.feedback_boost, top) if focused(p) else v)
     price = _Prices(engine)
-    expand, per_file = _options(engine, cf, full, sig, ranked, cfg, boost, price)
+    expand, per_file = _options(engine, cf, full, sig, ranked, cfg, boost, price, cf.primary)
     options = list(expand.values()) + [o for f in per_file.values() for k, o in f.items()
                                        if k == "full" or cfg.outlines]
+    fill: list[_Option] = []
+    if cf.primary is not None:
+        more, more_files = _options(engine, cf, full, sig, ranked, cfg, boost, price, ~cf.primary)
+        fill = [o for k, o in more.items() if k not in expand] + [
+            o for p, f in more_files.items() if p not in per_file for k, o in f.items() if k == "full" or cfg.outlines]
     best: dict[str, float] = {}
     for i, span in enumerate(cf.spans):
         if span.path in ranked:
             best[span.path] = max(best.get(span.path, 0.0), boost(span.path, float(full[i])))
-    return options, best, ranker.cost_power, price
+    return options, fill, best, ranker.cost_power, price
 
 
 def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
@@ -311,18 +328,27 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
         with _MEMO_LOCK:
             _MEMO.clear()
             _MEMO[key] = got
-    options, best, power, price = got
+    options, fill, best, power, price = got
     state = _State(ranked, best, cfg.presence_bonus, cfg.file_decay, price)
     limit = max(plan_tokens(plan.token_budget, cfg) - reserve, 0)
-    left = limit
-    # lazy greedy: each key is the option's marginal worth on the empty map (the first-shown bonus
-    # and the path line included), an upper bound of what it is worth later, so an option popped
-    # with its current worth still at the top is the best one now
+    taken: list[tuple[_Option, float, int]] = []
+    room = min(cfg.max_expansions, MAX_FOCUS_ITEMS - len(plan.focus_symbols))
+    left, room = _greedy(options, state, limit, room, power, max_files, taken)
+    if fill and left > 0:
+        left, room = _greedy(fill, state, left, room, power, max_files, taken)
+    return _choice(state, taken, limit - left, cfg)
+
+
+def _greedy(options: list[_Option], state: _State, left: int, room: int, power: float, max_files: int,
+            taken: list[tuple[_Option, float, int]]) -> tuple[int, int]:
+    """Take ``options`` into ``state`` by worth per token while they fit; the tokens and
+    expansions left."""
+    # lazy greedy: each key is the option's marginal worth on the map as it is (the first-shown
+    # bonus and the path line included), an upper bound of what it is worth later, so an option
+    # popped with its current worth still at the top is the best one now
     heap = [(-v / max(c, 1) ** power, i) for i, o in enumerate(options)
             if o.value > 0 and (got := state.marginal(o)) is not None for v, c in (got,)]
     heapq.heapify(heap)
-    taken: list[tuple[_Option, float, int]] = []
-    room = min(cfg.max_expansions, MAX_FOCUS_ITEMS - len(plan.focus_symbols))
     while heap:
         key, i = heapq.heappop(heap)
         got = state.marginal(options[i])
@@ -341,7 +367,7 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
         left -= cost
         state.take(options[i], value, cost)
         taken.append((options[i], value, cost))
-    return _choice(state, taken, limit - left, cfg)
+    return left, room
 
 
 def plan_tokens(budget: int, cfg: LearnedConfig) -> int:

@@ -297,3 +297,47 @@ def test_the_choice_costs_what_the_map_spends_on_it(long_engine, goal: str, budg
     choice = learned_choice(long_engine, plan, goal, CFG.learned, excluded=lambda p: False, focused=lambda p: False)
     assert len(choice.expand) >= 2 and Level.FULL not in choice.levels.values(), choice
     assert _rendered_cost(long_engine, plan, choice, CFG) == choice.cost, choice.notes
+
+
+def _spread_repo(root: Path, n: int = 14) -> Path:
+    """One module the goal names, calling ``n`` helper modules that hold no goal word: beyond the
+    engine's best ``TOP_FILES`` files (ranked by the calls), no chunk of theirs is a candidate."""
+    root.mkdir(parents=True)
+    imports = "".join(f"from helper_{k:02d} import step_{k:02d}\n" for k in range(n))
+    calls = "".join(f"    tokens = step_{k:02d}(tokens)\n" for k in range(n))
+    (root / "ledger.py").write_text(f"{imports}\n\ndef record_usage(tokens):\n{calls}    return tokens * 2\n")
+    for k in range(n):
+        body = "".join(f"\n\ndef step_{k:02d}{'' if j == 0 else f'_{j}'}(value):\n    value = value + {j}\n"
+                       f"    return value * {k + 2}\n" for j in range(4))
+        (root / f"helper_{k:02d}.py").write_text(body.lstrip())
+    return root
+
+
+def test_the_fill_spends_what_the_candidates_leave_and_changes_none_of_their_choice(tmp_path: Path) -> None:
+    """``fill_lexical`` / ``fill_files``: once the candidates' options are taken, the rest of the
+    allocation's share goes to a wider set (chosen on dev, ``bench/RANKER.md`` session 18) instead of
+    the engine's own levels; what the candidates chose stays as it was."""
+    from durable_navigator.activities.models.offline.learned import _engine_inputs
+
+    engine = repomap.RepoMap.open(_spread_repo(tmp_path / "repo"), cache_dir=tmp_path / "cache", jobs=1)
+    goal = "tokens are recorded twice in record usage"
+    plan = FlightPlan(token_budget=32768, goal=goal)
+    on = LearnedConfig(enabled=True)  # the default fills
+    off = on.model_copy(update={"fill_lexical": 0, "fill_files": 0})
+    assert on.fill_lexical and on.fill_files
+    cf, _ranker, _values = _engine_inputs(engine, goal, on.fill_lexical, on.fill_files)
+    inside = {s.path for s, first in zip(cf.spans, cf.primary) if first}
+    outside = {s.path for s in cf.spans} - inside
+    assert outside, "a chunk of every file is a candidate: the fixture does not exercise the fill"
+    base_cf, _r, _v = _engine_inputs(engine, goal)
+    assert [s for s, first in zip(cf.spans, cf.primary) if first] == base_cf.spans
+
+    def choose(cfg: LearnedConfig):
+        return learned_choice(engine, plan, goal, cfg, excluded=lambda p: False, focused=lambda p: False)
+
+    without, with_fill = choose(off), choose(on)
+    assert not outside & set(without.levels), "without the fill, no file outside the candidates' is chosen"
+    assert outside & set(with_fill.levels), with_fill.notes
+    assert with_fill.cost > without.cost and with_fill.cost <= plan_tokens(plan.token_budget, on)
+    assert all(with_fill.levels.get(p) == lv for p, lv in without.levels.items())
+    assert {s.symbol_id for s in without.expand} <= {s.symbol_id for s in with_fill.expand}
