@@ -273,6 +273,8 @@ class FocusPricer:
         #: cumulative line tokens (``index.line_prefix_costs``); None when the file cannot be read now
         self.cum = line_prefix_costs(data) if data is not None else None
         self.fence = fence_cost()
+        #: outline-line tokens per symbol, counted once (``_trail_cost``)
+        self.outline_tokens: dict[int, int] = {}
 
     def expanded(self, ks: list[Expansion]) -> int:
         """Exact cost of showing expansions ``ks`` in full (their lines of the file as it is now; an
@@ -302,7 +304,7 @@ class FocusPricer:
         expansions and the definitions enclosing them (what the fitter prices)."""
         if self.cum is None or not ks:
             return 0
-        return self.expanded(ks) + _trail_cost(self.rec[REC["symbols"]], ks)
+        return self.expanded(ks) + _trail_cost(self.rec[REC["symbols"]], ks, self.outline_tokens)
 
 
 def expanded_cost(root: Path, records: dict[str, tuple], path: str, ks: list[Expansion],
@@ -405,11 +407,25 @@ def _trail(symbols: list[tuple], ks: list[Expansion]) -> list[int]:
     return shown
 
 
-def _trail_cost(symbols: list[tuple], ks: list[Expansion]) -> int:
-    """Tokens of the outline lines :func:`_trail` shows (the bodies are priced apart)."""
+def _trail_cost(symbols: list[tuple], ks: list[Expansion], known: dict[int, int] | None = None) -> int:
+    """Tokens of the outline lines :func:`_trail` shows (the bodies are priced apart).
+
+    ``known``: each symbol's outline-line tokens counted so far (a pricer asked about many sets of
+    one file's expansions counts each line once). Outline lines counted one by one sum to their
+    joined count: each starts with spaces and a digit, where a cl100k piece always starts
+    (``index._price_symbols``)."""
     i_start, i_depth, i_sig = SYM["start"], SYM["depth"], SYM["sig"]
-    return count_tokens("".join(outline_line(symbols[k][i_start], symbols[k][i_depth], symbols[k][i_sig])
-                                for k in _trail(symbols, ks)))
+    if known is None:
+        return count_tokens("".join(outline_line(symbols[k][i_start], symbols[k][i_depth], symbols[k][i_sig])
+                                    for k in _trail(symbols, ks)))
+    total = 0
+    for k in _trail(symbols, ks):
+        got = known.get(k)
+        if got is None:
+            s = symbols[k]
+            got = known[k] = count_tokens(outline_line(s[i_start], s[i_depth], s[i_sig]))
+        total += got
+    return total
 
 
 def _file_text(inp: RenderInput, i: int, level: int, cache: dict[str, list[str]], present: set[str]) -> str:

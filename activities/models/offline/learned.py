@@ -26,6 +26,7 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -282,15 +283,33 @@ def _overlap(a: _Option, b: _Option) -> bool:
     return a.lines[0] <= b.lines[1] and b.lines[0] <= a.lines[1]
 
 
+@dataclass
+class _Priced:
+    """A goal's options (the candidates'), each file's best chunk value, the ranker's cost power, the
+    prices of expansions, and the fill's options, built the first time a choice leaves room for them
+    (pricing them reads their files: most 4k and 8k choices never need them)."""
+
+    options: list[_Option]
+    best: dict[str, float]
+    power: float
+    price: _Prices
+    build_fill: Callable[[], list[_Option]] | None = None
+    fill: list[_Option] | None = None
+
+    def fill_options(self) -> list[_Option]:
+        if self.fill is None:
+            self.fill = self.build_fill() if self.build_fill is not None else []
+        return self.fill
+
+
 #: the last goal's options: a choice made again with tokens held back (``reserve``) reuses them
-_MEMO: dict[tuple[Any, ...], tuple[list[_Option], list[_Option], dict[str, float], float, _Prices]] = {}
+_MEMO: dict[tuple[Any, ...], _Priced] = {}
 _MEMO_LOCK = threading.Lock()
 
 
 def _priced_options(engine: Any, goal: str, cfg: LearnedConfig, ranked: dict[str, Any],
-                    focused: Any) -> tuple[list[_Option], list[_Option], dict[str, float], float, _Prices]:
-    """Every option the map has for ``goal`` (the candidates', then the fill set's), each file's
-    best chunk value, the ranker's cost power and the prices of expansions."""
+                    focused: Any) -> _Priced:
+    """Every option the map has for ``goal`` (the candidates'; the fill's when asked for)."""
     cf, ranker, (_scores, full, sig) = _engine_inputs(engine, goal, cfg.fill_lexical, cfg.fill_files)
     top = float(full.max()) if len(full) else 0.0
     boost = (lambda p, v: max(v * cfg.feedback_boost, top) if focused(p) else v)
@@ -298,16 +317,17 @@ def _priced_options(engine: Any, goal: str, cfg: LearnedConfig, ranked: dict[str
     expand, per_file = _options(engine, cf, full, sig, ranked, cfg, boost, price, cf.primary)
     options = list(expand.values()) + [o for f in per_file.values() for k, o in f.items()
                                        if k == "full" or cfg.outlines]
-    fill: list[_Option] = []
-    if cf.primary is not None:
-        more, more_files = _options(engine, cf, full, sig, ranked, cfg, boost, price, ~cf.primary)
-        fill = [o for k, o in more.items() if k not in expand] + [
-            o for p, f in more_files.items() if p not in per_file for k, o in f.items() if k == "full" or cfg.outlines]
     best: dict[str, float] = {}
     for i, span in enumerate(cf.spans):
         if span.path in ranked:
             best[span.path] = max(best.get(span.path, 0.0), boost(span.path, float(full[i])))
-    return options, fill, best, ranker.cost_power, price
+
+    def build_fill() -> list[_Option]:
+        more, more_files = _options(engine, cf, full, sig, ranked, cfg, boost, price, ~cf.primary)
+        return [o for k, o in more.items() if k not in expand] + [
+            o for p, f in more_files.items() if p not in per_file for k, o in f.items() if k == "full" or cfg.outlines]
+
+    return _Priced(options, best, ranker.cost_power, price, build_fill if cf.primary is not None else None)
 
 
 def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
@@ -328,14 +348,13 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
         with _MEMO_LOCK:
             _MEMO.clear()
             _MEMO[key] = got
-    options, fill, best, power, price = got
-    state = _State(ranked, best, cfg.presence_bonus, cfg.file_decay, price)
+    state = _State(ranked, got.best, cfg.presence_bonus, cfg.file_decay, got.price)
     limit = max(plan_tokens(plan.token_budget, cfg) - reserve, 0)
     taken: list[tuple[_Option, float, int]] = []
     room = min(cfg.max_expansions, MAX_FOCUS_ITEMS - len(plan.focus_symbols))
-    left, room = _greedy(options, state, limit, room, power, max_files, taken)
-    if fill and left > 0:
-        left, room = _greedy(fill, state, left, room, power, max_files, taken)
+    left, room = _greedy(got.options, state, limit, room, got.power, max_files, taken)
+    if left > 0 and got.build_fill is not None:
+        left, room = _greedy(got.fill_options(), state, left, room, got.power, max_files, taken)
     return _choice(state, taken, limit - left, cfg)
 
 
