@@ -93,6 +93,10 @@ class LearnedConfig(BaseModel):
     #: 0.892 / 0.951)
     fill_lexical: int = Field(3000, ge=0)
     fill_files: int = Field(30, ge=0)
+    #: the fill runs from this ``--tokens`` budget up. Chosen on dev: at 8k it moves the 929 corpus
+    #: dev commits by -0.0004 (se 0.0004) while pricing its options reads their files, which took a
+    #: 20,000-file repository's first 8k exploration from 47.6 s to 73.8 s (``bench/history_scale.py``)
+    fill_from: int = Field(16384, ge=0)
     #: the decision log names at most this many of the choices (the map shows them all)
     max_notes: int = 12
     #: most expansions one allocation makes (one plan update adds at most ``MAX_UPDATE_ITEMS``
@@ -308,9 +312,10 @@ _MEMO_LOCK = threading.Lock()
 
 
 def _priced_options(engine: Any, goal: str, cfg: LearnedConfig, ranked: dict[str, Any],
-                    focused: Any) -> _Priced:
-    """Every option the map has for ``goal`` (the candidates'; the fill's when asked for)."""
-    cf, ranker, (_scores, full, sig) = _engine_inputs(engine, goal, cfg.fill_lexical, cfg.fill_files)
+                    focused: Any, fill: bool) -> _Priced:
+    """Every option the map has for ``goal`` (the candidates'; with ``fill``, the fill's when asked for)."""
+    cf, ranker, (_scores, full, sig) = _engine_inputs(engine, goal, cfg.fill_lexical if fill else 0,
+                                                      cfg.fill_files if fill else 0)
     top = float(full.max()) if len(full) else 0.0
     boost = (lambda p, v: max(v * cfg.feedback_boost, top) if focused(p) else v)
     price = _Prices(engine)
@@ -340,11 +345,12 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
     files the choice may set a level for (one plan update holds ``MAX_UPDATE_ITEMS`` rules).
     """
     ranked = {r.path: r for r in engine.rank(plan) if not excluded(r.path)}
-    key = (id(engine), engine.index_version, goal, cfg, tuple(ranked), tuple(p for p in ranked if focused(p)))
+    fill = plan.token_budget >= cfg.fill_from
+    key = (id(engine), engine.index_version, goal, cfg, fill, tuple(ranked), tuple(p for p in ranked if focused(p)))
     with _MEMO_LOCK:
         got = _MEMO.get(key)
     if got is None:
-        got = _priced_options(engine, goal, cfg, ranked, focused)
+        got = _priced_options(engine, goal, cfg, ranked, focused, fill)
         with _MEMO_LOCK:
             _MEMO.clear()
             _MEMO[key] = got

@@ -341,3 +341,7 @@ def test_the_fill_spends_what_the_candidates_leave_and_changes_none_of_their_cho
     assert with_fill.cost > without.cost and with_fill.cost <= plan_tokens(plan.token_budget, on)
     assert all(with_fill.levels.get(p) == lv for p, lv in without.levels.items())
     assert {s.symbol_id for s in without.expand} <= {s.symbol_id for s in with_fill.expand}
+    # below ``fill_from`` (8k: it did not pay on dev and costs reading the fill's files) no fill
+    small = FlightPlan(token_budget=on.fill_from - 1, goal=goal)
+    assert learned_choice(engine, small, goal, on, excluded=lambda p: False, focused=lambda p: False) == \
+        learned_choice(engine, small, goal, off, excluded=lambda p: False, focused=lambda p: False)
