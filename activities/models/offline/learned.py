@@ -18,7 +18,8 @@ is worth; off by default since session 10, when it lost on dev -- see
 ``LearnedConfig.outlines``). An expanded definition still shows the signatures of
 the definitions around it. A lazy greedy knapsack takes the option with the most expected lines
 per token (``value / cost ** p``, ``p`` shipped with the model) while it fits
-``LearnedConfig.share`` of the budget; the engine's own levels fill the rest.
+``LearnedConfig.share`` of the budget; from ``fill_from`` (16k) up the fill -- a wider set of chunks
+valued by the same model -- takes what the candidates leave, and the engine's own levels fill the rest.
 """
 
 from __future__ import annotations
@@ -291,7 +292,7 @@ def _overlap(a: _Option, b: _Option) -> bool:
 class _Priced:
     """A goal's options (the candidates'), each file's best chunk value, the ranker's cost power, the
     prices of expansions, and the fill's options, built the first time a choice leaves room for them
-    (pricing them reads their files: most 4k and 8k choices never need them)."""
+    (pricing them reads their files)."""
 
     options: list[_Option]
     best: dict[str, float]
