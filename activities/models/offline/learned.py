@@ -95,8 +95,9 @@ class LearnedConfig(BaseModel):
     fill_lexical: int = Field(3000, ge=0)
     fill_files: int = Field(30, ge=0)
     #: the fill runs from this ``--tokens`` budget up. Chosen on dev: at 8k it moves the 929 corpus
-    #: dev commits by -0.0004 (se 0.0004) while pricing its options reads their files, which took a
-    #: 20,000-file repository's first 8k exploration from 47.6 s to 73.8 s (``bench/history_scale.py``)
+    #: dev commits by -0.0004 (se 0.0004) while pricing its options reads their files (about a second
+    #: per exploration on the test split; a 20,000-file repository's first 8k exploration took 73.8 s
+    #: with it, 72.5 s without, ``bench/history_scale.py``)
     fill_from: int = Field(16384, ge=0)
     #: the decision log names at most this many of the choices (the map shows them all)
     max_notes: int = 12
