@@ -291,6 +291,8 @@ class RepoMap(QueryMixin, DerivedMixin):
     def rank(self, plan: FlightPlan) -> list[RankedFile]:
         """Every file ranked for ``plan``: score desc, then path."""
         ctx = self._request(plan)
+        if ctx.ranked is not None:
+            return list(ctx.ranked)
         base = self._base_line_costs()
         out = []
         for i in ctx.order:
@@ -302,6 +304,7 @@ class RepoMap(QueryMixin, DerivedMixin):
             levels = ((*low, line + c4) if c4 >= 0
                       else LevelTokens(low, functools.partial(self._full_cost, p, line)))
             out.append(RankedFile(p, float(ctx.score[i]), sig, bool(ctx.focused[i]), levels))
+        ctx.ranked = tuple(out)  # the next rank of this plan (a turn's several) is a copy of the list
         return out
 
     def _full_cost(self, path: str, line: int) -> int:

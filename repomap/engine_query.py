@@ -8,6 +8,7 @@ flight plan into signal vectors and answers ``search``, ``symbols``,
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +50,11 @@ def _expansion_order(k: Expansion) -> tuple[int, int, int]:
     return (1, k, 0) if isinstance(k, int) else (2, *k)
 
 
+#: rankings kept per engine version (a few plans: one exploration's turns and renders)
+_REQUEST_MEMO = 8
+_MEMO_LOCK = threading.Lock()
+
+
 @dataclass
 class RequestContext:
     """One request's ranking: scores, signals and what to expand."""
@@ -60,6 +66,8 @@ class RequestContext:
     expand: dict[str, list[Expansion]]
     top_term: list[str | None] = field(default_factory=list)
     ident_of: dict[int, str] = field(default_factory=dict)
+    #: ``RepoMap.rank``'s files for this request, once built (frozen ``RankedFile`` s)
+    ranked: tuple[Any, ...] | None = None
 
     def why(self, plan: FlightPlan, limit: int) -> list[list[str]]:
         """Per file: its strongest signals as short labels, e.g. ``bm25:budget``."""
@@ -108,6 +116,30 @@ class QueryMixin:
 
     # ---- personalization ------------------------------------------------------------
     def _request(self, plan: FlightPlan) -> RequestContext:
+        """The ranking of every file for ``plan`` (its goal and focus; nothing else of a plan moves it).
+
+        One exploration ranks the same plan several times (the policy prices a render, the
+        render activity draws it, the pack fits it); on a 20,000-file tree each ranking is a
+        personalized PageRank of half a second. The last few are kept on this version (the
+        index, and so the ranking structure, never changes under one ``RepoMap``); their arrays
+        are read-only, so no caller can change what the next one is handed.
+        """
+        key = (plan.goal or "", tuple((fp.glob, fp.weight) for fp in plan.focus_paths),
+               tuple((fs.symbol, fs.weight, fs.expand) for fs in plan.focus_symbols))
+        with _MEMO_LOCK:
+            memo: dict[tuple, RequestContext] = self.__dict__.setdefault("_request_memo", {})
+            got = memo.get(key)
+        if got is None:
+            got = self._rank_request(plan)
+            for arr in (got.score, got.focused, *got.signals.values()):
+                arr.setflags(write=False)
+            with _MEMO_LOCK:
+                if len(memo) >= _REQUEST_MEMO:
+                    memo.pop(next(iter(memo)))
+                memo[key] = got
+        return got
+
+    def _rank_request(self, plan: FlightPlan) -> RequestContext:
         rs = self._structure()
         cfg = self.config.rank
         n = len(self.files)

@@ -72,3 +72,36 @@ def test_a_file_changed_within_the_racy_window_is_never_answered_from_the_memo(t
     engine = RepoMap.open(_repo(tmp_path), cache_dir=tmp_path / "cache", jobs=1)
     engine.render(_plan())
     assert "memo" not in engine.render(_plan()).metadata.timings_ms
+
+
+def test_one_ranking_per_goal_and_focus_shared_by_ranks_and_renders_of_any_budget_or_levels(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The personalized ranking depends on the goal and the focus only: a turn's several renders
+    (other budgets, other levels) and ranks reuse it, read-only; another focus ranks again."""
+    from durable_navigator.navtypes.flightplan import FocusPath
+    from durable_navigator.repomap import engine_query
+
+    engine = RepoMap.open(_repo(tmp_path), cache_dir=tmp_path / "cache", jobs=1)
+    ranked: list[str] = []
+    real = engine_query.personalized_rank
+
+    def counting(rs, pers, cfg):  # type: ignore[no-untyped-def]
+        ranked.append("x")
+        return real(rs, pers, cfg)
+
+    monkeypatch.setattr(engine_query, "personalized_rank", counting)
+    first = engine.rank(_plan())
+    engine.render(_plan())
+    engine.render(_plan().model_copy(update={"token_budget": 4096, "rules": []}))
+    again = engine.rank(FlightPlan(goal="reserve the amount"))
+    assert len(ranked) == 1
+    assert again == first and again is not first  # the same files, in a list of its own
+    again.clear()
+    assert engine.rank(_plan()) == first
+    ctx = engine._request(_plan())
+    with pytest.raises(ValueError, match="read-only"):
+        ctx.score[0] = 99.0
+    focused = FlightPlan(goal="reserve the amount", focus_paths=[FocusPath(glob="pkg/other.py", weight=3.0)])
+    assert engine.rank(focused)[0].path == "pkg/other.py" and len(ranked) == 2
+    fresh = RepoMap.open(engine.root, cache_dir=tmp_path / "cache2", jobs=1)
+    assert fresh.rank(_plan()) == first and len(ranked) == 3  # a new engine ranks on its own

@@ -28,6 +28,7 @@ import heapq
 import threading
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,9 +140,14 @@ def _engine_inputs(engine: Any, goal: str, fill_lexical: int = 0, fill_files: in
     from durable_navigator.repomap.chunkrank.fromengine import engine_view, repo_chunks, repo_history
     from durable_navigator.repomap.chunkrank.model import ranker_for
 
-    history = repo_history(engine.root)
+    # the history is mostly a wait on ``git log`` (a second on a 50,000-commit repository): it runs
+    # beside the chunks' assembly, which is the first exploration's other long step
+    with ThreadPoolExecutor(1, thread_name_prefix="history") as pool:
+        reading = pool.submit(repo_history, engine.root)
+        chunks, view = repo_chunks(engine), engine_view(engine, goal)
+        history = reading.result()
     ranker = ranker_for(history)
-    cf = chunk_features(repo_chunks(engine), goal, engine_view(engine, goal), history, **ranker.reads(),
+    cf = chunk_features(chunks, goal, view, history, **ranker.reads(),
                         fill_lexical=fill_lexical, fill_files=fill_files)
     return cf, ranker, ranker.values(cf.X)
 
