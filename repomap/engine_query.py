@@ -50,8 +50,8 @@ def _expansion_order(k: Expansion) -> tuple[int, int, int]:
     return (1, k, 0) if isinstance(k, int) else (2, *k)
 
 
-#: rankings kept per engine version (a few plans: one exploration's turns and renders)
-_REQUEST_MEMO = 8
+#: rankings kept per engine version (one exploration's plans: the goal alone, the survey's focus, the choice's)
+_REQUEST_MEMO = 4
 _MEMO_LOCK = threading.Lock()
 
 
@@ -121,14 +121,18 @@ class QueryMixin:
         One exploration ranks the same plan several times (the policy prices a render, the
         render activity draws it, the pack fits it); on a 20,000-file tree each ranking is a
         personalized PageRank of half a second. The last few are kept on this version (the
-        index, and so the ranking structure, never changes under one ``RepoMap``); their arrays
-        are read-only, so no caller can change what the next one is handed.
+        index, and so the ranking structure, never changes under one ``RepoMap``). Callers read a
+        context and never change it: its arrays are read-only, and ``RepoMap.rank`` hands each
+        caller a list of its own. The ``_REQUEST_MEMO`` used last are kept per engine (on a
+        20,000-file tree about 15 MB each once ranked: 2 MB of arrays, the rest the files' records).
         """
         key = (plan.goal or "", tuple((fp.glob, fp.weight) for fp in plan.focus_paths),
                tuple((fs.symbol, fs.weight, fs.expand) for fs in plan.focus_symbols))
         with _MEMO_LOCK:
             memo: dict[tuple, RequestContext] = self.__dict__.setdefault("_request_memo", {})
-            got = memo.get(key)
+            got = memo.pop(key, None)
+            if got is not None:
+                memo[key] = got  # the most recently used last
         if got is None:
             got = self._rank_request(plan)
             for arr in (got.score, got.focused, *got.signals.values()):

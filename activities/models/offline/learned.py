@@ -97,8 +97,8 @@ class LearnedConfig(BaseModel):
     fill_files: int = Field(30, ge=0)
     #: the fill runs from this ``--tokens`` budget up. Chosen on dev: at 8k it moves the 929 corpus
     #: dev commits by -0.0004 (se 0.0004) while pricing its options reads their files (about a second
-    #: per exploration on the test split; a 20,000-file repository's first 8k exploration took 73.8 s
-    #: with it, 72.5 s without, ``bench/history_scale.py``)
+    #: per exploration on the test split; a 20,000-file repository's first 8k exploration took 1.3 s
+    #: longer with it, ``bench/history_scale.py``, session 18)
     fill_from: int = Field(16384, ge=0)
     #: the decision log names at most this many of the choices (the map shows them all)
     max_notes: int = 12
