@@ -1,7 +1,7 @@
 """Benchmark: the first exploration of a 20,000-file repository with 50,000 commits of history (issue 28).
 
 ``python bench/history_scale.py [--files 20000] [--commits 50000] [--work /work/bench-data/history-scale]
-[--drop-caches]``
+[--runs 3] [--drop-caches]``
 
 Run it on an otherwise idle machine: on 2 CPUs a concurrent benchmark doubles the figure (session 8's
 89.8-155 s were measured beside the test-split runs; 44-50 s idle, session 10).
@@ -13,7 +13,10 @@ Run it on an otherwise idle machine: on 2 CPUs a concurrent benchmark doubles th
 2. Through the product's default path, as a user runs it: the installed ``navigator explore`` with
    default flags (embedded Temporal started by the command, offline model, ``--tokens 8192``) in
    fresh state and cache folders — the **first** exploration (cold: scan and index every file) —
-   then a **second** one in the same folders (warm: an incremental refresh).
+   then a **second** one in the same folders (warm: an incremental refresh). ``--runs N`` does this
+   N times, each in new folders, and reports the median: on this 2-CPU machine one first
+   exploration varies by several seconds from run to run (50.8 to 64.2 s for the same code within an
+   hour, session 19), so a single run cannot tell a target of 60 s.
 3. The learned navigator's history read (``repomap.chunkrank.fromengine.repo_history``: one
    ``git log`` of the newest ``MAX_COMMITS`` commits) timed alone in process, labelled as such:
    the default policy (the learned allocation) reads it inside both explorations above.
@@ -135,10 +138,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path("/work/bench-data/history-scale"))
     ap.add_argument("--goal", default="fix the retry backoff of the payment service client")
     ap.add_argument("--results", type=Path, default=HERE / "results")
+    ap.add_argument("--runs", type=int, default=3,
+                    help="first + second explorations this many times, each in fresh folders; the median is reported")
     ap.add_argument("--drop-caches", action="store_true",
                     help="empty the kernel's page cache before the first exploration (root only): the repository, "
                          "the venv and git's objects are then read from disk, as after a reboot")
     args = ap.parse_args(argv)
+    if args.runs < 1:
+        raise SystemExit(f"--runs {args.runs}: give at least 1")
     if args.drop_caches and not os.access("/proc/sys/vm/drop_caches", os.W_OK):
         raise SystemExit("--drop-caches needs root (it writes /proc/sys/vm/drop_caches); run as root or leave it out")
     repo = args.work / f"repo-{args.files}-{args.commits}"
@@ -150,18 +157,26 @@ def main(argv: list[str] | None = None) -> int:
         generate(repo, args.files, args.seed)
         built["tree_seconds"] = round(time.perf_counter() - t0, 1)
         built.update(build_history(repo, args.commits, args.seed))
-    state = Path(tempfile.mkdtemp(prefix="history-scale-", dir=args.work))
     bytecode = compile_bytecode()
-    if args.drop_caches:
-        os.sync()
-        Path("/proc/sys/vm/drop_caches").write_text("3\n")
-    runs = {"first": explore(repo, state, args.goal)}
-    runs["second"] = explore(repo, state, args.goal)
-    result = {"files": args.files, "commits": args.commits, "built": built, "runs": runs, "bytecode": bytecode,
+    each: list[dict[str, dict[str, object]]] = []
+    for _ in range(args.runs):
+        state = Path(tempfile.mkdtemp(prefix="history-scale-", dir=args.work))
+        if args.drop_caches:
+            os.sync()
+            Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        got = {"first": explore(repo, state, args.goal)}
+        got["second"] = explore(repo, state, args.goal)
+        shutil.rmtree(state, ignore_errors=True)
+        each.append(got)
+    # the run whose first exploration is the median one (all of them listed beside it)
+    ok = all(r[k]["exit"] == 0 for r in each for k in ("first", "second"))
+    runs = sorted(each, key=lambda r: float(r["first"]["seconds"]))[(len(each) - 1) // 2] if ok else \
+        next(r for r in each if r["first"]["exit"] != 0 or r["second"]["exit"] != 0)
+    result = {"files": args.files, "commits": args.commits, "built": built, "runs": runs, "all_runs": each,
+              "bytecode": bytecode,
               "history_read_in_process": history_read(repo), "load_avg": os.getloadavg(),
               "page_cache_dropped": args.drop_caches,
               "cpus": os.cpu_count(), "stamp": time.strftime("%Y%m%d-%H%M%S")}
-    shutil.rmtree(state, ignore_errors=True)
     args.results.mkdir(parents=True, exist_ok=True)
     base = args.results / f"history-scale-{result['stamp']}"
     base.with_suffix(".json").write_text(json.dumps(result, indent=1))
@@ -175,9 +190,13 @@ def main(argv: list[str] | None = None) -> int:
           "and cache folders." + (" The kernel's page cache was emptied before the first exploration "
                                     "(`--drop-caches`): the repository, the venv and git's objects came from disk."
                                     if args.drop_caches else ""), "",
+          f"{len(each)} run(s), each a first and a second exploration in new state and cache folders; the "
+          "table shows the run with the median first exploration, every run is listed below it.", "",
           "| run | seconds | exit | target |", "|---|---|---|---|",
           f"| first exploration (cold: scan + index every file) | {first['seconds']} | {first['exit']} | <= 60 |",
           f"| second exploration (warm: incremental refresh) | {second['seconds']} | {second['exit']} | — |", "",
+          "Every run, first / second (s): " + ", ".join(f"{r['first']['seconds']} / {r['second']['seconds']}"
+                                                       for r in each) + ".", "",
           f"In process, labelled: the learned navigator's history read (`repo_history`, newest "
           f"{result['history_read_in_process']['max_commits']:,} commits) took "
           f"{result['history_read_in_process']['seconds']} s; the default policy reads it inside each exploration.", ""]
@@ -186,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"history {built.get('seconds')} s ({built.get('commits'):,} commits).")
     base.with_suffix(".md").write_text("\n".join(md) + "\n")
     print(json.dumps(result, indent=1))
-    return 0 if first["exit"] == 0 and second["exit"] == 0 else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
