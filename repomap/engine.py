@@ -25,7 +25,6 @@ import logging
 import os
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -41,7 +40,7 @@ from durable_navigator.repomap.discover import Discovery, check_root, discover, 
 from durable_navigator.repomap.fsnames import fs_path
 from durable_navigator.repomap.presence import no_files_error
 from durable_navigator.repomap.engine_derived import DerivedMixin
-from durable_navigator.repomap.engine_query import QueryMixin
+from durable_navigator.repomap.engine_query import LastUsed, QueryMixin, RequestContext
 from durable_navigator.repomap.index import REC, full_bounds, full_cost
 from durable_navigator.repomap.rank import STRUCTURE_FORMAT, RankStructure
 from durable_navigator.repomap.regular import read_regular
@@ -58,6 +57,9 @@ __all__ = ["RepoMap"]
 log = logging.getLogger("repomap")
 #: renders of one version kept for a repeated plan (each holds the map text and one summary per file)
 RENDER_MEMO = 4
+#: rankings kept per engine version (one exploration ranks 4 plans: the goal alone, the survey's focus,
+#: the choice's and the choice's check; about 15 MB each on a 20,000-file tree)
+RANKING_MEMO = 4
 
 #: bags loaded per sqlite query while building the ranking structure
 _BAG_CHUNK = 512
@@ -90,7 +92,9 @@ class RepoMap(QueryMixin, DerivedMixin):
         self._lock = threading.Lock()
         self._rs: RankStructure | None = None
         self._chunks = ChunkCache()
-        self._renders: _RenderMemo = _RenderMemo(RENDER_MEMO)
+        self._renders: LastUsed[str, RenderResult] = LastUsed(RENDER_MEMO)
+        #: the personalized rankings of the plans used last (``QueryMixin._request``)
+        self._rankings: LastUsed[tuple, RequestContext] = LastUsed(RANKING_MEMO)
         self._xref = None  # References, built on the first callers/callees query
         # what refresh() compares a new discovery with (see _validated)
         self._stats: dict[str, tuple[int, int, int, int]] = {}
@@ -436,29 +440,6 @@ class RepoMap(QueryMixin, DerivedMixin):
                 "non_utf8_decoded_with_replacement": non_utf8, "parse_errors": parse_errors,
                 "parsed_this_open": self._built.parsed, "open_ms": round(self.open_ms, 1),
                 "build_ms": {k: round(v, 1) for k, v in self._built.timings_ms.items()}}
-
-
-class _RenderMemo:
-    """The last ``size`` renders of one version by plan, thread-safe (activities share an engine)."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._items: OrderedDict[str, RenderResult] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> RenderResult | None:
-        with self._lock:
-            got = self._items.get(key)
-            if got is not None:
-                self._items.move_to_end(key)
-            return got
-
-    def put(self, key: str, value: RenderResult) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
 
 
 def _fresh_copy(hit: RenderResult, seconds: float | None) -> RenderResult:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 import numpy as np
 
@@ -37,7 +38,10 @@ if TYPE_CHECKING:
     from durable_navigator.repomap.xref import References  # jedi and the site scanners: on the first callers/callees
     from durable_navigator.repomap.rank import RankStructure
 
-__all__ = ["QueryMixin", "RequestContext"]
+__all__ = ["LastUsed", "QueryMixin", "RequestContext"]
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 #: a "why" mentions pagerank only when the file is at least this central (normalized)
 _WHY_PAGERANK_MIN = 0.2
@@ -50,9 +54,27 @@ def _expansion_order(k: Expansion) -> tuple[int, int, int]:
     return (1, k, 0) if isinstance(k, int) else (2, *k)
 
 
-#: rankings kept per engine version (one exploration's plans: the goal alone, the survey's focus, the choice's)
-_REQUEST_MEMO = 4
-_MEMO_LOCK = threading.Lock()
+class LastUsed(Generic[K, V]):
+    """The ``size`` values used last, by key, thread-safe (activities share an engine)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            got = self._items.get(key)
+            if got is not None:
+                self._items.move_to_end(key)
+            return got
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
 
 
 @dataclass
@@ -109,6 +131,7 @@ class QueryMixin:
     config: Any
     _built: Any
     _chunks: ChunkCache
+    _rankings: LastUsed[tuple, RequestContext]
     _xref: References | None
 
     def _structure(self) -> "RankStructure":  # provided by RepoMap
@@ -123,24 +146,17 @@ class QueryMixin:
         personalized PageRank of half a second. The last few are kept on this version (the
         index, and so the ranking structure, never changes under one ``RepoMap``). Callers read a
         context and never change it: its arrays are read-only, and ``RepoMap.rank`` hands each
-        caller a list of its own. The ``_REQUEST_MEMO`` used last are kept per engine (on a
-        20,000-file tree about 15 MB each once ranked: 2 MB of arrays, the rest the files' records).
+        caller a list of its own (``RepoMap._rankings``: on a 20,000-file tree about 15 MB each once
+        ranked, 2 MB of arrays, the rest the files' records).
         """
         key = (plan.goal or "", tuple((fp.glob, fp.weight) for fp in plan.focus_paths),
                tuple((fs.symbol, fs.weight, fs.expand) for fs in plan.focus_symbols))
-        with _MEMO_LOCK:
-            memo: dict[tuple, RequestContext] = self.__dict__.setdefault("_request_memo", {})
-            got = memo.pop(key, None)
-            if got is not None:
-                memo[key] = got  # the most recently used last
+        got = self._rankings.get(key)
         if got is None:
             got = self._rank_request(plan)
             for arr in (got.score, got.focused, *got.signals.values()):
                 arr.setflags(write=False)
-            with _MEMO_LOCK:
-                if len(memo) >= _REQUEST_MEMO:
-                    memo.pop(next(iter(memo)))
-                memo[key] = got
+            self._rankings.put(key, got)
         return got
 
     def _rank_request(self, plan: FlightPlan) -> RequestContext:
