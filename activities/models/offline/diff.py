@@ -186,11 +186,13 @@ def _ruled_tokens(current: dict[str, Level], ranked: list[Any], meta: MapMetadat
 
 
 def finalize_summary(plan: FlightPlan, meta: MapMetadata | None) -> str:
-    """A short human-readable account of the final context."""
+    """A short human-readable account of the final context: what it shows. Not the goal: context.md's
+    title and the run's Web UI summary name it, and the pack's frame keeps only the summary's first
+    words at small budgets."""
     full = [r.glob for r in plan.rules if r.level == Level.FULL]
     outl = [r.glob for r in plan.rules if r.level in (Level.OUTLINE, Level.DOCS)]
     syms = [f.symbol for f in plan.focus_symbols if f.expand]
-    parts = [f"goal: {plan.goal}"] if plan.goal else []
+    parts: list[str] = []
     if full:
         parts.append("in full: " + ", ".join(full))
     if outl:
@@ -201,4 +203,4 @@ def finalize_summary(plan: FlightPlan, meta: MapMetadata | None) -> str:
         parts.append("excluded: " + ", ".join(plan.exclude))
     if meta is not None:
         parts.append(f"map: {meta.tokens_used}/{meta.token_budget} tokens")
-    return "; ".join(parts)
+    return "; ".join(parts) or "the engine's own levels, nothing focused"

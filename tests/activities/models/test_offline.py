@@ -177,6 +177,11 @@ def test_loop_zooms_in_expands_and_finalizes_within_budget(engine) -> None:
     assert "finalize" in decisions[-1].reasoning and decisions[-1].summary
     levels = {r.glob: r.level for r in plan.rules}
     expanded = {f.symbol for f in plan.focus_symbols if f.expand}
+    # the summary says what the context shows, not the goal again (context.md's title is the goal,
+    # and at small budgets the frame keeps only the summary's first words)
+    summary = decisions[-1].summary
+    assert GOAL not in summary and not summary.startswith("goal:")
+    assert all(s in summary for s in expanded) and summary.endswith("tokens")
     assert levels.get("src/shop/budget/ledger.py") == Level.FULL or any("record_usage" in s for s in expanded)
     assert levels.get("src/shop/cart.py", Level.PATH) <= Level.OUTLINE
     rendered = engine.render(plan)
