@@ -597,3 +597,11 @@ def test_licences_and_changelogs_are_noise_unless_the_goal_names_them() -> None:
     kept = noise_excludes("add a changelog entry and update the license year", files)
     assert not {"**/LICENSE*", "**/CHANGES*", "changelog.d/**"} & set(kept) and "**/.gitignore" in kept
     assert noise_excludes("fix the arg check", files, meta_files=False) == ["docs/**"]
+
+
+def test_summary_of_a_plan_that_focuses_nothing_says_so() -> None:
+    from durable_navigator.activities.models.offline.diff import finalize_summary
+
+    # no rule, no expansion, no exclusion and no map yet: still a sentence, never an empty summary
+    # (an empty one would read as "the navigator stopped before writing a summary" in context.md)
+    assert finalize_summary(FlightPlan(goal=GOAL), None) == "the engine's own levels, nothing focused"
