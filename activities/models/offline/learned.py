@@ -20,6 +20,9 @@ the definitions around it. A lazy greedy knapsack takes the option with the most
 per token (``value / cost ** p``, ``p`` shipped with the model) while it fits
 ``LearnedConfig.share`` of the budget; from ``fill_from`` (16k) up the fill -- a wider set of chunks
 valued by the same model -- takes what the candidates leave, and the engine's own levels fill the rest.
+From ``full_from`` (16k) up a file's full option is also worth ``full_bonus`` times its best chunk's
+value: each chunk is valued alone, and a file whose best chunk is likely holds more than its other
+chunks' own values say.
 """
 
 from __future__ import annotations
@@ -100,6 +103,16 @@ class LearnedConfig(BaseModel):
     #: per exploration on the test split; a 20,000-file repository's first 8k exploration took 1.3 s
     #: longer with it, ``bench/history_scale.py``, session 18)
     fill_from: int = Field(16384, ge=0)
+    #: from ``full_from`` up, a file's full option (L4) is worth this much more, times the file's
+    #: best chunk value: the changed lines of a likely file that its other chunks' own values miss
+    #: (each chunk is valued alone; a file whose best chunk is likely is likelier to hold the rest).
+    #: Chosen on dev (``bench/RANKER.md`` session 21, in process, with ``.git``): 0.25 / 0.5 / 1.0
+    #: move the 260 corpus dev commits by +0.009 / +0.017 / +0.008 at 16k and +0.025 / +0.026 / +0.022
+    #: at 32k, the 180 quality dev commits by +0.015 (0.5) at 16k and +0.012 / +0.007 / +0.000 at 32k
+    full_bonus: float = Field(0.5, ge=0)
+    #: the ``full_bonus`` runs from this ``--tokens`` budget up. At 4k and 8k it did not pay on dev
+    #: (0.5: quality dev +0.001 / +0.016, corpus dev -0.004 / -0.008)
+    full_from: int = Field(16384, ge=0)
     #: the decision log names at most this many of the choices (the map shows them all)
     max_notes: int = 12
     #: most expansions one allocation makes (one plan update adds at most ``MAX_UPDATE_ITEMS``
@@ -122,6 +135,8 @@ class _Option:
     #: the focus symbol an expansion is (a symbol id, ``path::`` or ``path::a-b``)
     ref: str = ""
     chunks: list[int] = field(default_factory=list)
+    #: what ``value`` holds beyond the expected lines (a full option's ``full_bonus``)
+    bonus: float = 0.0
 
 
 @dataclass
@@ -320,23 +335,33 @@ _MEMO_LOCK = threading.Lock()
 
 
 def _priced_options(engine: Any, goal: str, cfg: LearnedConfig, ranked: dict[str, Any],
-                    focused: Any, fill: bool) -> _Priced:
-    """Every option the map has for ``goal`` (the candidates'; with ``fill``, the fill's when asked for)."""
+                    focused: Any, fill: bool, whole: bool) -> _Priced:
+    """Every option the map has for ``goal`` (the candidates'; with ``fill``, the fill's when asked for;
+    with ``whole``, each file's full option carries ``full_bonus``)."""
     cf, ranker, (_scores, full, sig) = _engine_inputs(engine, goal, cfg.fill_lexical if fill else 0,
                                                       cfg.fill_files if fill else 0)
     top = float(full.max()) if len(full) else 0.0
     boost = (lambda p, v: max(v * cfg.feedback_boost, top) if focused(p) else v)
     price = _Prices(engine)
     expand, per_file = _options(engine, cf, full, sig, ranked, cfg, boost, price, cf.primary)
-    options = list(expand.values()) + [o for f in per_file.values() for k, o in f.items()
-                                       if k == "full" or cfg.outlines]
     best: dict[str, float] = {}
     for i, span in enumerate(cf.spans):
         if span.path in ranked:
             best[span.path] = max(best.get(span.path, 0.0), boost(span.path, float(full[i])))
+    bonus = cfg.full_bonus if whole else 0.0
+
+    def whole_bonus(files: dict[str, dict[str, _Option]]) -> None:
+        for p, f in files.items():
+            f["full"].bonus = bonus * best.get(p, 0.0)
+            f["full"].value += f["full"].bonus
+
+    whole_bonus(per_file)
+    options = list(expand.values()) + [o for f in per_file.values() for k, o in f.items()
+                                       if k == "full" or cfg.outlines]
 
     def build_fill() -> list[_Option]:
         more, more_files = _options(engine, cf, full, sig, ranked, cfg, boost, price, ~cf.primary)
+        whole_bonus(more_files)
         return [o for k, o in more.items() if k not in expand] + [
             o for p, f in more_files.items() if p not in per_file for k, o in f.items() if k == "full" or cfg.outlines]
 
@@ -353,12 +378,12 @@ def learned_choice(engine: Any, plan: FlightPlan, goal: str, cfg: LearnedConfig,
     files the choice may set a level for (one plan update holds ``MAX_UPDATE_ITEMS`` rules).
     """
     ranked = {r.path: r for r in engine.rank(plan) if not excluded(r.path)}
-    fill = plan.token_budget >= cfg.fill_from
-    key = (id(engine), engine.index_version, goal, cfg, fill, tuple(ranked), tuple(p for p in ranked if focused(p)))
+    fill, whole = plan.token_budget >= cfg.fill_from, plan.token_budget >= cfg.full_from
+    key = (id(engine), engine.index_version, goal, cfg, fill, whole, tuple(ranked), tuple(p for p in ranked if focused(p)))
     with _MEMO_LOCK:
         got = _MEMO.get(key)
     if got is None:
-        got = _priced_options(engine, goal, cfg, ranked, focused, fill)
+        got = _priced_options(engine, goal, cfg, ranked, focused, fill, whole)
         with _MEMO_LOCK:
             _MEMO.clear()
             _MEMO[key] = got
@@ -427,5 +452,5 @@ def _choice(state: _State, taken: list[tuple[_Option, float, int]], spent: int, 
         else:
             continue
         if len(notes) < cfg.max_notes:
-            notes.append(f"{what}: {value:.2f} of the goal's lines expected, {cost} tokens")
+            notes.append(f"{what}: {max(value - o.bonus, 0.0):.2f} of the goal's lines expected, {cost} tokens")
     return Choice(levels=dict(state.level), expand=expand, cost=spent, notes=notes)

@@ -345,3 +345,34 @@ def test_the_fill_spends_what_the_candidates_leave_and_changes_none_of_their_cho
     small = FlightPlan(token_budget=on.fill_from - 1, goal=goal)
     assert learned_choice(engine, small, goal, on, excluded=lambda p: False, focused=lambda p: False) == \
         learned_choice(engine, small, goal, off, excluded=lambda p: False, focused=lambda p: False)
+
+
+def test_from_full_from_up_a_files_full_option_carries_the_bonus_of_its_best_chunk(tmp_path: Path) -> None:
+    """``full_bonus`` (chosen on dev, ``bench/RANKER.md`` session 21): from ``full_from`` up, showing
+    a likely file whole is worth ``full_bonus`` times its best chunk's value more than its chunks'
+    own values; below ``full_from`` (4k and 8k, where it did not pay) the options are as before."""
+    from durable_navigator.activities.models.offline.learned import _priced_options
+
+    engine = repomap.RepoMap.open(_spread_repo(tmp_path / "repo"), cache_dir=tmp_path / "cache", jobs=1)
+    goal = "tokens are recorded twice in record usage"
+    cfg = LearnedConfig()
+    assert cfg.full_bonus > 0 and 8192 < cfg.full_from <= 16384
+    ranked = {r.path: r for r in engine.rank(FlightPlan(token_budget=cfg.full_from, goal=goal))}
+
+    def fulls(whole: bool, fill: bool = True) -> tuple[dict[str, float], dict[str, float]]:
+        got = _priced_options(engine, goal, cfg, ranked, lambda p: False, fill, whole)
+        opts = [*got.options, *got.fill_options()]
+        return {o.path: o.value for o in opts if o.kind == "full"}, got.best
+
+    plain, best = fulls(False)
+    bonus, _ = fulls(True)
+    assert set(plain) == set(bonus) and len(plain) > 1
+    assert best["ledger.py"] == max(best.values()) > 0
+    for path, value in plain.items():
+        assert bonus[path] == pytest.approx(value + cfg.full_bonus * best.get(path, 0.0))
+    assert bonus["ledger.py"] - plain["ledger.py"] == pytest.approx(cfg.full_bonus * best["ledger.py"])
+    # through ``learned_choice``: the bonus only from ``full_from`` up
+    below = FlightPlan(token_budget=cfg.full_from - 1, goal=goal)
+    off = cfg.model_copy(update={"full_bonus": 0.0})
+    assert learned_choice(engine, below, goal, cfg, excluded=lambda p: False, focused=lambda p: False) == \
+        learned_choice(engine, below, goal, off, excluded=lambda p: False, focused=lambda p: False)
