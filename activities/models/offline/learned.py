@@ -107,8 +107,9 @@ class LearnedConfig(BaseModel):
     #: best chunk value: the changed lines of a likely file that its other chunks' own values miss
     #: (each chunk is valued alone; a file whose best chunk is likely is likelier to hold the rest).
     #: Chosen on dev (``bench/RANKER.md`` session 21, in process, with ``.git``): 0.25 / 0.5 / 1.0
-    #: move the 260 corpus dev commits by +0.009 / +0.017 / +0.008 at 16k and +0.025 / +0.026 / +0.022
-    #: at 32k, the 180 quality dev commits by +0.015 (0.5) at 16k and +0.012 / +0.007 / +0.000 at 32k
+    #: move 260 corpus dev commits by +0.009 / +0.017 / +0.008 at 16k and +0.025 / +0.026 / +0.022
+    #: at 32k, the 180 quality dev commits by +0.015 (0.5) at 16k and +0.012 / +0.007 / +0.000 at 32k;
+    #: 0.5 moves all 929 corpus dev commits by +0.011 at 32k (se 0.004)
     full_bonus: float = Field(0.5, ge=0)
     #: the ``full_bonus`` runs from this ``--tokens`` budget up. At 4k and 8k it did not pay on dev
     #: (0.5: quality dev +0.001 / +0.016, corpus dev -0.004 / -0.008)
