@@ -371,6 +371,14 @@ def test_from_full_from_up_a_files_full_option_carries_the_bonus_of_its_best_chu
     for path, value in plain.items():
         assert bonus[path] == pytest.approx(value + cfg.full_bonus * best.get(path, 0.0))
     assert bonus["ledger.py"] - plain["ledger.py"] == pytest.approx(cfg.full_bonus * best["ledger.py"])
+    # the decision log's "expected lines" leave the bonus out: a bonus of 100 times the best chunk
+    # would read as dozens of the goal's lines
+    huge = cfg.model_copy(update={"full_bonus": 100.0})
+    notes = learned_choice(engine, FlightPlan(token_budget=cfg.full_from, goal=goal), goal, huge,
+                           excluded=lambda p: False, focused=lambda p: False).notes
+    said = [float(n.split(": ")[1].split(" ")[0]) for n in notes if n.startswith("ledger.py in full (L4)")]
+    assert said, notes
+    assert said[0] <= plain["ledger.py"] + cfg.presence_bonus * best["ledger.py"] + 0.01 < 100.0 * best["ledger.py"]
     # through ``learned_choice``: the bonus only from ``full_from`` up
     below = FlightPlan(token_budget=cfg.full_from - 1, goal=goal)
     off = cfg.model_copy(update={"full_bonus": 0.0})
