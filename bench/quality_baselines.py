@@ -73,7 +73,9 @@ def chunk_docs(paths: Sequence[str], source: Callable[[str], list[str]],
     for p in paths:
         src = source(p)
         if src:
-            docs.extend(Doc(p, a, b) for a, b in chunk_ranges(len(src), symbols(p), src))
+            # the definitions as the parser gives them: the reference's unit stays what it was
+            # (the ranker's own chunks start at a definition's leading comments, ``leads``)
+            docs.extend(Doc(p, a, b) for a, b in chunk_ranges(len(src), symbols(p), src, leads=False))
     return docs
 
 

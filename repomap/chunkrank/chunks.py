@@ -5,8 +5,11 @@ cut from the engine's parsed symbols: top-level definitions; a definition longer
 than ``SPLIT_LINES`` that contains others is split into its members plus the lines
 between them; a leaf longer than ``2 * SPLIT_LINES`` into windows; lines outside
 every definition (imports, module code) into runs of at most ``GAP_LINES``; a file
-without symbols into ``GAP_LINES``-line windows. Keeping the baseline's unit means
-the learned ranker is compared with BM25 on the same candidates.
+without symbols into ``GAP_LINES``-line windows. The ranker's chunk of a definition
+starts at the comments and attributes directly above it (``leads``: a Rust ``///`` doc
+and ``#[cfg(windows)]``, a Go or Java comment, an annotation, a decorator), so they are
+ranked and shown with the code they describe rather than as a chunk of their own; the
+baseline keeps the definitions as the parser gives them (``leads=False``).
 
 Tokenisation (``tokenize``) is the baseline's: words and identifiers lower-cased
 plus their camel/snake parts, numbers, 1-character tokens and the engine's
@@ -35,11 +38,15 @@ SPLIT_LINES = 80
 GAP_LINES = 40
 #: the stored layout of :class:`RepoChunks` (``to_bytes``); bump it when the layout, the chunking or
 #: the tokenisation changes, so a stored blob of another kind is never read as this one
-STORE_FORMAT = f"repochunks-1-{SPLIT_LINES}-{GAP_LINES}"
+STORE_FORMAT = f"repochunks-2-{SPLIT_LINES}-{GAP_LINES}"
 #: the layout of one file's stored part (``chunkrank/parts.py``); it names the chunking and tokenisation
 PART_FORMAT = f"{STORE_FORMAT}-part-1"
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+#: a line that documents or annotates what follows it: a comment (``//``, ``/*``, `` *``, ``--``, ``#``
+#: then a space), a Rust attribute (``#[...]``), an annotation or decorator (``@name``). Not a C
+#: preprocessor line (``#include``, ``#if``) nor a Rust inner attribute (``#![...]``, the module's own)
+_LEAD = re.compile(r"\s*(?://|/\*|\*|--|#\[|#(?:\s|$)|@[A-Za-z_])")
 
 
 _MEMO: dict[str, tuple[str, ...]] = {}
@@ -95,9 +102,15 @@ def _windows(lo: int, hi: int, size: int) -> list[tuple[int, int]]:
     return [(a, min(a + size - 1, hi)) for a in range(lo, hi + 1, size)]
 
 
-def chunk_ranges(n_lines: int, symbols: list[tuple[int, int]], src: list[str]) -> list[tuple[int, int]]:
+def _is_lead(line: str) -> bool:
+    return _LEAD.match(line) is not None and bool(line.strip())
+
+
+def chunk_ranges(n_lines: int, symbols: list[tuple[int, int]], src: list[str],
+                 leads: bool = True) -> list[tuple[int, int]]:
     """Chunks of one file: sorted, non-overlapping ``(start, end)`` (1-based, inclusive) covering every
-    non-blank line."""
+    non-blank line. With ``leads``, a definition's chunk starts at the run of comment and attribute
+    lines directly above it (no blank line between) that no other chunk holds."""
     defs = sorted({(max(1, a), min(b, n_lines)) for a, b in symbols if a <= b and a <= n_lines},
                   key=lambda d: (d[0], -d[1]))  # containers before what they contain
     out: list[tuple[int, int]] = []
@@ -122,8 +135,11 @@ def chunk_ranges(n_lines: int, symbols: list[tuple[int, int]], src: list[str]) -
             if a < pos:  # overlaps what is already emitted (a decorator line): skip it
                 i = j
                 continue
-            gap(pos, a - 1)
-            unit(a, b, [d for d in items[i + 1:j] if d != (a, b)])
+            lead = a
+            while leads and lead > max(pos, 1) and lead - 1 <= len(src) and _is_lead(src[lead - 2]):
+                lead -= 1
+            gap(pos, lead - 1)
+            unit(lead, b, [d for d in items[i + 1:j] if d != (a, b)])
             pos, i = b + 1, j
         gap(pos, hi)
 
@@ -171,6 +187,15 @@ class _Ids(dict[str, int]):
         return got
 
 
+def _named(starts: dict[int, tuple[str, str]], src: list[str], a: int, b: int) -> tuple[str, str]:
+    """``(name, kind)`` of chunk ``a..b``: the definition that starts there or below its leading
+    comments (``starts``: a definition's first line -> its name and kind), else a block."""
+    k = a
+    while k not in starts and k < b and k <= len(src) and _is_lead(src[k - 1]):
+        k += 1
+    return starts.get(k, ("", "block"))
+
+
 def file_part(path: str, src: list[str], symbols: list[tuple[int, int, str, str]]) -> FilePart:
     """The chunks of ``path`` (lines ``src``, definitions ``(start, end, name, kind)`` in source order)."""
     starts = {a: (name, kind) for a, _b, name, kind in symbols}
@@ -181,7 +206,7 @@ def file_part(path: str, src: list[str], symbols: list[tuple[int, int, str, str]
     indptr: list[int] = [0]
     spans: list[tuple[int, int, str, str]] = []
     for a, b in chunk_ranges(len(src), [(s[0], s[1]) for s in symbols], src):
-        spans.append((a, b, *starts.get(a, ("", "block"))))
+        spans.append((a, b, *_named(starts, src, a, b)))
         bag = _term_counts(path_terms, "\n".join(src[a - 1:b]))
         cols.extend(map(local.__getitem__, bag))
         counts.extend(bag.values())

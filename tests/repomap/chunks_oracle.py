@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from durable_navigator.repomap.chunkrank.chunks import ChunkSpan, _term_counts, chunk_ranges, tokenize
+from durable_navigator.repomap.chunkrank.chunks import ChunkSpan, _named, _term_counts, chunk_ranges, tokenize
 
 
 def one_pass(files: list[str], lines_of: dict[str, list[str]],
@@ -26,7 +26,7 @@ def one_pass(files: list[str], lines_of: dict[str, list[str]],
         starts = {a: (name, kind) for a, _b, name, kind in syms}
         path_terms = tokenize(path)
         for a, b in chunk_ranges(len(src), [(s[0], s[1]) for s in syms], src):
-            name, kind = starts.get(a, ("", "block"))
+            name, kind = _named(starts, src, a, b)
             spans.append(ChunkSpan(path, a, b, name, kind))
             file_of.append(fi)
             bag = _term_counts(path_terms, "\n".join(src[a - 1:b]))

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from durable_navigator.repomap import RepoMap
 from durable_navigator.repomap.chunkrank import FEATURES, GROUPS, EngineView, RepoChunks, chunk_features, chunk_ranges
 from durable_navigator.repomap.chunkrank import fromengine
-from durable_navigator.repomap.chunkrank.chunks import STORE_FORMAT, tokenize
+from durable_navigator.repomap.chunkrank.chunks import STORE_FORMAT, file_part, tokenize
 from durable_navigator.repomap.chunkrank.fromengine import engine_view, repo_chunks, repo_history
 from durable_navigator.repomap.chunkrank.history import (HISTORY_FEATURES, LINE_FEATURES, RECENT_COMMITS, FileDiff,
                                                          History, carry_forward, condense_diffs, history_from_log,
@@ -40,6 +40,42 @@ def test_chunks_are_top_level_definitions_gaps_and_split_long_containers() -> No
     assert got == [(1, 10), (11, 60), (61, 100)]
     # a file without symbols: 40-line windows
     assert chunk_ranges(90, [], ["x"] * 90) == [(1, 40), (41, 80), (81, 90)]
+
+
+def test_a_definitions_chunk_starts_at_the_comments_and_attributes_directly_above_it() -> None:
+    src = ["use std::path::Path;",                      # 1
+           "",                                          # 2
+           "/// Returns a hyperlink path from an OS path.",  # 3
+           "#[cfg(windows)]",                           # 4
+           "fn from_path(p: &Path) -> String {",        # 5
+           "    p.display().to_string()",               # 6
+           "}",                                         # 7
+           "// a note about the next one",              # 8
+           "",                                          # 9
+           "#include_not_a_comment",                    # 10
+           "fn other() {}",                             # 11
+           "#![allow(dead_code)]",                      # 12
+           "fn third() {}"]                             # 13
+    syms = [(5, 7), (11, 11), (13, 13)]
+    got = chunk_ranges(len(src), syms, src)
+    # the doc comment and the attribute go with the function; a blank line ends the run (line 8 is a
+    # block of its own), and neither a preprocessor-like line nor an inner attribute is a lead
+    assert got == [(1, 2), (3, 7), (8, 10), (11, 11), (12, 12), (13, 13)]
+    # the reference's unit (the chunk-BM25 baseline) keeps the definitions as the parser gives them
+    assert chunk_ranges(len(src), syms, src, leads=False) == [(1, 4), (5, 7), (8, 10), (11, 11), (12, 12), (13, 13)]
+    # a chunk that starts at its definition's leading comments is named by that definition
+    part = file_part("src/hyperlink.rs", src, [(5, 7, "from_path", "function"), (11, 11, "other", "function"),
+                                               (13, 13, "third", "function")])
+    spans = list(zip(part.starts.tolist(), part.ends.tolist(), part.names))
+    assert (3, 7, "from_path") in spans and (8, 10, "") in spans
+    # lines a member's comments would reach that are already in another chunk stay there
+    cls = ["impl Data {", "    /// one", "    fn one() {}", "    /// two", "    #[inline]", "    fn two() {}", "}"]
+    assert chunk_ranges(len(cls), [(1, 7), (3, 3), (6, 6)], cls) == [(1, 7)]  # short: one unit, as before
+    long_impl = ["impl Data {"] + ["    /// one", "    fn one() {"] + ["        x();"] * 40 + ["    }"] + \
+        ["    /// two", "    #[inline]", "    fn two() {"] + ["        y();"] * 40 + ["    }", "}"]
+    n = len(long_impl)
+    got = chunk_ranges(n, [(1, n), (3, 44), (47, n - 1)], long_impl)
+    assert got == [(1, 1), (2, 44), (45, n - 1), (n, n)]
 
 
 def test_bm25_matches_the_lucene_formula_and_scores_absent_terms_zero() -> None:

@@ -384,3 +384,35 @@ def test_from_full_from_up_a_files_full_option_carries_the_bonus_of_its_best_chu
     off = cfg.model_copy(update={"full_bonus": 0.0})
     assert learned_choice(engine, below, goal, cfg, excluded=lambda p: False, focused=lambda p: False) == \
         learned_choice(engine, below, goal, off, excluded=lambda p: False, focused=lambda p: False)
+
+
+def test_a_rust_functions_doc_comment_and_cfg_attribute_are_shown_with_its_code(tmp_path: Path) -> None:
+    """A definition's leading comments and attributes are ranked and shown with it: the map shows
+    ``#[cfg(windows)]`` over the Windows variant's body, never a chunk of doc comment alone."""
+    filler = "".join(f"\n/// Helper number {k}.\nfn helper_{k}(value: u64) -> u64 {{\n"
+                     + "".join(f"    let value = value * {j} + {k};\n" for j in range(30)) + "    value\n}\n"
+                     for k in range(30))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "hyperlink.rs").write_text(
+        "use std::path::Path;\n\nstruct HyperlinkPath(Vec<u8>);\n\nimpl HyperlinkPath {\n"
+        "    /// Returns a hyperlink path from an OS path.\n    #[cfg(windows)]\n"
+        "    fn from_path(original_path: &Path) -> Option<HyperlinkPath> {\n"
+        "        let path = std::path::absolute(original_path).ok()?;\n"
+        "        Some(HyperlinkPath(path.to_string_lossy().as_bytes().to_vec()))\n    }\n\n"
+        "    /// Returns a hyperlink path from an OS path.\n    #[cfg(unix)]\n"
+        "    fn from_path(original_path: &Path) -> Option<HyperlinkPath> {\n"
+        "        let path = original_path.canonicalize().ok()?;\n"
+        "        Some(HyperlinkPath(path.as_os_str().as_encoded_bytes().to_vec()))\n    }\n}\n" + filler)
+    (tmp_path / "src" / "other.rs").write_text("fn unrelated() -> u32 {\n    1\n}\n")
+    engine = repomap.RepoMap.open(tmp_path, cache_dir=tmp_path / ".cache", jobs=1)
+    goal = "use absolute on windows for the hyperlink path"
+    plan = FlightPlan(token_budget=1500, goal=goal)
+    choice = learned_choice(engine, plan, goal, CFG.learned, excluded=lambda p: False, focused=lambda p: False)
+    assert choice.levels.get("src/hyperlink.rs") != Level.FULL  # too long to show whole at this budget
+    turned = plan.apply(offline_decision(_turn(engine, plan, 1, goal=goal), CFG).updates)
+    text = engine.render(turned).text
+    assert "#[cfg(windows)]\n    fn from_path" in text
+    assert "std::path::absolute(original_path)" in text
+    blocks = text.split("```")[1::2]
+    assert not any(b.strip() and all(line.strip().startswith(("///", "#[")) for line in b.strip().splitlines())
+                   for b in blocks), text  # no block of doc comment and attributes alone
