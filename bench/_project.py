@@ -8,7 +8,8 @@ import packages touches this file alone. Used for:
 * ``open_engine`` -- the engine's file list (the corpus every method searches)
   and its parsed symbols (the chunk BM25 baseline's function/class chunks);
 * ``chunk_ranges`` -- how a file is cut into those chunks: the learned ranker's own
-  chunker (``repomap/chunkrank/chunks.py``), so the baseline and the ranker share one unit;
+  chunker (``repomap/chunkrank/chunks.py``) with ``leads=False`` (the definitions as the parser
+  gives them; the ranker's chunk of a definition also holds the comments directly above it);
 * ``compile_bytecode`` -- the product's modules compiled once, as ``pip install`` leaves them.
 """
 
