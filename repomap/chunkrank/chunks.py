@@ -103,7 +103,7 @@ def _windows(lo: int, hi: int, size: int) -> list[tuple[int, int]]:
 
 
 def _is_lead(line: str) -> bool:
-    return _LEAD.match(line) is not None and bool(line.strip())
+    return _LEAD.match(line) is not None  # every alternative needs a non-blank character
 
 
 def chunk_ranges(n_lines: int, symbols: list[tuple[int, int]], src: list[str],
